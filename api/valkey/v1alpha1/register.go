@@ -1,0 +1,10 @@
+package v1alpha1
+
+import "k8s.io/apimachinery/pkg/runtime"
+
+func knownTypes() []runtime.Object {
+	return []runtime.Object{
+		&ValkeyCluster{}, &ValkeyClusterList{},
+		&ValkeyNode{}, &ValkeyNodeList{},
+	}
+}

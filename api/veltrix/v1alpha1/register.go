@@ -1,0 +1,9 @@
+package v1alpha1
+
+import "k8s.io/apimachinery/pkg/runtime"
+
+func knownTypes() []runtime.Object {
+	return []runtime.Object{
+		&VeltrixCluster{}, &VeltrixClusterList{},
+	}
+}

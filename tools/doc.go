@@ -1,0 +1,2 @@
+// Package tools pins the suite's developer tools; see go.mod's tool directives.
+package tools
