@@ -64,7 +64,17 @@ type GetNodeReportResponse struct {
 	// node_name is the Kubernetes Node the agent runs on.
 	NodeName string `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
 	// agent_version is the version of the agent binary.
-	AgentVersion  string `protobuf:"bytes,2,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
+	AgentVersion string `protobuf:"bytes,2,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
+	// pool holds the node-pool labels of the Node.
+	Pool *NodePool `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"`
+	// capacity is what the node has, as the kernel sees it.
+	Capacity *NodeCapacity `protobuf:"bytes,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// devices lists every whole block device of non-zero size, partitions nested.
+	Devices []*BlockDevice `protobuf:"bytes,5,rep,name=devices,proto3" json:"devices,omitempty"`
+	// sysctls lists the sysctls of interest against their required minimums.
+	Sysctls []*SysctlStatus `protobuf:"bytes,6,rep,name=sysctls,proto3" json:"sysctls,omitempty"`
+	// prepared lists what the agent has prepared and remembers across restarts.
+	Prepared      []*PreparedDisk `protobuf:"bytes,7,rep,name=prepared,proto3" json:"prepared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -113,17 +123,1181 @@ func (x *GetNodeReportResponse) GetAgentVersion() string {
 	return ""
 }
 
+func (x *GetNodeReportResponse) GetPool() *NodePool {
+	if x != nil {
+		return x.Pool
+	}
+	return nil
+}
+
+func (x *GetNodeReportResponse) GetCapacity() *NodeCapacity {
+	if x != nil {
+		return x.Capacity
+	}
+	return nil
+}
+
+func (x *GetNodeReportResponse) GetDevices() []*BlockDevice {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+func (x *GetNodeReportResponse) GetSysctls() []*SysctlStatus {
+	if x != nil {
+		return x.Sysctls
+	}
+	return nil
+}
+
+func (x *GetNodeReportResponse) GetPrepared() []*PreparedDisk {
+	if x != nil {
+		return x.Prepared
+	}
+	return nil
+}
+
+// NodePool holds the node-pool labels "<prefix>/namespace" and "<prefix>/type".
+type NodePool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// label_prefix is the prefix the agent was configured with.
+	LabelPrefix string `protobuf:"bytes,1,opt,name=label_prefix,json=labelPrefix,proto3" json:"label_prefix,omitempty"`
+	// namespace is the value of "<prefix>/namespace", empty when the label is absent.
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// type is the value of "<prefix>/type", empty when the label is absent.
+	Type string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	// labels holds every Node label under the prefix.
+	Labels        map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodePool) Reset() {
+	*x = NodePool{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePool) ProtoMessage() {}
+
+func (x *NodePool) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePool.ProtoReflect.Descriptor instead.
+func (*NodePool) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *NodePool) GetLabelPrefix() string {
+	if x != nil {
+		return x.LabelPrefix
+	}
+	return ""
+}
+
+func (x *NodePool) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *NodePool) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *NodePool) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// NodeCapacity is the node's CPU and memory.
+type NodeCapacity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cpu_millis is the number of online CPUs times 1000.
+	CpuMillis int64 `protobuf:"varint,1,opt,name=cpu_millis,json=cpuMillis,proto3" json:"cpu_millis,omitempty"`
+	// memory_bytes is MemTotal.
+	MemoryBytes   int64 `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeCapacity) Reset() {
+	*x = NodeCapacity{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeCapacity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeCapacity) ProtoMessage() {}
+
+func (x *NodeCapacity) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeCapacity.ProtoReflect.Descriptor instead.
+func (*NodeCapacity) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *NodeCapacity) GetCpuMillis() int64 {
+	if x != nil {
+		return x.CpuMillis
+	}
+	return 0
+}
+
+func (x *NodeCapacity) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+// BlockDevice is a whole disk.
+type BlockDevice struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// path is the device node, e.g. /dev/nvme0n1.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// size_bytes is the device size.
+	SizeBytes int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// model is the model string from sysfs, empty when unknown.
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// serial is the serial number from sysfs, empty when unknown.
+	Serial string `protobuf:"bytes,4,opt,name=serial,proto3" json:"serial,omitempty"`
+	// rotational is true for spinning disks.
+	Rotational bool `protobuf:"varint,5,opt,name=rotational,proto3" json:"rotational,omitempty"`
+	// nvme is true for NVMe namespaces.
+	Nvme bool `protobuf:"varint,6,opt,name=nvme,proto3" json:"nvme,omitempty"`
+	// boot_disk is true when the root filesystem or /boot lives on this device.
+	BootDisk bool `protobuf:"varint,7,opt,name=boot_disk,json=bootDisk,proto3" json:"boot_disk,omitempty"`
+	// filesystem is the superblock type as blkid -p sees it (xfs, ext4, LVM2_member, ...).
+	Filesystem string `protobuf:"bytes,8,opt,name=filesystem,proto3" json:"filesystem,omitempty"`
+	// label is the filesystem label as blkid -p sees it.
+	Label string `protobuf:"bytes,9,opt,name=label,proto3" json:"label,omitempty"`
+	// partition_table is the partition table type (gpt, dos), empty when none.
+	PartitionTable string `protobuf:"bytes,10,opt,name=partition_table,json=partitionTable,proto3" json:"partition_table,omitempty"`
+	// partitions lists the device's partitions.
+	Partitions []*Partition `protobuf:"bytes,11,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// mountpoints lists where the device itself is mounted, as this agent sees it.
+	Mountpoints []string `protobuf:"bytes,12,rep,name=mountpoints,proto3" json:"mountpoints,omitempty"`
+	// owned_by_agent is true when the agent prepared the device and remembers it.
+	OwnedByAgent bool `protobuf:"varint,13,opt,name=owned_by_agent,json=ownedByAgent,proto3" json:"owned_by_agent,omitempty"`
+	// eligible is true when the agent would prepare the device.
+	Eligible bool `protobuf:"varint,14,opt,name=eligible,proto3" json:"eligible,omitempty"`
+	// ineligible_reason says why the device is not eligible.
+	IneligibleReason string `protobuf:"bytes,15,opt,name=ineligible_reason,json=ineligibleReason,proto3" json:"ineligible_reason,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *BlockDevice) Reset() {
+	*x = BlockDevice{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlockDevice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlockDevice) ProtoMessage() {}
+
+func (x *BlockDevice) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlockDevice.ProtoReflect.Descriptor instead.
+func (*BlockDevice) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *BlockDevice) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *BlockDevice) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *BlockDevice) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *BlockDevice) GetSerial() string {
+	if x != nil {
+		return x.Serial
+	}
+	return ""
+}
+
+func (x *BlockDevice) GetRotational() bool {
+	if x != nil {
+		return x.Rotational
+	}
+	return false
+}
+
+func (x *BlockDevice) GetNvme() bool {
+	if x != nil {
+		return x.Nvme
+	}
+	return false
+}
+
+func (x *BlockDevice) GetBootDisk() bool {
+	if x != nil {
+		return x.BootDisk
+	}
+	return false
+}
+
+func (x *BlockDevice) GetFilesystem() string {
+	if x != nil {
+		return x.Filesystem
+	}
+	return ""
+}
+
+func (x *BlockDevice) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *BlockDevice) GetPartitionTable() string {
+	if x != nil {
+		return x.PartitionTable
+	}
+	return ""
+}
+
+func (x *BlockDevice) GetPartitions() []*Partition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *BlockDevice) GetMountpoints() []string {
+	if x != nil {
+		return x.Mountpoints
+	}
+	return nil
+}
+
+func (x *BlockDevice) GetOwnedByAgent() bool {
+	if x != nil {
+		return x.OwnedByAgent
+	}
+	return false
+}
+
+func (x *BlockDevice) GetEligible() bool {
+	if x != nil {
+		return x.Eligible
+	}
+	return false
+}
+
+func (x *BlockDevice) GetIneligibleReason() string {
+	if x != nil {
+		return x.IneligibleReason
+	}
+	return ""
+}
+
+// Partition is one partition of a block device.
+type Partition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// path is the partition's device node.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// size_bytes is the partition size.
+	SizeBytes int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// filesystem is the superblock type as blkid -p sees it.
+	Filesystem string `protobuf:"bytes,3,opt,name=filesystem,proto3" json:"filesystem,omitempty"`
+	// label is the filesystem label as blkid -p sees it.
+	Label string `protobuf:"bytes,4,opt,name=label,proto3" json:"label,omitempty"`
+	// mountpoints lists where the partition is mounted, as this agent sees it.
+	Mountpoints   []string `protobuf:"bytes,5,rep,name=mountpoints,proto3" json:"mountpoints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Partition) Reset() {
+	*x = Partition{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Partition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Partition) ProtoMessage() {}
+
+func (x *Partition) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Partition.ProtoReflect.Descriptor instead.
+func (*Partition) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Partition) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Partition) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *Partition) GetFilesystem() string {
+	if x != nil {
+		return x.Filesystem
+	}
+	return ""
+}
+
+func (x *Partition) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *Partition) GetMountpoints() []string {
+	if x != nil {
+		return x.Mountpoints
+	}
+	return nil
+}
+
+// SysctlStatus is a sysctl's value against its required minimum.
+type SysctlStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the dotted sysctl name, e.g. vm.max_map_count.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// value is the current value.
+	Value int64 `protobuf:"varint,2,opt,name=value,proto3" json:"value,omitempty"`
+	// minimum is the required minimum.
+	Minimum int64 `protobuf:"varint,3,opt,name=minimum,proto3" json:"minimum,omitempty"`
+	// met is true when value >= minimum.
+	Met           bool `protobuf:"varint,4,opt,name=met,proto3" json:"met,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SysctlStatus) Reset() {
+	*x = SysctlStatus{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SysctlStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SysctlStatus) ProtoMessage() {}
+
+func (x *SysctlStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SysctlStatus.ProtoReflect.Descriptor instead.
+func (*SysctlStatus) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SysctlStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SysctlStatus) GetValue() int64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *SysctlStatus) GetMinimum() int64 {
+	if x != nil {
+		return x.Minimum
+	}
+	return 0
+}
+
+func (x *SysctlStatus) GetMet() bool {
+	if x != nil {
+		return x.Met
+	}
+	return false
+}
+
+// PreparedDisk is a device the agent prepared.
+type PreparedDisk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// device is the whole device's path.
+	Device string `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`
+	// xfs_device is the device holding the XFS filesystem: the device itself or its first
+	// partition.
+	XfsDevice string `protobuf:"bytes,2,opt,name=xfs_device,json=xfsDevice,proto3" json:"xfs_device,omitempty"`
+	// raw_device is the raw partition when the device was split, empty otherwise.
+	RawDevice string `protobuf:"bytes,3,opt,name=raw_device,json=rawDevice,proto3" json:"raw_device,omitempty"`
+	// xfs_percent is the share of the device given to XFS; 0 means the whole device.
+	XfsPercent uint32 `protobuf:"varint,4,opt,name=xfs_percent,json=xfsPercent,proto3" json:"xfs_percent,omitempty"`
+	// filesystem_uuid is the UUID of the XFS filesystem, which identifies the device across
+	// reboots.
+	FilesystemUuid string `protobuf:"bytes,5,opt,name=filesystem_uuid,json=filesystemUuid,proto3" json:"filesystem_uuid,omitempty"`
+	// mount_path is where the agent mounts the filesystem, under its root.
+	MountPath string `protobuf:"bytes,6,opt,name=mount_path,json=mountPath,proto3" json:"mount_path,omitempty"`
+	// pv_path is where the filesystem is bind-mounted for the PersistentVolume.
+	PvPath string `protobuf:"bytes,7,opt,name=pv_path,json=pvPath,proto3" json:"pv_path,omitempty"`
+	// xfs_size_bytes is the size of the XFS device.
+	XfsSizeBytes int64 `protobuf:"varint,8,opt,name=xfs_size_bytes,json=xfsSizeBytes,proto3" json:"xfs_size_bytes,omitempty"`
+	// raw_size_bytes is the size of the raw partition, 0 when not split.
+	RawSizeBytes int64 `protobuf:"varint,9,opt,name=raw_size_bytes,json=rawSizeBytes,proto3" json:"raw_size_bytes,omitempty"`
+	// state is "ready" when mounted and bind-mounted, "preparing" while the agent works on it
+	// (or was interrupted), "missing" when the device no longer carries the filesystem.
+	State         string `protobuf:"bytes,10,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreparedDisk) Reset() {
+	*x = PreparedDisk{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreparedDisk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreparedDisk) ProtoMessage() {}
+
+func (x *PreparedDisk) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreparedDisk.ProtoReflect.Descriptor instead.
+func (*PreparedDisk) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PreparedDisk) GetDevice() string {
+	if x != nil {
+		return x.Device
+	}
+	return ""
+}
+
+func (x *PreparedDisk) GetXfsDevice() string {
+	if x != nil {
+		return x.XfsDevice
+	}
+	return ""
+}
+
+func (x *PreparedDisk) GetRawDevice() string {
+	if x != nil {
+		return x.RawDevice
+	}
+	return ""
+}
+
+func (x *PreparedDisk) GetXfsPercent() uint32 {
+	if x != nil {
+		return x.XfsPercent
+	}
+	return 0
+}
+
+func (x *PreparedDisk) GetFilesystemUuid() string {
+	if x != nil {
+		return x.FilesystemUuid
+	}
+	return ""
+}
+
+func (x *PreparedDisk) GetMountPath() string {
+	if x != nil {
+		return x.MountPath
+	}
+	return ""
+}
+
+func (x *PreparedDisk) GetPvPath() string {
+	if x != nil {
+		return x.PvPath
+	}
+	return ""
+}
+
+func (x *PreparedDisk) GetXfsSizeBytes() int64 {
+	if x != nil {
+		return x.XfsSizeBytes
+	}
+	return 0
+}
+
+func (x *PreparedDisk) GetRawSizeBytes() int64 {
+	if x != nil {
+		return x.RawSizeBytes
+	}
+	return 0
+}
+
+func (x *PreparedDisk) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+// DeviceSelector picks devices either by path or by filters and a count.
+type DeviceSelector struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// paths names the devices; when set the filters must be empty.
+	Paths []string `protobuf:"bytes,1,rep,name=paths,proto3" json:"paths,omitempty"`
+	// model, when set, must equal the device's model.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// min_size_bytes, when set, is the smallest acceptable size.
+	MinSizeBytes int64 `protobuf:"varint,3,opt,name=min_size_bytes,json=minSizeBytes,proto3" json:"min_size_bytes,omitempty"`
+	// max_size_bytes, when set, is the largest acceptable size.
+	MaxSizeBytes int64 `protobuf:"varint,4,opt,name=max_size_bytes,json=maxSizeBytes,proto3" json:"max_size_bytes,omitempty"`
+	// nvme_only keeps NVMe devices only.
+	NvmeOnly bool `protobuf:"varint,5,opt,name=nvme_only,json=nvmeOnly,proto3" json:"nvme_only,omitempty"`
+	// count is how many devices to prepare with filters; 0 with paths.
+	Count         uint32 `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceSelector) Reset() {
+	*x = DeviceSelector{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceSelector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceSelector) ProtoMessage() {}
+
+func (x *DeviceSelector) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceSelector.ProtoReflect.Descriptor instead.
+func (*DeviceSelector) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DeviceSelector) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+func (x *DeviceSelector) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *DeviceSelector) GetMinSizeBytes() int64 {
+	if x != nil {
+		return x.MinSizeBytes
+	}
+	return 0
+}
+
+func (x *DeviceSelector) GetMaxSizeBytes() int64 {
+	if x != nil {
+		return x.MaxSizeBytes
+	}
+	return 0
+}
+
+func (x *DeviceSelector) GetNvmeOnly() bool {
+	if x != nil {
+		return x.NvmeOnly
+	}
+	return false
+}
+
+func (x *DeviceSelector) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// PrepareDisksRequest asks to prepare devices.
+type PrepareDisksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// selector picks the devices.
+	Selector *DeviceSelector `protobuf:"bytes,1,opt,name=selector,proto3" json:"selector,omitempty"`
+	// xfs_percent, when not 0, splits each device into an XFS partition of this share (1-99)
+	// and a raw partition with the rest.
+	XfsPercent uint32 `protobuf:"varint,2,opt,name=xfs_percent,json=xfsPercent,proto3" json:"xfs_percent,omitempty"`
+	// pv_path is the absolute PV source path under the agent's PV root. One device is
+	// bind-mounted at pv_path itself; several are bind-mounted at pv_path/<device name>.
+	PvPath        string `protobuf:"bytes,3,opt,name=pv_path,json=pvPath,proto3" json:"pv_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareDisksRequest) Reset() {
+	*x = PrepareDisksRequest{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareDisksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareDisksRequest) ProtoMessage() {}
+
+func (x *PrepareDisksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareDisksRequest.ProtoReflect.Descriptor instead.
+func (*PrepareDisksRequest) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PrepareDisksRequest) GetSelector() *DeviceSelector {
+	if x != nil {
+		return x.Selector
+	}
+	return nil
+}
+
+func (x *PrepareDisksRequest) GetXfsPercent() uint32 {
+	if x != nil {
+		return x.XfsPercent
+	}
+	return 0
+}
+
+func (x *PrepareDisksRequest) GetPvPath() string {
+	if x != nil {
+		return x.PvPath
+	}
+	return ""
+}
+
+// PrepareDisksResponse lists the prepared devices.
+type PrepareDisksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// disks are the devices prepared for this request, in device path order.
+	Disks         []*PreparedDisk `protobuf:"bytes,1,rep,name=disks,proto3" json:"disks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareDisksResponse) Reset() {
+	*x = PrepareDisksResponse{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareDisksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareDisksResponse) ProtoMessage() {}
+
+func (x *PrepareDisksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareDisksResponse.ProtoReflect.Descriptor instead.
+func (*PrepareDisksResponse) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PrepareDisksResponse) GetDisks() []*PreparedDisk {
+	if x != nil {
+		return x.Disks
+	}
+	return nil
+}
+
+// ReleaseDisksRequest asks to release prepared devices.
+type ReleaseDisksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// devices names the devices to release; set this or pv_path.
+	Devices []string `protobuf:"bytes,1,rep,name=devices,proto3" json:"devices,omitempty"`
+	// pv_path releases every device prepared for this PV source path.
+	PvPath string `protobuf:"bytes,2,opt,name=pv_path,json=pvPath,proto3" json:"pv_path,omitempty"`
+	// wipe erases the filesystem and partition table signatures after unmounting.
+	Wipe          bool `protobuf:"varint,3,opt,name=wipe,proto3" json:"wipe,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseDisksRequest) Reset() {
+	*x = ReleaseDisksRequest{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseDisksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseDisksRequest) ProtoMessage() {}
+
+func (x *ReleaseDisksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseDisksRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseDisksRequest) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ReleaseDisksRequest) GetDevices() []string {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+func (x *ReleaseDisksRequest) GetPvPath() string {
+	if x != nil {
+		return x.PvPath
+	}
+	return ""
+}
+
+func (x *ReleaseDisksRequest) GetWipe() bool {
+	if x != nil {
+		return x.Wipe
+	}
+	return false
+}
+
+// ReleaseDisksResponse lists what was released.
+type ReleaseDisksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// released lists the devices released by this call; a repeat releases nothing.
+	Released      []*PreparedDisk `protobuf:"bytes,1,rep,name=released,proto3" json:"released,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseDisksResponse) Reset() {
+	*x = ReleaseDisksResponse{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseDisksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseDisksResponse) ProtoMessage() {}
+
+func (x *ReleaseDisksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseDisksResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseDisksResponse) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ReleaseDisksResponse) GetReleased() []*PreparedDisk {
+	if x != nil {
+		return x.Released
+	}
+	return nil
+}
+
+// EnsureSysctlRequest asks for a sysctl minimum.
+type EnsureSysctlRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the dotted sysctl name; only sysctls the agent knows are accepted.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// minimum is the required minimum; 0 means the agent's default for the sysctl.
+	Minimum int64 `protobuf:"varint,2,opt,name=minimum,proto3" json:"minimum,omitempty"`
+	// report_only never raises the value, it only reports.
+	ReportOnly    bool `protobuf:"varint,3,opt,name=report_only,json=reportOnly,proto3" json:"report_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnsureSysctlRequest) Reset() {
+	*x = EnsureSysctlRequest{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnsureSysctlRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnsureSysctlRequest) ProtoMessage() {}
+
+func (x *EnsureSysctlRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnsureSysctlRequest.ProtoReflect.Descriptor instead.
+func (*EnsureSysctlRequest) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *EnsureSysctlRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EnsureSysctlRequest) GetMinimum() int64 {
+	if x != nil {
+		return x.Minimum
+	}
+	return 0
+}
+
+func (x *EnsureSysctlRequest) GetReportOnly() bool {
+	if x != nil {
+		return x.ReportOnly
+	}
+	return false
+}
+
+// EnsureSysctlResponse reports the sysctl after the call.
+type EnsureSysctlResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// status is the sysctl after the call.
+	Status *SysctlStatus `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	// previous_value is the value before the call.
+	PreviousValue int64 `protobuf:"varint,2,opt,name=previous_value,json=previousValue,proto3" json:"previous_value,omitempty"`
+	// raised is true when the agent raised the value.
+	Raised        bool `protobuf:"varint,3,opt,name=raised,proto3" json:"raised,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnsureSysctlResponse) Reset() {
+	*x = EnsureSysctlResponse{}
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnsureSysctlResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnsureSysctlResponse) ProtoMessage() {}
+
+func (x *EnsureSysctlResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nodeagent_v1_nodeagent_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnsureSysctlResponse.ProtoReflect.Descriptor instead.
+func (*EnsureSysctlResponse) Descriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *EnsureSysctlResponse) GetStatus() *SysctlStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *EnsureSysctlResponse) GetPreviousValue() int64 {
+	if x != nil {
+		return x.PreviousValue
+	}
+	return 0
+}
+
+func (x *EnsureSysctlResponse) GetRaised() bool {
+	if x != nil {
+		return x.Raised
+	}
+	return false
+}
+
 var File_nodeagent_v1_nodeagent_proto protoreflect.FileDescriptor
 
 const file_nodeagent_v1_nodeagent_proto_rawDesc = "" +
 	"\n" +
 	"\x1cnodeagent/v1/nodeagent.proto\x12\fnodeagent.v1\"\x16\n" +
-	"\x14GetNodeReportRequest\"Y\n" +
+	"\x14GetNodeReportRequest\"\xe0\x02\n" +
 	"\x15GetNodeReportResponse\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12#\n" +
-	"\ragent_version\x18\x02 \x01(\tR\fagentVersion2e\n" +
+	"\ragent_version\x18\x02 \x01(\tR\fagentVersion\x12*\n" +
+	"\x04pool\x18\x03 \x01(\v2\x16.nodeagent.v1.NodePoolR\x04pool\x126\n" +
+	"\bcapacity\x18\x04 \x01(\v2\x1a.nodeagent.v1.NodeCapacityR\bcapacity\x123\n" +
+	"\adevices\x18\x05 \x03(\v2\x19.nodeagent.v1.BlockDeviceR\adevices\x124\n" +
+	"\asysctls\x18\x06 \x03(\v2\x1a.nodeagent.v1.SysctlStatusR\asysctls\x126\n" +
+	"\bprepared\x18\a \x03(\v2\x1a.nodeagent.v1.PreparedDiskR\bprepared\"\xd6\x01\n" +
+	"\bNodePool\x12!\n" +
+	"\flabel_prefix\x18\x01 \x01(\tR\vlabelPrefix\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12:\n" +
+	"\x06labels\x18\x04 \x03(\v2\".nodeagent.v1.NodePool.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"P\n" +
+	"\fNodeCapacity\x12\x1d\n" +
+	"\n" +
+	"cpu_millis\x18\x01 \x01(\x03R\tcpuMillis\x12!\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xe8\x03\n" +
+	"\vBlockDevice\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x16\n" +
+	"\x06serial\x18\x04 \x01(\tR\x06serial\x12\x1e\n" +
+	"\n" +
+	"rotational\x18\x05 \x01(\bR\n" +
+	"rotational\x12\x12\n" +
+	"\x04nvme\x18\x06 \x01(\bR\x04nvme\x12\x1b\n" +
+	"\tboot_disk\x18\a \x01(\bR\bbootDisk\x12\x1e\n" +
+	"\n" +
+	"filesystem\x18\b \x01(\tR\n" +
+	"filesystem\x12\x14\n" +
+	"\x05label\x18\t \x01(\tR\x05label\x12'\n" +
+	"\x0fpartition_table\x18\n" +
+	" \x01(\tR\x0epartitionTable\x127\n" +
+	"\n" +
+	"partitions\x18\v \x03(\v2\x17.nodeagent.v1.PartitionR\n" +
+	"partitions\x12 \n" +
+	"\vmountpoints\x18\f \x03(\tR\vmountpoints\x12$\n" +
+	"\x0eowned_by_agent\x18\r \x01(\bR\fownedByAgent\x12\x1a\n" +
+	"\beligible\x18\x0e \x01(\bR\beligible\x12+\n" +
+	"\x11ineligible_reason\x18\x0f \x01(\tR\x10ineligibleReason\"\x96\x01\n" +
+	"\tPartition\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12\x1e\n" +
+	"\n" +
+	"filesystem\x18\x03 \x01(\tR\n" +
+	"filesystem\x12\x14\n" +
+	"\x05label\x18\x04 \x01(\tR\x05label\x12 \n" +
+	"\vmountpoints\x18\x05 \x03(\tR\vmountpoints\"d\n" +
+	"\fSysctlStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value\x12\x18\n" +
+	"\aminimum\x18\x03 \x01(\x03R\aminimum\x12\x10\n" +
+	"\x03met\x18\x04 \x01(\bR\x03met\"\xc8\x02\n" +
+	"\fPreparedDisk\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\tR\x06device\x12\x1d\n" +
+	"\n" +
+	"xfs_device\x18\x02 \x01(\tR\txfsDevice\x12\x1d\n" +
+	"\n" +
+	"raw_device\x18\x03 \x01(\tR\trawDevice\x12\x1f\n" +
+	"\vxfs_percent\x18\x04 \x01(\rR\n" +
+	"xfsPercent\x12'\n" +
+	"\x0ffilesystem_uuid\x18\x05 \x01(\tR\x0efilesystemUuid\x12\x1d\n" +
+	"\n" +
+	"mount_path\x18\x06 \x01(\tR\tmountPath\x12\x17\n" +
+	"\apv_path\x18\a \x01(\tR\x06pvPath\x12$\n" +
+	"\x0exfs_size_bytes\x18\b \x01(\x03R\fxfsSizeBytes\x12$\n" +
+	"\x0eraw_size_bytes\x18\t \x01(\x03R\frawSizeBytes\x12\x14\n" +
+	"\x05state\x18\n" +
+	" \x01(\tR\x05state\"\xbb\x01\n" +
+	"\x0eDeviceSelector\x12\x14\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12$\n" +
+	"\x0emin_size_bytes\x18\x03 \x01(\x03R\fminSizeBytes\x12$\n" +
+	"\x0emax_size_bytes\x18\x04 \x01(\x03R\fmaxSizeBytes\x12\x1b\n" +
+	"\tnvme_only\x18\x05 \x01(\bR\bnvmeOnly\x12\x14\n" +
+	"\x05count\x18\x06 \x01(\rR\x05count\"\x89\x01\n" +
+	"\x13PrepareDisksRequest\x128\n" +
+	"\bselector\x18\x01 \x01(\v2\x1c.nodeagent.v1.DeviceSelectorR\bselector\x12\x1f\n" +
+	"\vxfs_percent\x18\x02 \x01(\rR\n" +
+	"xfsPercent\x12\x17\n" +
+	"\apv_path\x18\x03 \x01(\tR\x06pvPath\"H\n" +
+	"\x14PrepareDisksResponse\x120\n" +
+	"\x05disks\x18\x01 \x03(\v2\x1a.nodeagent.v1.PreparedDiskR\x05disks\"\\\n" +
+	"\x13ReleaseDisksRequest\x12\x18\n" +
+	"\adevices\x18\x01 \x03(\tR\adevices\x12\x17\n" +
+	"\apv_path\x18\x02 \x01(\tR\x06pvPath\x12\x12\n" +
+	"\x04wipe\x18\x03 \x01(\bR\x04wipe\"N\n" +
+	"\x14ReleaseDisksResponse\x126\n" +
+	"\breleased\x18\x01 \x03(\v2\x1a.nodeagent.v1.PreparedDiskR\breleased\"d\n" +
+	"\x13EnsureSysctlRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aminimum\x18\x02 \x01(\x03R\aminimum\x12\x1f\n" +
+	"\vreport_only\x18\x03 \x01(\bR\n" +
+	"reportOnly\"\x89\x01\n" +
+	"\x14EnsureSysctlResponse\x122\n" +
+	"\x06status\x18\x01 \x01(\v2\x1a.nodeagent.v1.SysctlStatusR\x06status\x12%\n" +
+	"\x0eprevious_value\x18\x02 \x01(\x03R\rpreviousValue\x12\x16\n" +
+	"\x06raised\x18\x03 \x01(\bR\x06raised2\xea\x02\n" +
 	"\tNodeAgent\x12X\n" +
-	"\rGetNodeReport\x12\".nodeagent.v1.GetNodeReportRequest\x1a#.nodeagent.v1.GetNodeReportResponseB9Z7github.com/opsuite/suite/proto/nodeagent/v1;nodeagentv1b\x06proto3"
+	"\rGetNodeReport\x12\".nodeagent.v1.GetNodeReportRequest\x1a#.nodeagent.v1.GetNodeReportResponse\x12U\n" +
+	"\fPrepareDisks\x12!.nodeagent.v1.PrepareDisksRequest\x1a\".nodeagent.v1.PrepareDisksResponse\x12U\n" +
+	"\fReleaseDisks\x12!.nodeagent.v1.ReleaseDisksRequest\x1a\".nodeagent.v1.ReleaseDisksResponse\x12U\n" +
+	"\fEnsureSysctl\x12!.nodeagent.v1.EnsureSysctlRequest\x1a\".nodeagent.v1.EnsureSysctlResponseB9Z7github.com/opsuite/suite/proto/nodeagent/v1;nodeagentv1b\x06proto3"
 
 var (
 	file_nodeagent_v1_nodeagent_proto_rawDescOnce sync.Once
@@ -137,19 +1311,50 @@ func file_nodeagent_v1_nodeagent_proto_rawDescGZIP() []byte {
 	return file_nodeagent_v1_nodeagent_proto_rawDescData
 }
 
-var file_nodeagent_v1_nodeagent_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_nodeagent_v1_nodeagent_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_nodeagent_v1_nodeagent_proto_goTypes = []any{
 	(*GetNodeReportRequest)(nil),  // 0: nodeagent.v1.GetNodeReportRequest
 	(*GetNodeReportResponse)(nil), // 1: nodeagent.v1.GetNodeReportResponse
+	(*NodePool)(nil),              // 2: nodeagent.v1.NodePool
+	(*NodeCapacity)(nil),          // 3: nodeagent.v1.NodeCapacity
+	(*BlockDevice)(nil),           // 4: nodeagent.v1.BlockDevice
+	(*Partition)(nil),             // 5: nodeagent.v1.Partition
+	(*SysctlStatus)(nil),          // 6: nodeagent.v1.SysctlStatus
+	(*PreparedDisk)(nil),          // 7: nodeagent.v1.PreparedDisk
+	(*DeviceSelector)(nil),        // 8: nodeagent.v1.DeviceSelector
+	(*PrepareDisksRequest)(nil),   // 9: nodeagent.v1.PrepareDisksRequest
+	(*PrepareDisksResponse)(nil),  // 10: nodeagent.v1.PrepareDisksResponse
+	(*ReleaseDisksRequest)(nil),   // 11: nodeagent.v1.ReleaseDisksRequest
+	(*ReleaseDisksResponse)(nil),  // 12: nodeagent.v1.ReleaseDisksResponse
+	(*EnsureSysctlRequest)(nil),   // 13: nodeagent.v1.EnsureSysctlRequest
+	(*EnsureSysctlResponse)(nil),  // 14: nodeagent.v1.EnsureSysctlResponse
+	nil,                           // 15: nodeagent.v1.NodePool.LabelsEntry
 }
 var file_nodeagent_v1_nodeagent_proto_depIdxs = []int32{
-	0, // 0: nodeagent.v1.NodeAgent.GetNodeReport:input_type -> nodeagent.v1.GetNodeReportRequest
-	1, // 1: nodeagent.v1.NodeAgent.GetNodeReport:output_type -> nodeagent.v1.GetNodeReportResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	2,  // 0: nodeagent.v1.GetNodeReportResponse.pool:type_name -> nodeagent.v1.NodePool
+	3,  // 1: nodeagent.v1.GetNodeReportResponse.capacity:type_name -> nodeagent.v1.NodeCapacity
+	4,  // 2: nodeagent.v1.GetNodeReportResponse.devices:type_name -> nodeagent.v1.BlockDevice
+	6,  // 3: nodeagent.v1.GetNodeReportResponse.sysctls:type_name -> nodeagent.v1.SysctlStatus
+	7,  // 4: nodeagent.v1.GetNodeReportResponse.prepared:type_name -> nodeagent.v1.PreparedDisk
+	15, // 5: nodeagent.v1.NodePool.labels:type_name -> nodeagent.v1.NodePool.LabelsEntry
+	5,  // 6: nodeagent.v1.BlockDevice.partitions:type_name -> nodeagent.v1.Partition
+	8,  // 7: nodeagent.v1.PrepareDisksRequest.selector:type_name -> nodeagent.v1.DeviceSelector
+	7,  // 8: nodeagent.v1.PrepareDisksResponse.disks:type_name -> nodeagent.v1.PreparedDisk
+	7,  // 9: nodeagent.v1.ReleaseDisksResponse.released:type_name -> nodeagent.v1.PreparedDisk
+	6,  // 10: nodeagent.v1.EnsureSysctlResponse.status:type_name -> nodeagent.v1.SysctlStatus
+	0,  // 11: nodeagent.v1.NodeAgent.GetNodeReport:input_type -> nodeagent.v1.GetNodeReportRequest
+	9,  // 12: nodeagent.v1.NodeAgent.PrepareDisks:input_type -> nodeagent.v1.PrepareDisksRequest
+	11, // 13: nodeagent.v1.NodeAgent.ReleaseDisks:input_type -> nodeagent.v1.ReleaseDisksRequest
+	13, // 14: nodeagent.v1.NodeAgent.EnsureSysctl:input_type -> nodeagent.v1.EnsureSysctlRequest
+	1,  // 15: nodeagent.v1.NodeAgent.GetNodeReport:output_type -> nodeagent.v1.GetNodeReportResponse
+	10, // 16: nodeagent.v1.NodeAgent.PrepareDisks:output_type -> nodeagent.v1.PrepareDisksResponse
+	12, // 17: nodeagent.v1.NodeAgent.ReleaseDisks:output_type -> nodeagent.v1.ReleaseDisksResponse
+	14, // 18: nodeagent.v1.NodeAgent.EnsureSysctl:output_type -> nodeagent.v1.EnsureSysctlResponse
+	15, // [15:19] is the sub-list for method output_type
+	11, // [11:15] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_nodeagent_v1_nodeagent_proto_init() }
@@ -163,7 +1368,7 @@ func file_nodeagent_v1_nodeagent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodeagent_v1_nodeagent_proto_rawDesc), len(file_nodeagent_v1_nodeagent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

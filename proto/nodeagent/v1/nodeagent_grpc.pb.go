@@ -20,6 +20,9 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	NodeAgent_GetNodeReport_FullMethodName = "/nodeagent.v1.NodeAgent/GetNodeReport"
+	NodeAgent_PrepareDisks_FullMethodName  = "/nodeagent.v1.NodeAgent/PrepareDisks"
+	NodeAgent_ReleaseDisks_FullMethodName  = "/nodeagent.v1.NodeAgent/ReleaseDisks"
+	NodeAgent_EnsureSysctl_FullMethodName  = "/nodeagent.v1.NodeAgent/EnsureSysctl"
 )
 
 // NodeAgentClient is the client API for NodeAgent service.
@@ -28,10 +31,30 @@ const (
 //
 // NodeAgent runs on every node and prepares it for the data planes: disks, sysctls and the
 // facts about the node that controllers need.
+//
+// Every call carries a ServiceAccount token (audience "node-agent") as
+// "authorization: Bearer <token>"; the agent checks it with a TokenReview and authorizes the
+// method with a SubjectAccessReview on the virtual resource "nodes" of the API group
+// "nodeagent.opsuite.io", named after the node:
+//
+//	GetNodeReport  get    nodes
+//	PrepareDisks   update nodes/disks
+//	ReleaseDisks   update nodes/disks
+//	EnsureSysctl   update nodes/sysctls
 type NodeAgentClient interface {
 	// GetNodeReport describes the node: pool labels, capacity, block devices, sysctls and what
 	// the agent has prepared.
 	GetNodeReport(ctx context.Context, in *GetNodeReportRequest, opts ...grpc.CallOption) (*GetNodeReportResponse, error)
+	// PrepareDisks selects blank devices, optionally splits each into an XFS and a raw
+	// partition, makes the XFS filesystem, mounts it under the agent's root and bind-mounts it to
+	// the PV source path. A repeat of the same request is a no-op that returns the same result.
+	// Devices holding data the agent did not create are refused with FailedPrecondition.
+	PrepareDisks(ctx context.Context, in *PrepareDisksRequest, opts ...grpc.CallOption) (*PrepareDisksResponse, error)
+	// ReleaseDisks unmounts and forgets prepared devices, and wipes them only when asked.
+	ReleaseDisks(ctx context.Context, in *ReleaseDisksRequest, opts ...grpc.CallOption) (*ReleaseDisksResponse, error)
+	// EnsureSysctl reports a sysctl against a minimum and raises it when the agent may; it never
+	// lowers a value.
+	EnsureSysctl(ctx context.Context, in *EnsureSysctlRequest, opts ...grpc.CallOption) (*EnsureSysctlResponse, error)
 }
 
 type nodeAgentClient struct {
@@ -52,16 +75,66 @@ func (c *nodeAgentClient) GetNodeReport(ctx context.Context, in *GetNodeReportRe
 	return out, nil
 }
 
+func (c *nodeAgentClient) PrepareDisks(ctx context.Context, in *PrepareDisksRequest, opts ...grpc.CallOption) (*PrepareDisksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PrepareDisksResponse)
+	err := c.cc.Invoke(ctx, NodeAgent_PrepareDisks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeAgentClient) ReleaseDisks(ctx context.Context, in *ReleaseDisksRequest, opts ...grpc.CallOption) (*ReleaseDisksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseDisksResponse)
+	err := c.cc.Invoke(ctx, NodeAgent_ReleaseDisks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodeAgentClient) EnsureSysctl(ctx context.Context, in *EnsureSysctlRequest, opts ...grpc.CallOption) (*EnsureSysctlResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EnsureSysctlResponse)
+	err := c.cc.Invoke(ctx, NodeAgent_EnsureSysctl_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeAgentServer is the server API for NodeAgent service.
 // All implementations must embed UnimplementedNodeAgentServer
 // for forward compatibility.
 //
 // NodeAgent runs on every node and prepares it for the data planes: disks, sysctls and the
 // facts about the node that controllers need.
+//
+// Every call carries a ServiceAccount token (audience "node-agent") as
+// "authorization: Bearer <token>"; the agent checks it with a TokenReview and authorizes the
+// method with a SubjectAccessReview on the virtual resource "nodes" of the API group
+// "nodeagent.opsuite.io", named after the node:
+//
+//	GetNodeReport  get    nodes
+//	PrepareDisks   update nodes/disks
+//	ReleaseDisks   update nodes/disks
+//	EnsureSysctl   update nodes/sysctls
 type NodeAgentServer interface {
 	// GetNodeReport describes the node: pool labels, capacity, block devices, sysctls and what
 	// the agent has prepared.
 	GetNodeReport(context.Context, *GetNodeReportRequest) (*GetNodeReportResponse, error)
+	// PrepareDisks selects blank devices, optionally splits each into an XFS and a raw
+	// partition, makes the XFS filesystem, mounts it under the agent's root and bind-mounts it to
+	// the PV source path. A repeat of the same request is a no-op that returns the same result.
+	// Devices holding data the agent did not create are refused with FailedPrecondition.
+	PrepareDisks(context.Context, *PrepareDisksRequest) (*PrepareDisksResponse, error)
+	// ReleaseDisks unmounts and forgets prepared devices, and wipes them only when asked.
+	ReleaseDisks(context.Context, *ReleaseDisksRequest) (*ReleaseDisksResponse, error)
+	// EnsureSysctl reports a sysctl against a minimum and raises it when the agent may; it never
+	// lowers a value.
+	EnsureSysctl(context.Context, *EnsureSysctlRequest) (*EnsureSysctlResponse, error)
 	mustEmbedUnimplementedNodeAgentServer()
 }
 
@@ -74,6 +147,15 @@ type UnimplementedNodeAgentServer struct{}
 
 func (UnimplementedNodeAgentServer) GetNodeReport(context.Context, *GetNodeReportRequest) (*GetNodeReportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetNodeReport not implemented")
+}
+func (UnimplementedNodeAgentServer) PrepareDisks(context.Context, *PrepareDisksRequest) (*PrepareDisksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PrepareDisks not implemented")
+}
+func (UnimplementedNodeAgentServer) ReleaseDisks(context.Context, *ReleaseDisksRequest) (*ReleaseDisksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReleaseDisks not implemented")
+}
+func (UnimplementedNodeAgentServer) EnsureSysctl(context.Context, *EnsureSysctlRequest) (*EnsureSysctlResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EnsureSysctl not implemented")
 }
 func (UnimplementedNodeAgentServer) mustEmbedUnimplementedNodeAgentServer() {}
 func (UnimplementedNodeAgentServer) testEmbeddedByValue()                   {}
@@ -114,6 +196,60 @@ func _NodeAgent_GetNodeReport_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NodeAgent_PrepareDisks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PrepareDisksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeAgentServer).PrepareDisks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodeAgent_PrepareDisks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeAgentServer).PrepareDisks(ctx, req.(*PrepareDisksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NodeAgent_ReleaseDisks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseDisksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeAgentServer).ReleaseDisks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodeAgent_ReleaseDisks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeAgentServer).ReleaseDisks(ctx, req.(*ReleaseDisksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NodeAgent_EnsureSysctl_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EnsureSysctlRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeAgentServer).EnsureSysctl(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodeAgent_EnsureSysctl_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeAgentServer).EnsureSysctl(ctx, req.(*EnsureSysctlRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NodeAgent_ServiceDesc is the grpc.ServiceDesc for NodeAgent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -124,6 +260,18 @@ var NodeAgent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetNodeReport",
 			Handler:    _NodeAgent_GetNodeReport_Handler,
+		},
+		{
+			MethodName: "PrepareDisks",
+			Handler:    _NodeAgent_PrepareDisks_Handler,
+		},
+		{
+			MethodName: "ReleaseDisks",
+			Handler:    _NodeAgent_ReleaseDisks_Handler,
+		},
+		{
+			MethodName: "EnsureSysctl",
+			Handler:    _NodeAgent_EnsureSysctl_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
