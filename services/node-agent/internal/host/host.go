@@ -1,0 +1,688 @@
+// Package host is the only package of the node agent that runs commands or touches the
+// node's filesystems, devices and kernel settings. Everything above it decides; this package
+// only does, so that the dangerous surface is small enough to read in one sitting.
+package host
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// RequiredTools maps each command the agent runs to the Debian package that ships it.
+var RequiredTools = map[string]string{
+	"blkid":    "util-linux",
+	"wipefs":   "util-linux",
+	"sfdisk":   "fdisk",
+	"mkfs.xfs": "xfsprogs",
+}
+
+// Config says where the host's pseudo filesystems are; tests and containers move them.
+type Config struct {
+	// SysRoot is sysfs, normally /sys.
+	SysRoot string
+	// DevRoot is where device nodes live, normally /dev.
+	DevRoot string
+	// MountInfo is the mount table of the agent's own mount namespace.
+	MountInfo string
+	// BootMountInfo is the mount table that shows the host's root filesystem; in a pod with
+	// hostPID that is /proc/1/mountinfo.
+	BootMountInfo string
+	// MemInfo is /proc/meminfo.
+	MemInfo string
+	// SysctlRoot is /proc/sys, or a directory standing in for it.
+	SysctlRoot string
+}
+
+// DefaultConfig is the layout of a normal Linux host.
+func DefaultConfig() Config {
+	return Config{
+		SysRoot:       "/sys",
+		DevRoot:       "/dev",
+		MountInfo:     "/proc/self/mountinfo",
+		BootMountInfo: "/proc/1/mountinfo",
+		MemInfo:       "/proc/meminfo",
+		SysctlRoot:    "/proc/sys",
+	}
+}
+
+// Host runs the agent's commands and system calls.
+type Host struct {
+	cfg Config
+}
+
+// New checks that every required command is installed, so that a missing package shows at
+// start-up rather than halfway through preparing a disk.
+func New(cfg Config) (*Host, error) {
+	if err := CheckTools(); err != nil {
+		return nil, err
+	}
+	return &Host{cfg: cfg}, nil
+}
+
+// CheckTools reports every missing command together with the package to install.
+func CheckTools() error {
+	var missing []string
+	for _, tool := range []string{"blkid", "wipefs", "sfdisk", "mkfs.xfs"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (apt-get install %s)", tool, RequiredTools[tool]))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing commands: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Disk is a whole block device as sysfs describes it.
+type Disk struct {
+	Name       string
+	Path       string
+	MajMin     string
+	SizeBytes  int64
+	Model      string
+	Serial     string
+	Rotational bool
+	ReadOnly   bool
+	// Kind is "disk", "loop", "zram" or "ram".
+	Kind       string
+	Holders    []string
+	Partitions []Part
+}
+
+// NVMe says whether the disk is an NVMe namespace.
+func (d Disk) NVMe() bool { return strings.HasPrefix(d.Name, "nvme") }
+
+// Part is a partition of a Disk.
+type Part struct {
+	Name      string
+	Path      string
+	MajMin    string
+	Number    int
+	SizeBytes int64
+}
+
+// Disks lists whole block devices of non-zero size, with their partitions.
+func (h *Host) Disks() ([]Disk, error) {
+	entries, err := os.ReadDir(filepath.Join(h.cfg.SysRoot, "block"))
+	if err != nil {
+		return nil, fmt.Errorf("listing block devices: %w", err)
+	}
+	var disks []Disk
+	for _, e := range entries {
+		d, err := h.disk(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if d.SizeBytes == 0 {
+			continue // unattached loop devices and empty drives have nothing to report
+		}
+		disks = append(disks, d)
+	}
+	return disks, nil
+}
+
+// ErrNotDisk means a path is not a whole block device known to sysfs.
+var ErrNotDisk = errors.New("not a whole block device")
+
+// DiskByPath resolves a device path (following symlinks such as /dev/disk/by-id) to its disk.
+func (h *Host) DiskByPath(path string) (Disk, error) {
+	resolved, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return Disk{}, fmt.Errorf("%s: %w", path, ErrNotDisk)
+	}
+	name := filepath.Base(resolved)
+	if _, err := os.Stat(filepath.Join(h.cfg.SysRoot, "block", name)); err != nil {
+		return Disk{}, fmt.Errorf("%s: %w", path, ErrNotDisk)
+	}
+	return h.disk(name)
+}
+
+func (h *Host) disk(name string) (Disk, error) {
+	dir := filepath.Join(h.cfg.SysRoot, "block", name)
+	d := Disk{
+		Name:       name,
+		Path:       filepath.Join(h.cfg.DevRoot, name),
+		MajMin:     readTrim(filepath.Join(dir, "dev")),
+		SizeBytes:  readInt(filepath.Join(dir, "size")) * 512,
+		Model:      readTrim(filepath.Join(dir, "device", "model")),
+		Serial:     readTrim(filepath.Join(dir, "device", "serial")),
+		Rotational: readTrim(filepath.Join(dir, "queue", "rotational")) == "1",
+		ReadOnly:   readTrim(filepath.Join(dir, "ro")) == "1",
+		Kind:       "disk",
+	}
+	if d.Serial == "" {
+		d.Serial = readTrim(filepath.Join(dir, "serial")) // virtio exposes it here
+	}
+	switch {
+	case strings.HasPrefix(name, "loop"):
+		d.Kind = "loop"
+	case strings.HasPrefix(name, "zram"):
+		d.Kind = "zram"
+	case strings.HasPrefix(name, "ram"):
+		d.Kind = "ram"
+	}
+	if holders, err := os.ReadDir(filepath.Join(dir, "holders")); err == nil {
+		for _, hd := range holders {
+			d.Holders = append(d.Holders, hd.Name())
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return Disk{}, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		pdir := filepath.Join(dir, e.Name())
+		if !strings.HasPrefix(e.Name(), name) {
+			continue
+		}
+		num := readTrim(filepath.Join(pdir, "partition"))
+		if num == "" {
+			continue
+		}
+		n, _ := strconv.Atoi(num)
+		d.Partitions = append(d.Partitions, Part{
+			Name:      e.Name(),
+			Path:      filepath.Join(h.cfg.DevRoot, e.Name()),
+			MajMin:    readTrim(filepath.Join(pdir, "dev")),
+			Number:    n,
+			SizeBytes: readInt(filepath.Join(pdir, "size")) * 512,
+		})
+	}
+	return d, nil
+}
+
+// PartitionPath names partition n of a disk the way the kernel does.
+func PartitionPath(diskPath string, n int) string {
+	last := diskPath[len(diskPath)-1]
+	if last >= '0' && last <= '9' {
+		return fmt.Sprintf("%sp%d", diskPath, n)
+	}
+	return fmt.Sprintf("%s%d", diskPath, n)
+}
+
+// Signature is what blkid -p finds on a device; empty fields mean nothing was found.
+type Signature struct {
+	Type       string // filesystem or container type: xfs, ext4, LVM2_member, linux_raid_member
+	Label      string
+	UUID       string
+	PTType     string // partition table: gpt, dos
+	PTUUID     string
+	Usage      string
+	Ambivalent bool
+}
+
+// Empty says whether blkid found nothing at all.
+func (s Signature) Empty() bool {
+	return s.Type == "" && s.PTType == "" && !s.Ambivalent
+}
+
+// Probe reads signatures with blkid -p, which looks at the device itself instead of a udev
+// cache (there is none in a container).
+func (h *Host) Probe(ctx context.Context, dev string) (Signature, error) {
+	out, err := run(ctx, "blkid", "-p", "-o", "export", dev)
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		switch exitErr.ExitCode() {
+		case 2: // nothing found
+			return Signature{}, nil
+		case 8: // more than one signature: treat as foreign data
+			return Signature{Ambivalent: true, Type: "ambivalent"}, nil
+		}
+	}
+	if err != nil {
+		return Signature{}, err
+	}
+	var s Signature
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "TYPE":
+			s.Type = v
+		case "LABEL":
+			s.Label = v
+		case "UUID":
+			s.UUID = v
+		case "PTTYPE":
+			s.PTType = v
+		case "PTUUID":
+			s.PTUUID = v
+		case "USAGE":
+			s.Usage = v
+		}
+	}
+	return s, nil
+}
+
+// Mount is one line of a mountinfo table.
+type Mount struct {
+	MajMin     string
+	Root       string
+	MountPoint string
+	FSType     string
+	Source     string
+}
+
+// Mounts reads the agent's own mount table.
+func (h *Host) Mounts() ([]Mount, error) { return readMountInfo(h.cfg.MountInfo) }
+
+// BootDisks names the disks that hold the host's /, /boot or /boot/efi, from the host's
+// mount table (the agent's own "/" is a container overlay).
+func (h *Host) BootDisks() (map[string]bool, error) {
+	boot := map[string]bool{}
+	for _, table := range []string{h.cfg.BootMountInfo, h.cfg.MountInfo} {
+		mounts, err := readMountInfo(table)
+		if err != nil {
+			continue // either table may be unreadable; the other still answers
+		}
+		for _, m := range mounts {
+			if m.MountPoint != "/" && m.MountPoint != "/boot" && m.MountPoint != "/boot/efi" {
+				continue
+			}
+			if disk := h.diskOfMajMin(m.MajMin); disk != "" {
+				boot[disk] = true
+			}
+		}
+	}
+	return boot, nil
+}
+
+// diskOfMajMin maps a device number to its whole disk's name, "" when not a block device.
+func (h *Host) diskOfMajMin(majmin string) string {
+	link, err := filepath.EvalSymlinks(filepath.Join(h.cfg.SysRoot, "dev", "block", majmin))
+	if err != nil {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(link, "partition")); err == nil {
+		return filepath.Base(filepath.Dir(link))
+	}
+	return filepath.Base(link)
+}
+
+func readMountInfo(path string) ([]Mount, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading mount table: %w", err)
+	}
+	defer f.Close()
+	var mounts []Mount
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if len(fields) < 5 || sep < 0 || len(fields) < sep+3 {
+			continue
+		}
+		mounts = append(mounts, Mount{
+			MajMin:     fields[2],
+			Root:       unescape(fields[3]),
+			MountPoint: unescape(fields[4]),
+			FSType:     fields[sep+1],
+			Source:     unescape(fields[sep+2]),
+		})
+	}
+	return mounts, sc.Err()
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ErrBusy means the kernel refused exclusive access: the device is mounted (in any mount
+// namespace), or held by device-mapper, md or another exclusive opener.
+var ErrBusy = errors.New("device is busy")
+
+// CheckExclusive opens the device with O_EXCL, which the kernel refuses while anything holds
+// it; this sees mounts of other namespaces that no mount table of ours shows.
+func (h *Host) CheckExclusive(dev string) error {
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EBUSY) {
+		return ErrBusy
+	}
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dev, err)
+	}
+	return unix.Close(fd)
+}
+
+// PartitionSplit writes a fresh GPT with an XFS partition of xfsPercent of the device and a
+// raw partition with the rest, under the given disk GUID so the agent can later recognise
+// its own table. It returns the two partition paths once their device nodes exist.
+func (h *Host) PartitionSplit(ctx context.Context, d Disk, xfsPercent uint32, diskGUID string) (string, string, error) {
+	const align = 2048 // 1 MiB in 512-byte sectors
+	sectors := d.SizeBytes / 512
+	usable := sectors - align - 34 // the backup GPT takes the last 33 sectors
+	xfsSectors := usable * int64(xfsPercent) / 100 / align * align
+	script := fmt.Sprintf("label: gpt\nlabel-id: %s\n"+
+		"start=%d, size=%d, type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name=\"opsuite-xfs\"\n"+
+		"start=%d, type=0FC63DAF-8483-4772-8E79-3D69D8477DE4, name=\"opsuite-raw\"\n",
+		diskGUID, align, xfsSectors, align+xfsSectors)
+	cmd := exec.CommandContext(ctx, "sfdisk", "--wipe", "always", "--wipe-partitions", "always", "--quiet", d.Path)
+	cmd.Stdin = strings.NewReader(script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", "", fmt.Errorf("sfdisk %s: %w: %s", d.Path, err, strings.TrimSpace(stderr.String()))
+	}
+	p1, p2 := PartitionPath(d.Path, 1), PartitionPath(d.Path, 2)
+	// The kernel creates the partition nodes asynchronously after the re-read.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, e1 := os.Stat(p1)
+		_, e2 := os.Stat(p2)
+		if e1 == nil && e2 == nil {
+			return p1, p2, nil
+		}
+		if time.Now().After(deadline) {
+			return "", "", fmt.Errorf("partitions of %s did not appear (is partition scanning enabled?)", d.Path)
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// DeviceSize returns a block device's size from the kernel.
+func (h *Host) DeviceSize(dev string) (int64, error) {
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("opening %s: %w", dev, err)
+	}
+	defer unix.Close(fd)
+	var size uint64
+	if err := ioctlGetSize(fd, &size); err != nil {
+		return 0, fmt.Errorf("sizing %s: %w", dev, err)
+	}
+	return int64(size), nil
+}
+
+// MkfsXFS makes an XFS filesystem with the agent's label and a UUID chosen by the agent, so the
+// filesystem can be recognised even when the device's name changes. -f is safe here because
+// the caller has already proven the device blank or the agent's own.
+func (h *Host) MkfsXFS(ctx context.Context, dev, label, uuid string) error {
+	_, err := run(ctx, "mkfs.xfs", "-f", "-q", "-L", label, "-m", "uuid="+uuid, dev)
+	return err
+}
+
+// Wipe erases every signature on the device, partitions first, and makes the kernel forget the
+// old partitions.
+func (h *Host) Wipe(ctx context.Context, dev string, partitions []string) error {
+	for _, p := range partitions {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if _, err := run(ctx, "wipefs", "-a", "-q", p); err != nil {
+			return err
+		}
+	}
+	if _, err := run(ctx, "wipefs", "-a", "-q", dev); err != nil {
+		return err
+	}
+	return h.RereadPartitions(dev)
+}
+
+// RereadPartitions asks the kernel to drop or re-read the partition table.
+func (h *Host) RereadPartitions(dev string) error {
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dev, err)
+	}
+	defer unix.Close(fd)
+	// Loop devices without partition scanning answer EINVAL; they have no partitions to drop.
+	if err := unix.IoctlSetInt(fd, unix.BLKRRPART, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("re-reading partitions of %s: %w", dev, err)
+	}
+	return nil
+}
+
+// MountXFS mounts an XFS device at target, creating the directory.
+func (h *Host) MountXFS(dev, target string) error {
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		return err
+	}
+	if err := unix.Mount(dev, target, "xfs", unix.MS_NOATIME, ""); err != nil {
+		return fmt.Errorf("mounting %s at %s: %w", dev, target, err)
+	}
+	return nil
+}
+
+// BindMount bind-mounts source at target, creating the directory.
+func (h *Host) BindMount(source, target string) error {
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		return err
+	}
+	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind-mounting %s at %s: %w", source, target, err)
+	}
+	return nil
+}
+
+// Unmount unmounts target; a target that is not mounted is not an error.
+func (h *Host) Unmount(target string) error {
+	err := unix.Unmount(target, 0)
+	if err == nil || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return fmt.Errorf("unmounting %s: %w", target, err)
+}
+
+// RemoveDir removes an empty directory the agent created; a missing one is fine.
+func (h *Host) RemoveDir(dir string) error {
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// MountedAt returns the mount of target in the agent's namespace, if any.
+func (h *Host) MountedAt(target string) (Mount, bool, error) {
+	mounts, err := h.Mounts()
+	if err != nil {
+		return Mount{}, false, err
+	}
+	var found Mount
+	ok := false
+	for _, m := range mounts {
+		if m.MountPoint == target {
+			found, ok = m, true // the last one wins: it is the one visible
+		}
+	}
+	return found, ok, nil
+}
+
+// ReadSysctl reads a dotted sysctl such as vm.max_map_count.
+func (h *Host) ReadSysctl(name string) (int64, error) {
+	b, err := os.ReadFile(h.sysctlPath(name))
+	if err != nil {
+		return 0, fmt.Errorf("reading sysctl %s: %w", name, err)
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parsing sysctl %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// WriteSysctl sets a dotted sysctl.
+func (h *Host) WriteSysctl(name string, value int64) error {
+	// O_TRUNC matters for the regular file that stands in for /proc/sys in tests.
+	f, err := os.OpenFile(h.sysctlPath(name), os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return fmt.Errorf("writing sysctl %s: %w", name, err)
+	}
+	if _, err := f.WriteString(strconv.FormatInt(value, 10) + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("writing sysctl %s: %w", name, err)
+	}
+	return f.Close()
+}
+
+func (h *Host) sysctlPath(name string) string {
+	return filepath.Join(h.cfg.SysctlRoot, strings.ReplaceAll(name, ".", "/"))
+}
+
+// Capacity returns online CPUs in millicores and MemTotal in bytes.
+func (h *Host) Capacity() (cpuMillis, memoryBytes int64) {
+	cpus := countCPUs(readTrim(filepath.Join(h.cfg.SysRoot, "devices", "system", "cpu", "online")))
+	if b, err := os.ReadFile(h.cfg.MemInfo); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				f := strings.Fields(rest)
+				if len(f) > 0 {
+					kb, _ := strconv.ParseInt(f[0], 10, 64)
+					memoryBytes = kb * 1024
+				}
+			}
+		}
+	}
+	return cpus * 1000, memoryBytes
+}
+
+// countCPUs counts a cpulist such as "0-3,8".
+func countCPUs(list string) int64 {
+	var n int64
+	for _, r := range strings.Split(list, ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err := strconv.ParseInt(lo, 10, 64)
+		if err != nil {
+			continue
+		}
+		if !isRange {
+			n++
+			continue
+		}
+		b, err := strconv.ParseInt(hi, 10, 64)
+		if err == nil && b >= a {
+			n += b - a + 1
+		}
+	}
+	return n
+}
+
+// ReadState reads the agent's state file; a missing file reads as nil.
+func (h *Host) ReadState(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// WriteState replaces the state file atomically and durably: a crash leaves the old or the
+// new state, never a torn one.
+func (h *Host) WriteState(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".state-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// MkdirAll creates a directory the agent owns.
+func (h *Host) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o750) }
+
+func run(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			return stdout.String(), &CommandError{Cmd: name, Args: args, Stderr: strings.TrimSpace(stderr.String()), exit: exitErr}
+		}
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("%s not found: apt-get install %s", name, RequiredTools[name])
+		}
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return stdout.String(), nil
+}
+
+// CommandError is a command that ran and failed.
+type CommandError struct {
+	Cmd    string
+	Args   []string
+	Stderr string
+	exit   *exec.ExitError
+}
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("%s %s: %v: %s", e.Cmd, strings.Join(e.Args, " "), e.exit, e.Stderr)
+}
+
+// Unwrap exposes the exit status.
+func (e *CommandError) Unwrap() error { return e.exit }
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func readInt(path string) int64 {
+	n, _ := strconv.ParseInt(readTrim(path), 10, 64)
+	return n
+}

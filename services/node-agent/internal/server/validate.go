@@ -1,0 +1,169 @@
+package server
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// maxDevicesPerRequest bounds a selection so one request cannot ask for unbounded work.
+const maxDevicesPerRequest = 64
+
+// knownSysctls are the sysctls the agent reports and may raise, with their default minimums
+// (0: none unless the caller asks). Anything else is refused: the agent is not a general
+// sysctl writer.
+var knownSysctls = map[string]int64{
+	"vm.max_map_count":              262144,
+	"fs.aio-max-nr":                 0,
+	"fs.file-max":                   0,
+	"fs.inotify.max_user_instances": 0,
+	"fs.inotify.max_user_watches":   0,
+	"net.core.somaxconn":            0,
+}
+
+var modelPattern = regexp.MustCompile(`^[\x20-\x7e]{0,128}$`)
+
+// validateDevicePath accepts absolute, clean paths under /dev.
+func validateDevicePath(p string) error {
+	if err := validateAbsPath(p); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(p, "/dev/") {
+		return fmt.Errorf("device path %q is not under /dev", p)
+	}
+	return nil
+}
+
+// validateAbsPath accepts absolute paths with no "..", no empty or "." elements.
+func validateAbsPath(p string) error {
+	if p == "" {
+		return fmt.Errorf("path is empty")
+	}
+	if len(p) > 4096 || strings.ContainsRune(p, 0) {
+		return fmt.Errorf("path %q is not a valid path", p)
+	}
+	if !path.IsAbs(p) {
+		return fmt.Errorf("path %q is not absolute", p)
+	}
+	for _, el := range strings.Split(p[1:], "/") {
+		if el == ".." {
+			return fmt.Errorf("path %q contains \"..\"", p)
+		}
+	}
+	if path.Clean(p) != p {
+		return fmt.Errorf("path %q is not clean", p)
+	}
+	return nil
+}
+
+// validatePVPath accepts a path strictly under the PV root.
+func validatePVPath(p, pvRoot string) error {
+	if err := validateAbsPath(p); err != nil {
+		return err
+	}
+	if p == pvRoot || !strings.HasPrefix(p, strings.TrimSuffix(pvRoot, "/")+"/") {
+		return fmt.Errorf("pv_path %q is not under the PV root %q", p, pvRoot)
+	}
+	return nil
+}
+
+// validatePrepare checks a PrepareDisks request without looking at the host.
+func validatePrepare(req *nodeagentv1.PrepareDisksRequest, pvRoot string) error {
+	sel := req.GetSelector()
+	if sel == nil {
+		return invalid("selector is required")
+	}
+	hasFilters := sel.GetModel() != "" || sel.GetMinSizeBytes() != 0 || sel.GetMaxSizeBytes() != 0 || sel.GetNvmeOnly()
+	switch {
+	case len(sel.GetPaths()) > 0:
+		if hasFilters || sel.GetCount() != 0 {
+			return invalid("selector takes either paths or filters with a count, not both")
+		}
+		if len(sel.GetPaths()) > maxDevicesPerRequest {
+			return invalid("selector names more than %d devices", maxDevicesPerRequest)
+		}
+		seen := map[string]bool{}
+		for _, p := range sel.GetPaths() {
+			if err := validateDevicePath(p); err != nil {
+				return invalid("%v", err)
+			}
+			if seen[p] {
+				return invalid("device %q is selected twice", p)
+			}
+			seen[p] = true
+		}
+	case sel.GetCount() == 0:
+		return invalid("selector is empty: give paths, or filters with a count")
+	default:
+		if sel.GetCount() > maxDevicesPerRequest {
+			return invalid("count %d exceeds %d", sel.GetCount(), maxDevicesPerRequest)
+		}
+		if sel.GetMinSizeBytes() < 0 || sel.GetMaxSizeBytes() < 0 {
+			return invalid("sizes must not be negative")
+		}
+		if sel.GetMaxSizeBytes() != 0 && sel.GetMaxSizeBytes() < sel.GetMinSizeBytes() {
+			return invalid("max_size_bytes is below min_size_bytes")
+		}
+		if !modelPattern.MatchString(sel.GetModel()) {
+			return invalid("model is not printable ASCII of at most 128 characters")
+		}
+	}
+	if p := req.GetXfsPercent(); p != 0 && (p < 1 || p > 99) {
+		return invalid("xfs_percent %d is outside 1-99 (0 means no split)", p)
+	}
+	if err := validatePVPath(req.GetPvPath(), pvRoot); err != nil {
+		return invalid("%v", err)
+	}
+	return nil
+}
+
+// validateRelease checks a ReleaseDisks request without looking at the host.
+func validateRelease(req *nodeagentv1.ReleaseDisksRequest, pvRoot string) error {
+	switch {
+	case len(req.GetDevices()) > 0 && req.GetPvPath() != "":
+		return invalid("give devices or pv_path, not both")
+	case len(req.GetDevices()) > 0:
+		if len(req.GetDevices()) > maxDevicesPerRequest {
+			return invalid("more than %d devices", maxDevicesPerRequest)
+		}
+		for _, p := range req.GetDevices() {
+			if err := validateDevicePath(p); err != nil {
+				return invalid("%v", err)
+			}
+		}
+	case req.GetPvPath() != "":
+		if err := validatePVPath(req.GetPvPath(), pvRoot); err != nil {
+			return invalid("%v", err)
+		}
+	default:
+		return invalid("selection is empty: give devices or pv_path")
+	}
+	return nil
+}
+
+// validateSysctl checks an EnsureSysctl request and returns the minimum to apply.
+func validateSysctl(req *nodeagentv1.EnsureSysctlRequest) (int64, error) {
+	def, ok := knownSysctls[req.GetName()]
+	if !ok {
+		return 0, invalid("sysctl %q is not one the agent manages", req.GetName())
+	}
+	min := req.GetMinimum()
+	switch {
+	case min < 0:
+		return 0, invalid("minimum %d is negative", min)
+	case min == 0 && def == 0:
+		return 0, invalid("sysctl %q has no default minimum: give one", req.GetName())
+	case min == 0:
+		min = def
+	}
+	return min, nil
+}
+
+func invalid(format string, args ...any) error {
+	return status.Errorf(codes.InvalidArgument, format, args...)
+}
