@@ -1,0 +1,219 @@
+// Command node-agent is the node DaemonSet: a gRPC service that reports the node and prepares
+// its disks and sysctls for the data planes.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/opsuite/suite/services/node-agent/internal/auth"
+	"github.com/opsuite/suite/services/node-agent/internal/host"
+	"github.com/opsuite/suite/services/node-agent/internal/kube"
+	"github.com/opsuite/suite/services/node-agent/internal/server"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// version is set at link time (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "node-agent:", err)
+		os.Exit(1)
+	}
+}
+
+// options is everything the agent is configured with, validated once.
+type options struct {
+	listen           string
+	tlsCert, tlsKey  string
+	nodeName         string
+	poolLabelPrefix  string
+	agentRoot        string
+	pvRoot           string
+	stateFile        string
+	allowRaiseSysctl bool
+	allowLoopDevices bool
+	maxMapCount      int64
+	logLevel         string
+	kubeconfig       string
+	host             host.Config
+	shutdownTimeout  time.Duration
+}
+
+func parseOptions(args []string, output io.Writer) (options, error) {
+	o := options{host: host.DefaultConfig()}
+	fs := flag.NewFlagSet("node-agent", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.StringVar(&o.listen, "listen", ":7443", "TCP address of the gRPC listener")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate of the listener (required)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of the listener (required)")
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of the Node the agent runs on (default $NODE_NAME)")
+	fs.StringVar(&o.poolLabelPrefix, "pool-label-prefix", "pool.opsuite.io", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type")
+	fs.StringVar(&o.agentRoot, "agent-root", "/var/lib/opsuite-node-agent", "directory where the agent mounts the filesystems it makes")
+	fs.StringVar(&o.pvRoot, "pv-root", "/mnt/opsuite", "the only tree under which PV source paths may be bind-mounted")
+	fs.StringVar(&o.stateFile, "state-file", "", "file remembering what the agent prepared (default <agent-root>/state.json)")
+	fs.BoolVar(&o.allowRaiseSysctl, "allow-raise-sysctl", false, "allow EnsureSysctl to raise values (never lowers them)")
+	fs.BoolVar(&o.allowLoopDevices, "allow-loop-devices", false, "allow preparing loop devices (tests only)")
+	fs.Int64Var(&o.maxMapCount, "max-map-count-minimum", 262144, "vm.max_map_count the report requires")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for the apiserver (default: in-cluster)")
+	fs.StringVar(&o.host.SysRoot, "sysfs", o.host.SysRoot, "sysfs mount")
+	fs.StringVar(&o.host.SysctlRoot, "sysctl-root", o.host.SysctlRoot, "directory holding sysctls (/proc/sys)")
+	fs.StringVar(&o.host.BootMountInfo, "boot-mountinfo", o.host.BootMountInfo, "mount table showing the host's root filesystem")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long running calls may finish on shutdown")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if o.stateFile == "" {
+		o.stateFile = filepath.Join(o.agentRoot, "state.json")
+	}
+	return o, o.validate()
+}
+
+func (o options) validate() error {
+	var errs []error
+	if o.tlsCert == "" || o.tlsKey == "" {
+		errs = append(errs, errors.New("--tls-cert and --tls-key are required"))
+	}
+	if o.nodeName == "" {
+		errs = append(errs, errors.New("--node-name or $NODE_NAME is required"))
+	}
+	if o.poolLabelPrefix == "" || strings.Contains(o.poolLabelPrefix, "/") {
+		errs = append(errs, errors.New("--pool-label-prefix must be a DNS subdomain without a slash"))
+	}
+	for name, p := range map[string]string{"--agent-root": o.agentRoot, "--pv-root": o.pvRoot, "--state-file": o.stateFile} {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			errs = append(errs, fmt.Errorf("%s %q must be an absolute, clean path", name, p))
+		}
+	}
+	if o.pvRoot == "/" || strings.HasPrefix(o.agentRoot+"/", o.pvRoot+"/") || strings.HasPrefix(o.pvRoot+"/", o.agentRoot+"/") {
+		errs = append(errs, errors.New("--pv-root must not be / and must not overlap --agent-root"))
+	}
+	if o.maxMapCount < 0 {
+		errs = append(errs, errors.New("--max-map-count-minimum must not be negative"))
+	}
+	if _, err := parseLevel(o.logLevel); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, fmt.Errorf("--log-level %q: %w", s, err)
+	}
+	return l, nil
+}
+
+func run(args []string, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	level, _ := parseLevel(o.logLevel)
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+	if err != nil {
+		return fmt.Errorf("loading TLS key pair: %w", err)
+	}
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building Kubernetes client: %w", err)
+	}
+	h, err := host.New(o.host)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Options{
+		NodeName: o.nodeName, Version: version, PoolLabelPrefix: o.poolLabelPrefix,
+		AgentRoot: o.agentRoot, PVRoot: o.pvRoot, StateFile: o.stateFile,
+		AllowRaiseSysctl: o.allowRaiseSysctl, AllowLoopDevices: o.allowLoopDevices,
+		SysctlMinimums: map[string]int64{"vm.max_map_count": o.maxMapCount},
+	}, h, &kube.NodeLabels{Client: client, NodeName: o.nodeName, TTL: 30 * time.Second}, log)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	// A device that cannot be restored is reported missing; the agent still serves the rest.
+	if err := srv.Restore(ctx); err != nil {
+		log.Error("Restoring prepared devices was incomplete", "err", err)
+	}
+
+	policy := auth.Policy{
+		Authn: &kube.TokenReviewer{Client: client, TTL: 10 * time.Second},
+		Authz: &kube.AccessReviewer{Client: client, NodeName: o.nodeName},
+		Log:   log,
+	}
+	gs := server.NewGRPCServer(srv, policy, credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+	}))
+	lis, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	log.Info("Serving", "address", lis.Addr().String(), "node", o.nodeName, "version", version)
+	return serve(ctx, gs, lis, o.shutdownTimeout)
+}
+
+// serve runs until ctx ends, then lets running calls finish (a half-made filesystem is worse
+// than a slow shutdown) before forcing the stop.
+func serve(ctx context.Context, gs *grpc.Server, lis net.Listener, timeout time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- gs.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	done := make(chan struct{})
+	go func() { gs.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		gs.Stop()
+	}
+	return nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("in-cluster config (use --kubeconfig outside a pod): %w", err)
+	}
+	return cfg, nil
+}

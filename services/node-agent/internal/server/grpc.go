@@ -1,0 +1,24 @@
+package server
+
+import (
+	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/node-agent/internal/auth"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+)
+
+// NewGRPCServer wires the service with health, reflection and the auth policy.
+func NewGRPCServer(srv nodeagentv1.NodeAgentServer, policy auth.Policy, creds credentials.TransportCredentials) *grpc.Server {
+	gs := grpc.NewServer(grpc.Creds(creds),
+		grpc.ChainUnaryInterceptor(policy.Unary()), grpc.ChainStreamInterceptor(policy.Stream()))
+	nodeagentv1.RegisterNodeAgentServer(gs, srv)
+	hs := health.NewServer()
+	hs.SetServingStatus(nodeagentv1.NodeAgent_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+	return gs
+}
+
