@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -400,21 +401,83 @@ func (h *Host) PartitionSplit(ctx context.Context, d Disk, xfsPercent uint32, di
 		return "", "", fmt.Errorf("sfdisk %s: %w: %s", d.Path, err, strings.TrimSpace(stderr.String()))
 	}
 	p1, p2 := PartitionPath(d.Path, 1), PartitionPath(d.Path, 2)
-	// The kernel creates the partition nodes asynchronously after the re-read.
-	deadline := time.Now().Add(10 * time.Second)
+	if waitForNodes(ctx, 2*time.Second, p1, p2) {
+		return p1, p2, nil
+	}
+	// The kernel did not parse the new table (no GPT support built in): tell it where the
+	// partitions are, exactly as written above.
+	fd, err := unix.Open(d.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", "", fmt.Errorf("opening %s: %w", d.Path, err)
+	}
+	defer unix.Close(fd)
+	parts, err := readTable(ctx, d.Path)
+	if err != nil {
+		return "", "", err
+	}
+	if len(parts) != 2 {
+		return "", "", fmt.Errorf("sfdisk wrote %d partitions on %s, want 2", len(parts), d.Path)
+	}
+	for i, p := range parts {
+		if err := addPartition(fd, int32(i+1), p.Start*512, p.Size*512); err != nil {
+			return "", "", fmt.Errorf("adding partition %d of %s: %w", i+1, d.Path, err)
+		}
+	}
+	if waitForNodes(ctx, 10*time.Second, p1, p2) {
+		return p1, p2, nil
+	}
+	return "", "", fmt.Errorf("partitions of %s did not appear", d.Path)
+}
+
+type tableEntry struct {
+	Start int64 `json:"start"`
+	Size  int64 `json:"size"`
+}
+
+// readTable reads back the partition table as written, in 512-byte sectors.
+func readTable(ctx context.Context, dev string) ([]tableEntry, error) {
+	out, err := run(ctx, "sfdisk", "--json", dev)
+	if err != nil {
+		return nil, err
+	}
+	var t struct {
+		PartitionTable struct {
+			SectorSize int64        `json:"sectorsize"`
+			Partitions []tableEntry `json:"partitions"`
+		} `json:"partitiontable"`
+	}
+	if err := json.Unmarshal([]byte(out), &t); err != nil {
+		return nil, fmt.Errorf("parsing sfdisk --json %s: %w", dev, err)
+	}
+	if ss := t.PartitionTable.SectorSize; ss != 0 && ss != 512 {
+		for i := range t.PartitionTable.Partitions {
+			t.PartitionTable.Partitions[i].Start *= ss / 512
+			t.PartitionTable.Partitions[i].Size *= ss / 512
+		}
+	}
+	return t.PartitionTable.Partitions, nil
+}
+
+// waitForNodes waits for device nodes, which the kernel creates asynchronously.
+func waitForNodes(ctx context.Context, timeout time.Duration, paths ...string) bool {
+	deadline := time.Now().Add(timeout)
 	for {
-		_, e1 := os.Stat(p1)
-		_, e2 := os.Stat(p2)
-		if e1 == nil && e2 == nil {
-			return p1, p2, nil
+		all := true
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil {
+				all = false
+			}
+		}
+		if all {
+			return true
 		}
 		if time.Now().After(deadline) {
-			return "", "", fmt.Errorf("partitions of %s did not appear (is partition scanning enabled?)", d.Path)
+			return false
 		}
 		select {
 		case <-ctx.Done():
-			return "", "", ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+			return false
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

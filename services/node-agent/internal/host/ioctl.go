@@ -14,3 +14,19 @@ func ioctlGetSize(fd int, size *uint64) error {
 	}
 	return nil
 }
+
+// addPartition registers a partition with the kernel (BLKPG_ADD_PARTITION), for kernels whose
+// partition-table parsers do not know GPT and so never see what sfdisk wrote.
+func addPartition(fd int, number int32, startBytes, lengthBytes int64) error {
+	part := unix.BlkpgPartition{Start: startBytes, Length: lengthBytes, Pno: number}
+	arg := unix.BlkpgIoctlArg{
+		Op:      unix.BLKPG_ADD_PARTITION,
+		Datalen: int32(unsafe.Sizeof(part)),
+		Data:    (*byte)(unsafe.Pointer(&part)),
+	}
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.BLKPG, uintptr(unsafe.Pointer(&arg)))
+	if errno != 0 && errno != unix.EBUSY { // EBUSY: the kernel already has it
+		return errno
+	}
+	return nil
+}

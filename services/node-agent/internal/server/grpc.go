@@ -21,4 +21,3 @@ func NewGRPCServer(srv nodeagentv1.NodeAgentServer, policy auth.Policy, creds cr
 	reflection.Register(gs)
 	return gs
 }
-

@@ -1,0 +1,216 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/opsuite/suite/services/node-agent/internal/host"
+	"github.com/opsuite/suite/services/node-agent/internal/server"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+const mib = 1 << 20
+
+// testTools are the commands the tests run besides the agent's own, with their packages.
+var testTools = map[string]string{
+	"losetup":   "mount",
+	"mkfs.ext4": "e2fsprogs",
+	"mkfs.xfs":  "xfsprogs",
+	"sfdisk":    "fdisk",
+	"blkid":     "util-linux",
+	"wipefs":    "util-linux",
+}
+
+// requireTools fails (never skips) when a command is missing, naming the package to install.
+func requireTools(t testing.TB) {
+	t.Helper()
+	if os.Getenv("NODEAGENT_TEST_MOUNTNS") == "" {
+		t.Fatal("not running in the private mount namespace TestMain sets up")
+	}
+	for tool, pkg := range testTools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found: apt-get install %s (listed in .ci/apt-packages.txt)", tool, pkg)
+		}
+	}
+}
+
+// testEnv is an agent over the real host with its roots in a temporary directory.
+type testEnv struct {
+	t    testing.TB
+	root string
+	opts server.Options
+	host *host.Host
+	srv  *server.Server
+}
+
+func newEnv(t testing.TB, mutate ...func(*server.Options)) *testEnv {
+	t.Helper()
+	requireTools(t)
+	root := t.TempDir()
+	opts := server.Options{
+		NodeName: "node-a", Version: "test", PoolLabelPrefix: "pool.opsuite.io",
+		AgentRoot: filepath.Join(root, "agent"), PVRoot: filepath.Join(root, "pv"),
+		StateFile:        filepath.Join(root, "agent", "state.json"),
+		AllowLoopDevices: true,
+		SysctlMinimums:   map[string]int64{"vm.max_map_count": 262144},
+	}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	h, err := host.New(host.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &testEnv{t: t, root: root, opts: opts, host: h}
+	e.srv = e.newServer()
+	// Loop devices attached later unmount before detaching (cleanups run last-in first-out);
+	// this one catches mounts made without a loop device.
+	t.Cleanup(func() { unmountUnder(t, root) })
+	return e
+}
+
+// newServer starts a fresh agent on the same state, as after a restart.
+func (e *testEnv) newServer() *server.Server {
+	e.t.Helper()
+	labels := server.StaticLabels{"pool.opsuite.io/namespace": "search", "pool.opsuite.io/type": "nvme", "other": "x"}
+	srv, err := server.New(e.opts, e.host, labels, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return srv
+}
+
+func (e *testEnv) pv(name string) string { return filepath.Join(e.opts.PVRoot, name) }
+
+// newLoop attaches a loop device (with partition scanning) over a sparse file and detaches it
+// when the test ends, after unmounting anything of the test that still uses it.
+func newLoop(t testing.TB, root string, size int64) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "disk-*.img")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, err := exec.Command("losetup", "--find", "--show", "--partscan", f.Name()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup: %v: %s", err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() {
+		unmountUnder(t, root)
+		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
+			t.Errorf("detaching %s: %v: %s", dev, err, out)
+		}
+	})
+	return dev
+}
+
+// unmountUnder unmounts, deepest first, everything mounted under dir in this namespace.
+func unmountUnder(t testing.TB, dir string) {
+	t.Helper()
+	var targets []string
+	for _, m := range mountTable(t) {
+		if m == dir || strings.HasPrefix(m, dir+"/") {
+			targets = append(targets, m)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(targets)))
+	for _, m := range targets {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && err != unix.EINVAL {
+			t.Errorf("unmounting %s: %v", m, err)
+		}
+	}
+}
+
+func mountTable(t testing.TB) []string {
+	t.Helper()
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 {
+			out = append(out, fields[4])
+		}
+	}
+	return out
+}
+
+func isMounted(t testing.TB, target string) bool {
+	for _, m := range mountTable(t) {
+		if m == target {
+			return true
+		}
+	}
+	return false
+}
+
+// blkid returns what blkid -p sees on a device: KEY=value pairs, empty when nothing.
+func blkid(t testing.TB, dev string) map[string]string {
+	t.Helper()
+	out, err := exec.Command("blkid", "-p", "-o", "export", dev).Output()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 2 {
+		return map[string]string{}
+	}
+	if err != nil {
+		t.Fatalf("blkid -p %s: %v", dev, err)
+	}
+	kv := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			kv[k] = v
+		}
+	}
+	return kv
+}
+
+func mustRun(t testing.TB, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.CommandContext(context.Background(), name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func wantCode(t testing.TB, err error, code codes.Code, contains ...string) {
+	t.Helper()
+	if status.Code(err) != code {
+		t.Fatalf("got %v, want code %v", err, code)
+	}
+	for _, c := range contains {
+		if !strings.Contains(status.Convert(err).Message(), c) {
+			t.Fatalf("message %q does not contain %q", status.Convert(err).Message(), c)
+		}
+	}
+}
+
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func command(t testing.TB, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	return exec.Command(name, args...)
+}
