@@ -1,22 +1,277 @@
 package v1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ValdOperatorReleaseSpec describes the Vald deployment a user wants across clusters.
-// The Vald product issue fills it in.
+// ValdOperatorReleaseSpec describes the Vald deployment a user wants across clusters: where
+// (infrastructure) and what (vectorEngine). The controller turns it into one ValdRelease per
+// cluster of every active infrastructure entry.
 type ValdOperatorReleaseSpec struct {
-	// Infrastructure lists the clusters Vald is released to.
+	// Infrastructure lists groups of clusters Vald is released to. An empty list is legal at
+	// admission (an external system may fill it in) and makes the WaitingClusterCreate phase Failed.
 	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(i, self.exists_one(j, j.role == i.role))",message="each infrastructure entry needs its own role; rename the duplicate role"
 	Infrastructure []Infrastructure `json:"infrastructure,omitempty"`
+
+	// VectorEngine is the Vald configuration every generated ValdRelease carries.
+	VectorEngine VectorEngine `json:"vectorEngine"`
 }
 
-// Infrastructure is one group of clusters sharing a role.
+// Infrastructure is one group of clusters sharing a role (green/blue, hot/cold).
 type Infrastructure struct {
 	// Role is a free label for this entry, such as green or blue.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	Role string `json:"role"`
+
+	// Type is a hint of the cluster type (kind, eks, gke...); informational only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Type string `json:"type,omitempty"`
+
+	// Active says whether ValdReleases are generated for this entry's clusters.
+	// +optional
+	// +kubebuilder:default=true
+	Active *bool `json:"active,omitempty"`
+
+	// Clusters are the clusters of this entry. An empty list is legal at admission and makes
+	// the WaitingClusterCreate phase Failed.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.name) || c.name == '' || self.exists_one(d, has(d.name) && d.name == c.name))",message="cluster names must be unique within an infrastructure entry; rename the duplicate cluster"
+	Clusters []Cluster `json:"clusters,omitempty"`
+
+	// NodePools size and place the Vald components.
+	// +optional
+	NodePools NodePools `json:"nodePools,omitempty"`
+}
+
+// IsActive reports whether ValdReleases are generated for the entry; unset means active.
+func (i Infrastructure) IsActive() bool { return i.Active == nil || *i.Active }
+
+// Cluster is one Kubernetes cluster that receives a ValdRelease.
+// +kubebuilder:validation:XValidation:rule="!has(self.name) || self.name == '' || self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="cluster name must be lowercase letters, digits and '-', starting and ending with a letter or digit, because it names the ValdRelease"
+type Cluster struct {
+	// ID identifies the cluster; an external system fills it in once the cluster exists.
+	// While it is empty the release waits (Pending).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ID string `json:"id,omitempty"`
+
+	// Name names the cluster; the ValdRelease is named <namespace>-<name>, at most 63
+	// characters. While it is empty the release waits (Pending).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name,omitempty"`
+}
+
+// NodePoolType is the kind of node pool, also the value of the <prefix>/type node label.
+type NodePoolType string
+
+// Node pool types.
+const (
+	// NodePoolTypeGeneral hosts the gateway, discoverer and index manager (and the agents
+	// when there is no agent pool).
+	NodePoolTypeGeneral NodePoolType = "general"
+	// NodePoolTypeValdAgent hosts the Vald agents (NGT).
+	NodePoolTypeValdAgent NodePoolType = "agent"
+)
+
+// NodePools are the node pools of an infrastructure entry.
+type NodePools struct {
+	// General hosts the gateway, discoverer and index manager.
+	// +optional
+	General *NodePool `json:"general,omitempty"`
+	// Agent is a dedicated pool for the Vald agents; without it the agents use General.
+	// +optional
+	Agent *NodePool `json:"agent,omitempty"`
+}
+
+// NodePool is a group of identical nodes.
+type NodePool struct {
+	// Name of the pool at the infrastructure provider.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name,omitempty"`
+
+	// Replicas is the number of nodes; for the agent pool, the number of agents.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	Replicas int32 `json:"replicas"`
+
+	// MachineResource is what one node of the pool offers.
+	// +optional
+	MachineResource MachineResource `json:"machineResource,omitempty"`
+}
+
+// MachineResource is the capacity of one node.
+// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || quantity(string(self.cpu)).isGreaterThan(quantity('0'))",message="machineResource.cpu must be a positive quantity, such as \"4\" or \"3500m\""
+// +kubebuilder:validation:XValidation:rule="!has(self.memory) || quantity(string(self.memory)).isGreaterThan(quantity('0'))",message="machineResource.memory must be a positive quantity, such as \"16Gi\""
+// +kubebuilder:validation:XValidation:rule="!has(self.storage) || quantity(string(self.storage)).isGreaterThan(quantity('0'))",message="machineResource.storage must be a positive quantity, such as \"100Gi\""
+type MachineResource struct {
+	// CPU of one node, such as "4" or "3500m".
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// Memory of one node, such as "16Gi"; sizes the agent's persistent volume.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+	// Storage of one node, such as "100Gi"; informational.
+	// +optional
+	Storage *resource.Quantity `json:"storage,omitempty"`
+}
+
+// VectorEngine names the engine and holds its configuration.
+type VectorEngine struct {
+	// Name of the vector engine deployment; a label value on every ValdRelease.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="vectorEngine.name must be lowercase letters, digits and '-', starting and ending with a letter or digit"
+	Name string `json:"name"`
+
+	// Vald is the Vald configuration, mapped to Vald Helm chart values.
+	Vald Vald `json:"vald"`
+}
+
+// Vald is the Vald configuration of a release.
+type Vald struct {
+	// +optional
+	Defaults Defaults `json:"defaults,omitempty"`
+	Agent    Agent    `json:"agent"`
+	// +optional
+	Indexer Indexer `json:"indexer,omitempty"`
+	// +optional
+	Gateway Gateway `json:"gateway,omitempty"`
+	// +optional
+	Discoverer Discoverer `json:"discoverer,omitempty"`
+
+	// Overlay is arbitrary Vald chart values deep-merged last over the generated values:
+	// objects merge key by key, anything else (lists included) replaces, null removes a key.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Overlay *apiextensionsv1.JSON `json:"overlay,omitempty"`
+}
+
+// Defaults are chart-wide settings.
+type Defaults struct {
+	// LogLevel of every Vald component.
+	// +optional
+	// +kubebuilder:validation:Enum=debug;info;warn;error;fatal
+	LogLevel string `json:"logLevel,omitempty"`
+}
+
+// Agent configures the Vald agents.
+type Agent struct {
+	NGT NGT `json:"ngt"`
+	// PersistentVolume keeps the agents' index across restarts.
+	// +optional
+	PersistentVolume *PersistentVolume `json:"persistentVolume,omitempty"`
+}
+
+// NGT configures the NGT index of the agents.
+type NGT struct {
+	// Dimension of the vectors.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	Dimension int32 `json:"dimension"`
+	// DistanceType is the distance function.
+	// +optional
+	// +kubebuilder:default=l2
+	// +kubebuilder:validation:Enum=l1;l2;angle;hamming;cosine;poincare;lorentz;jaccard;sparsejaccard;normalizedl2;normalizedangle;normalizedcosine;innerproduct
+	DistanceType string `json:"distanceType,omitempty"`
+	// ObjectType is the element type of the vectors.
+	// +optional
+	// +kubebuilder:default=float
+	// +kubebuilder:validation:Enum=float;uint8;float16
+	ObjectType string `json:"objectType,omitempty"`
+	// CreationEdgeSize is the number of edges per node when the graph is built.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	CreationEdgeSize int32 `json:"creationEdgeSize,omitempty"`
+	// SearchEdgeSize is the number of edges explored per node at search time.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	SearchEdgeSize int32 `json:"searchEdgeSize,omitempty"`
+}
+
+// PersistentVolume configures the agents' volumes. The size is derived from the agent
+// node's memory (see the operator's README).
+type PersistentVolume struct {
+	// Enabled turns persistent volumes on.
+	Enabled bool `json:"enabled"`
+	// StorageClass of the volumes; empty uses the operator's --default-storage-class.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClass string `json:"storageClass,omitempty"`
+	// AccessMode of the volumes; empty uses the operator's --default-access-mode.
+	// +optional
+	// +kubebuilder:validation:Enum=ReadWriteOnce;ReadOnlyMany;ReadWriteMany;ReadWriteOncePod
+	AccessMode string `json:"accessMode,omitempty"`
+}
+
+// Indexer configures when the index is built and saved.
+// +kubebuilder:validation:XValidation:rule="!has(self.indexDuration) || self.indexDuration.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$')",message="indexer.indexDuration must be a duration such as 30m or 1h"
+// +kubebuilder:validation:XValidation:rule="!has(self.saveDuration) || self.saveDuration.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$')",message="indexer.saveDuration must be a duration such as 30m or 1h"
+type Indexer struct {
+	// IndexSchedule is the cron schedule of the index creator and saver jobs, used when
+	// Manager is false.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	IndexSchedule string `json:"indexSchedule,omitempty"`
+	// Concurrency is how many agents are indexed at once.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Concurrency int32 `json:"concurrency,omitempty"`
+	// Manager runs the index manager (auto indexing) instead of scheduled jobs.
+	// +optional
+	Manager bool `json:"manager,omitempty"`
+	// IndexDuration is how often the manager checks whether to index, such as 1h.
+	// +optional
+	IndexDuration string `json:"indexDuration,omitempty"`
+	// SaveDuration is how long the manager waits before saving the index, such as 1h.
+	// +optional
+	SaveDuration string `json:"saveDuration,omitempty"`
+}
+
+// Gateway configures the load-balancing gateway.
+type Gateway struct {
+	// IndexReplica is how many agents hold each vector.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	IndexReplica int32 `json:"indexReplica,omitempty"`
+	// ServiceType of the gateway Service; empty uses the operator's --gateway-service-type.
+	// +optional
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	ServiceType string `json:"serviceType,omitempty"`
+	// Ingress exposes the gateway.
+	// +optional
+	Ingress *Ingress `json:"ingress,omitempty"`
+}
+
+// Ingress exposes the gateway through an Ingress.
+type Ingress struct {
+	// Enabled creates the Ingress.
+	Enabled bool `json:"enabled"`
+	// Host of the Ingress; empty uses <cluster name>.<--ingress-domain> when that is set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^(\\\\*\\\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="ingress.host must be a lowercase DNS name such as vald.example.com"
+	Host string `json:"host,omitempty"`
+}
+
+// Discoverer configures the discoverer.
+type Discoverer struct {
+	// Kind of the discoverer workload; empty uses the operator's --discoverer-kind.
+	// +optional
+	// +kubebuilder:validation:Enum=DaemonSet;Deployment
+	Kind string `json:"kind,omitempty"`
 }
 
 // Progress counts lifecycle phases.
