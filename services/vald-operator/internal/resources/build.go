@@ -1,0 +1,353 @@
+package resources
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+
+	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// MaxNameLength is the longest ValdRelease name: upstream names it <namespace>-<cluster>
+// and keeps it a DNS label.
+const MaxNameLength = 63
+
+// FieldManager is the server-side apply field manager of the controller.
+const FieldManager = "vald-operator"
+
+// Error is a build failure that no retry fixes: the spec (or the nodes) must change. Its
+// message is stable for a given spec, so it can stand in a condition.
+type Error struct {
+	// Empty is true when the release asks for no ValdRelease at all.
+	Empty   bool
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// NodePools is what the node-pool match found: the pool types that have labelled nodes in
+// the release's namespace. A nil NodePools means the match is off.
+type NodePools map[valdv1.NodePoolType]bool
+
+// Input is everything a build reads.
+type Input struct {
+	Release *valdv1.ValdOperatorRelease
+	// Nodes is the node-pool match; nil when REQUIRE_NODEPOOL_MATCH is off.
+	Nodes NodePools
+}
+
+// Name is the name of the ValdRelease of a cluster.
+func Name(namespace, cluster string) string { return namespace + "-" + cluster }
+
+// DesiredValdReleases returns the ValdReleases of every cluster of every active
+// infrastructure entry (that the node-pool match admits), sorted by name. It fails with an
+// *Error when the set would be empty, so that a caller never prunes everything because of
+// a transient or mistaken render.
+func DesiredValdReleases(in Input, cfg Config) ([]*valdv1.ValdRelease, error) {
+	vor := in.Release
+	var (
+		out     []*valdv1.ValdRelease
+		active  int
+		seen    = map[string]string{}
+		skipped int
+	)
+	for _, infra := range vor.Spec.Infrastructure {
+		if !infra.IsActive() {
+			continue
+		}
+		active++
+		if in.Nodes != nil && !in.Nodes.admit(infra) {
+			skipped++
+			continue
+		}
+		for _, cl := range infra.Clusters {
+			if cl.Name == "" {
+				return nil, &Error{Message: fmt.Sprintf("A cluster of infrastructure entry %q has no name yet.", infra.Role)}
+			}
+			name := Name(vor.Namespace, cl.Name)
+			if len(name) > MaxNameLength {
+				return nil, &Error{Message: fmt.Sprintf("ValdRelease name %q is %d characters, longer than %d: shorten cluster name %q.", name, len(name), MaxNameLength, cl.Name)}
+			}
+			if role, dup := seen[name]; dup {
+				return nil, &Error{Message: fmt.Sprintf("Cluster name %q is used by infrastructure entries %q and %q: give each cluster its own name.", cl.Name, role, infra.Role)}
+			}
+			seen[name] = infra.Role
+			vr, err := desiredValdRelease(vor, infra, cl, cfg)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, vr)
+		}
+	}
+	if len(out) == 0 {
+		switch {
+		case active == 0:
+			return nil, &Error{Empty: true, Message: "No infrastructure entry is active, so there is no ValdRelease to create; nothing was pruned. Set active: true on an entry."}
+		case skipped == active:
+			return nil, &Error{Empty: true, Message: "No node carries the node-pool labels of this namespace, so there is no ValdRelease to create; nothing was pruned. Label the pool's nodes or turn the node-pool match off."}
+		default:
+			return nil, &Error{Empty: true, Message: "The active infrastructure entries have no clusters, so there is no ValdRelease to create; nothing was pruned."}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// admit reports whether the pools an entry uses have labelled nodes.
+func (n NodePools) admit(infra valdv1.Infrastructure) bool {
+	if !n[valdv1.NodePoolTypeGeneral] {
+		return false
+	}
+	return infra.NodePools.Agent == nil || n[valdv1.NodePoolTypeValdAgent]
+}
+
+func desiredValdRelease(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, cl valdv1.Cluster, cfg Config) (*valdv1.ValdRelease, error) {
+	values := chartValues(vor, infra, cl, cfg)
+	if vor.Spec.VectorEngine.Vald.Overlay != nil && len(vor.Spec.VectorEngine.Vald.Overlay.Raw) > 0 {
+		var overlay map[string]any
+		if err := json.Unmarshal(vor.Spec.VectorEngine.Vald.Overlay.Raw, &overlay); err != nil {
+			return nil, &Error{Message: "spec.vectorEngine.vald.overlay is not a JSON object: make it a map of Vald chart values."}
+		}
+		values = Merge(values, overlay)
+	}
+	raw, err := json.Marshal(values)
+	if err != nil {
+		return nil, &Error{Message: "The generated Vald chart values cannot be encoded as JSON."}
+	}
+	return &valdv1.ValdRelease{
+		TypeMeta: metav1.TypeMeta{APIVersion: valdv1.GroupVersion.String(), Kind: "ValdRelease"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      Name(vor.Namespace, cl.Name),
+			Namespace: vor.Namespace,
+			Labels: map[string]string{
+				"app.kubernetes.io/managed-by": FieldManager,
+				valdv1.LabelManagedGeneration:  strconv.FormatInt(vor.Generation, 10),
+				valdv1.LabelOperatorRelease:    vor.Name,
+				valdv1.LabelRole:               infra.Role,
+				valdv1.LabelCluster:            cl.Name,
+				valdv1.LabelVectorEngine:       vor.Spec.VectorEngine.Name,
+			},
+			Annotations: map[string]string{valdv1.AnnotationClusterID: cl.ID},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         valdv1.GroupVersion.String(),
+				Kind:               "ValdOperatorRelease",
+				Name:               vor.Name,
+				UID:                vor.UID,
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: &apiextensionsv1.JSON{Raw: raw},
+	}, nil
+}
+
+// chartValues maps the release to Vald Helm chart values (see the README's mapping table).
+func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, cl valdv1.Cluster, cfg Config) map[string]any {
+	v := vor.Spec.VectorEngine.Vald
+	general := infra.NodePools.General
+	agentPool, agentPoolType := infra.NodePools.Agent, valdv1.NodePoolTypeValdAgent
+	if agentPool == nil {
+		agentPool, agentPoolType = general, valdv1.NodePoolTypeGeneral
+	}
+
+	values := map[string]any{}
+	if v.Defaults.LogLevel != "" {
+		values["defaults"] = map[string]any{"logging": map[string]any{"level": v.Defaults.LogLevel}}
+	}
+
+	// Agents.
+	ngt := map[string]any{"dimension": v.Agent.NGT.Dimension}
+	setString(ngt, "distance_type", v.Agent.NGT.DistanceType)
+	setString(ngt, "object_type", v.Agent.NGT.ObjectType)
+	setInt(ngt, "creation_edge_size", v.Agent.NGT.CreationEdgeSize)
+	setInt(ngt, "search_edge_size", v.Agent.NGT.SearchEdgeSize)
+	agent := map[string]any{"ngt": ngt}
+	var agentMemory *resource.Quantity
+	if agentPool != nil {
+		agent["minReplicas"] = agentPool.Replicas
+		agent["maxReplicas"] = agentPool.Replicas
+		if res := agentResources(agentPool.MachineResource, cfg.AgentResourceFraction); res != nil {
+			agent["resources"] = res
+		}
+		agentMemory = agentPool.MachineResource.Memory
+		placeOn(agent, vor.Namespace, agentPoolType, cfg)
+	}
+	if pv := v.Agent.PersistentVolume; pv != nil {
+		if pv.Enabled {
+			size := PVSize(agentMemory, cfg)
+			p := map[string]any{
+				"enabled":    true,
+				"accessMode": firstNonEmpty(pv.AccessMode, cfg.DefaultAccessMode),
+				"size":       size.String(),
+			}
+			setString(p, "storageClass", firstNonEmpty(pv.StorageClass, cfg.DefaultStorageClass))
+			agent["persistentVolume"] = p
+		} else {
+			agent["persistentVolume"] = map[string]any{"enabled": false}
+		}
+	}
+	values["agent"] = agent
+
+	// Gateway.
+	lb := map[string]any{
+		"enabled":     true,
+		"serviceType": firstNonEmpty(v.Gateway.ServiceType, cfg.GatewayServiceType),
+	}
+	if v.Gateway.IndexReplica > 0 {
+		lb["gateway_config"] = map[string]any{"index_replica": v.Gateway.IndexReplica}
+	}
+	if ing := v.Gateway.Ingress; ing != nil && ing.Enabled {
+		in := map[string]any{"enabled": true}
+		host := ing.Host
+		if host == "" && cfg.IngressDomain != "" {
+			host = cl.Name + "." + cfg.IngressDomain
+		}
+		setString(in, "host", host)
+		lb["ingress"] = in
+	}
+	if general != nil {
+		placeOn(lb, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
+	}
+	values["gateway"] = map[string]any{"lb": lb}
+
+	// Discoverer.
+	disc := map[string]any{"kind": firstNonEmpty(v.Discoverer.Kind, cfg.DiscovererKind)}
+	if disc["kind"] == "DaemonSet" {
+		disc["maxUnavailable"] = cfg.DiscovererMaxUnavailable.String()
+	}
+	if general != nil {
+		placeOn(disc, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
+	}
+	values["discoverer"] = disc
+
+	// Index manager, or scheduled creator and saver jobs.
+	index := map[string]any{"enabled": v.Indexer.Manager}
+	if v.Indexer.Manager {
+		indexer := map[string]any{}
+		setString(indexer, "auto_index_check_duration", v.Indexer.IndexDuration)
+		setString(indexer, "auto_save_index_wait_duration", v.Indexer.SaveDuration)
+		setInt(indexer, "concurrency", v.Indexer.Concurrency)
+		index["indexer"] = indexer
+	} else {
+		for _, job := range []string{"creator", "saver"} {
+			j := map[string]any{"enabled": true}
+			setString(j, "schedule", v.Indexer.IndexSchedule)
+			setInt(j, "concurrency", v.Indexer.Concurrency)
+			index[job] = j
+		}
+	}
+	if general != nil {
+		placeOn(index, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
+	}
+	values["manager"] = map[string]any{"index": index}
+	return values
+}
+
+// placeOn pins a component to a node pool: a node selector on the pool labels and a
+// toleration of the pool's taint, so dedicated pools can keep other pods away.
+func placeOn(component map[string]any, namespace string, pool valdv1.NodePoolType, cfg Config) {
+	component["nodeSelector"] = map[string]any{
+		cfg.NodeLabelKey("namespace"): namespace,
+		cfg.NodeLabelKey("type"):      string(pool),
+	}
+	component["tolerations"] = []any{map[string]any{
+		"key":      cfg.NodeLabelKey("type"),
+		"operator": "Equal",
+		"value":    string(pool),
+		"effect":   "NoSchedule",
+	}}
+}
+
+// agentResources requests a fraction of the node's CPU and memory and limits memory to the
+// request, so an agent is never killed for using what it asked for.
+func agentResources(m valdv1.MachineResource, fraction float64) map[string]any {
+	requests, limits := map[string]any{}, map[string]any{}
+	if m.CPU != nil && m.CPU.Sign() > 0 {
+		milli := int64(math.Floor(float64(m.CPU.MilliValue()) * fraction))
+		requests["cpu"] = resource.NewMilliQuantity(max(milli, 1), resource.DecimalSI).String()
+	}
+	if m.Memory != nil && m.Memory.Sign() > 0 {
+		const mi = 1 << 20
+		mib := int64(math.Floor(float64(m.Memory.Value()) * fraction / mi))
+		q := resource.NewQuantity(max(mib, 1)*mi, resource.BinarySI).String()
+		requests["memory"], limits["memory"] = q, q
+	}
+	if len(requests) == 0 {
+		return nil
+	}
+	res := map[string]any{"requests": requests}
+	if len(limits) > 0 {
+		res["limits"] = limits
+	}
+	return res
+}
+
+// PVSize is the size of an agent's volume: memory × PVMemoryRatio rounded up to a whole
+// GiB, at least PVMinSize and at most PVMaxSize (when set). Without memory it is PVMinSize.
+func PVSize(memory *resource.Quantity, cfg Config) resource.Quantity {
+	size := cfg.PVMinSize.DeepCopy()
+	if memory != nil && memory.Sign() > 0 {
+		const gi = 1 << 30
+		gib := int64(math.Ceil(float64(memory.Value()) * cfg.PVMemoryRatio / gi))
+		derived := *resource.NewQuantity(gib*gi, resource.BinarySI)
+		if derived.Cmp(size) > 0 {
+			size = derived
+		}
+	}
+	if !cfg.PVMaxSize.IsZero() && size.Cmp(cfg.PVMaxSize) > 0 {
+		size = cfg.PVMaxSize.DeepCopy()
+	}
+	return size
+}
+
+// Merge deep-merges overlay into base the way Helm merges values: objects merge key by
+// key, anything else replaces, and null removes the key. base is modified and returned.
+func Merge(base, overlay map[string]any) map[string]any {
+	if base == nil {
+		base = map[string]any{}
+	}
+	for k, ov := range overlay {
+		if ov == nil {
+			delete(base, k)
+			continue
+		}
+		om, oIsMap := ov.(map[string]any)
+		bm, bIsMap := base[k].(map[string]any)
+		switch {
+		case oIsMap && bIsMap:
+			base[k] = Merge(bm, om)
+		case oIsMap:
+			base[k] = Merge(map[string]any{}, om)
+		default:
+			base[k] = ov
+		}
+	}
+	return base
+}
+
+func setString(m map[string]any, key, v string) {
+	if v != "" {
+		m[key] = v
+	}
+}
+
+func setInt(m map[string]any, key string, v int32) {
+	if v != 0 {
+		m[key] = v
+	}
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
