@@ -1,0 +1,142 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/opsuite/suite/shared/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Phase is one step of a lifecycle; its Type is the condition type.
+type Phase struct {
+	Type string
+	// Desired is nil for a terminal phase, which succeeds as soon as it is reached.
+	Desired Desired
+	// Seed is the Progressing message the phase's condition gets when it is reached; for a
+	// terminal phase, the Succeeded message.
+	Seed string
+}
+
+// Phases are the phases of a lifecycle, in order.
+type Phases []Phase
+
+// Transition is a condition that changed status or reason during a pass.
+type Transition struct {
+	Type string
+	// Before is the condition before the pass; nil when the phase was seeded.
+	Before *metav1.Condition
+	After  metav1.Condition
+	// Elapsed is how long the condition held its previous status, when it had one.
+	Elapsed time.Duration
+}
+
+// Outcome is what a pass found.
+type Outcome struct {
+	// Phase is the type of the phase being processed: the one that halted, the one just
+	// seeded, or the last phase once every phase succeeded.
+	Phase string
+	// Halt is the result of the phase that stopped the pass; nil when none did.
+	Halt *Result
+	// Seeded is true when the pass added a phase that still has work to do.
+	Seeded bool
+	// Completed counts the phases whose condition is True; Total counts all phases.
+	Completed, Total int32
+	// Transitions lists the conditions that changed status or reason, in phase order.
+	Transitions []Transition
+	// Durations is the time each evaluated phase took in this pass.
+	Durations map[string]time.Duration
+}
+
+// Run evaluates the phases over conds, stamped with generation:
+//   - every phase that already has a condition is evaluated again, in order; the first
+//     that does not succeed halts the pass, and the phases after it that were reached
+//     become Blocked until it recovers;
+//   - when all of them succeed, the next phase is seeded: Progressing when it has a desired
+//     state (it is evaluated on the next pass), Succeeded when it is terminal.
+//
+// Conditions are never removed and each phase has at most one. On error the conditions
+// hold what was evaluated before it.
+func (p Phases) Run(ctx context.Context, conds *[]metav1.Condition, generation int64, now time.Time) (Outcome, error) {
+	out := Outcome{Total: int32(len(p)), Durations: map[string]time.Duration{}}
+	record := func(phase string, res Result) {
+		before := conditions.Get(*conds, phase)
+		var prev *metav1.Condition
+		if before != nil {
+			c := *before
+			prev = &c
+		}
+		conditions.Set(conds, res.condition(phase), generation)
+		after := *conditions.Get(*conds, phase)
+		if prev == nil || prev.Status != after.Status || prev.Reason != after.Reason {
+			t := Transition{Type: phase, Before: prev, After: after}
+			if prev != nil && prev.Status != after.Status {
+				t.Elapsed = now.Sub(prev.LastTransitionTime.Time)
+			}
+			out.Transitions = append(out.Transitions, t)
+		}
+	}
+
+	next := -1
+	for i, ph := range p {
+		if conditions.Get(*conds, ph.Type) == nil {
+			next = i
+			break
+		}
+		res := Succeeded(ph.Seed)
+		if ph.Desired != nil {
+			began := time.Now()
+			var err error
+			res, err = evaluate(ctx, ph.Desired)
+			out.Durations[ph.Type] = time.Since(began)
+			if err != nil {
+				out.finish(p, *conds, ph.Type)
+				return out, fmt.Errorf("phase %s: %w", ph.Type, err)
+			}
+		}
+		record(ph.Type, res)
+		if !res.Succeeded() {
+			out.Halt = &res
+			for _, later := range p[i+1:] {
+				if conditions.Get(*conds, later.Type) != nil {
+					record(later.Type, Blocked(fmt.Sprintf("Waiting for phase %s to succeed again.", ph.Type)))
+				}
+			}
+			out.finish(p, *conds, ph.Type)
+			return out, nil
+		}
+	}
+
+	current := p[len(p)-1].Type
+	if next >= 0 {
+		ph := p[next]
+		current = ph.Type
+		if ph.Desired == nil {
+			record(ph.Type, Succeeded(ph.Seed))
+		} else {
+			record(ph.Type, Progressing(ph.Seed))
+			out.Seeded = true
+		}
+	}
+	out.finish(p, *conds, current)
+	return out, nil
+}
+
+func evaluate(ctx context.Context, d Desired) (Result, error) {
+	res, err := d.Build(ctx)
+	if err != nil || !res.Succeeded() {
+		return res, err
+	}
+	return d.IsReady(ctx)
+}
+
+func (o *Outcome) finish(p Phases, conds []metav1.Condition, current string) {
+	o.Phase = current
+	o.Completed = 0
+	for _, ph := range p {
+		if c := conditions.Get(conds, ph.Type); c != nil && c.Status == metav1.ConditionTrue {
+			o.Completed++
+		}
+	}
+}

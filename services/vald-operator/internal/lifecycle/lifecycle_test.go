@@ -1,0 +1,140 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// settable is a desired state whose result the test sets between passes.
+type settable struct {
+	res Result
+	err error
+}
+
+func (s *settable) Build(context.Context) (Result, error)   { return Succeeded(""), nil }
+func (s *settable) IsReady(context.Context) (Result, error) { return s.res, s.err }
+
+// summary renders conditions as Type=Status/Reason, in order.
+func summary(conds []metav1.Condition) string {
+	var parts []string
+	for _, c := range conds {
+		parts = append(parts, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestRunPasses(t *testing.T) {
+	clusters := &settable{res: Pending("waiting for ids")}
+	vrs := &settable{res: Progressing("creating")}
+	phases := Phases{
+		{Type: "WaitingClusterCreate", Desired: Prop{Check: func() Result { return clusters.res }}, Seed: "Checking."},
+		{Type: "WaitingCreateVrs", Desired: vrs, Seed: "Creating."},
+		{Type: "Completed", Seed: "Done."},
+	}
+	var conds []metav1.Condition
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	steps := []struct {
+		before    func()
+		want      string
+		phase     string
+		completed int32
+		halt      string // reason of the halting result, "" for none
+		seeded    bool
+		changes   int
+	}{
+		{want: "WaitingClusterCreate=Unknown/Progressing", phase: "WaitingClusterCreate", seeded: true, changes: 1},
+		{want: "WaitingClusterCreate=Unknown/Pending", phase: "WaitingClusterCreate", halt: "Pending", changes: 1},
+		{want: "WaitingClusterCreate=Unknown/Pending", phase: "WaitingClusterCreate", halt: "Pending"},
+		{before: func() { clusters.res = Succeeded("ok") },
+			want: "WaitingClusterCreate=True/Succeeded WaitingCreateVrs=Unknown/Progressing", phase: "WaitingCreateVrs", completed: 1, seeded: true, changes: 2},
+		{want: "WaitingClusterCreate=True/Succeeded WaitingCreateVrs=Unknown/Progressing", phase: "WaitingCreateVrs", completed: 1, halt: "Progressing"},
+		{before: func() { vrs.res = Succeeded("created") },
+			want: "WaitingClusterCreate=True/Succeeded WaitingCreateVrs=True/Succeeded Completed=True/Succeeded", phase: "Completed", completed: 3, changes: 2},
+		{want: "WaitingClusterCreate=True/Succeeded WaitingCreateVrs=True/Succeeded Completed=True/Succeeded", phase: "Completed", completed: 3},
+		// A ValdRelease deleted: the phase goes back, the terminal phase is blocked.
+		{before: func() { vrs.res = Progressing("creating") },
+			want: "WaitingClusterCreate=True/Succeeded WaitingCreateVrs=Unknown/Progressing Completed=Unknown/Blocked", phase: "WaitingCreateVrs", completed: 1, halt: "Progressing", changes: 2},
+		// The spec broken: the first phase fails, every later one is blocked.
+		{before: func() { clusters.res = Failed("no clusters") },
+			want: "WaitingClusterCreate=False/Failed WaitingCreateVrs=Unknown/Blocked Completed=Unknown/Blocked", phase: "WaitingClusterCreate", halt: "Failed", changes: 2},
+		// Both recover in one pass.
+		{before: func() { clusters.res, vrs.res = Succeeded("ok"), Succeeded("created") },
+			want: "WaitingClusterCreate=True/Succeeded WaitingCreateVrs=True/Succeeded Completed=True/Succeeded", phase: "Completed", completed: 3, changes: 3},
+	}
+	for i, s := range steps {
+		if s.before != nil {
+			s.before()
+		}
+		now = now.Add(time.Minute)
+		out, err := phases.Run(context.Background(), &conds, 7, now)
+		if err != nil {
+			t.Fatalf("pass %d: %v", i, err)
+		}
+		if got := summary(conds); got != s.want {
+			t.Errorf("pass %d: conditions %s, want %s", i, got, s.want)
+		}
+		haltReason := ""
+		if out.Halt != nil {
+			haltReason = out.Halt.Reason
+		}
+		if out.Phase != s.phase || out.Completed != s.completed || out.Total != 3 || haltReason != s.halt || out.Seeded != s.seeded || len(out.Transitions) != s.changes {
+			t.Errorf("pass %d: outcome phase=%s completed=%d/%d halt=%q seeded=%v transitions=%d, want phase=%s completed=%d/3 halt=%q seeded=%v transitions=%d",
+				i, out.Phase, out.Completed, out.Total, haltReason, out.Seeded, len(out.Transitions), s.phase, s.completed, s.halt, s.seeded, s.changes)
+		}
+		for _, c := range conds {
+			if c.ObservedGeneration != 7 {
+				t.Errorf("pass %d: %s has observedGeneration %d", i, c.Type, c.ObservedGeneration)
+			}
+		}
+	}
+}
+
+func TestRunErrorKeepsEarlierConditions(t *testing.T) {
+	failing := &settable{err: errors.New("apiserver unavailable")}
+	phases := Phases{
+		{Type: "A", Desired: Prop{Check: func() Result { return Succeeded("a") }}},
+		{Type: "B", Desired: failing},
+		{Type: "C"},
+	}
+	conds := []metav1.Condition{
+		{Type: "A", Status: metav1.ConditionUnknown, Reason: "Progressing"},
+		{Type: "B", Status: metav1.ConditionUnknown, Reason: "Progressing"},
+	}
+	out, err := phases.Run(context.Background(), &conds, 1, time.Now())
+	if err == nil || !strings.Contains(err.Error(), "phase B") {
+		t.Fatalf("error %v, want one naming phase B", err)
+	}
+	if got := summary(conds); got != "A=True/Succeeded B=Unknown/Progressing" {
+		t.Errorf("conditions %s", got)
+	}
+	if out.Phase != "B" || out.Completed != 1 {
+		t.Errorf("outcome phase=%s completed=%d", out.Phase, out.Completed)
+	}
+}
+
+func TestTransitionElapsed(t *testing.T) {
+	d := &settable{res: Progressing("x")}
+	phases := Phases{{Type: "A", Desired: d}, {Type: "Done"}}
+	var conds []metav1.Condition
+	t0 := time.Now().Truncate(time.Second)
+	if _, err := phases.Run(context.Background(), &conds, 1, t0); err != nil {
+		t.Fatal(err)
+	}
+	// The condition's transition time is the wall clock when it was set.
+	conds[0].LastTransitionTime = metav1.NewTime(t0)
+	d.res = Succeeded("y")
+	out, err := phases.Run(context.Background(), &conds, 1, t0.Add(90*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Transitions) != 2 || out.Transitions[0].Elapsed != 90*time.Second || out.Transitions[1].Before != nil {
+		t.Errorf("transitions %+v", out.Transitions)
+	}
+}
