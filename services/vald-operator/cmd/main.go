@@ -1,0 +1,48 @@
+// Command vald-operator turns ValdOperatorReleases into ValdReleases for the Vald Helm
+// Operator.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	"github.com/opsuite/suite/services/vald-operator/internal/controller"
+	"github.com/opsuite/suite/shared/manager"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "vald-operator:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	opts := controller.DefaultOptions()
+	var validate func() error
+	return manager.Run(ctx, manager.Operator{
+		Name:     controller.Name,
+		AddFlags: func(fs *flag.FlagSet) { validate = operatorFlags(fs, &opts, os.Getenv) },
+		Validate: func() error { return validate() },
+		Schemes:  []func(*runtime.Scheme) error{valdv1.AddToScheme},
+		Setup: func(mgr ctrl.Manager, log logr.Logger) error {
+			if _, err := controller.SetupWithManager(mgr, opts); err != nil {
+				return err
+			}
+			log.Info("Registered ValdOperatorRelease controller",
+				"requeueAfter", opts.RequeueAfter, "requireNodePoolMatch", opts.RequireNodePoolMatch,
+				"nodePoolLabelPrefix", opts.Build.NodePoolLabelPrefix)
+			return nil
+		},
+	}, os.Args[1:], os.Stderr)
+}

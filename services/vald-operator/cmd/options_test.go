@@ -1,0 +1,65 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opsuite/suite/services/vald-operator/internal/controller"
+)
+
+func parse(t *testing.T, env map[string]string, args ...string) (controller.Options, error) {
+	t.Helper()
+	o := controller.DefaultOptions()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	validate := operatorFlags(fs, &o, func(k string) string { return env[k] })
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	return o, validate()
+}
+
+func TestDefaults(t *testing.T) {
+	o, err := parse(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.RequeueAfter != 30*time.Second || o.RequireNodePoolMatch || o.Build.NodePoolLabelPrefix != "" ||
+		o.Build.DefaultAccessMode != "ReadWriteOnce" || o.Build.PVMinSize.String() != "1Gi" || o.Build.DiscovererKind != "Deployment" {
+		t.Errorf("defaults %+v", o)
+	}
+}
+
+func TestEnvironmentThenFlags(t *testing.T) {
+	env := map[string]string{
+		"REQUIRE_NODEPOOL_MATCH": "true", "NODEPOOL_LABEL_PREFIX": "pool.example.com",
+		"DEFAULT_STORAGE_CLASS": "fast", "PV_MIN_SIZE": "5Gi", "REQUEUE_AFTER": "5s",
+		"GATEWAY_SERVICE_TYPE": "LoadBalancer", "DISCOVERER_KIND": "DaemonSet", "DISCOVERER_MAX_UNAVAILABLE": "25%",
+	}
+	o, err := parse(t, env, "--requeue-after=2s", "--pv-min-size=3Gi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := o.Build
+	if !o.RequireNodePoolMatch || b.NodePoolLabelPrefix != "pool.example.com" || b.DefaultStorageClass != "fast" ||
+		o.RequeueAfter != 2*time.Second || b.PVMinSize.String() != "3Gi" || b.GatewayServiceType != "LoadBalancer" ||
+		b.DiscovererKind != "DaemonSet" || b.DiscovererMaxUnavailable.String() != "25%" {
+		t.Errorf("options %+v", o)
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	env := map[string]string{"REQUIRE_NODEPOOL_MATCH": "maybe", "PV_MIN_SIZE": "lots"}
+	_, err := parse(t, env, "--requeue-after=0s", "--gateway-service-type=ExternalName")
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{"$REQUIRE_NODEPOOL_MATCH", "$PV_MIN_SIZE", "requeue interval", "gateway service type"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	"github.com/opsuite/suite/services/vald-operator/internal/lifecycle"
+	"github.com/opsuite/suite/services/vald-operator/internal/resources"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// phases is the lifecycle of one release, bound to this pass.
+func (r *Reconciler) phases(vor *valdv1.ValdOperatorRelease) lifecycle.Phases {
+	return lifecycle.Phases{
+		{
+			Type:    valdv1.ConditionWaitingClusterCreate,
+			Desired: lifecycle.Prop{Check: func() lifecycle.Result { return clustersCreated(vor) }},
+			Seed:    "Checking that every cluster has an id and a name.",
+		},
+		{
+			Type: valdv1.ConditionWaitingCreateVrs,
+			Desired: &lifecycle.Resource{
+				Builder: func(ctx context.Context) ([]client.Object, lifecycle.Result, error) {
+					return r.desiredValdReleases(ctx, vor)
+				},
+				Sync:    func(ctx context.Context, objs []client.Object) (lifecycle.Result, error) { return r.syncValdReleases(ctx, vor, objs) },
+				Reader:  r.Client,
+				Check:   currentGeneration,
+				Missing: "Waiting for the ValdReleases to appear.",
+				Ready:   "Every ValdRelease exists with the current generation.",
+			},
+			Seed: "Creating the ValdReleases.",
+		},
+		{
+			Type: valdv1.ConditionCompleted,
+			Seed: "Every phase succeeded.",
+		},
+	}
+}
+
+// clustersCreated is the WaitingClusterCreate check: what is structurally missing fails,
+// what an external system has yet to fill in (ids, names) is Pending. Clusters of inactive
+// entries may still be provisioning; they do not hold the active ones back.
+func clustersCreated(vor *valdv1.ValdOperatorRelease) lifecycle.Result {
+	infra := vor.Spec.Infrastructure
+	if len(infra) == 0 {
+		return lifecycle.Failed("spec.infrastructure is empty: add an entry with the clusters to release Vald to.")
+	}
+	for _, entry := range infra {
+		if len(entry.Clusters) == 0 {
+			return lifecycle.Failed(fmt.Sprintf("Infrastructure entry %q has no clusters: add at least one cluster.", entry.Role))
+		}
+	}
+	var noID, noName int
+	for _, entry := range infra {
+		if !entry.IsActive() {
+			continue
+		}
+		for _, cl := range entry.Clusters {
+			if cl.ID == "" {
+				noID++
+			}
+			if cl.Name == "" {
+				noName++
+			}
+		}
+	}
+	if noID > 0 || noName > 0 {
+		return lifecycle.Pending(fmt.Sprintf("Waiting for an external system to set %d cluster id(s) and %d cluster name(s) of the active infrastructure entries.", noID, noName))
+	}
+	return lifecycle.Succeeded("Every cluster of the active infrastructure entries has an id and a name.")
+}
+
+// desiredValdReleases builds the ValdReleases; a build that cannot succeed (an empty
+// render, a name too long) fails the phase before anything is written or pruned.
+func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOperatorRelease) ([]client.Object, lifecycle.Result, error) {
+	in := resources.Input{Release: vor}
+	if r.Options.RequireNodePoolMatch {
+		pools, err := r.matchNodePools(ctx, vor.Namespace)
+		if err != nil {
+			return nil, lifecycle.Result{}, err
+		}
+		in.Nodes = pools
+	}
+	vrs, err := resources.DesiredValdReleases(in, r.Options.Build)
+	var buildErr *resources.Error
+	if errors.As(err, &buildErr) {
+		return nil, lifecycle.Failed(buildErr.Message), nil
+	}
+	if err != nil {
+		return nil, lifecycle.Result{}, err
+	}
+	objs := make([]client.Object, len(vrs))
+	for i, vr := range vrs {
+		stampValuesHash(vr)
+		objs[i] = vr
+	}
+	return objs, lifecycle.Succeeded(""), nil
+}
+
+// currentGeneration accepts a ValdRelease once it carries the generation it was built from.
+func currentGeneration(want, got client.Object) lifecycle.Result {
+	if got.GetLabels()[valdv1.LabelManagedGeneration] != want.GetLabels()[valdv1.LabelManagedGeneration] {
+		return lifecycle.Progressing("Waiting for the ValdReleases to show the current generation.")
+	}
+	return lifecycle.Succeeded("")
+}
