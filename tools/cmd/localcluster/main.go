@@ -1,0 +1,139 @@
+// Command localcluster starts and stops the local Kubernetes cluster: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok on loopback, with simulated nodes and
+// pods of known images run as real processes.
+//
+//	localcluster up [flags]      start in the background, return once ready
+//	localcluster down [--keep]   stop everything, remove the cluster's files
+//	localcluster status          print whether the cluster runs and its processes' memory
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/opsuite/suite/tools/internal/localcluster"
+	"github.com/opsuite/suite/tools/internal/podrunner"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "localcluster:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	dir, repoRoot, poolPrefix, poolNamespace string
+	portBase, general, agent                 int
+	keep, noRunner                           bool
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: localcluster up|down|status [flags]")
+	}
+	cmd, args := args[0], args[1:]
+	if cmd == podrunner.HelperCommand {
+		if len(args) != 1 {
+			return errors.New("podexec takes one spec file")
+		}
+		return podrunner.ExecInNamespace(args[0])
+	}
+	var opts options
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.StringVar(&opts.repoRoot, "repo", "", "repository root (default: the directory holding go.work above the working directory)")
+	fs.StringVar(&opts.dir, "dir", "", "cluster directory (default: <repo>/.local)")
+	fs.IntVar(&opts.portBase, "port-base", 0, "first of six loopback ports (default 36443)")
+	fs.IntVar(&opts.general, "general-nodes", 2, "number of nodes with pool type general")
+	fs.IntVar(&opts.agent, "agent-nodes", 2, "number of nodes with pool type agent")
+	fs.StringVar(&opts.poolPrefix, "pool-label-prefix", "", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type (default node.opsuite.io)")
+	fs.StringVar(&opts.poolNamespace, "pool-namespace", "default", "value of <prefix>/namespace on every node")
+	fs.BoolVar(&opts.noRunner, "no-runner", false, "simulate every pod; run no processes")
+	fs.BoolVar(&opts.keep, "keep", false, "down: keep state, logs and kubeconfig")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	root := opts.repoRoot
+	if root == "" {
+		var err error
+		if root, err = findRepoRoot(); err != nil {
+			return err
+		}
+	}
+	o := localcluster.DefaultOptions(root)
+	if opts.dir != "" {
+		abs, err := filepath.Abs(opts.dir)
+		if err != nil {
+			return err
+		}
+		o.Dir = abs
+	}
+
+	switch cmd {
+	case "up":
+		if opts.portBase != 0 {
+			o.PortBase = opts.portBase
+		}
+		o.Nodes = localcluster.DefaultNodes(opts.poolNamespace, opts.general, opts.agent)
+		if opts.poolPrefix != "" {
+			o.PoolLabelPrefix = opts.poolPrefix
+		}
+		o.DisableRunner = opts.noRunner
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return localcluster.Up(ctx, o, self, os.Stdout)
+	case "daemon":
+		saved, err := localcluster.LoadOptions(o.Dir)
+		if err != nil {
+			return fmt.Errorf("reading the options `up` saved: %w", err)
+		}
+		return localcluster.RunDaemon(saved)
+	case "down":
+		if saved, err := localcluster.LoadOptions(o.Dir); err == nil {
+			o = saved
+		}
+		return localcluster.Down(o, opts.keep, os.Stdout)
+	case "status":
+		saved, err := localcluster.LoadOptions(o.Dir)
+		if err != nil {
+			fmt.Println("Cluster not running")
+			return nil
+		}
+		var total int64
+		for _, pid := range localcluster.ProcessIDs(saved) {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			rss := localcluster.RSS(pid)
+			total += rss
+			fmt.Printf("%8d %-28s %6d MiB\n", pid, strings.TrimSpace(string(comm)), rss>>20)
+		}
+		fmt.Printf("total RSS %d MiB; kubeconfig %s\n", total>>20, saved.Kubeconfig())
+		return nil
+	}
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return d, nil
+		}
+		if d == "/" {
+			return "", errors.New("no go.work above the working directory; pass --repo")
+		}
+	}
+}

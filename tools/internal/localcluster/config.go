@@ -1,0 +1,172 @@
+// Package localcluster runs a Kubernetes control plane on loopback with KWOK-simulated nodes
+// and a process runner that starts selected pods as real processes.
+package localcluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/opsuite/suite/tools/internal/podrunner"
+)
+
+// Options describe one local cluster. They are validated once and saved in the state
+// directory so that the daemon, `down` and tests all read the same values.
+type Options struct {
+	// Dir holds everything the cluster writes: kubeconfig, logs/, state/.
+	Dir string `json:"dir"`
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
+	BinDir string `json:"binDir"`
+	// KwokBinary is the kwok controller binary.
+	KwokBinary string `json:"kwokBinary"`
+	// RepoRoot is the checkout the cluster belongs to (binaries of ours live in bin/).
+	RepoRoot string `json:"repoRoot"`
+	// PortBase is the first of six consecutive loopback ports: apiserver, etcd client,
+	// etcd peer, controller-manager, scheduler, kwok.
+	PortBase int `json:"portBase"`
+	// Nodes lists the simulated nodes.
+	Nodes []NodeSpec `json:"nodes"`
+	// PoolLabelPrefix prefixes the node-pool labels "<prefix>/namespace" and "<prefix>/type".
+	PoolLabelPrefix string `json:"poolLabelPrefix"`
+	// ImageRules maps images to host binaries for the process runner.
+	ImageRules []podrunner.ImageRule `json:"imageRules"`
+	// DisableRunner leaves every pod simulated.
+	DisableRunner bool `json:"disableRunner"`
+}
+
+// NodeSpec describes one simulated node.
+type NodeSpec struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Type      string `json:"type"`
+	CPU       string `json:"cpu"`
+	Memory    string `json:"memory"`
+	Pods      string `json:"pods"`
+	// IP is the node's InternalIP, also the address of its hostNetwork pods.
+	IP string `json:"ip"`
+}
+
+// Network ranges; every address the cluster hands out is in 127.0.0.0/8.
+const (
+	PodCIDR        = "127.1.0.0/16"
+	ServiceCIDR    = "127.2.0.0/16"
+	nodeIPPrefix   = "127.3.0."
+	clusterDomain  = "cluster.local"
+	serviceAccount = "https://kubernetes.default.svc." + clusterDomain
+)
+
+// DefaultOptions returns the cluster `make up` starts for the checkout at repoRoot.
+func DefaultOptions(repoRoot string) Options {
+	return Options{
+		Dir:             filepath.Join(repoRoot, ".local"),
+		BinDir:          filepath.Join(repoRoot, ".cache", "k8s", "v1.37.2"),
+		KwokBinary:      filepath.Join(repoRoot, ".cache", "bin", "kwok"),
+		RepoRoot:        repoRoot,
+		PortBase:        36443,
+		Nodes:           DefaultNodes("default", 2, 2),
+		PoolLabelPrefix: "node.opsuite.io",
+		ImageRules:      podrunner.DefaultImageRules(filepath.Join(repoRoot, "bin")),
+	}
+}
+
+// DefaultNodes returns general nodes followed by agent nodes, all in the pool namespace ns.
+func DefaultNodes(ns string, general, agent int) []NodeSpec {
+	var nodes []NodeSpec
+	add := func(typ string, i int, cpu, mem string) {
+		nodes = append(nodes, NodeSpec{
+			Name:      fmt.Sprintf("kwok-%s-%d", typ, i),
+			Namespace: ns,
+			Type:      typ,
+			CPU:       cpu,
+			Memory:    mem,
+			Pods:      "110",
+			IP:        fmt.Sprintf("%s%d", nodeIPPrefix, len(nodes)+1),
+		})
+	}
+	for i := range general {
+		add("general", i, "8", "32Gi")
+	}
+	for i := range agent {
+		add("agent", i, "16", "64Gi")
+	}
+	return nodes
+}
+
+// Validate checks the options once, before anything starts.
+func (o *Options) Validate() error {
+	var errs []error
+	if !filepath.IsAbs(o.Dir) {
+		errs = append(errs, fmt.Errorf("dir %q must be absolute", o.Dir))
+	}
+	if o.PortBase < 1024 || o.PortBase > 65535-6 {
+		errs = append(errs, fmt.Errorf("port base %d out of range", o.PortBase))
+	}
+	if len(o.Nodes) == 0 {
+		errs = append(errs, errors.New("at least one node is required"))
+	}
+	seen := map[string]bool{}
+	for _, n := range o.Nodes {
+		if seen[n.Name] {
+			errs = append(errs, fmt.Errorf("node %q listed twice", n.Name))
+		}
+		seen[n.Name] = true
+		ip, err := netip.ParseAddr(n.IP)
+		if err != nil || !ip.IsLoopback() {
+			errs = append(errs, fmt.Errorf("node %q: IP %q must be in 127.0.0.0/8", n.Name, n.IP))
+		}
+	}
+	if o.PoolLabelPrefix == "" {
+		errs = append(errs, errors.New("pool label prefix is required"))
+	}
+	for _, r := range o.ImageRules {
+		if err := r.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Ports of the components, derived from PortBase.
+func (o *Options) APIServerPort() int  { return o.PortBase }
+func (o *Options) EtcdClientPort() int { return o.PortBase + 1 }
+func (o *Options) EtcdPeerPort() int   { return o.PortBase + 2 }
+func (o *Options) KCMPort() int        { return o.PortBase + 3 }
+func (o *Options) SchedulerPort() int  { return o.PortBase + 4 }
+func (o *Options) KwokPort() int       { return o.PortBase + 5 }
+
+// Paths inside Dir.
+func (o *Options) Kubeconfig() string    { return filepath.Join(o.Dir, "kubeconfig") }
+func (o *Options) LogDir() string        { return filepath.Join(o.Dir, "logs") }
+func (o *Options) StateDir() string      { return filepath.Join(o.Dir, "state") }
+func (o *Options) PKIDir() string        { return filepath.Join(o.StateDir(), "pki") }
+func (o *Options) PidDir() string        { return filepath.Join(o.StateDir(), "pids") }
+func (o *Options) VolumeDir() string     { return filepath.Join(o.StateDir(), "volumes") }
+func (o *Options) PodDir() string        { return filepath.Join(o.StateDir(), "pods") }
+func (o *Options) optionsFile() string   { return filepath.Join(o.StateDir(), "options.json") }
+func (o *Options) readyFile() string     { return filepath.Join(o.StateDir(), "ready") }
+func (o *Options) daemonPidFile() string { return filepath.Join(o.PidDir(), "daemon.pid") }
+func (o *Options) APIServerURL() string {
+	return fmt.Sprintf("https://127.0.0.1:%d", o.APIServerPort())
+}
+
+func (o *Options) save() error {
+	data, err := json.MarshalIndent(o, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(o.optionsFile(), data, 0o600)
+}
+
+// LoadOptions reads the options a running (or stopped) cluster in dir was started with.
+func LoadOptions(dir string) (Options, error) {
+	var o Options
+	data, err := os.ReadFile(filepath.Join(dir, "state", "options.json"))
+	if err != nil {
+		return o, err
+	}
+	err = json.Unmarshal(data, &o)
+	return o, err
+}

@@ -1,0 +1,72 @@
+package podrunner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"syscall"
+)
+
+// HelperCommand is the argument the runner passes to its helper binary (the localcluster
+// command itself) to make it run ExecInNamespace.
+const HelperCommand = "podexec"
+
+// execSpec is what the helper needs to become a container's process.
+type execSpec struct {
+	Hostname string      `json:"hostname"`
+	Mounts   []mountSpec `json:"mounts"`
+	Argv     []string    `json:"argv"`
+	Env      []string    `json:"env"`
+	Dir      string      `json:"dir"`
+}
+
+type mountSpec struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// ExecInNamespace runs in a fresh mount and UTS namespace (the runner clones the helper
+// with CLONE_NEWNS|CLONE_NEWUTS): it bind-mounts the pod's volumes at their mount paths,
+// sets the pod's hostname and replaces itself with the container's process. The mounts
+// are private to the namespace and vanish with its last process.
+func ExecInNamespace(specPath string) error {
+	data, err := os.ReadFile(specPath)
+	if err != nil {
+		return err
+	}
+	var spec execSpec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return err
+	}
+	// Nothing mounted here may propagate back to the host.
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	if spec.Hostname != "" {
+		if err := syscall.Sethostname([]byte(spec.Hostname)); err != nil {
+			return fmt.Errorf("setting hostname: %w", err)
+		}
+	}
+	// Parents before children, so a volume mounted inside another stays visible.
+	sort.SliceStable(spec.Mounts, func(i, j int) bool { return len(spec.Mounts[i].Target) < len(spec.Mounts[j].Target) })
+	for _, m := range spec.Mounts {
+		if err := syscall.Mount(m.Source, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mounting %s at %s: %w", m.Source, m.Target, err)
+		}
+		if m.ReadOnly {
+			flags := uintptr(syscall.MS_BIND | syscall.MS_REMOUNT | syscall.MS_RDONLY | syscall.MS_REC)
+			if err := syscall.Mount("", m.Target, "", flags, ""); err != nil {
+				return fmt.Errorf("making %s read-only: %w", m.Target, err)
+			}
+		}
+	}
+	if err := os.Chdir(spec.Dir); err != nil {
+		return fmt.Errorf("changing to working directory: %w", err)
+	}
+	if len(spec.Argv) == 0 {
+		return fmt.Errorf("no command")
+	}
+	return syscall.Exec(spec.Argv[0], spec.Argv, spec.Env)
+}

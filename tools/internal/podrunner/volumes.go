@@ -1,0 +1,300 @@
+package podrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// errNotYet marks a volume that cannot be prepared yet (an unbound claim); the pod waits.
+var errNotYet = errors.New("not ready yet")
+
+// tokenSource is a projected service-account token the runner keeps fresh.
+type tokenSource struct {
+	path     string
+	audience string
+	expiry   int64
+	refresh  time.Time
+}
+
+// prepareVolumes materialises every volume of the pod as a host directory and returns
+// the directory per volume name. Claims resolve to their PersistentVolume's hostPath,
+// which kwok's volume stage points into the cluster state, so data outlives the pod.
+func (w *podWorker) prepareVolumes(ctx context.Context) (map[string]string, error) {
+	pod := w.pod
+	dirs := map[string]string{}
+	for _, v := range pod.Spec.Volumes {
+		dir := filepath.Join(w.dir, "volumes", v.Name)
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			path, err := w.r.claimPath(ctx, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+			if err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			dir = path
+		case v.HostPath != nil:
+			dir = v.HostPath.Path
+			if t := v.HostPath.Type; t != nil && (*t == corev1.HostPathDirectoryOrCreate) {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return nil, err
+				}
+			}
+		case v.ConfigMap != nil:
+			files, err := w.r.configMapFiles(ctx, pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional)
+			if err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			if err := writeFiles(dir, files, v.ConfigMap.DefaultMode); err != nil {
+				return nil, err
+			}
+		case v.Secret != nil:
+			files, err := w.r.secretFiles(ctx, pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional)
+			if err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			if err := writeFiles(dir, files, v.Secret.DefaultMode); err != nil {
+				return nil, err
+			}
+		case v.DownwardAPI != nil:
+			files, err := downwardFiles(pod, v.DownwardAPI.Items)
+			if err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			if err := writeFiles(dir, files, v.DownwardAPI.DefaultMode); err != nil {
+				return nil, err
+			}
+		case v.Projected != nil:
+			if err := w.projected(ctx, dir, v.Projected); err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+		default:
+			// emptyDir, and any kind we cannot provide for real, is a fresh directory.
+			if v.EmptyDir == nil {
+				w.r.log.Warn("Used an empty directory for an unsupported volume kind", "pod", w.key, "volume", v.Name)
+			}
+			if err := os.MkdirAll(dir, 0o777); err != nil {
+				return nil, err
+			}
+		}
+		dirs[v.Name] = dir
+	}
+	return dirs, nil
+}
+
+func (r *Runner) claimPath(ctx context.Context, ns, claim string) (string, error) {
+	pvc, err := r.cfg.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+		return "", fmt.Errorf("claim %s is not bound: %w", claim, errNotYet)
+	}
+	pv, err := r.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(r.cfg.StateDir, "..", "volumes", pv.Name)
+	if pv.Spec.HostPath != nil {
+		path = pv.Spec.HostPath.Path
+	}
+	return path, os.MkdirAll(path, 0o777)
+}
+
+func (r *Runner) configMapFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, opt *bool) (map[string]fileContent, error) {
+	cm, err := r.cfg.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) && optional(opt) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	data := map[string][]byte{}
+	for k, v := range cm.Data {
+		data[k] = []byte(v)
+	}
+	for k, v := range cm.BinaryData {
+		data[k] = v
+	}
+	return selectItems(data, items, opt)
+}
+
+func (r *Runner) secretFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, opt *bool) (map[string]fileContent, error) {
+	s, err := r.cfg.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) && optional(opt) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return selectItems(s.Data, items, opt)
+}
+
+type fileContent struct {
+	data []byte
+	mode *int32
+}
+
+func selectItems(data map[string][]byte, items []corev1.KeyToPath, opt *bool) (map[string]fileContent, error) {
+	files := map[string]fileContent{}
+	if len(items) == 0 {
+		for k, v := range data {
+			files[k] = fileContent{data: v}
+		}
+		return files, nil
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			if optional(opt) {
+				continue
+			}
+			return nil, fmt.Errorf("key %q missing", it.Key)
+		}
+		files[it.Path] = fileContent{data: v, mode: it.Mode}
+	}
+	return files, nil
+}
+
+func downwardFiles(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile) (map[string]fileContent, error) {
+	files := map[string]fileContent{}
+	for _, it := range items {
+		if it.FieldRef == nil {
+			continue
+		}
+		v, err := fieldRefValue(pod, it.FieldRef.FieldPath)
+		if err != nil {
+			return nil, err
+		}
+		files[it.Path] = fileContent{data: []byte(v), mode: it.Mode}
+	}
+	return files, nil
+}
+
+// projected fills a projected volume; service-account tokens are real tokens for the
+// pod's ServiceAccount, bound to the pod, requested with the TokenRequest API.
+func (w *podWorker) projected(ctx context.Context, dir string, p *corev1.ProjectedVolumeSource) error {
+	files := map[string]fileContent{}
+	for _, src := range p.Sources {
+		var part map[string]fileContent
+		var err error
+		switch {
+		case src.ConfigMap != nil:
+			part, err = w.r.configMapFiles(ctx, w.pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional)
+		case src.Secret != nil:
+			part, err = w.r.secretFiles(ctx, w.pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional)
+		case src.DownwardAPI != nil:
+			part, err = downwardFiles(w.pod, src.DownwardAPI.Items)
+		case src.ServiceAccountToken != nil:
+			t := src.ServiceAccountToken
+			exp := int64(3607)
+			if t.ExpirationSeconds != nil {
+				exp = *t.ExpirationSeconds
+			}
+			ts := &tokenSource{path: filepath.Join(dir, t.Path), audience: t.Audience, expiry: exp}
+			token, err := w.requestToken(ctx, ts)
+			if err != nil {
+				return fmt.Errorf("requesting token: %w", err)
+			}
+			w.tokens = append(w.tokens, ts)
+			part = map[string]fileContent{t.Path: {data: []byte(token)}}
+		}
+		if err != nil {
+			return err
+		}
+		for k, v := range part {
+			files[k] = v
+		}
+	}
+	return writeFiles(dir, files, p.DefaultMode)
+}
+
+func (w *podWorker) requestToken(ctx context.Context, ts *tokenSource) (string, error) {
+	sa := w.pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	req := &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: &ts.expiry,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{
+				Kind: "Pod", APIVersion: "v1", Name: w.pod.Name, UID: w.pod.UID,
+			},
+		},
+	}
+	if ts.audience != "" {
+		req.Spec.Audiences = []string{ts.audience}
+	}
+	resp, err := w.r.cfg.Client.CoreV1().ServiceAccounts(w.pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	// Refresh at 80% of the lifetime, as the kubelet does.
+	life := time.Until(resp.Status.ExpirationTimestamp.Time)
+	ts.refresh = time.Now().Add(life * 8 / 10)
+	return resp.Status.Token, nil
+}
+
+// refreshTokens rewrites tokens that reached 80% of their lifetime.
+func (w *podWorker) refreshTokens(ctx context.Context) {
+	for _, ts := range w.tokens {
+		if time.Now().Before(ts.refresh) {
+			continue
+		}
+		token, err := w.requestToken(ctx, ts)
+		if err != nil {
+			w.r.log.Warn("Failed to refresh a service-account token", "pod", w.key, "err", err)
+			continue
+		}
+		if err := atomicWrite(ts.path, []byte(token), 0o644); err != nil {
+			w.r.log.Warn("Failed to write a service-account token", "pod", w.key, "err", err)
+		}
+	}
+}
+
+func writeFiles(dir string, files map[string]fileContent, defaultMode *int32) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, f := range files {
+		if strings.Contains(name, "..") {
+			return fmt.Errorf("invalid path %q", name)
+		}
+		mode := os.FileMode(0o644)
+		if defaultMode != nil {
+			mode = os.FileMode(*defaultMode)
+		}
+		if f.mode != nil {
+			mode = os.FileMode(*f.mode)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := atomicWrite(path, f.data, mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// atomicWrite replaces path by rename, so a reader never sees half a file; volumes are
+// bind-mounted as directories, so the new file is visible inside the pod.
+func atomicWrite(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

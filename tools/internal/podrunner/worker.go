@@ -1,0 +1,658 @@
+package podrunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// podWorker owns one pod: it starts its processes once kwok gave the pod an address,
+// probes them, reports status and stops them when the pod goes.
+type podWorker struct {
+	r   *Runner
+	key string
+	uid types.UID
+	dir string
+
+	mu        sync.Mutex
+	pod       *corev1.Pod
+	hostsPath string
+	hostsData string
+
+	kick     chan struct{}
+	goneCh   chan struct{}
+	goneOnce sync.Once
+	stopCh   chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+
+	ctx        context.Context
+	cancel     context.CancelFunc
+	containers []*container
+	inits      []*container
+	tokens     []*tokenSource
+	waiting    string // why the pod is not started yet, for status
+	terminal   bool
+	lastStatus *corev1.PodStatus
+}
+
+type container struct {
+	spec    corev1.Container
+	rule    ImageRule
+	managed bool
+
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	exitCode   int
+	startedAt  time.Time
+	finishedAt time.Time
+	restarts   int32
+
+	ready      bool
+	readyOK    int32
+	readyFail  int32
+	liveFail   int32
+	lastProbe  time.Time
+	lastLive   time.Time
+	probeStart time.Time
+}
+
+func newPodWorker(r *Runner, pod *corev1.Pod) *podWorker {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &podWorker{
+		r:      r,
+		key:    pod.Namespace + "/" + pod.Name,
+		uid:    pod.UID,
+		dir:    filepath.Join(r.cfg.StateDir, string(pod.UID)),
+		pod:    pod,
+		kick:   make(chan struct{}, 1),
+		goneCh: make(chan struct{}),
+		stopCh: make(chan struct{}),
+		done:   make(chan struct{}),
+		ctx:    ctx,
+		cancel: cancel,
+	}
+}
+
+func (w *podWorker) update(pod *corev1.Pod) {
+	w.mu.Lock()
+	w.pod = pod
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// gone: the pod object no longer exists (or its node went away): kill at once.
+func (w *podWorker) gone() { w.goneOnce.Do(func() { close(w.goneCh) }) }
+
+// shutdown: the runner stops; kill the processes but leave the pod object alone.
+func (w *podWorker) shutdown() { w.stopOnce.Do(func() { close(w.stopCh) }) }
+
+func (w *podWorker) current() *corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod
+}
+
+func (w *podWorker) run() {
+	defer close(w.done)
+	defer w.cancel()
+	log := w.r.log.With("pod", w.key)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	started := false
+	nextSetup := time.Time{}
+	for {
+		select {
+		case <-w.goneCh:
+			w.killAll(0)
+			w.cleanup()
+			log.Info("Stopped pod processes", "reason", "pod removed")
+			return
+		case <-w.stopCh:
+			w.killAll(0)
+			return
+		case <-w.kick:
+		case <-tick.C:
+		}
+		pod := w.current()
+		if pod.DeletionTimestamp != nil {
+			grace := 30 * time.Second
+			if pod.DeletionGracePeriodSeconds != nil {
+				grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+			}
+			w.killAll(grace)
+			w.r.deletePod(context.Background(), pod)
+			w.cleanup()
+			log.Info("Stopped pod processes", "reason", "pod deleted")
+			return
+		}
+		if w.terminal {
+			continue
+		}
+		if !started {
+			if pod.Status.PodIP == "" || time.Now().Before(nextSetup) {
+				continue
+			}
+			if err := w.start(); err != nil {
+				w.waiting = err.Error()
+				if !errors.Is(err, errNotYet) {
+					log.Warn("Failed to start pod", "err", err)
+				}
+				w.killAll(0)
+				w.containers, w.inits, w.tokens = nil, nil, nil
+				nextSetup = time.Now().Add(time.Second)
+				w.reportStatus()
+				continue
+			}
+			started = true
+			w.waiting = ""
+			log.Info("Started pod processes", "ip", pod.Status.PodIP)
+		}
+		w.observe()
+		w.refreshTokens(w.ctx)
+		w.reportStatus()
+	}
+}
+
+// start prepares volumes and the hosts file, runs managed init containers to completion
+// and starts the managed containers.
+func (w *podWorker) start() error {
+	pod := w.current()
+	if err := os.MkdirAll(w.dir, 0o755); err != nil {
+		return err
+	}
+	vols, err := w.prepareVolumes(w.ctx)
+	if err != nil {
+		return err
+	}
+	hosts := filepath.Join(w.dir, "hosts")
+	w.mu.Lock()
+	w.hostsPath = hosts
+	w.hostsData = ""
+	w.mu.Unlock()
+	w.writeHosts(w.r.hostsTable())
+
+	for _, c := range pod.Spec.InitContainers {
+		ct := w.newContainer(c)
+		w.inits = append(w.inits, ct)
+		if !ct.managed {
+			continue
+		}
+		if err := w.startContainer(pod, ct, vols); err != nil {
+			return err
+		}
+		select {
+		case <-ct.exited:
+		case <-w.goneCh:
+			return errors.New("pod removed")
+		case <-w.stopCh:
+			return errors.New("runner stopped")
+		}
+		if ct.exitCode != 0 {
+			w.terminal = true
+			return fmt.Errorf("init container %s exited with %d", c.Name, ct.exitCode)
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		ct := w.newContainer(c)
+		w.containers = append(w.containers, ct)
+		if !ct.managed {
+			ct.ready = true
+			ct.startedAt = time.Now()
+			continue
+		}
+		if err := w.startContainer(pod, ct, vols); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *podWorker) newContainer(c corev1.Container) *container {
+	rule, ok := w.r.rules.Match(c.Image)
+	return &container{spec: c, rule: rule, managed: ok}
+}
+
+func (w *podWorker) startContainer(pod *corev1.Pod, c *container, vols map[string]string) error {
+	env, vars, err := w.r.containerEnv(w.ctx, pod, &c.spec)
+	if err != nil {
+		return err
+	}
+	command := make([]string, len(c.spec.Command))
+	for i, s := range c.spec.Command {
+		command[i] = expand(s, vars)
+	}
+	args := make([]string, len(c.spec.Args))
+	for i, s := range c.spec.Args {
+		args[i] = expand(s, vars)
+	}
+	argv, err := c.rule.argv(command, args)
+	if err != nil {
+		return err
+	}
+	for _, a := range c.rule.ExtraArgs {
+		argv = append(argv, expand(a, vars))
+	}
+	if _, err := os.Stat(argv[0]); err != nil {
+		return fmt.Errorf("container %s: binary for image %s missing: %w", c.spec.Name, c.spec.Image, err)
+	}
+
+	scratch := filepath.Join(w.dir, "containers", c.spec.Name)
+	if err := os.MkdirAll(scratch, 0o777); err != nil {
+		return err
+	}
+	var mounts []mountSpec
+	add := func(src, target string, ro bool) error {
+		st, err := os.Stat(src)
+		if err != nil {
+			return fmt.Errorf("mount source %s: %w", src, err)
+		}
+		if err := w.r.ensureMountpoint(target, !st.IsDir()); err != nil {
+			return fmt.Errorf("mount point %s: %w", target, err)
+		}
+		mounts = append(mounts, mountSpec{Source: src, Target: target, ReadOnly: ro})
+		return nil
+	}
+	if err := add(w.hostsPath, "/etc/hosts", true); err != nil {
+		return err
+	}
+	covered := func(p string) bool {
+		for _, m := range c.spec.VolumeMounts {
+			if p == m.MountPath || strings.HasPrefix(p, strings.TrimSuffix(m.MountPath, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	dir := c.spec.WorkingDir
+	if dir == "" {
+		dir = c.rule.WorkingDir
+	}
+	switch {
+	case dir == "":
+		dir = scratch
+	case !covered(dir):
+		// The image's writable layer at its working directory.
+		if err := add(scratch, dir, false); err != nil {
+			return err
+		}
+	}
+	for _, m := range c.spec.VolumeMounts {
+		src, ok := vols[m.Name]
+		if !ok {
+			return fmt.Errorf("volume %s not found", m.Name)
+		}
+		if sub := m.SubPath; sub != "" || m.SubPathExpr != "" {
+			if m.SubPathExpr != "" {
+				sub = expand(m.SubPathExpr, vars)
+			}
+			src = filepath.Join(src, filepath.Clean("/"+sub))
+			if _, err := os.Stat(src); os.IsNotExist(err) {
+				if err := os.MkdirAll(src, 0o777); err != nil {
+					return err
+				}
+			}
+		}
+		if err := add(src, m.MountPath, m.ReadOnly); err != nil {
+			return err
+		}
+	}
+
+	spec := execSpec{Hostname: podHostname(pod), Mounts: mounts, Argv: argv, Env: env, Dir: dir}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	specPath := filepath.Join(w.dir, "exec-"+c.spec.Name+".json")
+	if err := os.WriteFile(specPath, data, 0o600); err != nil {
+		return err
+	}
+	logPath := filepath.Join(w.r.cfg.LogDir, fmt.Sprintf("%s_%s_%s.log", pod.Namespace, pod.Name, c.spec.Name))
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "=== %s localcluster: starting %q on %s\n", time.Now().Format(time.RFC3339), argv, pod.Status.PodIP)
+	cmd := exec.Command(w.r.cfg.HelperBinary, HelperCommand, specPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append([]string{}, w.r.cfg.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS,
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting container %s: %w", c.spec.Name, err)
+	}
+	c.cmd = cmd
+	c.exited = make(chan struct{})
+	c.startedAt = time.Now()
+	c.probeStart = c.startedAt
+	if w.r.cfg.PidDir != "" {
+		_ = os.WriteFile(w.pidFile(c), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+	}
+	go func() {
+		err := cmd.Wait()
+		c.exitCode = 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			c.exitCode = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				c.exitCode = 128 + int(ws.Signal())
+			}
+		} else if err != nil {
+			c.exitCode = 128
+		}
+		c.finishedAt = time.Now()
+		close(c.exited)
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}()
+	return nil
+}
+
+func (w *podWorker) pidFile(c *container) string {
+	pod := w.current()
+	return filepath.Join(w.r.cfg.PidDir, fmt.Sprintf("pod_%s_%s_%s.pid", pod.Namespace, pod.Name, c.spec.Name))
+}
+
+func exitedNow(c *container) bool {
+	if c.exited == nil {
+		return false
+	}
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// observe runs due probes and notices exited processes. A pod whose process exits is
+// finished (Succeeded or Failed) rather than restarted in place, so its controller
+// replaces it, as it would after an eviction.
+func (w *podWorker) observe() {
+	pod := w.current()
+	anyExited, allExited, allZero := false, true, true
+	for _, c := range w.containers {
+		if !c.managed {
+			continue
+		}
+		if exitedNow(c) {
+			anyExited = true
+			c.ready = false
+			if c.exitCode != 0 {
+				allZero = false
+			}
+			continue
+		}
+		allExited = false
+		w.probeContainer(pod, c)
+	}
+	if !anyExited {
+		return
+	}
+	switch {
+	case pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || !allZero:
+		w.killAll(5 * time.Second)
+		w.terminal = true
+		w.r.log.Info("Pod process exited; marked the pod Failed", "pod", w.key)
+	case allExited:
+		w.terminal = true
+	}
+}
+
+func (w *podWorker) probeContainer(pod *corev1.Pod, c *container) {
+	now := time.Now()
+	if rp := c.spec.ReadinessProbe; rp != nil {
+		if now.Sub(c.probeStart) >= time.Duration(rp.InitialDelaySeconds)*time.Second &&
+			now.Sub(c.lastProbe) >= period(rp) {
+			c.lastProbe = now
+			err := probe(w.ctx, rp, pod.Status.PodIP, &c.spec)
+			if err == nil {
+				c.readyFail = 0
+				c.readyOK++
+				if c.readyOK >= max(rp.SuccessThreshold, 1) {
+					c.ready = true
+				}
+			} else {
+				c.readyOK = 0
+				c.readyFail++
+				if c.readyFail >= threshold(rp.FailureThreshold) || !c.ready {
+					c.ready = false
+				}
+			}
+		}
+	} else {
+		c.ready = true
+	}
+	if lp := c.spec.LivenessProbe; lp != nil {
+		if now.Sub(c.probeStart) >= time.Duration(lp.InitialDelaySeconds)*time.Second &&
+			now.Sub(c.lastLive) >= period(lp) {
+			c.lastLive = now
+			if err := probe(w.ctx, lp, pod.Status.PodIP, &c.spec); err != nil {
+				c.liveFail++
+				if c.liveFail >= threshold(lp.FailureThreshold) {
+					w.r.log.Info("Liveness probe failed; killed the container", "pod", w.key, "container", c.spec.Name, "err", err)
+					_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+				}
+			} else {
+				c.liveFail = 0
+			}
+		}
+	}
+}
+
+func period(p *corev1.Probe) time.Duration {
+	if p.PeriodSeconds <= 0 {
+		return 10 * time.Second
+	}
+	return time.Duration(p.PeriodSeconds) * time.Second
+}
+
+func threshold(t int32) int32 {
+	if t <= 0 {
+		return 3
+	}
+	return t
+}
+
+// killAll sends SIGTERM to every running process group, SIGKILL after grace.
+func (w *podWorker) killAll(grace time.Duration) {
+	all := append(append([]*container{}, w.inits...), w.containers...)
+	for _, c := range all {
+		if c.cmd != nil && !exitedNow(c) {
+			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
+		}
+	}
+	deadline := time.After(grace)
+	for _, c := range all {
+		if c.cmd == nil {
+			continue
+		}
+		select {
+		case <-c.exited:
+		case <-deadline:
+		}
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.exited
+		_ = os.Remove(w.pidFile(c))
+	}
+}
+
+func (w *podWorker) cleanup() {
+	w.mu.Lock()
+	w.hostsPath = ""
+	w.mu.Unlock()
+	_ = os.RemoveAll(w.dir)
+}
+
+// reportStatus patches the pod status when it changed since the last patch.
+func (w *podWorker) reportStatus() {
+	pod := w.current()
+	st := w.desiredStatus(pod)
+	if w.lastStatus != nil && reflect.DeepEqual(*w.lastStatus, st) {
+		return
+	}
+	now := metav1.Now()
+	conds := make([]map[string]any, 0, len(st.Conditions))
+	for _, c := range st.Conditions {
+		lt := now
+		for _, old := range pod.Status.Conditions {
+			if old.Type == c.Type && old.Status == c.Status {
+				lt = old.LastTransitionTime
+			}
+		}
+		m := map[string]any{"type": c.Type, "status": c.Status, "lastTransitionTime": lt}
+		if c.Reason != "" {
+			m["reason"] = c.Reason
+		}
+		if c.Message != "" {
+			m["message"] = c.Message
+		}
+		conds = append(conds, m)
+	}
+	patch := map[string]any{"status": map[string]any{
+		"phase":                 st.Phase,
+		"conditions":            conds,
+		"containerStatuses":     st.ContainerStatuses,
+		"initContainerStatuses": st.InitContainerStatuses,
+		"reason":                st.Reason,
+		"message":               st.Message,
+	}}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return
+	}
+	_, err = w.r.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(w.ctx, pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			w.r.log.Warn("Failed to patch pod status", "pod", w.key, "err", err)
+		}
+		return
+	}
+	w.lastStatus = &st
+}
+
+func (w *podWorker) desiredStatus(pod *corev1.Pod) corev1.PodStatus {
+	var st corev1.PodStatus
+	cond := func(t corev1.PodConditionType, ok bool, reason string) {
+		s := corev1.ConditionFalse
+		if ok {
+			s, reason = corev1.ConditionTrue, ""
+		}
+		st.Conditions = append(st.Conditions, corev1.PodCondition{Type: t, Status: s, Reason: reason})
+	}
+	status := func(c *container) corev1.ContainerStatus {
+		cs := corev1.ContainerStatus{Name: c.spec.Name, Image: c.spec.Image, ImageID: "localcluster://" + c.rule.Binary,
+			RestartCount: c.restarts}
+		switch {
+		case c.managed && c.cmd == nil:
+			reason := "ContainerCreating"
+			if w.waiting != "" {
+				reason = "CreateContainerError"
+			}
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason}
+		case c.managed && exitedNow(c):
+			reason := "Completed"
+			if c.exitCode != 0 {
+				reason = "Error"
+			}
+			cs.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: int32(c.exitCode), Reason: reason,
+				StartedAt: metav1.NewTime(c.startedAt.Truncate(time.Second)), FinishedAt: metav1.NewTime(c.finishedAt.Truncate(time.Second))}
+		default:
+			started := true
+			cs.Started = &started
+			cs.Ready = c.ready
+			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt.Truncate(time.Second))}
+		}
+		if c.cmd != nil {
+			cs.ContainerID = fmt.Sprintf("localcluster://%d", c.cmd.Process.Pid)
+		}
+		return cs
+	}
+	if len(w.containers) == 0 {
+		// Not started yet.
+		st.Phase = corev1.PodPending
+		cond(corev1.PodInitialized, len(pod.Spec.InitContainers) == 0, "PodInitializing")
+		cond(corev1.ContainersReady, false, "ContainersNotReady")
+		cond(corev1.PodReady, false, "ContainersNotReady")
+		for _, c := range pod.Spec.Containers {
+			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating", Message: truncate(w.waiting)}}})
+		}
+		if w.terminal {
+			st.Phase = corev1.PodFailed
+		}
+		return st
+	}
+	ready := true
+	exited, failed := 0, 0
+	for _, c := range w.containers {
+		cs := status(c)
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+		ready = ready && cs.Ready
+		if cs.State.Terminated != nil {
+			exited++
+			if cs.State.Terminated.ExitCode != 0 {
+				failed++
+			}
+		}
+	}
+	for _, c := range w.inits {
+		cs := status(c)
+		if !c.managed {
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+	}
+	st.Phase = corev1.PodRunning
+	switch {
+	case w.terminal && failed == 0 && exited == len(w.managedContainers()):
+		st.Phase = corev1.PodSucceeded
+	case w.terminal:
+		st.Phase, st.Reason, st.Message = corev1.PodFailed, "ProcessExited", "A container process exited."
+	}
+	cond(corev1.PodInitialized, true, "")
+	cond(corev1.ContainersReady, ready && !w.terminal, "ContainersNotReady")
+	cond(corev1.PodReady, ready && !w.terminal, "ContainersNotReady")
+	return st
+}
+
+func (w *podWorker) managedContainers() []*container {
+	var out []*container
+	for _, c := range w.containers {
+		if c.managed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func truncate(s string) string {
+	if len(s) > 300 {
+		return s[:300]
+	}
+	return s
+}
