@@ -1,0 +1,29 @@
+// Command memgraph-operator runs the Memgraph operator's controllers.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	memgraphv1alpha1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/shared/manager"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func main() {
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "memgraph-operator:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the manager. The Memgraph reconcilers are added by their product issue; until
+// then the binary serves health, readiness and metrics and takes its leader-election lease.
+func run(ctx context.Context, args []string) error {
+	return manager.Run(ctx, manager.Operator{
+		Name:    "memgraph-operator",
+		Schemes: []func(*runtime.Scheme) error{memgraphv1alpha1.AddToScheme},
+	}, args, os.Stderr)
+}

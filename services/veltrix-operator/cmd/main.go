@@ -1,0 +1,29 @@
+// Command veltrix-operator runs the VeltrixDB operator's controllers.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	veltrixv1alpha1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	"github.com/opsuite/suite/shared/manager"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func main() {
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "veltrix-operator:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the manager. The VeltrixDB reconcilers are added by their product issue; until
+// then the binary serves health, readiness and metrics and takes its leader-election lease.
+func run(ctx context.Context, args []string) error {
+	return manager.Run(ctx, manager.Operator{
+		Name:    "veltrix-operator",
+		Schemes: []func(*runtime.Scheme) error{veltrixv1alpha1.AddToScheme},
+	}, args, os.Stderr)
+}

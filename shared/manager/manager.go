@@ -1,0 +1,219 @@
+// Package manager builds the controller-runtime manager every operator runs: flags into
+// validated options, logging, metrics, health and readiness endpoints, leader election.
+package manager
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Options configure an operator's manager. Fill them with AddFlags, then Validate once.
+type Options struct {
+	// Name is the operator's name; it prefixes the default lease name.
+	Name string
+	// Kubeconfig is a kubeconfig path; empty means in-cluster or $KUBECONFIG.
+	Kubeconfig string
+	// MetricsAddr serves Prometheus metrics; "0" turns them off.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz.
+	ProbeAddr string
+	// LeaderElect turns on leader election, so only one replica reconciles.
+	LeaderElect bool
+	// LeaderElectionID names the Lease; each operator has its own.
+	LeaderElectionID string
+	// LeaderElectionNamespace holds the Lease; empty means the pod's namespace.
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Namespaces limits the watch to these namespaces; empty watches all.
+	Namespaces []string
+	// LogLevel is debug, info or error, or a number (higher is more verbose).
+	LogLevel string
+	// LogFormat is json or text.
+	LogFormat string
+}
+
+// NewOptions returns the defaults for the operator called name.
+func NewOptions(name string) Options {
+	return Options{
+		Name:             name,
+		MetricsAddr:      ":8080",
+		ProbeAddr:        ":8081",
+		LeaderElect:      true,
+		LeaderElectionID: name + ".opsuite.io",
+		LeaseDuration:    15 * time.Second,
+		RenewDeadline:    10 * time.Second,
+		RetryPeriod:      2 * time.Second,
+		LogLevel:         "info",
+		LogFormat:        "json",
+	}
+}
+
+// AddFlags registers a flag for every option on fs, with o's values as defaults.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig; empty uses the in-cluster config or $KUBECONFIG.")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz endpoints bind to.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so that only one replica reconciles at a time.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease; empty means the pod's namespace.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits before it may take over leadership.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leadership.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates retry to acquire or renew leadership.")
+	fs.Func("namespaces", "Comma-separated namespaces to watch; empty watches all namespaces.", func(v string) error {
+		o.Namespaces = nil
+		for _, ns := range strings.Split(v, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				o.Namespaces = append(o.Namespaces, ns)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, error, or a verbosity number (0 is info).")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or text.")
+}
+
+// Validate checks every option and reports all problems at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Name == "" {
+		errs = append(errs, errors.New("name must not be empty"))
+	}
+	if o.MetricsAddr != "0" {
+		if err := validAddr(o.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-bind-address: %w", err))
+		}
+	}
+	if err := validAddr(o.ProbeAddr); err != nil {
+		errs = append(errs, fmt.Errorf("--health-probe-bind-address: %w", err))
+	}
+	if o.LeaderElect && o.LeaderElectionID == "" {
+		errs = append(errs, errors.New("--leader-election-id must not be empty when --leader-elect is on"))
+	}
+	if o.LeaderElect && !(o.LeaseDuration > o.RenewDeadline && o.RenewDeadline > o.RetryPeriod && o.RetryPeriod > 0) {
+		errs = append(errs, errors.New("leader election needs lease duration > renew deadline > retry period > 0"))
+	}
+	if _, err := level(o.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level: %w", err))
+	}
+	if o.LogFormat != "json" && o.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("--log-format: %q is not json or text", o.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func validAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if port == "" {
+		return fmt.Errorf("%q has no port", addr)
+	}
+	return nil
+}
+
+func level(s string) (zapcore.Level, error) {
+	switch s {
+	case "debug":
+		return zapcore.DebugLevel, nil
+	case "info", "":
+		return zapcore.InfoLevel, nil
+	case "error":
+		return zapcore.ErrorLevel, nil
+	}
+	var v int
+	if _, err := fmt.Sscanf(s, "%d", &v); err != nil || v < 0 || v > 127 {
+		return 0, fmt.Errorf("%q is not debug, info, error or a number from 0 to 127", s)
+	}
+	return zapcore.Level(-v), nil
+}
+
+// Logger builds the logger the options ask for and installs it as controller-runtime's.
+func Logger(o Options) logr.Logger {
+	lvl, _ := level(o.LogLevel) // Validate has checked it.
+	log := zap.New(zap.UseDevMode(false), zap.Level(lvl), func(zo *zap.Options) {
+		if o.LogFormat == "text" {
+			zo.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
+				TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
+				EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.CapitalLevelEncoder,
+				EncodeDuration: zapcore.StringDurationEncoder, EncodeName: zapcore.FullNameEncoder,
+			})
+		}
+	}).WithName(o.Name)
+	ctrl.SetLogger(log)
+	return log
+}
+
+// RESTConfig loads the cluster connection the options name.
+func RESTConfig(o Options) (*rest.Config, error) {
+	if o.Kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading cluster config: %w", err)
+	}
+	return cfg, nil
+}
+
+// New builds a manager from validated options, with /healthz and /readyz registered.
+func New(o Options, cfg *rest.Config, scheme *runtime.Scheme) (ctrl.Manager, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	mo := ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
+	}
+	if len(o.Namespaces) > 0 {
+		mo.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			mo.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches have not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("adding readiness check: %w", err)
+	}
+	return mgr, nil
+}
