@@ -23,7 +23,6 @@ TOOL_PKGS := \
 	github.com/bufbuild/buf/cmd/buf \
 	google.golang.org/protobuf/cmd/protoc-gen-go \
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc \
-	github.com/golangci/golangci-lint/v2/cmd/golangci-lint \
 	helm.sh/helm/v3/cmd/helm \
 	github.com/fullstorydev/grpcurl/cmd/grpcurl \
 	sigs.k8s.io/kwok/cmd/kwok
@@ -32,10 +31,11 @@ TOOL_PKGS := \
 help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-$(BIN)/.stamp: tools/go.mod tools/go.sum
+$(BIN)/.stamp: tools/go.mod tools/go.sum tools/lint/go.mod tools/lint/go.sum
 	@mkdir -p $(BIN)
 	@echo "building pinned tools into $(BIN)"
 	cd tools && GOWORK=off go build -o $(BIN)/ $(TOOL_PKGS)
+	cd tools/lint && GOWORK=off go build -o $(BIN)/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	@touch $@
 
 .PHONY: tools
