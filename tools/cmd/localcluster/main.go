@@ -19,7 +19,6 @@ import (
 	"syscall"
 
 	"github.com/opsuite/suite/tools/internal/localcluster"
-	"github.com/opsuite/suite/tools/internal/podrunner"
 )
 
 func main() {
@@ -39,13 +38,10 @@ func run(args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: localcluster up|down|status [flags]")
 	}
-	cmd, args := args[0], args[1:]
-	if cmd == podrunner.HelperCommand {
-		if len(args) != 1 {
-			return errors.New("podexec takes one spec file")
-		}
-		return podrunner.ExecInNamespace(args[0])
+	if handled, err := localcluster.Dispatch(args); handled {
+		return err
 	}
+	cmd, args := args[0], args[1:]
 	var opts options
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.StringVar(&opts.repoRoot, "repo", "", "repository root (default: the directory holding go.work above the working directory)")
@@ -93,12 +89,6 @@ func run(args []string) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return localcluster.Up(ctx, o, self, os.Stdout)
-	case "daemon":
-		saved, err := localcluster.LoadOptions(o.Dir)
-		if err != nil {
-			return fmt.Errorf("reading the options `up` saved: %w", err)
-		}
-		return localcluster.RunDaemon(saved)
 	case "down":
 		if saved, err := localcluster.LoadOptions(o.Dir); err == nil {
 			o = saved

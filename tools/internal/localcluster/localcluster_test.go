@@ -1,0 +1,377 @@
+package localcluster_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/opsuite/suite/tools/internal/localcluster"
+)
+
+// The test binary doubles as the cluster daemon and the pod helper, as the localcluster
+// command does.
+func TestMain(m *testing.M) {
+	if handled, err := localcluster.Dispatch(os.Args[1:]); handled {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+const testPortBase = 46443
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; d != "/"; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return d
+		}
+	}
+	t.Fatal("no go.work above the test directory")
+	return ""
+}
+
+// TestLocalCluster brings a cluster up in a temporary directory on its own ports and
+// checks nodes, a StatefulSet with claims, and a Redis pod run as a real process.
+func TestLocalCluster(t *testing.T) {
+	root := repoRoot(t)
+	o := localcluster.DefaultOptions(root)
+	o.Dir = filepath.Join(t.TempDir(), "cluster")
+	o.PortBase = testPortBase
+	o.PoolLabelPrefix = "pool.test.opsuite.io"
+
+	// Binaries up builds itself when missing (kwok, etcd, the control plane through
+	// tools/build-controlplane.sh); redis-server is a Debian package.
+	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {
+		t.Fatalf("redis-server is missing (%v): install the Debian package redis-server, listed in .ci/apt-packages.txt", err)
+	}
+	for p := o.PortBase; p < o.PortBase+6; p++ {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			t.Fatalf("port %d is taken; the test cluster uses %d-%d: %v", p, o.PortBase, o.PortBase+5, err)
+		}
+		l.Close()
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	begin := time.Now()
+	if err := localcluster.Up(ctx, o, self, &out); err != nil {
+		t.Fatalf("up: %v\n%s", err, out.String())
+	}
+	t.Logf("up (fresh state, binaries built): %s", time.Since(begin).Round(10*time.Millisecond))
+	downDone := false
+	t.Cleanup(func() {
+		if !downDone {
+			dumpLogs(t, o)
+			_ = localcluster.Down(o, false, &out)
+		}
+	})
+
+	// A second up finds the running cluster and changes nothing.
+	begin = time.Now()
+	if err := localcluster.Up(ctx, o, self, &out); err != nil {
+		t.Fatalf("second up: %v", err)
+	}
+	t.Logf("second up (already running): %s", time.Since(begin).Round(10*time.Millisecond))
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+
+	t.Run("nodes", func(t *testing.T) { checkNodes(ctx, t, client, o) })
+	t.Run("statefulset with claims", func(t *testing.T) { checkStatefulSet(ctx, t, client) })
+	t.Run("redis pod runs as a process", func(t *testing.T) { checkRedis(ctx, t, client, o) })
+
+	time.Sleep(5 * time.Second)
+	var total int64
+	var parts []string
+	for _, pid := range localcluster.ProcessIDs(o) {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		rss := localcluster.RSS(pid)
+		total += rss
+		parts = append(parts, fmt.Sprintf("%s=%dMiB", strings.TrimSpace(string(comm)), rss>>20))
+	}
+	t.Logf("idle RSS of all cluster processes: %d MiB (%s)", total>>20, strings.Join(parts, " "))
+
+	// Restart on the kept state: the warm start a developer sees after `down --keep`.
+	pids := localcluster.ProcessIDs(o)
+	if err := localcluster.Down(o, true, &out); err != nil {
+		t.Fatalf("down --keep: %v", err)
+	}
+	begin = time.Now()
+	if err := localcluster.Up(ctx, o, self, &out); err != nil {
+		t.Fatalf("up on kept state: %v\n%s", err, out.String())
+	}
+	t.Logf("up on kept state: %s", time.Since(begin).Round(10*time.Millisecond))
+	waitFor(ctx, t, "redis pod Ready again after the restart", func() (bool, string) {
+		pod, err := client.CoreV1().Pods("default").Get(ctx, "redis", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return podReady(pod), string(pod.Status.Phase)
+	})
+
+	pids = append(pids, localcluster.ProcessIDs(o)...)
+	if err := localcluster.Down(o, false, &out); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	downDone = true
+	for _, pid := range pids {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if !strings.Contains(string(stat), ") Z ") {
+				t.Errorf("process %d still runs after down", pid)
+			}
+		}
+	}
+	if _, err := os.Stat(o.StateDir()); !os.IsNotExist(err) {
+		t.Errorf("state directory %s not removed by down: %v", o.StateDir(), err)
+	}
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), o.Dir) {
+		t.Errorf("mounts under %s left behind", o.Dir)
+	}
+}
+
+func checkNodes(ctx context.Context, t *testing.T, client kubernetes.Interface, o localcluster.Options) {
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) < 4 {
+		t.Fatalf("want at least 4 nodes, got %d", len(nodes.Items))
+	}
+	types := map[string]int{}
+	for _, n := range nodes.Items {
+		ready := false
+		for _, c := range n.Status.Conditions {
+			ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+		}
+		if !ready {
+			t.Errorf("node %s not Ready", n.Name)
+		}
+		if n.Labels[o.PoolLabelPrefix+"/namespace"] != "default" {
+			t.Errorf("node %s: label %s/namespace = %q", n.Name, o.PoolLabelPrefix, n.Labels[o.PoolLabelPrefix+"/namespace"])
+		}
+		types[n.Labels[o.PoolLabelPrefix+"/type"]]++
+		if n.Status.Capacity.Cpu().IsZero() || n.Status.Capacity.Memory().IsZero() {
+			t.Errorf("node %s has no cpu/memory capacity: %v", n.Name, n.Status.Capacity)
+		}
+		for _, a := range n.Status.Addresses {
+			if ip := net.ParseIP(a.Address); ip != nil && !ip.IsLoopback() {
+				t.Errorf("node %s has non-loopback address %s", n.Name, a.Address)
+			}
+		}
+	}
+	if types["general"] == 0 || types["agent"] == 0 {
+		t.Errorf("want general and agent nodes, got %v", types)
+	}
+}
+
+func checkStatefulSet(ctx context.Context, t *testing.T, client kubernetes.Interface) {
+	replicas := int32(3)
+	labels := map[string]string{"app": "sim"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "sim"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    &replicas,
+			ServiceName: "sim",
+			Selector:    &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "app", Image: "registry.example/simulated:1",
+					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+				}}},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceStorage: resource.MustParse("1Gi"),
+					}},
+				},
+			}},
+		},
+	}
+	if _, err := client.AppsV1().StatefulSets("default").Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "StatefulSet sim with 3 ready replicas", func() (bool, string) {
+		got, err := client.AppsV1().StatefulSets("default").Get(ctx, "sim", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Status.ReadyReplicas == replicas, fmt.Sprintf("ready %d", got.Status.ReadyReplicas)
+	})
+	for i := range 3 {
+		name := fmt.Sprintf("data-sim-%d", i)
+		pvc, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pvc.Status.Phase != corev1.ClaimBound {
+			t.Errorf("claim %s is %s, want Bound", name, pvc.Status.Phase)
+		}
+	}
+	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if ip := net.ParseIP(p.Status.PodIP); ip == nil || !ip.IsLoopback() {
+			t.Errorf("pod %s has address %q, want one in 127.0.0.0/8", p.Name, p.Status.PodIP)
+		}
+	}
+}
+
+func checkRedis(ctx context.Context, t *testing.T, client kubernetes.Interface, o localcluster.Options) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "redis", Labels: map[string]string{"app": "redis"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "redis", Image: "redis:7",
+			Args:  []string{"--save", "", "--appendonly", "no"},
+			Ports: []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}},
+			Env: []corev1.EnvVar{{Name: "MY_POD", ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("redis")}},
+				PeriodSeconds: 1,
+			},
+		}}},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	waitFor(ctx, t, "redis pod Ready", func() (bool, string) {
+		got, err := client.CoreV1().Pods("default").Get(ctx, "redis", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ip = got.Status.PodIP
+		return podReady(got), fmt.Sprintf("phase %s, statuses %v", got.Status.Phase, got.Status.ContainerStatuses)
+	})
+	if parsed := net.ParseIP(ip); parsed == nil || !parsed.IsLoopback() {
+		t.Fatalf("redis pod address %q not in 127.0.0.0/8", ip)
+	}
+	reply, err := ping(net.JoinHostPort(ip, "6379"))
+	if err != nil || reply != "+PONG" {
+		t.Fatalf("PING to redis-server at %s: reply %q, err %v", ip, reply, err)
+	}
+	if _, err := os.Stat(filepath.Join(o.LogDir(), "default_redis_redis.log")); err != nil {
+		t.Errorf("container log: %v", err)
+	}
+	// The server is bound to its pod address only, not to every loopback address.
+	if c, err := net.DialTimeout("tcp", "127.9.9.9:6379", time.Second); err == nil {
+		c.Close()
+		t.Errorf("redis-server also answers on 127.9.9.9: not bound to its pod address")
+	}
+
+	// Deleting a pod stops its process.
+	if err := client.CoreV1().Pods("default").Delete(ctx, "redis", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "redis pod gone and its server stopped", func() (bool, string) {
+		_, err := client.CoreV1().Pods("default").Get(ctx, "redis", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return false, fmt.Sprintf("pod still there (%v)", err)
+		}
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "6379"), time.Second)
+		if err == nil {
+			c.Close()
+			return false, "server still answers"
+		}
+		return true, ""
+	})
+	// Recreate it for the restart check.
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "recreated redis pod Ready", func() (bool, string) {
+		got, err := client.CoreV1().Pods("default").Get(ctx, "redis", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return podReady(got), string(got.Status.Phase)
+	})
+}
+
+func ping(addr string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(line), err
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	var last string
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var ok bool
+		if ok, last = cond(); ok {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s; last: %s", what, last)
+}
+
+func dumpLogs(t *testing.T, o localcluster.Options) {
+	entries, _ := os.ReadDir(o.LogDir())
+	for _, e := range entries {
+		data, _ := os.ReadFile(filepath.Join(o.LogDir(), e.Name()))
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		t.Logf("--- %s (last lines)\n%s", e.Name(), strings.Join(lines, "\n"))
+	}
+}
