@@ -1,0 +1,187 @@
+package server_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/node-agent/internal/auth"
+	"github.com/opsuite/suite/services/node-agent/internal/server"
+	"github.com/opsuite/suite/shared/nodeagent"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+)
+
+const agentName = "node-agent.opsuite-system.svc"
+
+// testPKI is a CA and a server certificate for the agent's service name, also written as PEM
+// files for grpcurl.
+type testPKI struct {
+	pool     *x509.CertPool
+	cert     tls.Certificate
+	caFile   string
+	certFile string
+	keyFile  string
+}
+
+func newPKI(t testing.TB) testPKI {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "node-agent-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: agentName}, DNSNames: []string{agentName},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	dir := t.TempDir()
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	p := testPKI{
+		pool: pool, cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+		caFile: filepath.Join(dir, "ca.crt"), certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"),
+	}
+	for file, block := range map[string]*pem.Block{
+		p.caFile: {Type: "CERTIFICATE", Bytes: caDER}, p.certFile: {Type: "CERTIFICATE", Bytes: der},
+		p.keyFile: {Type: "EC PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// staticTokens stands in for TokenReview and SubjectAccessReview where the apiserver is not
+// the subject of the test (latency, grpcurl); package kube tests the real reviews.
+type staticTokens map[string]auth.Identity
+
+func (s staticTokens) Authenticate(_ context.Context, token string) (auth.Identity, error) {
+	id, ok := s[token]
+	if !ok {
+		return auth.Identity{}, auth.ErrUnauthenticated
+	}
+	return id, nil
+}
+
+func (s staticTokens) Authorize(_ context.Context, id auth.Identity, a auth.Attributes) (bool, string, error) {
+	return id.User == "admin" || a.Verb == "get", "", nil
+}
+
+var testTokens = staticTokens{"admin-token": {User: "admin"}, "reader-token": {User: "reader"}}
+
+// serveAgent runs the agent's full gRPC stack (TLS, auth, health, reflection) on 127.0.0.1.
+func serveAgent(t testing.TB, srv *server.Server, pki testPKI) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := server.NewGRPCServer(srv, auth.Policy{Authn: testTokens, Authz: testTokens},
+		credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pki.cert}}))
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+	return lis.Addr().String()
+}
+
+func dialAgent(t testing.TB, addr string, pki testPKI, token string) *nodeagent.Client {
+	t.Helper()
+	d := &nodeagent.Dialer{
+		RootCAs: pki.pool, ServerName: agentName,
+		Tokens:  nodeagent.TokenSourceFunc(func(context.Context) (string, error) { return token, nil }),
+		Options: nodeagent.Options{Timeout: time.Minute, Attempts: 2, Backoff: 10 * time.Millisecond},
+	}
+	c, err := d.DialAddress(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestOverTheNetwork(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	pki := newPKI(t)
+	addr := serveAgent(t, e.srv, pki)
+	dev := newLoop(t, e.root, 512*mib)
+
+	reader := dialAgent(t, addr, pki, "reader-token")
+	rep, err := reader.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.NodeName != "node-a" || rep.Pool.GetNamespace() != "search" || rep.Pool.GetType() != "nvme" ||
+		len(rep.Pool.GetLabels()) != 2 || rep.Capacity.GetCpuMillis() < 1000 || rep.Capacity.GetMemoryBytes() < 1<<20 {
+		t.Fatalf("report: %v", rep)
+	}
+	var sawBoot, sawLoop bool
+	for _, d := range rep.Devices {
+		sawBoot = sawBoot || d.BootDisk && !d.Eligible && d.IneligibleReason == "is the boot disk"
+		sawLoop = sawLoop || d.Path == dev && d.Eligible
+	}
+	if !sawBoot || !sawLoop {
+		t.Fatalf("boot disk or blank loop device missing from the report: %v", rep.Devices)
+	}
+
+	_, err = reader.PrepareDisks(ctx, prepareReq(e.pv("v"), 0, dev))
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("reader prepared a disk: %v", err)
+	}
+	admin := dialAgent(t, addr, pki, "admin-token")
+	if _, err := admin.PrepareDisks(ctx, prepareReq(e.pv("v"), 0, dev)); err != nil {
+		t.Fatal(err)
+	}
+	anon := dialAgent(t, addr, pki, "forged")
+	if _, err := anon.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("forged token: %v", err)
+	}
+}
+
+// TestEmbeddedClient runs the real service in-process through the client library's embedded
+// form, as controllers' tests will.
+func TestEmbeddedClient(t *testing.T) {
+	e := newEnv(t)
+	c, err := nodeagent.Embedded(e.srv, nil, nodeagent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rep, err := c.GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
+	if err != nil || rep.NodeName != "node-a" {
+		t.Fatalf("%v, %v", rep, err)
+	}
+	_, err = c.PrepareDisks(context.Background(), prepareReq("relative", 0, "/dev/x"))
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("got %v", err)
+	}
+}
+
