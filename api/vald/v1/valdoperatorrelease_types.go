@@ -2,7 +2,6 @@ package v1
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -109,20 +108,23 @@ type NodePool struct {
 	MachineResource MachineResource `json:"machineResource,omitempty"`
 }
 
-// MachineResource is the capacity of one node.
-// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || quantity(string(self.cpu)).isGreaterThan(quantity('0'))",message="machineResource.cpu must be a positive quantity, such as \"4\" or \"3500m\""
-// +kubebuilder:validation:XValidation:rule="!has(self.memory) || quantity(string(self.memory)).isGreaterThan(quantity('0'))",message="machineResource.memory must be a positive quantity, such as \"16Gi\""
-// +kubebuilder:validation:XValidation:rule="!has(self.storage) || quantity(string(self.storage)).isGreaterThan(quantity('0'))",message="machineResource.storage must be a positive quantity, such as \"100Gi\""
+// MachineResource is the capacity of one node, as Kubernetes quantities.
 type MachineResource struct {
 	// CPU of one node, such as "4" or "3500m".
 	// +optional
-	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))",message="machineResource.cpu must be a positive quantity, such as \"4\" or \"3500m\""
+	CPU string `json:"cpu,omitempty"`
 	// Memory of one node, such as "16Gi"; sizes the agent's persistent volume.
 	// +optional
-	Memory *resource.Quantity `json:"memory,omitempty"`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))",message="machineResource.memory must be a positive quantity, such as \"16Gi\""
+	Memory string `json:"memory,omitempty"`
 	// Storage of one node, such as "100Gi"; informational.
 	// +optional
-	Storage *resource.Quantity `json:"storage,omitempty"`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))",message="machineResource.storage must be a positive quantity, such as \"100Gi\""
+	Storage string `json:"storage,omitempty"`
 }
 
 // VectorEngine names the engine and holds its configuration.
@@ -274,11 +276,18 @@ type Discoverer struct {
 	Kind string `json:"kind,omitempty"`
 }
 
-// Progress counts lifecycle phases.
+// Progress counts lifecycle phases. Both fields default to 0: status is written as a
+// merge patch, which leaves out a field whose value did not change from the zero value.
 type Progress struct {
 	// Total is the number of lifecycle phases.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
 	Total int32 `json:"total"`
 	// Completed is the number of phases that have succeeded.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
 	Completed int32 `json:"completed"`
 }
 

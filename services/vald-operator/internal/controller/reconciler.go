@@ -38,6 +38,11 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// Build is the builder's configuration.
 	Build resources.Config
+
+	// wrapClient wraps the manager's client (tests and benchmarks count writes with it).
+	wrapClient func(client.Client) client.Client
+	// skipNameValidation lets tests start several managers in one process.
+	skipNameValidation bool
 }
 
 // DefaultOptions are the options without flags or environment.
@@ -82,9 +87,13 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	c := mgr.GetClient()
+	if opts.wrapClient != nil {
+		c = opts.wrapClient(c)
+	}
 	r := &Reconciler{
-		Client:   mgr.GetClient(),
-		Applier:  ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.FieldManager},
+		Client:   c,
+		Applier:  ssa.Applier{Client: c, FieldManager: resources.FieldManager},
 		Recorder: mgr.GetEventRecorder(Name),
 		Options:  opts,
 	}
@@ -92,7 +101,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Named("valdoperatorrelease").
 		For(&valdv1.ValdOperatorRelease{}).
 		Owns(&valdv1.ValdRelease{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, SkipNameValidation: &opts.skipNameValidation})
 	if opts.RequireNodePoolMatch {
 		b = b.WatchesMetadata(nodeMetadata(), nodePoolHandler(mgr.GetClient(), opts.Build),
 			builder.WithPredicates(predicate.LabelChangedPredicate{}))

@@ -175,7 +175,7 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 		if res := agentResources(agentPool.MachineResource, cfg.AgentResourceFraction); res != nil {
 			agent["resources"] = res
 		}
-		agentMemory = agentPool.MachineResource.Memory
+		agentMemory = quantity(agentPool.MachineResource.Memory)
 		placeOn(agent, vor.Namespace, agentPoolType, cfg)
 	}
 	if pv := v.Agent.PersistentVolume; pv != nil {
@@ -268,13 +268,13 @@ func placeOn(component map[string]any, namespace string, pool valdv1.NodePoolTyp
 // request, so an agent is never killed for using what it asked for.
 func agentResources(m valdv1.MachineResource, fraction float64) map[string]any {
 	requests, limits := map[string]any{}, map[string]any{}
-	if m.CPU != nil && m.CPU.Sign() > 0 {
-		milli := int64(math.Floor(float64(m.CPU.MilliValue()) * fraction))
+	if cpu := quantity(m.CPU); cpu != nil {
+		milli := int64(math.Floor(float64(cpu.MilliValue()) * fraction))
 		requests["cpu"] = resource.NewMilliQuantity(max(milli, 1), resource.DecimalSI).String()
 	}
-	if m.Memory != nil && m.Memory.Sign() > 0 {
+	if memory := quantity(m.Memory); memory != nil {
 		const mi = 1 << 20
-		mib := int64(math.Floor(float64(m.Memory.Value()) * fraction / mi))
+		mib := int64(math.Floor(float64(memory.Value()) * fraction / mi))
 		q := resource.NewQuantity(max(mib, 1)*mi, resource.BinarySI).String()
 		requests["memory"], limits["memory"] = q, q
 	}
@@ -329,6 +329,16 @@ func Merge(base, overlay map[string]any) map[string]any {
 		}
 	}
 	return base
+}
+
+// quantity parses a positive quantity; admission has validated it, so anything else
+// counts as not given.
+func quantity(s string) *resource.Quantity {
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() <= 0 {
+		return nil
+	}
+	return &q
 }
 
 func setString(m map[string]any, key, v string) {

@@ -1,0 +1,300 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// harness is one test's manager running the reconciler in-process against the real
+// API server, restricted to the test's namespace.
+type harness struct {
+	t      *testing.T
+	ns     string
+	r      *Reconciler
+	writes *writeCounter
+	opts   Options
+}
+
+func start(t *testing.T, mutate func(*Options)) *harness {
+	t.Helper()
+	h := &harness{t: t, ns: newNamespace(t), writes: &writeCounter{}}
+	opts := DefaultOptions()
+	opts.RequeueAfter = time.Second
+	opts.skipNameValidation = true
+	opts.wrapClient = func(c client.Client) client.Client { return h.writes.wrap(c) }
+	if mutate != nil {
+		mutate(&opts)
+	}
+	h.opts = opts
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.r, err = SetupWithManager(mgr, opts); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	return h
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vor-" + rand.String(6)}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// release is a valid ValdOperatorRelease with one active entry of the given clusters
+// (name=id pairs; an empty id is left for an external system).
+func (h *harness) release(name string, clusters ...string) *valdv1.ValdOperatorRelease {
+	var cls []valdv1.Cluster
+	for _, c := range clusters {
+		n, id, _ := strings.Cut(c, "=")
+		cls = append(cls, valdv1.Cluster{Name: n, ID: id})
+	}
+	return &valdv1.ValdOperatorRelease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
+		Spec: valdv1.ValdOperatorReleaseSpec{
+			Infrastructure: []valdv1.Infrastructure{{
+				Role: "green", Active: ptr.To(true), Clusters: cls,
+				NodePools: valdv1.NodePools{General: &valdv1.NodePool{Replicas: 2}},
+			}},
+			VectorEngine: valdv1.VectorEngine{Name: "vald", Vald: valdv1.Vald{Agent: valdv1.Agent{NGT: valdv1.NGT{Dimension: 8}}}},
+		},
+	}
+}
+
+func (h *harness) create(obj client.Object) {
+	h.t.Helper()
+	if err := env.Client.Create(context.Background(), obj); err != nil {
+		h.t.Fatalf("creating %s: %v", obj.GetName(), err)
+	}
+}
+
+// update applies change to the latest version of the release, retrying on conflicts.
+func (h *harness) update(name string, change func(*valdv1.ValdOperatorRelease)) {
+	h.t.Helper()
+	for range 10 {
+		vor := h.get(name)
+		change(vor)
+		err := env.Client.Update(context.Background(), vor)
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "the object has been modified") {
+			h.t.Fatalf("updating %s: %v", name, err)
+		}
+	}
+	h.t.Fatalf("updating %s: conflicts", name)
+}
+
+func (h *harness) get(name string) *valdv1.ValdOperatorRelease {
+	h.t.Helper()
+	vor := &valdv1.ValdOperatorRelease{}
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, vor); err != nil {
+		h.t.Fatal(err)
+	}
+	return vor
+}
+
+func (h *harness) valdReleases() []valdv1.ValdRelease {
+	h.t.Helper()
+	list := &valdv1.ValdReleaseList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(h.ns)); err != nil {
+		h.t.Fatal(err)
+	}
+	return list.Items
+}
+
+func names(vrs []valdv1.ValdRelease) string {
+	var out []string
+	for _, vr := range vrs {
+		out = append(out, vr.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+// conds renders a release's status as "phase progress state | Type=Status/Reason ...".
+func conds(vor *valdv1.ValdOperatorRelease) string {
+	var parts []string
+	for _, c := range vor.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+	}
+	return fmt.Sprintf("%s %s %s | %s", vor.Status.Phase, vor.Status.ProgressText, vor.Status.State, strings.Join(parts, " "))
+}
+
+// waitStatus waits until the release's rendered status is want and its status is of the
+// current generation, and returns it.
+func (h *harness) waitStatus(name, want string) *valdv1.ValdOperatorRelease {
+	h.t.Helper()
+	var last *valdv1.ValdOperatorRelease
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		last = h.get(name)
+		if conds(last) == want && last.Status.ObservedGeneration == last.Generation {
+			return last
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.t.Fatalf("status of %s:\n got  %s (observed generation %d of %d)\n want %s", name, conds(last), last.Status.ObservedGeneration, last.Generation, want)
+	return nil
+}
+
+// waitFor polls cond until it holds.
+func (h *harness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.t.Fatalf("timed out waiting for %s", what)
+}
+
+func condition(vor *valdv1.ValdOperatorRelease, t string) metav1.Condition {
+	for _, c := range vor.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// statusRecorder watches a namespace's releases and keeps every distinct rendered status,
+// in the order the API server delivered them.
+type statusRecorder struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (h *harness) recordStatuses(name string) *statusRecorder {
+	h.t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &valdv1.ValdOperatorReleaseList{}, client.InNamespace(h.ns))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(w.Stop)
+	rec := &statusRecorder{}
+	go func() {
+		for ev := range w.ResultChan() {
+			vor, ok := ev.Object.(*valdv1.ValdOperatorRelease)
+			if !ok || vor.Name != name {
+				continue
+			}
+			s := conds(vor)
+			rec.mu.Lock()
+			if len(rec.seen) == 0 || rec.seen[len(rec.seen)-1] != s {
+				rec.seen = append(rec.seen, s)
+			}
+			rec.mu.Unlock()
+		}
+	}()
+	return rec
+}
+
+func (r *statusRecorder) statuses() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.seen...)
+}
+
+// writeCounter counts the writes the reconciler issues through its client.
+type writeCounter struct{ n atomic.Int64 }
+
+func (w *writeCounter) wrap(c client.Client) client.Client { return &countingClient{Client: c, n: &w.n} }
+
+func (w *writeCounter) count() int64 { return w.n.Load() }
+
+type countingClient struct {
+	client.Client
+	n *atomic.Int64
+}
+
+func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.n.Add(1)
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.n.Add(1)
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c *countingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.n.Add(1)
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *countingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	c.n.Add(1)
+	return c.Client.Apply(ctx, obj, opts...)
+}
+
+func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	c.n.Add(1)
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c *countingClient) Status() client.SubResourceWriter {
+	return &countingStatus{SubResourceWriter: c.Client.Status(), n: c.n}
+}
+
+type countingStatus struct {
+	client.SubResourceWriter
+	n *atomic.Int64
+}
+
+func (c *countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (c *countingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *countingStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Apply(ctx, obj, opts...)
+}
