@@ -26,6 +26,13 @@ import (
 // The test binary doubles as the cluster daemon and the pod helper, as the localcluster
 // command does.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "podapp" {
+		if err := podApp(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if handled, err := localcluster.Dispatch(os.Args[1:]); handled {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -61,6 +68,11 @@ func TestLocalCluster(t *testing.T) {
 	o.Dir = filepath.Join(t.TempDir(), "cluster")
 	o.PortBase = testPortBase
 	o.PoolLabelPrefix = "pool.test.opsuite.io"
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.ImageRules = append(o.ImageRules, podAppRule(self))
 
 	// Binaries up builds itself when missing (kwok, etcd, the control plane through
 	// tools/build-controlplane.sh); redis-server is a Debian package.
@@ -77,10 +89,6 @@ func TestLocalCluster(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out strings.Builder
 	begin := time.Now()
 	if err := localcluster.Up(ctx, o, self, &out); err != nil {
@@ -111,6 +119,19 @@ func TestLocalCluster(t *testing.T) {
 	t.Run("nodes", func(t *testing.T) { checkNodes(ctx, t, client, o) })
 	t.Run("statefulset with claims", func(t *testing.T) { checkStatefulSet(ctx, t, client) })
 	t.Run("redis pod runs as a process", func(t *testing.T) { checkRedis(ctx, t, client, o) })
+	t.Run("pod environment, volumes, token, names, probes", func(t *testing.T) { checkPodApp(ctx, t, client, o) })
+	t.Run("node deletion takes its pods", func(t *testing.T) {
+		redis, err := client.CoreV1().Pods("default").Get(ctx, "redis", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range o.Nodes {
+			if n.Name != redis.Spec.NodeName {
+				checkNodeDeletion(ctx, t, client, n.Name)
+				return
+			}
+		}
+	})
 
 	time.Sleep(5 * time.Second)
 	var total int64

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -21,7 +20,7 @@ type hostEntry struct {
 }
 
 // hostsTable answers name resolution for the pods the runner starts, instead of cluster
-// DNS: services resolve to their ready endpoints (there is no kube-proxy, so a Service's
+// DNS: services resolve to their ready pods (there is no kube-proxy, so a Service's
 // ClusterIP would answer nothing), pods with hostname and subdomain to their own address.
 func (r *Runner) hostsTable() []hostEntry {
 	domain := r.cfg.ClusterDomain
@@ -39,26 +38,23 @@ func (r *Runner) hostsTable() []hostEntry {
 			fqdns:     []string{base + ".svc." + domain, base + ".svc", base},
 			relatives: []string{podHostname(p) + "." + p.Spec.Subdomain}})
 	}
-	slices, _ := r.slices.List(labels.Everything())
-	for _, s := range slices {
-		svc := s.Labels[discoveryv1.LabelServiceName]
-		if svc == "" || s.AddressType != discoveryv1.AddressTypeIPv4 {
+	// EndpointSlices cannot hold loopback addresses (API validation rejects them), so
+	// services resolve to the pods their selector picks, as the EndpointSlice controller
+	// would choose them: ready pods, or all with publishNotReadyAddresses.
+	services, _ := r.services.List(labels.Everything())
+	for _, svc := range services {
+		if len(svc.Spec.Selector) == 0 {
 			continue
 		}
-		base := svc + "." + s.Namespace
-		for _, ep := range s.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+		sel := labels.SelectorFromSet(svc.Spec.Selector)
+		base := svc.Name + "." + svc.Namespace
+		for _, p := range pods {
+			if p.Namespace != svc.Namespace || p.Status.PodIP == "" || p.DeletionTimestamp != nil ||
+				!sel.Matches(labels.Set(p.Labels)) || (!svc.Spec.PublishNotReadyAddresses && !isReady(p)) {
 				continue
 			}
-			for _, ip := range ep.Addresses {
-				table = append(table, hostEntry{ip: ip, ns: s.Namespace,
-					fqdns: []string{base + ".svc." + domain, base + ".svc", base}, relatives: []string{svc}})
-				if ep.Hostname != nil {
-					hb := *ep.Hostname + "." + base
-					table = append(table, hostEntry{ip: ip, ns: s.Namespace,
-						fqdns: []string{hb + ".svc." + domain, hb + ".svc", hb}, relatives: []string{*ep.Hostname + "." + svc}})
-				}
-			}
+			table = append(table, hostEntry{ip: p.Status.PodIP, ns: svc.Namespace,
+				fqdns: []string{base + ".svc." + domain, base + ".svc", base}, relatives: []string{svc.Name}})
 		}
 	}
 	sort.SliceStable(table, func(i, j int) bool { return table[i].fqdns[0] < table[j].fqdns[0] })
@@ -122,4 +118,16 @@ func podHostname(pod *corev1.Pod) string {
 		h = h[:63]
 	}
 	return h
+}
+
+func isReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -57,9 +56,9 @@ type Runner struct {
 	rules Rules
 	log   *slog.Logger
 
-	pods   corelisters.PodLister
-	nodes  corelisters.NodeLister
-	slices discoverylisters.EndpointSliceLister
+	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
+	services corelisters.ServiceLister
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -110,10 +109,10 @@ func (r *Runner) Run(ctx context.Context, synced chan<- struct{}) error {
 	factory := informers.NewSharedInformerFactory(r.cfg.Client, 0)
 	podInf := factory.Core().V1().Pods().Informer()
 	nodeInf := factory.Core().V1().Nodes().Informer()
-	sliceInf := factory.Discovery().V1().EndpointSlices().Informer()
+	serviceInf := factory.Core().V1().Services().Informer()
 	r.pods = factory.Core().V1().Pods().Lister()
 	r.nodes = factory.Core().V1().Nodes().Lister()
-	r.slices = factory.Discovery().V1().EndpointSlices().Lister()
+	r.services = factory.Core().V1().Services().Lister()
 
 	_, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { r.podChanged(obj.(*corev1.Pod)); r.kickHosts() },
@@ -144,7 +143,7 @@ func (r *Runner) Run(ctx context.Context, synced chan<- struct{}) error {
 	if err != nil {
 		return err
 	}
-	_, err = sliceInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err = serviceInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { r.kickHosts() },
 		UpdateFunc: func(any, any) { r.kickHosts() },
 		DeleteFunc: func(any) { r.kickHosts() },
