@@ -43,6 +43,7 @@ type podAppReport struct {
 	Hostname    string            `json:"hostname"`
 	Resolved    map[string]string `json:"resolved"`
 	User        string            `json:"user"`
+	UserViaSvc  string            `json:"userViaSvc"`
 	ListPodsErr string            `json:"listPodsErr"`
 	WroteVolume bool              `json:"wroteVolume"`
 }
@@ -96,6 +97,16 @@ func podApp() error {
 		_, err = client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			r.ListPodsErr = err.Error()
+		}
+		// The same through the "kubernetes" Service name and port 443.
+		cfg.Host = "https://kubernetes.default.svc"
+		if viaSvc, err := kubernetes.NewForConfig(cfg); err == nil {
+			ssr, err := viaSvc.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			if err != nil {
+				r.UserViaSvc = "error: " + err.Error()
+			} else {
+				r.UserViaSvc = ssr.Status.UserInfo.Username
+			}
 		}
 		return r
 	}
@@ -183,8 +194,16 @@ func checkPodApp(ctx context.Context, t *testing.T, client kubernetes.Interface,
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "redis"},
 			Ports: []corev1.ServicePort{{Name: "redis", Port: 6379}}}}, metav1.CreateOptions{})
 	mustCreate(err)
+	_, err = client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "podapp"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "podapp"},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}}}, metav1.CreateOptions{})
+	mustCreate(err)
 	_, err = client.CoreV1().Pods(ns).Create(ctx, podAppPod("podapp"), metav1.CreateOptions{})
 	mustCreate(err)
+	kubeSvc, err := client.CoreV1().Services(ns).Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	redis, err := client.CoreV1().Pods(ns).Get(ctx, "redis", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -244,12 +263,28 @@ func checkPodApp(ctx context.Context, t *testing.T, client kubernetes.Interface,
 	if r.Resolved["podapp"] != ip {
 		t.Errorf("own hostname resolves to %q, want %s", r.Resolved["podapp"], ip)
 	}
-	if r.Resolved["kubernetes.default.svc.cluster.local"] != "127.0.0.1" {
+	if r.Resolved["kubernetes.default.svc.cluster.local"] != kubeSvc.Spec.ClusterIP {
 		t.Errorf("kubernetes.default.svc resolves to %q", r.Resolved["kubernetes.default.svc.cluster.local"])
 	}
 	if r.User != "system:serviceaccount:default:podapp" {
 		t.Errorf("the pod authenticates as %q, want its ServiceAccount", r.User)
 	}
+	if r.UserViaSvc != r.User {
+		t.Errorf("through https://kubernetes.default.svc the pod authenticates as %q", r.UserViaSvc)
+	}
+	// The Service's ClusterIP forwards to the ready pod's named target port.
+	podappSvc, err := client.CoreV1().Services(ns).Get(ctx, "podapp", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "GET /readyz through the podapp Service's ClusterIP", func() (bool, string) {
+		resp, err := http.Get("http://" + net.JoinHostPort(podappSvc.Spec.ClusterIP, "80") + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
 	if !strings.Contains(r.ListPodsErr, "forbidden") {
 		t.Errorf("listing pods in kube-system should be forbidden by RBAC, got %q", r.ListPodsErr)
 	}

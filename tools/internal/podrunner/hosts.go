@@ -2,6 +2,7 @@ package podrunner
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -24,6 +25,7 @@ type hostEntry struct {
 // ClusterIP would answer nothing), pods with hostname and subdomain to their own address.
 func (r *Runner) hostsTable() []hostEntry {
 	domain := r.cfg.ClusterDomain
+	// First entry: the apiserver, until the "kubernetes" Service is seen.
 	var table []hostEntry
 	table = append(table, hostEntry{ip: r.cfg.APIServerHost, ns: "default",
 		fqdns:     []string{"kubernetes.default.svc." + domain, "kubernetes.default.svc", "kubernetes.default"},
@@ -38,23 +40,34 @@ func (r *Runner) hostsTable() []hostEntry {
 			fqdns:     []string{base + ".svc." + domain, base + ".svc", base},
 			relatives: []string{podHostname(p) + "." + p.Spec.Subdomain}})
 	}
-	// EndpointSlices cannot hold loopback addresses (API validation rejects them), so
-	// services resolve to the pods their selector picks, as the EndpointSlice controller
-	// would choose them: ready pods, or all with publishNotReadyAddresses.
+	// Services with a ClusterIP resolve to it (the runner's proxy listens there); headless
+	// ones to the pods their selector picks, as the EndpointSlice controller would choose
+	// them: ready pods, or all with publishNotReadyAddresses. (EndpointSlices themselves
+	// cannot hold loopback addresses: API validation rejects them.)
 	services, _ := r.services.List(labels.Everything())
 	for _, svc := range services {
+		base := svc.Name + "." + svc.Namespace
+		entry := func(ip string) hostEntry {
+			return hostEntry{ip: ip, ns: svc.Namespace,
+				fqdns: []string{base + ".svc." + domain, base + ".svc", base}, relatives: []string{svc.Name}}
+		}
+		if ip := net.ParseIP(svc.Spec.ClusterIP); ip != nil && ip.IsLoopback() {
+			table = append(table, entry(svc.Spec.ClusterIP))
+			if svc.Namespace == "default" && svc.Name == "kubernetes" {
+				table = table[1:] // drop the fallback entry
+			}
+			continue
+		}
 		if len(svc.Spec.Selector) == 0 {
 			continue
 		}
 		sel := labels.SelectorFromSet(svc.Spec.Selector)
-		base := svc.Name + "." + svc.Namespace
 		for _, p := range pods {
 			if p.Namespace != svc.Namespace || p.Status.PodIP == "" || p.DeletionTimestamp != nil ||
 				!sel.Matches(labels.Set(p.Labels)) || (!svc.Spec.PublishNotReadyAddresses && !isReady(p)) {
 				continue
 			}
-			table = append(table, hostEntry{ip: p.Status.PodIP, ns: svc.Namespace,
-				fqdns: []string{base + ".svc." + domain, base + ".svc", base}, relatives: []string{svc.Name}})
+			table = append(table, entry(p.Status.PodIP))
 		}
 	}
 	sort.SliceStable(table, func(i, j int) bool { return table[i].fqdns[0] < table[j].fqdns[0] })
@@ -75,7 +88,13 @@ func hostsFile(pod *corev1.Pod, domain string, table []hostEntry) []byte {
 	for _, e := range table {
 		names := e.fqdns
 		if e.ns == pod.Namespace {
-			names = append(append([]string{}, e.fqdns...), e.relatives...)
+			names = append([]string{}, e.fqdns...)
+			for _, rel := range e.relatives {
+				// The pod's own hostname stays its own, as /etc/hosts wins over DNS.
+				if rel != podHostname(pod) {
+					names = append(names, rel)
+				}
+			}
 		}
 		line := fmt.Sprintf("%s\t%s\n", e.ip, strings.Join(names, " "))
 		if !seen[line] {

@@ -66,6 +66,7 @@ type Runner struct {
 
 	hostsKick chan struct{}
 	mountMu   sync.Mutex
+	proxy     *serviceProxy
 }
 
 // New checks the configuration and returns a runner.
@@ -157,9 +158,12 @@ func (r *Runner) Run(ctx context.Context, synced chan<- struct{}) error {
 			return fmt.Errorf("cache of %v did not sync", typ)
 		}
 	}
+	r.proxy = newServiceProxy(r)
+	r.proxy.sync()
 	close(synced)
 	go r.hostsLoop(ctx)
 	<-ctx.Done()
+	r.proxy.close()
 
 	r.mu.Lock()
 	for _, w := range r.workers {
@@ -315,5 +319,6 @@ func (r *Runner) hostsLoop(ctx context.Context) {
 		for _, w := range workers {
 			w.writeHosts(table)
 		}
+		r.proxy.sync()
 	}
 }
