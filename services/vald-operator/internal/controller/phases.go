@@ -13,6 +13,7 @@ import (
 
 // phases is the lifecycle of one release, bound to this pass.
 func (r *Reconciler) phases(vor *valdv1.ValdOperatorRelease) lifecycle.Phases {
+	applied := map[client.ObjectKey]client.Object{}
 	return lifecycle.Phases{
 		{
 			Type:    valdv1.ConditionWaitingClusterCreate,
@@ -25,8 +26,10 @@ func (r *Reconciler) phases(vor *valdv1.ValdOperatorRelease) lifecycle.Phases {
 				Builder: func(ctx context.Context) ([]client.Object, lifecycle.Result, error) {
 					return r.desiredValdReleases(ctx, vor)
 				},
-				Sync:    func(ctx context.Context, objs []client.Object) (lifecycle.Result, error) { return r.syncValdReleases(ctx, vor, objs) },
-				Reader:  r.Client,
+				Sync: func(ctx context.Context, objs []client.Object) (lifecycle.Result, error) {
+					return r.syncValdReleases(ctx, vor, objs, applied)
+				},
+				Reader:  appliedReader{Reader: r.Client, applied: applied},
 				Check:   currentGeneration,
 				Missing: "Waiting for the ValdReleases to appear.",
 				Ready:   "Every ValdRelease exists with the current generation.",

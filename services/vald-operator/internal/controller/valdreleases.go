@@ -31,7 +31,7 @@ func stampValuesHash(vr *valdv1.ValdRelease) {
 // syncValdReleases applies the ValdReleases that differ from what the cache holds, then
 // deletes those this release owns but no longer builds. A converged release writes nothing.
 // objs is never empty: the builder fails an empty render before Sync runs.
-func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOperatorRelease, objs []client.Object) (lifecycle.Result, error) {
+func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOperatorRelease, objs []client.Object, applied map[client.ObjectKey]client.Object) (lifecycle.Result, error) {
 	logger := log.FromContext(ctx)
 	wanted := make(map[string]bool, len(objs))
 	for _, obj := range objs {
@@ -53,13 +53,15 @@ func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOpera
 				continue
 			}
 		}
-		if err := r.Applier.Apply(ctx, want.DeepCopy()); err != nil {
+		answer := want.DeepCopy()
+		if err := r.Applier.Apply(ctx, answer); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 				logger.Error(err, "Rejected ValdRelease", "valdRelease", want.Name)
 				return lifecycle.Failed(fmt.Sprintf("The API server rejected ValdRelease %q: see the operator's log and the overlay.", want.Name)), nil
 			}
 			return lifecycle.Result{}, err
 		}
+		applied[client.ObjectKeyFromObject(want)] = answer
 		countWrite("apply")
 		logger.Info("Applied ValdRelease", "valdRelease", want.Name, "generation", vor.Generation)
 	}
@@ -130,4 +132,24 @@ func contains(got, want any) bool {
 		}
 	}
 	return true
+}
+
+// appliedReader reads through the cache, except for the objects applied in this pass: the
+// API server's answer to the apply is fresher than the cache, which has yet to see the
+// watch event. Without it every new ValdRelease costs one more pass and status write.
+type appliedReader struct {
+	client.Reader
+	applied map[client.ObjectKey]client.Object
+}
+
+func (a appliedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if fresh, ok := a.applied[key]; ok {
+		if src, ok := fresh.(*valdv1.ValdRelease); ok {
+			if dst, ok := obj.(*valdv1.ValdRelease); ok {
+				src.DeepCopyInto(dst)
+				return nil
+			}
+		}
+	}
+	return a.Reader.Get(ctx, key, obj, opts...)
 }
