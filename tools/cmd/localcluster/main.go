@@ -30,7 +30,7 @@ func main() {
 
 type options struct {
 	dir, repoRoot, poolPrefix, poolNamespace string
-	portBase, general, agent                 int
+	portBase, general, agent, instance       int
 	keep, noRunner                           bool
 }
 
@@ -46,7 +46,8 @@ func run(args []string) error {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.StringVar(&opts.repoRoot, "repo", "", "repository root (default: the directory holding go.work above the working directory)")
 	fs.StringVar(&opts.dir, "dir", "", "cluster directory (default: <repo>/.local)")
-	fs.IntVar(&opts.portBase, "port-base", 0, "first of six loopback ports (default 36443)")
+	fs.IntVar(&opts.instance, "instance", 0, "cluster number (0-59): instances use disjoint ports and address ranges and default to <repo>/.local-<n>")
+	fs.IntVar(&opts.portBase, "port-base", 0, "first of six loopback ports (default 36443+10*instance)")
 	fs.IntVar(&opts.general, "general-nodes", 2, "number of nodes with pool type general")
 	fs.IntVar(&opts.agent, "agent-nodes", 2, "number of nodes with pool type agent")
 	fs.StringVar(&opts.poolPrefix, "pool-label-prefix", "", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type (default node.opsuite.io)")
@@ -63,7 +64,10 @@ func run(args []string) error {
 			return err
 		}
 	}
-	o := localcluster.DefaultOptions(root)
+	if opts.instance < 0 || opts.instance > 59 {
+		return fmt.Errorf("instance %d out of range 0-59", opts.instance)
+	}
+	o := localcluster.InstanceOptions(root, opts.instance)
 	if opts.dir != "" {
 		abs, err := filepath.Abs(opts.dir)
 		if err != nil {
@@ -77,7 +81,7 @@ func run(args []string) error {
 		if opts.portBase != 0 {
 			o.PortBase = opts.portBase
 		}
-		o.Nodes = localcluster.DefaultNodes(opts.poolNamespace, opts.general, opts.agent)
+		o.Nodes = localcluster.DefaultNodes(opts.poolNamespace, opts.general, opts.agent, o.NodeIPPrefix)
 		if opts.poolPrefix != "" {
 			o.PoolLabelPrefix = opts.poolPrefix
 		}

@@ -27,6 +27,12 @@ type Options struct {
 	// PortBase is the first of six consecutive loopback ports: apiserver, etcd client,
 	// etcd peer, controller-manager, scheduler, kwok.
 	PortBase int `json:"portBase"`
+	// PodCIDR is where kwok allocates pod addresses; ServiceCIDR is the apiserver's
+	// service-cluster-ip-range. Both must lie in 127.0.0.0/8.
+	PodCIDR     string `json:"podCIDR"`
+	ServiceCIDR string `json:"serviceCIDR"`
+	// NodeIPPrefix is the first three octets and a dot ("127.3.0.") of node addresses.
+	NodeIPPrefix string `json:"nodeIPPrefix"`
 	// Nodes lists the simulated nodes.
 	Nodes []NodeSpec `json:"nodes"`
 	// PoolLabelPrefix prefixes the node-pool labels "<prefix>/namespace" and "<prefix>/type".
@@ -49,31 +55,44 @@ type NodeSpec struct {
 	IP string `json:"ip"`
 }
 
-// Network ranges; every address the cluster hands out is in 127.0.0.0/8.
 const (
-	PodCIDR        = "127.1.0.0/16"
-	ServiceCIDR    = "127.2.0.0/16"
-	nodeIPPrefix   = "127.3.0."
 	clusterDomain  = "cluster.local"
 	serviceAccount = "https://kubernetes.default.svc." + clusterDomain
 )
 
-// DefaultOptions returns the cluster `make up` starts for the checkout at repoRoot.
+// DefaultOptions returns the cluster `make up` starts for the checkout at repoRoot:
+// instance 0, in .local.
 func DefaultOptions(repoRoot string) Options {
+	return InstanceOptions(repoRoot, 0)
+}
+
+// InstanceOptions returns the options of local cluster number i (0-59). Instances use
+// disjoint ports and address ranges, so several can run at once (a developer's cluster
+// and a test's): ports 36443+10i.., pods 127.(1+4i).0.0/16, services 127.(2+4i).0.0/16,
+// nodes 127.(3+4i).0.n. Instance 0 lives in <repo>/.local, instance i in <repo>/.local-<i>.
+func InstanceOptions(repoRoot string, i int) Options {
+	dir := filepath.Join(repoRoot, ".local")
+	if i != 0 {
+		dir = fmt.Sprintf("%s-%d", dir, i)
+	}
 	return Options{
-		Dir:             filepath.Join(repoRoot, ".local"),
+		Dir:             dir,
 		BinDir:          filepath.Join(repoRoot, ".cache", "k8s", "v1.37.2"),
 		KwokBinary:      filepath.Join(repoRoot, ".cache", "bin", "kwok"),
 		RepoRoot:        repoRoot,
-		PortBase:        36443,
-		Nodes:           DefaultNodes("default", 2, 2),
+		PortBase:        36443 + 10*i,
+		PodCIDR:         fmt.Sprintf("127.%d.0.0/16", 1+4*i),
+		ServiceCIDR:     fmt.Sprintf("127.%d.0.0/16", 2+4*i),
+		NodeIPPrefix:    fmt.Sprintf("127.%d.0.", 3+4*i),
+		Nodes:           DefaultNodes("default", 2, 2, fmt.Sprintf("127.%d.0.", 3+4*i)),
 		PoolLabelPrefix: "node.opsuite.io",
 		ImageRules:      podrunner.DefaultImageRules(filepath.Join(repoRoot, "bin")),
 	}
 }
 
-// DefaultNodes returns general nodes followed by agent nodes, all in the pool namespace ns.
-func DefaultNodes(ns string, general, agent int) []NodeSpec {
+// DefaultNodes returns general nodes followed by agent nodes, all in the pool namespace ns,
+// with addresses ipPrefix+1, ipPrefix+2, ...
+func DefaultNodes(ns string, general, agent int, ipPrefix string) []NodeSpec {
 	var nodes []NodeSpec
 	add := func(typ string, i int, cpu, mem string) {
 		nodes = append(nodes, NodeSpec{
@@ -83,7 +102,7 @@ func DefaultNodes(ns string, general, agent int) []NodeSpec {
 			CPU:       cpu,
 			Memory:    mem,
 			Pods:      "110",
-			IP:        fmt.Sprintf("%s%d", nodeIPPrefix, len(nodes)+1),
+			IP:        fmt.Sprintf("%s%d", ipPrefix, len(nodes)+1),
 		})
 	}
 	for i := range general {
@@ -103,6 +122,11 @@ func (o *Options) Validate() error {
 	}
 	if o.PortBase < 1024 || o.PortBase > 65535-6 {
 		errs = append(errs, fmt.Errorf("port base %d out of range", o.PortBase))
+	}
+	for _, c := range []string{o.PodCIDR, o.ServiceCIDR} {
+		if p, err := netip.ParsePrefix(c); err != nil || !p.Addr().IsLoopback() || p.Bits() < 8 {
+			errs = append(errs, fmt.Errorf("CIDR %q must lie in 127.0.0.0/8", c))
+		}
 	}
 	if len(o.Nodes) == 0 {
 		errs = append(errs, errors.New("at least one node is required"))
@@ -148,6 +172,17 @@ func (o *Options) PodDir() string        { return filepath.Join(o.StateDir(), "p
 func (o *Options) optionsFile() string   { return filepath.Join(o.StateDir(), "options.json") }
 func (o *Options) readyFile() string     { return filepath.Join(o.StateDir(), "ready") }
 func (o *Options) daemonPidFile() string { return filepath.Join(o.PidDir(), "daemon.pid") }
+
+// kubernetesServiceIP is the first address of the service range, which the apiserver
+// gives the "kubernetes" Service.
+func (o *Options) kubernetesServiceIP() string {
+	p, err := netip.ParsePrefix(o.ServiceCIDR)
+	if err != nil {
+		return ""
+	}
+	return p.Masked().Addr().Next().String()
+}
+
 func (o *Options) APIServerURL() string {
 	return fmt.Sprintf("https://127.0.0.1:%d", o.APIServerPort())
 }

@@ -46,7 +46,7 @@ func RunDaemon(o Options) error {
 		return err
 	}
 	defer os.Remove(o.daemonPidFile())
-	if err := ensurePKI(o.PKIDir()); err != nil {
+	if err := ensurePKI(o.PKIDir(), o.kubernetesServiceIP()); err != nil {
 		return fmt.Errorf("creating certificates: %w", err)
 	}
 	if err := o.writeComponentConfig(); err != nil {

@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-const testPortBase = 46443
+const testInstance = 5
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -64,9 +64,10 @@ func repoRoot(t *testing.T) string {
 // checks nodes, a StatefulSet with claims, and a Redis pod run as a real process.
 func TestLocalCluster(t *testing.T) {
 	root := repoRoot(t)
-	o := localcluster.DefaultOptions(root)
+	// Instance 5: its own ports (36493-36498) and address ranges (pods 127.21.0.0/16,
+	// services 127.22.0.0/16), so the test runs beside a developer's `make up` cluster.
+	o := localcluster.InstanceOptions(root, testInstance)
 	o.Dir = filepath.Join(t.TempDir(), "cluster")
-	o.PortBase = testPortBase
 	o.PoolLabelPrefix = "pool.test.opsuite.io"
 	self, err := os.Executable()
 	if err != nil {

@@ -36,7 +36,7 @@ var clientIdentities = []clientIdentity{
 
 // ensurePKI creates the cluster CA, the apiserver serving certificate, one client
 // certificate per component and the service-account signing key, unless they exist.
-func ensurePKI(dir string) error {
+func ensurePKI(dir, kubernetesServiceIP string) error {
 	if _, err := os.Stat(filepath.Join(dir, "sa.key")); err == nil {
 		return nil
 	}
@@ -89,7 +89,7 @@ func ensurePKI(dir string) error {
 	err = issue("apiserver", &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.2.0.1")},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(kubernetesServiceIP)},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc." + clusterDomain},
 	})
