@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"errors"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -222,6 +227,33 @@ func TestBuildWritesPushableImage(t *testing.T) {
 	}
 	if d, _ := fromLayout.Digest(); d != d1 {
 		t.Errorf("layout image digest %s, want %s", d, d1)
+	}
+
+	// Pushable: both forms go to a registry (in-process, on loopback) and come back whole,
+	// the way `crane push` sends them.
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	for _, c := range []struct {
+		from string
+		img  v1.Image
+	}{{"layout", fromLayout}, {"tarball", fromTar}} {
+		dst, err := name.NewTag(host+"/opsuite/tiny-operator:"+c.from, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(dst, c.img); err != nil {
+			t.Fatalf("pushing the %s image: %v", c.from, err)
+		}
+		pulled, err := remote.Image(dst)
+		if err != nil {
+			t.Fatalf("pulling the pushed %s image: %v", c.from, err)
+		}
+		want, _ := c.img.Digest()
+		if got, _ := pulled.Digest(); got != want {
+			t.Errorf("pushed %s image has digest %s, want %s", c.from, got, want)
+		}
+		checkImage(t, pulled, "tiny-operator", c.from == "layout")
 	}
 }
 
