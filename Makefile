@@ -17,29 +17,36 @@ MODULES := api proto shared tools $(addprefix services/,$(SERVICES))
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 TEST_TIMEOUT ?= 20m
 
-# Tools pinned by tool directives in tools/go.mod, built once into .cache/bin.
-TOOL_PKGS := \
-	sigs.k8s.io/controller-tools/cmd/controller-gen \
-	github.com/bufbuild/buf/cmd/buf \
-	google.golang.org/protobuf/cmd/protoc-gen-go \
-	google.golang.org/grpc/cmd/protoc-gen-go-grpc \
+# Tools pinned by tool directives in tools/go.mod (golangci-lint in tools/lint/go.mod),
+# built once into .cache/bin. The tests need only the runtime tools.
+RUNTIME_TOOL_PKGS := \
 	helm.sh/helm/v3/cmd/helm \
 	github.com/fullstorydev/grpcurl/cmd/grpcurl \
 	sigs.k8s.io/kwok/cmd/kwok
+DEV_TOOL_PKGS := \
+	sigs.k8s.io/controller-tools/cmd/controller-gen \
+	github.com/bufbuild/buf/cmd/buf \
+	google.golang.org/protobuf/cmd/protoc-gen-go \
+	google.golang.org/grpc/cmd/protoc-gen-go-grpc
 
 .PHONY: help
 help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-$(BIN)/.stamp: tools/go.mod tools/go.sum tools/lint/go.mod tools/lint/go.sum
+$(BIN)/.runtime-stamp: tools/go.mod tools/go.sum
 	@mkdir -p $(BIN)
-	@echo "building pinned tools into $(BIN)"
-	cd tools && GOWORK=off go build -o $(BIN)/ $(TOOL_PKGS)
+	cd tools && GOWORK=off go build -o $(BIN)/ $(RUNTIME_TOOL_PKGS)
+	@touch $@
+
+$(BIN)/.dev-stamp: tools/go.mod tools/go.sum tools/lint/go.mod tools/lint/go.sum
+	@mkdir -p $(BIN)
+	cd tools && GOWORK=off go build -o $(BIN)/ $(DEV_TOOL_PKGS)
 	cd tools/lint && GOWORK=off go build -o $(BIN)/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	@touch $@
 
-.PHONY: tools
-tools: $(BIN)/.stamp ## Build the pinned tools (controller-gen, buf, golangci-lint, helm, grpcurl, kwok).
+.PHONY: tools runtime-tools
+runtime-tools: $(BIN)/.runtime-stamp ## Build the tools tests and the demo run (helm, grpcurl, kwok).
+tools: runtime-tools $(BIN)/.dev-stamp ## Build every pinned tool (also controller-gen, buf, golangci-lint).
 
 .PHONY: controlplane
 controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl once into .cache/k8s.
@@ -77,7 +84,7 @@ sweep: ## Kill control-plane processes orphaned by killed test runs.
 	cd shared && go run ./testenv/cmd/sweep
 
 .PHONY: test
-test: controlplane sweep ## Unit and integration tests in every module (builds the control plane on first use).
+test: controlplane runtime-tools build sweep ## Unit and integration tests in every module (builds the control plane on first use).
 	for m in $(MODULES); do echo "=== go test $$m"; (cd $$m && go test -count=1 -timeout $(TEST_TIMEOUT) ./...); done
 
 .PHONY: bench
@@ -85,5 +92,5 @@ bench: controlplane ## Benchmarks (speed and memory targets).
 	for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done
 
 .PHONY: demo
-demo: controlplane build ## Start a local control plane, run every operator and apply the samples.
+demo: controlplane runtime-tools build ## Start a local control plane, run every operator and apply the samples.
 	cd tools && go run ./cmd/demo

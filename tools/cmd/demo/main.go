@@ -5,9 +5,17 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -85,7 +93,11 @@ func run() error {
 		}
 		procs = append(procs, p)
 	}
-	agent, err := start(filepath.Join(root, "bin", "node-agent"), nodeAgentArgs(local), filepath.Join(logs, "node-agent.log"))
+	agentArgs, err := nodeAgentArgs(local, kubeconfig)
+	if err != nil {
+		return err
+	}
+	agent, err := start(filepath.Join(root, "bin", "node-agent"), agentArgs, filepath.Join(logs, "node-agent.log"))
 	if err != nil {
 		return err
 	}
@@ -112,10 +124,48 @@ func run() error {
 	}
 }
 
-// nodeAgentArgs runs the agent on loopback with a private state directory; it reports on
-// this machine's disks and prepares none unless asked.
-func nodeAgentArgs(local string) []string {
-	return []string{"--listen", "127.0.0.1:19443", "--node-name", "demo-node", "--state-dir", filepath.Join(local, "node-agent"), "--insecure"}
+// nodeAgentArgs runs the agent on loopback with a self-signed certificate and a private
+// state directory; it reports on this machine's disks and prepares none unless asked.
+func nodeAgentArgs(local, kubeconfig string) ([]string, error) {
+	dir := filepath.Join(local, "node-agent")
+	if err := os.MkdirAll(filepath.Join(dir, "pv"), 0o755); err != nil {
+		return nil, err
+	}
+	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := selfSigned(cert, key); err != nil {
+		return nil, err
+	}
+	return []string{"--listen", "127.0.0.1:19443", "--node-name", "demo-node", "--kubeconfig", kubeconfig,
+		"--tls-cert", cert, "--tls-key", key, "--agent-root", dir, "--pv-root", filepath.Join(dir, "pv")}, nil
+}
+
+func selfSigned(certPath, keyPath string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "node-agent"},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    time.Now().Add(-time.Minute),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
 }
 
 func start(path string, args []string, logPath string) (*exec.Cmd, error) {
