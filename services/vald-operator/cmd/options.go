@@ -176,4 +176,3 @@ func (v intOrStringValue) Set(s string) error {
 	*v.v = intstr.Parse(s)
 	return nil
 }
-

@@ -241,7 +241,9 @@ func (r *statusRecorder) statuses() []string {
 // writeCounter counts the writes the reconciler issues through its client.
 type writeCounter struct{ n atomic.Int64 }
 
-func (w *writeCounter) wrap(c client.Client) client.Client { return &countingClient{Client: c, n: &w.n} }
+func (w *writeCounter) wrap(c client.Client) client.Client {
+	return &countingClient{Client: c, n: &w.n}
+}
 
 func (w *writeCounter) count() int64 { return w.n.Load() }
 

@@ -192,7 +192,9 @@ func TestPruning(t *testing.T) {
 	h.waitFor("the renamed ValdRelease", func() bool { return names(h.valdReleases()) == h.ns+"-a,"+h.ns+"-b2,"+h.ns+"-c" })
 
 	// Removed cluster.
-	h.update("vor", func(v *valdv1.ValdOperatorRelease) { v.Spec.Infrastructure[0].Clusters = v.Spec.Infrastructure[0].Clusters[:1] })
+	h.update("vor", func(v *valdv1.ValdOperatorRelease) {
+		v.Spec.Infrastructure[0].Clusters = v.Spec.Infrastructure[0].Clusters[:1]
+	})
 	h.waitStatus("vor", statusCompleted)
 	h.waitFor("the pruned ValdReleases", func() bool { return names(h.valdReleases()) == h.ns+"-a" })
 	if g := h.valdReleases()[0].Labels[valdv1.LabelManagedGeneration]; g != "3" {

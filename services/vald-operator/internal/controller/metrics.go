@@ -6,7 +6,6 @@ import (
 
 	"github.com/opsuite/suite/services/vald-operator/internal/lifecycle"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -61,7 +60,7 @@ func observeReconcile(began time.Time, res reconcile.Result, err error) {
 	reconcileOutcomes.WithLabelValues(outcome).Inc()
 }
 
-func recordPhases(_ types.NamespacedName, out lifecycle.Outcome) {
+func recordPhases(out lifecycle.Outcome) {
 	for phase, d := range out.Durations {
 		phaseEvaluationSeconds.WithLabelValues(phase).Observe(d.Seconds())
 	}
@@ -72,9 +71,5 @@ func recordPhases(_ types.NamespacedName, out lifecycle.Outcome) {
 		}
 	}
 }
-
-// forgetRelease drops per-release state; the metrics carry no per-release labels, so
-// there is nothing to drop today.
-func forgetRelease(types.NamespacedName) {}
 
 func countWrite(kind string) { childWrites.WithLabelValues(kind).Inc() }

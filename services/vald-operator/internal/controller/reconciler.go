@@ -117,11 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 
 	vor := &valdv1.ValdOperatorRelease{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vor); err != nil {
-		if apierrors.IsNotFound(err) {
-			forgetRelease(req.NamespacedName)
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, err
+		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !vor.DeletionTimestamp.IsZero() {
 		// The garbage collector removes the ValdReleases through their owner references.
@@ -135,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	after.Status.Progress = valdv1.Progress{Total: out.Total, Completed: out.Completed}
 	after.Status.ProgressText = fmt.Sprintf("%d/%d", out.Completed, out.Total)
 	after.Status.State = string(conditions.Summarize(after.Status.Conditions))
-	recordPhases(req.NamespacedName, out)
+	recordPhases(out)
 
 	written, err := status.Write(ctx, r.Client, vor, after)
 	if err != nil {

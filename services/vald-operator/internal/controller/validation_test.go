@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/rand"
 )
 

@@ -105,8 +105,10 @@ func TestDesiredValdReleasesFailures(t *testing.T) {
 		wantMsg   string
 	}{
 		{
-			name:    "name over 63 characters",
-			mutate:  func(v *valdv1.ValdOperatorRelease) { v.Spec.Infrastructure[0].Clusters[0].Name = strings.Repeat("a", 57) },
+			name: "name over 63 characters",
+			mutate: func(v *valdv1.ValdOperatorRelease) {
+				v.Spec.Infrastructure[0].Clusters[0].Name = strings.Repeat("a", 57)
+			},
 			wantMsg: "longer than 63",
 		},
 		{

@@ -118,4 +118,3 @@ func oneOf(s string, options ...string) bool {
 	}
 	return false
 }
-

@@ -1,0 +1,85 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+func TestMetricsRegistered(t *testing.T) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, f := range families {
+		have[f.GetName()] = true
+	}
+	// Vectors show up once they have a child; touch them.
+	h := start(t, nil)
+	h.create(h.release("vor", "a=1"))
+	h.waitStatus("vor", statusCompleted)
+	families, err = metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		have[f.GetName()] = true
+	}
+	for _, name := range []string{
+		"vald_operator_reconcile_total", "vald_operator_reconcile_duration_seconds",
+		"vald_operator_phase_duration_seconds", "vald_operator_phase_evaluation_seconds",
+		"vald_operator_phase_transitions_total", "vald_operator_valdrelease_writes_total",
+	} {
+		if !have[name] {
+			t.Errorf("metric %s not on controller-runtime's registry", name)
+		}
+	}
+	if n := testutil.ToFloat64(phaseTransitions.WithLabelValues("Completed", "Succeeded")); n < 1 {
+		t.Errorf("Completed/Succeeded transitions %v", n)
+	}
+}
+
+// TestPrinterColumns reads the table kubectl prints: STATUS is the summary state, not the
+// first condition.
+func TestPrinterColumns(t *testing.T) {
+	h := start(t, nil)
+	h.create(h.release("vor", "a=1", "b="))
+	h.waitStatus("vor", "WaitingClusterCreate 0/3 Pending | WaitingClusterCreate=Unknown/Pending")
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().
+		AbsPath("/apis/vald.vdaas.org/v1/namespaces", h.ns, "valdoperatorreleases").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
+		DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Columns []struct{ Name string } `json:"columnDefinitions"`
+		Rows    []struct{ Cells []any } `json:"rows"`
+	}
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, c := range table.Columns {
+		cols = append(cols, c.Name)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("rows %v", table.Rows)
+	}
+	got := map[string]any{}
+	for i, c := range cols {
+		got[c] = table.Rows[0].Cells[i]
+	}
+	if got["Phase"] != "WaitingClusterCreate" || got["Progress"] != "0/3" || got["Status"] != "Pending" || got["Age"] == nil {
+		t.Errorf("columns %v, row %v", cols, got)
+	}
+}
