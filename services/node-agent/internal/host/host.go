@@ -121,6 +121,9 @@ func (h *Host) Disks() ([]Disk, error) {
 	}
 	var disks []Disk
 	for _, e := range entries {
+		if readInt(filepath.Join(h.cfg.SysRoot, "block", e.Name(), "size")) == 0 {
+			continue // unattached loop devices and empty drives have nothing to report
+		}
 		d, err := h.disk(e.Name())
 		if err != nil {
 			return nil, err
@@ -233,6 +236,12 @@ func (s Signature) Empty() bool {
 func (h *Host) Probe(ctx context.Context, dev string) (Signature, error) {
 	out, err := run(ctx, "blkid", "-p", "-o", "export", dev)
 	var exitErr *exec.ExitError
+	var cmdErr *CommandError
+	if errors.As(err, &cmdErr) && cmdErr.Stderr != "" {
+		// blkid exits 2 ("nothing found") also when it could not read the device: an
+		// unreadable device must never pass for a blank one.
+		return Signature{}, err
+	}
 	if errors.As(err, &exitErr) {
 		switch exitErr.ExitCode() {
 		case 2: // nothing found

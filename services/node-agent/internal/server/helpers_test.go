@@ -96,7 +96,16 @@ func (e *testEnv) pv(name string) string { return filepath.Join(e.opts.PVRoot, n
 // when the test ends, after unmounting anything of the test that still uses it.
 func newLoop(t testing.TB, root string, size int64) string {
 	t.Helper()
-	f, err := os.CreateTemp(t.TempDir(), "disk-*.img")
+	dev, detach := attachLoop(t, root, size)
+	t.Cleanup(detach)
+	return dev
+}
+
+// attachLoop attaches a loop device and returns the function that unmounts the test's mounts
+// and detaches it; benchmarks call it every iteration so devices never pile up.
+func attachLoop(t testing.TB, root string, size int64) (string, func()) {
+	t.Helper()
+	f, err := os.CreateTemp(root, "disk-*.img")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,16 +115,17 @@ func newLoop(t testing.TB, root string, size int64) string {
 	f.Close()
 	out, err := exec.Command("losetup", "--find", "--show", "--partscan", f.Name()).CombinedOutput()
 	if err != nil {
+		os.Remove(f.Name())
 		t.Fatalf("losetup: %v: %s", err, out)
 	}
 	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
+	return dev, func() {
 		unmountUnder(t, root)
 		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
 			t.Errorf("detaching %s: %v: %s", dev, err, out)
 		}
-	})
-	return dev
+		os.Remove(f.Name())
+	}
 }
 
 // unmountUnder unmounts, deepest first, everything mounted under dir in this namespace.

@@ -209,6 +209,7 @@ type facts struct {
 	mountpoints map[string][]string // device path -> mount points, disk and partitions
 	boot        bool
 	busy        bool
+	unreadable  bool // probing or opening failed: nothing is known, so nothing may be done
 }
 
 func (s *Server) observe(ctx context.Context, d host.Disk, mounts []host.Mount, boot map[string]bool, probeBusy bool) (facts, error) {
@@ -220,22 +221,25 @@ func (s *Server) observe(ctx context.Context, d host.Disk, mounts []host.Mount, 
 	f.mountpoints[d.Path] = byMajMin[d.MajMin]
 	var err error
 	if f.sig, err = s.host.Probe(ctx, d.Path); err != nil {
-		return f, err
+		f.unreadable = true
 	}
 	for _, p := range d.Partitions {
 		f.mountpoints[p.Path] = byMajMin[p.MajMin]
 		if f.partSigs[p.Path], err = s.host.Probe(ctx, p.Path); err != nil {
-			return f, err
+			f.unreadable = true
 		}
 	}
 	if probeBusy && !f.boot {
 		for _, dev := range append([]string{d.Path}, partPaths(d)...) {
-			if err := s.host.CheckExclusive(dev); errors.Is(err, host.ErrBusy) {
+			switch err := s.host.CheckExclusive(dev); {
+			case errors.Is(err, host.ErrBusy):
 				f.busy = true
+			case err != nil:
+				f.unreadable = true
 			}
 		}
 	}
-	return f, nil
+	return f, ctx.Err()
 }
 
 func partPaths(d host.Disk) []string {
@@ -259,6 +263,8 @@ func ineligible(f facts, allowLoop bool) string {
 		return fmt.Sprintf("is a %s device", d.Kind)
 	case d.ReadOnly:
 		return "is read-only"
+	case f.unreadable:
+		return "cannot be read by the agent, so its contents are unknown"
 	}
 	for _, dev := range append([]string{d.Path}, partPaths(d)...) {
 		if mps := f.mountpoints[dev]; len(mps) > 0 {
@@ -293,6 +299,9 @@ func resumable(f facts, r record) string {
 	}
 	if f.busy {
 		return "is in use (the kernel refuses exclusive access)"
+	}
+	if f.unreadable {
+		return "cannot be read by the agent, so its contents are unknown"
 	}
 	ours := func(sig host.Signature) bool {
 		return sig.Empty() || (sig.Type == "xfs" && sig.UUID == r.FSUUID) ||
