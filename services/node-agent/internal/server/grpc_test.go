@@ -184,4 +184,3 @@ func TestEmbeddedClient(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
-

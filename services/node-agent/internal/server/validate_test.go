@@ -11,7 +11,9 @@ import (
 
 const testPVRoot = "/mnt/pv"
 
-func sel(paths ...string) *nodeagentv1.DeviceSelector { return &nodeagentv1.DeviceSelector{Paths: paths} }
+func sel(paths ...string) *nodeagentv1.DeviceSelector {
+	return &nodeagentv1.DeviceSelector{Paths: paths}
+}
 
 func TestValidatePrepare(t *testing.T) {
 	cases := []struct {
