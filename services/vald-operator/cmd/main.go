@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,11 +29,17 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	return runWith(ctx, os.Args[1:], os.Getenv, os.Stderr)
+}
+
+// runWith parses args (with defaults from getenv), validates every option once, and runs
+// the manager until ctx ends.
+func runWith(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	opts := controller.DefaultOptions()
 	var validate func() error
 	return manager.Run(ctx, manager.Operator{
 		Name:     controller.Name,
-		AddFlags: func(fs *flag.FlagSet) { validate = operatorFlags(fs, &opts, os.Getenv) },
+		AddFlags: func(fs *flag.FlagSet) { validate = operatorFlags(fs, &opts, getenv) },
 		Validate: func() error { return validate() },
 		Schemes:  []func(*runtime.Scheme) error{valdv1.AddToScheme},
 		Setup: func(mgr ctrl.Manager, log logr.Logger) error {
@@ -44,5 +51,5 @@ func run() error {
 				"nodePoolLabelPrefix", opts.Build.NodePoolLabelPrefix)
 			return nil
 		},
-	}, os.Args[1:], os.Stderr)
+	}, args, stderr)
 }

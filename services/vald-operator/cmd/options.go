@@ -32,10 +32,10 @@ func operatorFlags(fs *flag.FlagSet, o *controller.Options, getenv func(string) 
 		"Access mode of agent volumes when a release names none ($DEFAULT_ACCESS_MODE).")
 	fs.Float64Var(&b.PVMemoryRatio, "pv-memory-ratio", env.float("PV_MEMORY_RATIO", b.PVMemoryRatio),
 		"Agent volume size as a multiple of the agent node's memory, rounded up to GiB ($PV_MEMORY_RATIO).")
-	fs.Var(quantityValue{&b.PVMinSize}, "pv-min-size", "Smallest agent volume, and the size when the pool gives no memory ($PV_MIN_SIZE).")
-	fs.Var(quantityValue{&b.PVMaxSize}, "pv-max-size", "Largest agent volume; 0 means no cap ($PV_MAX_SIZE).")
 	b.PVMinSize = env.quantity("PV_MIN_SIZE", b.PVMinSize)
 	b.PVMaxSize = env.quantity("PV_MAX_SIZE", b.PVMaxSize)
+	fs.Var(quantityValue{&b.PVMinSize}, "pv-min-size", "Smallest agent volume, and the size when the pool gives no memory ($PV_MIN_SIZE).")
+	fs.Var(quantityValue{&b.PVMaxSize}, "pv-max-size", "Largest agent volume; 0 means no cap ($PV_MAX_SIZE).")
 	fs.Float64Var(&b.AgentResourceFraction, "agent-resource-fraction", env.float("AGENT_RESOURCE_FRACTION", b.AgentResourceFraction),
 		"Share of an agent node's CPU and memory an agent requests ($AGENT_RESOURCE_FRACTION).")
 	fs.StringVar(&b.GatewayServiceType, "gateway-service-type", env.string("GATEWAY_SERVICE_TYPE", b.GatewayServiceType),
@@ -44,9 +44,9 @@ func operatorFlags(fs *flag.FlagSet, o *controller.Options, getenv func(string) 
 		"Domain of an enabled ingress without a host: <cluster name>.<domain> ($INGRESS_DOMAIN).")
 	fs.StringVar(&b.DiscovererKind, "discoverer-kind", env.string("DISCOVERER_KIND", b.DiscovererKind),
 		"Discoverer workload when a release names none: DaemonSet or Deployment ($DISCOVERER_KIND).")
+	b.DiscovererMaxUnavailable = env.intOrString("DISCOVERER_MAX_UNAVAILABLE", b.DiscovererMaxUnavailable)
 	fs.Var(intOrStringValue{&b.DiscovererMaxUnavailable}, "discoverer-max-unavailable",
 		"Rolling-update maxUnavailable of a DaemonSet discoverer, a number or a percentage ($DISCOVERER_MAX_UNAVAILABLE).")
-	b.DiscovererMaxUnavailable = env.intOrString("DISCOVERER_MAX_UNAVAILABLE", b.DiscovererMaxUnavailable)
 	return func() error { return errors.Join(append(env.errs, o.Validate())...) }
 }
 
