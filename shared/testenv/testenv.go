@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 // KubernetesVersion is the version of the control-plane binaries tools/ builds.
@@ -120,6 +122,9 @@ func Start(opts Options) (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
+	// envtest logs its retries through controller-runtime's logger; without one set it
+	// prints a stack trace instead. Tests may set their own logger afterwards.
+	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	began := time.Now()
 	cfg, err := env.Start()
 	if err != nil {

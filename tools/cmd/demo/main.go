@@ -44,11 +44,6 @@ func run() error {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *watch > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *watch)
-		defer cancel()
-	}
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
@@ -69,7 +64,7 @@ func run() error {
 	}
 	bin, _ := testenv.BinDir()
 	kubectl := func(args ...string) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		return cmd
 	}
@@ -106,6 +101,11 @@ func run() error {
 	fmt.Printf("control plane: %s (kubeconfig %s)\nlogs: %s\n", env.Config.Host, kubeconfig, logs)
 	if err := kubectl("apply", "-f", filepath.Join(root, "deploy", "samples")).Run(); err != nil {
 		return fmt.Errorf("applying samples: %w", err)
+	}
+	if *watch > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *watch)
+		defer cancel()
 	}
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
