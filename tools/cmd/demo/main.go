@@ -48,7 +48,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	local := filepath.Join(root, ".local")
+	// Apart from the local cluster's .local/kubeconfig, so both can run.
+	local := filepath.Join(root, ".local", "demo")
 	logs := filepath.Join(local, "logs")
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return err
@@ -136,7 +137,7 @@ func nodeAgentArgs(local, kubeconfig string) ([]string, error) {
 		return nil, err
 	}
 	return []string{"--listen", "127.0.0.1:19443", "--node-name", "demo-node", "--kubeconfig", kubeconfig,
-		"--tls-cert", cert, "--tls-key", key, "--agent-root", dir, "--pv-root", filepath.Join(dir, "pv")}, nil
+		"--tls-cert", cert, "--tls-key", key, "--agent-root", filepath.Join(dir, "root"), "--pv-root", filepath.Join(dir, "pv")}, nil
 }
 
 func selfSigned(certPath, keyPath string) error {
