@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -111,7 +110,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 
 // Reconcile runs one pass of the lifecycle and writes status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
-	log := log.FromContext(ctx)
 	began := time.Now()
 	defer func() { observeReconcile(began, res, err) }()
 
@@ -152,9 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	case out.Halt == nil && !out.Seeded:
 		return reconcile.Result{}, nil
 	case out.Halt != nil && out.Halt.Reason == valdv1.ReasonFailed:
-		if written {
-			log.Info("Halted ValdOperatorRelease until its spec changes", "phase", out.Phase, "message", out.Halt.Message)
-		}
+		// No retry helps: the condition, the event and this error say what to change.
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("phase %s failed: %s", out.Phase, out.Halt.Message))
 	default:
 		// Pending or Progressing: look again later; watch events usually come first.
