@@ -157,6 +157,7 @@ func RunDaemon(o Options) error {
 			Client:        client,
 			Rules:         o.ImageRules,
 			StateDir:      o.PodDir(),
+			VolumeDir:     o.VolumeDir(),
 			LogDir:        o.LogDir(),
 			PidDir:        o.PidDir(),
 			CAFile:        o.pki("ca.crt"),

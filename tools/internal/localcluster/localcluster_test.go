@@ -163,7 +163,30 @@ func TestLocalCluster(t *testing.T) {
 		return podReady(pod), string(pod.Status.Phase)
 	})
 
+	// Deleting the claim deletes its volume and the volume's directory.
+	pvc, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "redis-data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	volumeDir := filepath.Join(o.VolumeDir(), pvc.Spec.VolumeName)
+	if _, err := os.Stat(volumeDir); err != nil {
+		t.Errorf("volume directory of the redis claim: %v", err)
+	}
+	if err := client.CoreV1().Pods("default").Delete(ctx, "redis", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CoreV1().PersistentVolumeClaims("default").Delete(ctx, "redis-data", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the deleted claim's volume directory removed", func() (bool, string) {
+		_, err := os.Stat(volumeDir)
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+
 	pids = append(pids, localcluster.ProcessIDs(o)...)
+	if t.Failed() {
+		dumpLogs(t, o)
+	}
 	if err := localcluster.Down(o, false, &out); err != nil {
 		t.Fatalf("down: %v", err)
 	}
@@ -278,19 +301,33 @@ func checkStatefulSet(ctx context.Context, t *testing.T, client kubernetes.Inter
 }
 
 func checkRedis(ctx context.Context, t *testing.T, client kubernetes.Interface, o localcluster.Options) {
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "redis-data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if _, err := client.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "redis", Labels: map[string]string{"app": "redis"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "redis", Image: "redis:7",
-			Args:  []string{"--save", "", "--appendonly", "no"},
-			Ports: []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}},
-			Env: []corev1.EnvVar{{Name: "MY_POD", ValueFrom: &corev1.EnvVarSource{
-				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-			ReadinessProbe: &corev1.Probe{
-				ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("redis")}},
-				PeriodSeconds: 1,
-			},
-		}}},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "redis-data"}}}},
+			Containers: []corev1.Container{{
+				Name: "redis", Image: "redis:7",
+				Args:         []string{"--save", "", "--appendonly", "no"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+				Ports:        []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}},
+				Env: []corev1.EnvVar{{Name: "MY_POD", ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("redis")}},
+					PeriodSeconds: 1,
+				},
+			}}},
 	}
 	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -307,9 +344,15 @@ func checkRedis(ctx context.Context, t *testing.T, client kubernetes.Interface, 
 	if parsed := net.ParseIP(ip); parsed == nil || !parsed.IsLoopback() {
 		t.Fatalf("redis pod address %q not in 127.0.0.0/8", ip)
 	}
-	reply, err := ping(net.JoinHostPort(ip, "6379"))
+	reply, err := redisCommand(net.JoinHostPort(ip, "6379"), "PING")
 	if err != nil || reply != "+PONG" {
 		t.Fatalf("PING to redis-server at %s: reply %q, err %v", ip, reply, err)
+	}
+	// Written to the claim's directory (redis' working directory is /data).
+	for _, cmd := range []string{"SET greeting hello", "SAVE"} {
+		if reply, err := redisCommand(net.JoinHostPort(ip, "6379"), cmd); err != nil || reply != "+OK" {
+			t.Fatalf("%s: reply %q, err %v", cmd, reply, err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(o.LogDir(), "default_redis_redis.log")); err != nil {
 		t.Errorf("container log: %v", err)
@@ -345,22 +388,38 @@ func checkRedis(ctx context.Context, t *testing.T, client kubernetes.Interface, 
 		if err != nil {
 			return false, err.Error()
 		}
+		ip = got.Status.PodIP
 		return podReady(got), string(got.Status.Phase)
 	})
+	// The claim's data outlived the pod.
+	if reply, err := redisCommand(net.JoinHostPort(ip, "6379"), "GET greeting"); err != nil || reply != "hello" {
+		t.Fatalf("GET after the pod was recreated: reply %q, err %v; the claim's data did not survive", reply, err)
+	}
 }
 
-func ping(addr string) (string, error) {
+// redisCommand sends one inline command and returns the status line, or the value of a
+// bulk reply.
+func redisCommand(addr, cmd string) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte(cmd + "\r\n")); err != nil {
 		return "", err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
+	rd := bufio.NewReader(c)
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimSpace(line)
+	if strings.HasPrefix(line, "$") && line != "$-1" {
+		value, err := rd.ReadString('\n')
+		return strings.TrimSpace(value), err
+	}
+	return line, nil
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -41,6 +41,9 @@ func Up(ctx context.Context, o Options, self string, out io.Writer) error {
 	}
 	// Leftovers of a daemon that died without cleaning up.
 	o.killRecorded(5 * time.Second)
+	if err := os.Remove(o.readyFile()); err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	if err := o.save(); err != nil {
 		return err
 	}

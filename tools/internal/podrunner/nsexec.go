@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"syscall"
 )
@@ -52,6 +53,12 @@ func ExecInNamespace(specPath string) error {
 	// Parents before children, so a volume mounted inside another stays visible.
 	sort.SliceStable(spec.Mounts, func(i, j int) bool { return len(spec.Mounts[i].Target) < len(spec.Mounts[j].Target) })
 	for _, m := range spec.Mounts {
+		// A mount point inside another volume exists only in that volume's directory.
+		if _, err := os.Stat(m.Target); os.IsNotExist(err) {
+			if err := createMountpoint(m.Source, m.Target); err != nil {
+				return fmt.Errorf("creating mount point %s: %w", m.Target, err)
+			}
+		}
 		if err := syscall.Mount(m.Source, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind-mounting %s at %s: %w", m.Source, m.Target, err)
 		}
@@ -69,4 +76,22 @@ func ExecInNamespace(specPath string) error {
 		return fmt.Errorf("no command")
 	}
 	return syscall.Exec(spec.Argv[0], spec.Argv, spec.Env)
+}
+
+func createMountpoint(source, target string) error {
+	st, err := os.Stat(source)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return os.MkdirAll(target, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -33,6 +33,9 @@ type Config struct {
 	Rules  []ImageRule
 	// StateDir holds one directory per pod (volumes, hosts file, exec specs).
 	StateDir string
+	// VolumeDir holds provisioned volumes (the hostPath of kwok's PersistentVolumes); the
+	// runner removes a volume's directory when its PersistentVolume is deleted.
+	VolumeDir string
 	// LogDir receives <namespace>_<pod>_<container>.log.
 	LogDir string
 	// PidDir receives one pidfile per running container, for `down`.
@@ -111,6 +114,7 @@ func (r *Runner) Run(ctx context.Context, synced chan<- struct{}) error {
 	podInf := factory.Core().V1().Pods().Informer()
 	nodeInf := factory.Core().V1().Nodes().Informer()
 	serviceInf := factory.Core().V1().Services().Informer()
+	pvInf := factory.Core().V1().PersistentVolumes().Informer()
 	r.pods = factory.Core().V1().Pods().Lister()
 	r.nodes = factory.Core().V1().Nodes().Lister()
 	r.services = factory.Core().V1().Services().Lister()
@@ -138,6 +142,19 @@ func (r *Runner) Run(ctx context.Context, synced chan<- struct{}) error {
 			}
 			if node, ok := obj.(*corev1.Node); ok {
 				go r.nodeGone(ctx, node.Name)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = pvInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if pv, ok := obj.(*corev1.PersistentVolume); ok {
+				r.volumeGone(pv)
 			}
 		},
 	})
@@ -232,6 +249,23 @@ func (r *Runner) nodeGone(ctx context.Context, node string) {
 		r.deletePod(ctx, pod)
 	}
 	r.log.Info("Deleted the pods of a removed node", "node", node)
+}
+
+// volumeGone removes the directory of a deleted PersistentVolume that the cluster
+// provisioned; a claim's data outlives its pods, not the claim.
+func (r *Runner) volumeGone(pv *corev1.PersistentVolume) {
+	if r.cfg.VolumeDir == "" || pv.Spec.HostPath == nil {
+		return
+	}
+	path := filepath.Clean(pv.Spec.HostPath.Path)
+	if filepath.Dir(path) != filepath.Clean(r.cfg.VolumeDir) {
+		return
+	}
+	if err := os.RemoveAll(path); err != nil {
+		r.log.Warn("Failed to remove the directory of a deleted volume", "volume", pv.Name, "err", err)
+		return
+	}
+	r.log.Info("Removed the directory of a deleted volume", "volume", pv.Name)
 }
 
 func (r *Runner) deletePod(ctx context.Context, pod *corev1.Pod) {

@@ -265,8 +265,16 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container, vols map[strin
 		if err != nil {
 			return fmt.Errorf("mount source %s: %w", src, err)
 		}
-		if err := w.r.ensureMountpoint(target, !st.IsDir()); err != nil {
-			return fmt.Errorf("mount point %s: %w", target, err)
+		// A target inside another volume is created in that volume, inside the namespace.
+		nested := false
+		for _, m := range c.spec.VolumeMounts {
+			parent := strings.TrimSuffix(m.MountPath, "/")
+			nested = nested || (target != parent && strings.HasPrefix(target, parent+"/"))
+		}
+		if !nested {
+			if err := w.r.ensureMountpoint(target, !st.IsDir()); err != nil {
+				return fmt.Errorf("mount point %s: %w", target, err)
+			}
 		}
 		mounts = append(mounts, mountSpec{Source: src, Target: target, ReadOnly: ro})
 		return nil
