@@ -63,13 +63,14 @@ type container struct {
 	finishedAt time.Time
 	restarts   int32
 
-	ready      bool
-	readyOK    int32
-	readyFail  int32
-	liveFail   int32
-	lastProbe  time.Time
-	lastLive   time.Time
-	probeStart time.Time
+	ready         bool
+	readyOK       int32
+	readyFail     int32
+	liveFail      int32
+	lastProbe     time.Time
+	lastLive      time.Time
+	probeStart    time.Time
+	listenChecked bool
 }
 
 func newPodWorker(r *Runner, pod *corev1.Pod) *podWorker {
@@ -417,6 +418,10 @@ func (w *podWorker) observe() {
 		}
 		allExited = false
 		w.probeContainer(pod, c)
+		if !c.listenChecked && time.Since(c.startedAt) > 3*time.Second {
+			c.listenChecked = true
+			w.warnWildcardListeners(pod, c)
+		}
 	}
 	if !anyExited {
 		return
