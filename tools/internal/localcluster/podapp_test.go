@@ -298,6 +298,29 @@ func checkPodApp(ctx context.Context, t *testing.T, client kubernetes.Interface,
 		}
 	}
 
+	// ConfigMap volumes follow changes of the ConfigMap.
+	cm, err := client.CoreV1().ConfigMaps(ns).Get(ctx, "podapp", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["greeting"] = "updated"
+	if _, err := client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the ConfigMap change visible in the pod", func() (bool, string) {
+		resp, err := http.Get("http://" + net.JoinHostPort(ip, "8080") + "/report")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		var rr podAppReport
+		if err := json.NewDecoder(resp.Body).Decode(&rr); err != nil {
+			return false, err.Error()
+		}
+		got := rr.Files["/etc/podapp/config/greeting"]
+		return got == "updated", got
+	})
+
 	// Readiness follows the probe both ways.
 	toggle := func() {
 		resp, err := http.Get("http://" + net.JoinHostPort(ip, "8080") + "/toggle")

@@ -15,6 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// volumeRefreshPeriod is how often ConfigMap and Secret volumes pick up changes.
+const volumeRefreshPeriod = 5 * time.Second
+
 // errNotYet marks a volume that cannot be prepared yet (an unbound claim); the pod waits.
 var errNotYet = errors.New("not ready yet")
 
@@ -297,4 +300,68 @@ func atomicWrite(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// refreshVolumes rewrites ConfigMap, Secret and downward API content that changed, as
+// the kubelet's periodic sync does; files are replaced by rename, so a process sees
+// either the old or the new content.
+func (w *podWorker) refreshVolumes(ctx context.Context) {
+	if time.Now().Before(w.nextRefresh) {
+		return
+	}
+	w.nextRefresh = time.Now().Add(volumeRefreshPeriod)
+	pod := w.current()
+	for _, v := range pod.Spec.Volumes {
+		dir := filepath.Join(w.dir, "volumes", v.Name)
+		var files map[string]fileContent
+		var mode *int32
+		var err error
+		switch {
+		case v.ConfigMap != nil:
+			files, err = w.r.configMapFiles(ctx, pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional)
+			mode = v.ConfigMap.DefaultMode
+		case v.Secret != nil:
+			files, err = w.r.secretFiles(ctx, pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional)
+			mode = v.Secret.DefaultMode
+		case v.DownwardAPI != nil:
+			files, err = downwardFiles(pod, v.DownwardAPI.Items)
+			mode = v.DownwardAPI.DefaultMode
+		case v.Projected != nil:
+			files = map[string]fileContent{}
+			mode = v.Projected.DefaultMode
+			for _, src := range v.Projected.Sources {
+				var part map[string]fileContent
+				switch {
+				case src.ConfigMap != nil:
+					part, err = w.r.configMapFiles(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional)
+				case src.Secret != nil:
+					part, err = w.r.secretFiles(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional)
+				case src.DownwardAPI != nil:
+					part, err = downwardFiles(pod, src.DownwardAPI.Items)
+				}
+				if err != nil {
+					break
+				}
+				for k, f := range part {
+					files[k] = f
+				}
+			}
+		default:
+			continue
+		}
+		if err != nil {
+			continue // keep the last content, as the kubelet does
+		}
+		for name, f := range files {
+			path := filepath.Join(dir, name)
+			if old, err := os.ReadFile(path); err == nil && string(old) == string(f.data) {
+				delete(files, name)
+			}
+		}
+		if len(files) > 0 {
+			if err := writeFiles(dir, files, mode); err != nil {
+				w.r.log.Warn("Failed to refresh a volume", "pod", w.key, "volume", v.Name, "err", err)
+			}
+		}
+	}
 }

@@ -46,9 +46,11 @@ type podWorker struct {
 	containers []*container
 	inits      []*container
 	tokens     []*tokenSource
-	waiting    string // why the pod is not started yet, for status
-	terminal   bool
-	lastStatus *corev1.PodStatus
+	// nextRefresh is when ConfigMap and Secret volumes are next compared with the API.
+	nextRefresh time.Time
+	waiting     string // why the pod is not started yet, for status
+	terminal    bool
+	lastStatus  *corev1.PodStatus
 }
 
 type container struct {
@@ -169,6 +171,7 @@ func (w *podWorker) run() {
 		}
 		w.observe()
 		w.refreshTokens(w.ctx)
+		w.refreshVolumes(w.ctx)
 		w.reportStatus()
 	}
 }
