@@ -33,7 +33,9 @@ import (
 var version = "dev"
 
 func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "node-agent:", err)
 		os.Exit(1)
 	}
@@ -126,7 +128,8 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-func run(args []string, stderr io.Writer) error {
+// run serves until ctx ends (SIGTERM from the kubelet), then stops gracefully.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
 	o, err := parseOptions(args, stderr)
 	if err != nil {
 		return err
@@ -160,8 +163,6 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	// A device that cannot be restored is reported missing; the agent still serves the rest.
 	if err := srv.Restore(ctx); err != nil {
 		log.Error("Restoring prepared devices was incomplete", "err", err)

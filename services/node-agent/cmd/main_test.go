@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/shared/nodeagent"
+	"github.com/opsuite/suite/shared/testenv"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+func TestOptionsValidation(t *testing.T) {
+	base := []string{"--tls-cert", "/c", "--tls-key", "/k", "--node-name", "n"}
+	cases := []struct {
+		args []string
+		want string // "" when valid
+	}{
+		{base, ""},
+		{[]string{"--node-name", "n"}, "--tls-cert and --tls-key are required"},
+		{append(base[:4:4], "--node-name", ""), "--node-name or $NODE_NAME is required"},
+		{append(base, "--pv-root", "relative"), "--pv-root"},
+		{append(base, "--pv-root", "/"), "must not be /"},
+		{append(base, "--agent-root", "/mnt/opsuite/agent"), "must not overlap"},
+		{append(base, "--log-level", "loud"), "--log-level"},
+		{append(base, "--pool-label-prefix", "a/b"), "--pool-label-prefix"},
+		{append(base, "extra"), "unexpected arguments"},
+	}
+	for _, c := range cases {
+		t.Setenv("NODE_NAME", "")
+		o, err := parseOptions(c.args, &bytes.Buffer{})
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", c.args, err)
+			}
+			if o.stateFile != "/var/lib/opsuite-node-agent/state.json" {
+				t.Errorf("state file default %q", o.stateFile)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+	}
+	t.Setenv("NODE_NAME", "from-env")
+	if o, err := parseOptions(base[:4], &bytes.Buffer{}); err != nil || o.nodeName != "from-env" {
+		t.Errorf("NODE_NAME default: %v, %v", o.nodeName, err)
+	}
+}
+
+// TestRun starts the agent as main does, against a real apiserver, calls it with a
+// ServiceAccount token through the client library, and stops it as the kubelet would.
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	caPool, certFile, keyFile := writePKI(t, dir)
+	kubeconfig := writeKubeconfig(t, dir)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := serviceAccountToken(t, cs)
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{
+			"--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--node-name", "node-run",
+			"--kubeconfig", kubeconfig, "--agent-root", filepath.Join(dir, "agent"), "--pv-root", filepath.Join(dir, "pv"),
+			"--log-level", "debug",
+		}, &syncWriter{w: &logs})
+	}()
+
+	d := &nodeagent.Dialer{
+		RootCAs: caPool, ServerName: "node-agent.opsuite-system.svc",
+		Tokens:  nodeagent.TokenSourceFunc(func(context.Context) (string, error) { return tok, nil }),
+		Options: nodeagent.Options{Timeout: 10 * time.Second, Attempts: 20, Backoff: 100 * time.Millisecond},
+	}
+	c, err := d.DialAddress(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rep, err := c.GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.NodeName != "node-run" || rep.Pool.GetType() != "memory" || len(rep.Sysctls) != 1 {
+		t.Fatalf("report: %v", rep)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent did not stop")
+	}
+	if strings.Contains(logs.String(), tok) {
+		t.Fatal("the token appears in the logs")
+	}
+	if !strings.Contains(logs.String(), "GetNodeReport") {
+		t.Fatalf("calls are not logged:\n%s", logs.String())
+	}
+}
+
+type syncWriter struct {
+	mu chan struct{}
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	if s.mu == nil {
+		s.mu = make(chan struct{}, 1)
+	}
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return s.w.Write(p)
+}
+
+func serviceAccountToken(t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	ctx := context.Background()
+	const ns = "default"
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-agent-report"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"nodeagent.opsuite.io"}, Resources: []string{"nodes"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "node-agent-report"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "reader", Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: "node-run", Labels: map[string]string{"pool.opsuite.io/type": "memory"},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "reader", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"node-agent"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+func writeKubeconfig(t *testing.T, dir string) string {
+	t.Helper()
+	c := env.Config
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	cfg.CurrentContext = "test"
+	path := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func writePKI(t *testing.T, dir string) (*x509.CertPool, string, string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), DNSNames: []string{"node-agent.opsuite-system.svc"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return pool, certFile, keyFile
+}
