@@ -15,14 +15,14 @@ import (
 	"github.com/opsuite/suite/services/node-agent/internal/server"
 	"github.com/opsuite/suite/shared/nodeagent"
 	"github.com/opsuite/suite/shared/testenv"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 var env *testenv.Env
