@@ -33,9 +33,14 @@ DEV_TOOL_PKGS := \
 help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
+# Without these, helm assumes Kubernetes v1.20 and `helm template` fails the charts' kubeVersion.
+HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=v3.22.0 \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37 \
+	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37
+
 $(BIN)/.runtime-stamp: tools/go.mod tools/go.sum
 	@mkdir -p $(BIN)
-	cd tools && GOWORK=off go build -o $(BIN)/ $(RUNTIME_TOOL_PKGS)
+	cd tools && GOWORK=off go build -ldflags "$(HELM_LDFLAGS)" -o $(BIN)/ $(RUNTIME_TOOL_PKGS)
 	@touch $@
 
 $(BIN)/.dev-stamp: tools/go.mod tools/go.sum tools/lint/go.mod tools/lint/go.sum
@@ -77,7 +82,12 @@ lint: tools check-generated ## golangci-lint in every module, buf lint/format/br
 	buf lint
 	buf format --diff --exit-code
 	if git rev-parse -q --verify main >/dev/null; then buf breaking --against '.git#branch=main'; fi
-	for c in charts/*/; do [ -f $$c/Chart.yaml ] && helm lint --strict $$c; done
+	charts/sync.sh --check
+	for c in charts/*/; do helm lint --strict $$c; done
+
+.PHONY: images
+images: build ## One OCI image per service in dist/images (layout and tarball), tagged with the chart's appVersion.
+	cd tools && SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) GOWORK=off go run ./cmd/images -revision $$(git rev-parse HEAD)
 
 .PHONY: sweep
 sweep: ## Kill control-plane processes orphaned by killed test runs.
