@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"google.golang.org/grpc/codes"
@@ -42,11 +43,24 @@ func (s *Server) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNodeReport
 	for _, r := range s.snapshot() {
 		owned[r.Device] = true
 	}
-	for _, d := range disks {
-		f, err := s.observe(ctx, d, mounts, boot, true)
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "probing %s: %v", d.Path, err)
+	// Probing runs blkid per device and partition; a node with many NVMe drives would wait for
+	// each in turn, so devices are probed side by side.
+	observed := make([]facts, len(disks))
+	errs := make([]error, len(disks))
+	var wg sync.WaitGroup
+	for i, d := range disks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			observed[i], errs[i] = s.observe(ctx, d, mounts, boot, true)
+		}()
+	}
+	wg.Wait()
+	for i, d := range disks {
+		if errs[i] != nil {
+			return nil, status.Errorf(codes.Internal, "probing %s: %v", d.Path, errs[i])
 		}
+		f := observed[i]
 		bd := &nodeagentv1.BlockDevice{
 			Path: d.Path, SizeBytes: d.SizeBytes, Model: d.Model, Serial: d.Serial,
 			Rotational: d.Rotational, Nvme: d.NVMe(), BootDisk: f.boot,
