@@ -42,7 +42,7 @@ type Infrastructure struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.name) || c.name == '' || self.exists_one(d, has(d.name) && d.name == c.name))",message="cluster names must be unique within an infrastructure entry; rename the duplicate cluster"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.name) || size(c.name) == 0 || self.exists_one(d, has(d.name) && d.name == c.name))",message="cluster names must be unique within an infrastructure entry; rename the duplicate cluster"
 	Clusters []Cluster `json:"clusters,omitempty"`
 
 	// NodePools size and place the Vald components.
@@ -54,7 +54,7 @@ type Infrastructure struct {
 func (i Infrastructure) IsActive() bool { return i.Active == nil || *i.Active }
 
 // Cluster is one Kubernetes cluster that receives a ValdRelease.
-// +kubebuilder:validation:XValidation:rule="!has(self.name) || self.name == '' || self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="cluster name must be lowercase letters, digits and '-', starting and ending with a letter or digit, because it names the ValdRelease"
+// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) == 0 || self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="cluster name must be lowercase letters, digits and '-', starting and ending with a letter or digit, because it names the ValdRelease"
 type Cluster struct {
 	// ID identifies the cluster; an external system fills it in once the cluster exists.
 	// While it is empty the release waits (Pending).
@@ -264,7 +264,7 @@ type Ingress struct {
 	// Host of the Ingress; empty uses <cluster name>.<--ingress-domain> when that is set.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^(\\\\*\\\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="ingress.host must be a lowercase DNS name such as vald.example.com"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^(\\\\*\\\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="ingress.host must be a lowercase DNS name such as vald.example.com"
 	Host string `json:"host,omitempty"`
 }
 

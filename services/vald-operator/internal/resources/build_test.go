@@ -2,6 +2,7 @@ package resources
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -162,8 +163,8 @@ func TestDesiredValdReleasesFailures(t *testing.T) {
 			if err == nil {
 				t.Fatalf("built %d ValdReleases, want an error", len(vrs))
 			}
-			berr, ok := err.(*Error)
-			if !ok {
+			var berr *Error
+			if !errors.As(err, &berr) {
 				t.Fatalf("error %T %v, want *Error", err, err)
 			}
 			if berr.Empty != tc.wantEmpty || !strings.Contains(berr.Message, tc.wantMsg) {
