@@ -44,6 +44,7 @@ func main() {
 // options is everything the agent is configured with, validated once.
 type options struct {
 	listen           string
+	healthListen     string
 	tlsCert, tlsKey  string
 	nodeName         string
 	poolLabelPrefix  string
@@ -64,6 +65,7 @@ func parseOptions(args []string, output io.Writer) (options, error) {
 	fs := flag.NewFlagSet("node-agent", flag.ContinueOnError)
 	fs.SetOutput(output)
 	fs.StringVar(&o.listen, "listen", ":7443", "TCP address of the gRPC listener")
+	fs.StringVar(&o.healthListen, "health-listen", "", "plaintext address serving only grpc.health.v1, for kubelet probes (empty: none)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate of the listener (required)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of the listener (required)")
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of the Node the agent runs on (default $NODE_NAME)")
@@ -173,35 +175,62 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Authz: &kube.AccessReviewer{Client: client, NodeName: o.nodeName},
 		Log:   log,
 	}
+	hs := server.NewHealth()
 	gs := server.NewGRPCServer(srv, policy, credentials.NewTLS(&tls.Config{
 		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
-	}))
+	}), hs)
 	lis, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
-	log.Info("Serving", "address", lis.Addr().String(), "node", o.nodeName, "version", version)
-	return serve(ctx, gs, lis, o.shutdownTimeout)
+	servers := []served{{gs, lis}}
+	if o.healthListen != "" {
+		hl, err := net.Listen("tcp", o.healthListen)
+		if err != nil {
+			lis.Close()
+			return fmt.Errorf("listening for health: %w", err)
+		}
+		servers = append(servers, served{server.NewHealthOnlyServer(hs), hl})
+	}
+	log.Info("Serving", "address", lis.Addr().String(), "healthAddress", o.healthListen, "node", o.nodeName, "version", version)
+	err = serve(ctx, servers, o.shutdownTimeout, hs.Shutdown)
+	log.Info("Stopped")
+	return err
 }
 
-// serve runs until ctx ends, then lets running calls finish (a half-made filesystem is worse
-// than a slow shutdown) before forcing the stop.
-func serve(ctx context.Context, gs *grpc.Server, lis net.Listener, timeout time.Duration) error {
-	errc := make(chan error, 1)
-	go func() { errc <- gs.Serve(lis) }()
+type served struct {
+	gs  *grpc.Server
+	lis net.Listener
+}
+
+// serve runs until ctx ends or a server fails, then reports not serving and lets running calls
+// finish (a half-made filesystem is worse than a slow shutdown) before forcing the stop.
+func serve(ctx context.Context, servers []served, timeout time.Duration, notServing func()) error {
+	errc := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errc <- s.gs.Serve(s.lis) }()
+	}
+	var err error
 	select {
-	case err := <-errc:
-		return err
+	case err = <-errc:
 	case <-ctx.Done():
 	}
+	notServing()
 	done := make(chan struct{})
-	go func() { gs.GracefulStop(); close(done) }()
+	go func() {
+		for _, s := range servers {
+			s.gs.GracefulStop()
+		}
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(timeout):
-		gs.Stop()
+		for _, s := range servers {
+			s.gs.Stop()
+		}
 	}
-	return nil
+	return err
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

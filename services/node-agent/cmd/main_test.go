@@ -20,6 +20,11 @@ import (
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/shared/nodeagent"
 	"github.com/opsuite/suite/shared/testenv"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -89,13 +94,19 @@ func TestRun(t *testing.T) {
 	}
 	addr := lis.Addr().String()
 	lis.Close()
+	hlis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthAddr := hlis.Addr().String()
+	hlis.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{
-			"--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--node-name", "node-run",
+			"--listen", addr, "--health-listen", healthAddr, "--tls-cert", certFile, "--tls-key", keyFile, "--node-name", "node-run",
 			"--kubeconfig", kubeconfig, "--agent-root", filepath.Join(dir, "agent"), "--pv-root", filepath.Join(dir, "pv"),
 			"--log-level", "debug",
 		}, &syncWriter{w: &logs})
@@ -117,6 +128,19 @@ func TestRun(t *testing.T) {
 	}
 	if rep.NodeName != "node-run" || rep.Pool.GetType() != "memory" || len(rep.Sysctls) != 1 {
 		t.Fatalf("report: %v", rep)
+	}
+
+	// The plaintext listener answers health, and nothing else.
+	hc, err := grpc.NewClient("passthrough:///"+healthAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	if hr, err := healthpb.NewHealthClient(hc).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil || hr.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("plaintext health: %v, %v", hr, err)
+	}
+	if _, err := nodeagentv1.NewNodeAgentClient(hc).GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("the plaintext listener serves the agent: %v", err)
 	}
 
 	cancel()

@@ -10,14 +10,28 @@ import (
 	"google.golang.org/grpc/reflection"
 )
 
+// NewHealth reports the agent's service as serving; one instance backs both listeners so a
+// shutdown flips both at once.
+func NewHealth() *health.Server {
+	hs := health.NewServer()
+	hs.SetServingStatus(nodeagentv1.NodeAgent_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	return hs
+}
+
 // NewGRPCServer wires the service with health, reflection and the auth policy.
-func NewGRPCServer(srv nodeagentv1.NodeAgentServer, policy auth.Policy, creds credentials.TransportCredentials) *grpc.Server {
+func NewGRPCServer(srv nodeagentv1.NodeAgentServer, policy auth.Policy, creds credentials.TransportCredentials, hs *health.Server) *grpc.Server {
 	gs := grpc.NewServer(grpc.Creds(creds),
 		grpc.ChainUnaryInterceptor(policy.Unary()), grpc.ChainStreamInterceptor(policy.Stream()))
 	nodeagentv1.RegisterNodeAgentServer(gs, srv)
-	hs := health.NewServer()
-	hs.SetServingStatus(nodeagentv1.NodeAgent_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
+	return gs
+}
+
+// NewHealthOnlyServer serves grpc.health.v1 alone, in plaintext, for the kubelet's gRPC probes
+// (which cannot speak TLS). It carries nothing else, so it needs no authentication.
+func NewHealthOnlyServer(hs *health.Server) *grpc.Server {
+	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
 	return gs
 }

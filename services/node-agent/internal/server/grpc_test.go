@@ -106,7 +106,7 @@ func serveAgent(t testing.TB, srv *server.Server, pki testPKI) string {
 		t.Fatal(err)
 	}
 	gs := server.NewGRPCServer(srv, auth.Policy{Authn: testTokens, Authz: testTokens},
-		credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pki.cert}}))
+		credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pki.cert}}), server.NewHealth())
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	return lis.Addr().String()
