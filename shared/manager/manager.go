@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -47,6 +48,9 @@ type Options struct {
 	LogLevel string
 	// LogFormat is json or text.
 	LogFormat string
+	// QPS and Burst limit the client's request rate to the API server.
+	QPS   float64
+	Burst int
 }
 
 // NewOptions returns the defaults for the operator called name.
@@ -62,6 +66,8 @@ func NewOptions(name string) Options {
 		RetryPeriod:      2 * time.Second,
 		LogLevel:         "info",
 		LogFormat:        "json",
+		QPS:              50,
+		Burst:            100,
 	}
 }
 
@@ -87,6 +93,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, error, or a verbosity number (0 is info).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or text.")
+	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second the client may send to the API server; -1 means unlimited.")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Requests the client may send in a burst above --kube-api-qps.")
 }
 
 // Validate checks every option and reports all problems at once.
@@ -114,6 +122,12 @@ func (o Options) Validate() error {
 	}
 	if o.LogFormat != "json" && o.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("--log-format: %q is not json or text", o.LogFormat))
+	}
+	if o.QPS == 0 || o.QPS < -1 {
+		errs = append(errs, errors.New("--kube-api-qps must be positive, or -1 for unlimited"))
+	}
+	if o.Burst < 1 {
+		errs = append(errs, errors.New("--kube-api-burst must be at least 1"))
 	}
 	return errors.Join(errs...)
 }
@@ -145,10 +159,11 @@ func level(s string) (zapcore.Level, error) {
 	return zapcore.Level(-v), nil
 }
 
-// Logger builds the logger the options ask for and installs it as controller-runtime's.
-func Logger(o Options) logr.Logger {
+// Logger builds the logger the options ask for, writing to w, and installs it as
+// controller-runtime's.
+func Logger(o Options, w io.Writer) logr.Logger {
 	lvl, _ := level(o.LogLevel) // Validate has checked it.
-	log := zap.New(zap.UseDevMode(false), zap.Level(lvl), func(zo *zap.Options) {
+	log := zap.New(zap.UseDevMode(false), zap.Level(lvl), zap.WriteTo(w), func(zo *zap.Options) {
 		if o.LogFormat == "text" {
 			zo.Encoder = zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
 				TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg",
@@ -161,19 +176,18 @@ func Logger(o Options) logr.Logger {
 	return log
 }
 
-// RESTConfig loads the cluster connection the options name.
+// RESTConfig loads the cluster connection the options name, with their rate limits.
 func RESTConfig(o Options) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
 	if o.Kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-		if err != nil {
+		if cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig); err != nil {
 			return nil, fmt.Errorf("loading kubeconfig %s: %w", o.Kubeconfig, err)
 		}
-		return cfg, nil
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
+	} else if cfg, err = ctrl.GetConfig(); err != nil {
 		return nil, fmt.Errorf("loading cluster config: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
 	return cfg, nil
 }
 

@@ -57,7 +57,7 @@ func Run(ctx context.Context, op Operator, args []string, stderr io.Writer) erro
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid options: %w", err)
 	}
-	log := Logger(opts)
+	log := Logger(opts, stderr)
 	scheme := runtime.NewScheme()
 	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, op.Schemes...) {
 		if err := add(scheme); err != nil {
