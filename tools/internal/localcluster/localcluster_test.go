@@ -450,8 +450,12 @@ func dumpLogs(t *testing.T, o localcluster.Options) {
 	for _, e := range entries {
 		data, _ := os.ReadFile(filepath.Join(o.LogDir(), e.Name()))
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		if len(lines) > 15 {
-			lines = lines[len(lines)-15:]
+		n := 15
+		if e.Name() == "localcluster.log" {
+			n = 120
+		}
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
 		}
 		t.Logf("--- %s (last lines)\n%s", e.Name(), strings.Join(lines, "\n"))
 	}

@@ -48,7 +48,8 @@ func Up(ctx context.Context, o Options, self string, out io.Writer) error {
 		return err
 	}
 	logPath := filepath.Join(o.LogDir(), "localcluster.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	// Appended, so what a crashed daemon wrote survives the next up.
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}

@@ -65,12 +65,13 @@ func (p *serviceProxy) sync() {
 	if p.closed {
 		return
 	}
+	// A listener's fields never change after it starts serving (its connections read
+	// them without a lock); a changed Service port gets a new listener.
 	for key, l := range p.listeners {
-		if w, ok := want[key]; !ok || w.namespace != l.namespace || w.name != l.name {
+		if w, ok := want[key]; !ok || w.namespace != l.namespace || w.name != l.name ||
+			w.port.TargetPort != l.port.TargetPort || w.port.Protocol != l.port.Protocol {
 			l.ln.Close()
 			delete(p.listeners, key)
-		} else {
-			l.port = w.port
 		}
 	}
 	for key, l := range want {
