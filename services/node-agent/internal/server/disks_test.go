@@ -456,3 +456,36 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestDeviceLinks prepares and releases through a /dev link (as /dev/disk/by-id gives),
+// made on a tmpfs over /dev/shm in the private namespace so the host's /dev is untouched.
+func TestDeviceLinks(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	dev := newLoop(t, e.root, 512*mib)
+	if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount("/dev/shm", unix.MNT_DETACH) })
+	link := "/dev/shm/nvme-Samsung_SSD_980_S64DNF0R123456"
+	if err := os.Symlink(dev, link); err != nil {
+		t.Fatal(err)
+	}
+	first, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("vol"), 0, link))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Disks[0].Device != dev {
+		t.Fatalf("recorded %s, want the kernel name %s", first.Disks[0].Device, dev)
+	}
+	for _, p := range []string{link, dev} {
+		again, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("vol"), 0, p))
+		if err != nil || !proto.Equal(again, first) {
+			t.Fatalf("repeat through %s: %v, %v", p, again, err)
+		}
+	}
+	rel, err := e.srv.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{link}})
+	if err != nil || len(rel.Released) != 1 {
+		t.Fatalf("release through the link: %v, %v", rel, err)
+	}
+}

@@ -53,7 +53,7 @@ func (s *Server) claim(ctx context.Context, req *nodeagentv1.PrepareDisksRequest
 		}
 	}
 	if len(existing) > 0 {
-		if len(existing) != want || existing[0].XFSPercent != req.GetXfsPercent() || !samePaths(existing, sel.GetPaths()) {
+		if len(existing) != want || existing[0].XFSPercent != req.GetXfsPercent() || !samePaths(existing, s.canonical(sel.GetPaths())) {
 			return nil, status.Errorf(codes.FailedPrecondition,
 				"pv_path %s is already prepared with other settings; release it first", req.GetPvPath())
 		}
@@ -117,6 +117,19 @@ func samePaths(recs []record, paths []string) bool {
 	sort.Strings(have)
 	sort.Strings(want)
 	return slices.Equal(have, want)
+}
+
+// canonical maps device paths (possibly /dev/disk/by-id links) to the kernel names records
+// keep, so a repeat through a link is recognised; unknown paths stay as given.
+func (s *Server) canonical(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if d, err := s.host.DiskByPath(p); err == nil {
+			p = d.Path
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func isUnder(p, dir string) bool {

@@ -17,8 +17,9 @@ func (s *Server) ReleaseDisks(ctx context.Context, req *nodeagentv1.ReleaseDisks
 		return nil, err
 	}
 	var devices []string
+	wanted := s.canonical(req.GetDevices())
 	for _, r := range s.snapshot() {
-		if r.Claim == req.GetPvPath() || containsString(req.GetDevices(), r.Device) {
+		if r.Claim == req.GetPvPath() || containsString(wanted, r.Device) {
 			devices = append(devices, r.Device)
 		}
 	}
