@@ -95,7 +95,9 @@ sweep: ## Kill control-plane processes orphaned by killed test runs.
 
 .PHONY: test
 test: controlplane runtime-tools build sweep ## Unit and integration tests in every module (builds the control plane on first use).
-	for m in $(MODULES); do echo "=== go test $$m"; (cd $$m && go test -count=1 -timeout $(TEST_TIMEOUT) ./...); done
+	failed=""; for m in $(MODULES); do echo "=== go test $$m"; \
+		(cd $$m && go test -count=1 -timeout $(TEST_TIMEOUT) ./...) || failed="$$failed $$m"; done; \
+	if [ -n "$$failed" ]; then echo "FAILED modules:$$failed"; exit 1; fi
 
 .PHONY: bench
 bench: controlplane ## Benchmarks (speed and memory targets).
