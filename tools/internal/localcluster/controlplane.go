@@ -168,7 +168,7 @@ func waitHTTP(ctx context.Context, c *http.Client, url string, p *process) error
 		case <-ctx.Done():
 			return fmt.Errorf("%s not healthy at %s (last answer: %s)", p.name, url, last)
 		case <-p.done:
-			return fmt.Errorf("%s exited: %v", p.name, p.err)
+			return fmt.Errorf("%s exited: %w", p.name, p.err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

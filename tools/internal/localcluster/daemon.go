@@ -142,12 +142,14 @@ func RunDaemon(o Options) error {
 		return err
 	}
 
-	runnerDone := make(chan error, 1)
+	// runnerStopped is closed once the runner returned (runnerErr); nil while none runs.
+	var runnerStopped chan struct{}
+	var runnerErr error
 	runCtx, cancelRunner := context.WithCancel(context.Background())
 	defer func() {
 		cancelRunner()
-		if !o.DisableRunner {
-			<-runnerDone
+		if runnerStopped != nil {
+			<-runnerStopped // its pod processes are stopped
 		}
 	}()
 	if !o.DisableRunner {
@@ -172,11 +174,15 @@ func RunDaemon(o Options) error {
 			return err
 		}
 		synced := make(chan struct{})
-		go func() { runnerDone <- runner.Run(runCtx, synced) }()
+		runnerStopped = make(chan struct{})
+		go func() {
+			runnerErr = runner.Run(runCtx, synced)
+			close(runnerStopped)
+		}()
 		select {
 		case <-synced:
-		case err := <-runnerDone:
-			return fmt.Errorf("process runner: %w", err)
+		case <-runnerStopped:
+			return fmt.Errorf("process runner: %w", runnerErr)
 		case <-bootCtx.Done():
 			return errors.New("process runner did not sync")
 		}
@@ -195,9 +201,9 @@ func RunDaemon(o Options) error {
 		log.Info("Stopping cluster")
 		return nil
 	case p := <-exited:
-		return fmt.Errorf("%s exited (%v); see %s", p.name, p.err, filepath.Join(o.LogDir(), p.name+".log"))
-	case err := <-runnerDone:
-		return fmt.Errorf("process runner stopped: %w", err)
+		return fmt.Errorf("%s exited (%w); see %s", p.name, p.err, filepath.Join(o.LogDir(), p.name+".log"))
+	case <-runnerStopped: // never ready when the runner is disabled (nil channel)
+		return fmt.Errorf("process runner stopped: %w", runnerErr)
 	}
 }
 
@@ -311,9 +317,9 @@ func (o *Options) waitNodesReady(ctx context.Context, client kubernetes.Interfac
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d nodes Ready before the deadline (last error: %v)", ready, len(o.Nodes), err)
+			return fmt.Errorf("%d of %d nodes Ready before the deadline (last error: %w)", ready, len(o.Nodes), err)
 		case <-kwok.done:
-			return fmt.Errorf("kwok exited: %v", kwok.err)
+			return fmt.Errorf("kwok exited: %w", kwok.err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -43,7 +43,26 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-const testInstance = 5
+// freeInstance returns the first cluster instance from 5 on whose ports are all free.
+func freeInstance(t *testing.T) int {
+	for i := 5; i < 60; i++ {
+		base := localcluster.InstanceOptions("/", i).PortBase
+		free := true
+		for p := base; p < base+6 && free; p++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				free = false
+				continue
+			}
+			l.Close()
+		}
+		if free {
+			return i
+		}
+	}
+	t.Fatal("no free cluster instance (ports 36493-37038 all taken)")
+	return 0
+}
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -64,9 +83,10 @@ func repoRoot(t *testing.T) string {
 // checks nodes, a StatefulSet with claims, and a Redis pod run as a real process.
 func TestLocalCluster(t *testing.T) {
 	root := repoRoot(t)
-	// Instance 5: its own ports (36493-36498) and address ranges (pods 127.21.0.0/16,
-	// services 127.22.0.0/16), so the test runs beside a developer's `make up` cluster.
-	o := localcluster.InstanceOptions(root, testInstance)
+	// Instance 5 or the next free one: its own ports (36493-36498 for 5) and address ranges
+	// (pods 127.21.0.0/16, services 127.22.0.0/16 for 5), so the test runs beside a
+	// developer's `make up` cluster and beside another run of itself.
+	o := localcluster.InstanceOptions(root, freeInstance(t))
 	o.Dir = filepath.Join(t.TempDir(), "cluster")
 	o.PoolLabelPrefix = "pool.test.opsuite.io"
 	self, err := os.Executable()
@@ -80,14 +100,6 @@ func TestLocalCluster(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {
 		t.Fatalf("redis-server is missing (%v): install the Debian package redis-server, listed in .ci/apt-packages.txt", err)
 	}
-	for p := o.PortBase; p < o.PortBase+6; p++ {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			t.Fatalf("port %d is taken; the test cluster uses %d-%d: %v", p, o.PortBase, o.PortBase+5, err)
-		}
-		l.Close()
-	}
-
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var out strings.Builder

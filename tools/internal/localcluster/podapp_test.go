@@ -350,7 +350,9 @@ func checkPodApp(ctx context.Context, t *testing.T, client kubernetes.Interface,
 		t.Fatal(err)
 	}
 	var pid int
-	fmt.Sscan(string(data), &pid)
+	if _, err := fmt.Sscan(string(data), &pid); err != nil {
+		t.Fatalf("pidfile %s: %v", pidFile, err)
+	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
