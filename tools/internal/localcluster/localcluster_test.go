@@ -95,6 +95,9 @@ func TestLocalCluster(t *testing.T) {
 	}
 	o.ImageRules = append(o.ImageRules, podAppRule(self))
 
+	if os.Geteuid() != 0 {
+		t.Fatal("the local cluster's process runner needs root (private mount namespaces per pod); run the tests as root, as CI does")
+	}
 	// Binaries up builds itself when missing (kwok, etcd, the control plane through
 	// tools/build-controlplane.sh); redis-server is a Debian package.
 	if _, err := os.Stat("/usr/bin/redis-server"); err != nil {

@@ -31,6 +31,9 @@ func Up(ctx context.Context, o Options, self string, out io.Writer) error {
 		fmt.Fprintf(out, "Cluster already running (daemon pid %d); kubeconfig: %s\n", pid, o.Kubeconfig())
 		return nil
 	}
+	if !o.DisableRunner && os.Geteuid() != 0 {
+		return errors.New("the process runner needs root (it mounts pod volumes in private mount namespaces); run as root or pass --no-runner")
+	}
 	if err := o.ensureBinaries(ctx, out); err != nil {
 		return err
 	}
