@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/opsuite/suite/tools/internal/localcluster"
+)
+
+// env is what every test uses: set once by TestMain.
+var env struct {
+	root       string
+	kubeconfig string
+	// local is set when the suite started the local cluster itself (its process runner
+	// runs our pods as processes on this host); nil against E2E_KUBECONFIG.
+	local    *localcluster.Options
+	cfg      *rest.Config
+	client   kubernetes.Interface
+	dyn      dynamic.Interface
+	helmBin  string
+	helmEnv  []string
+	kubectl  string
+	workDir  string
+	setupErr error
+}
+
+// defaultInstance is the local-cluster instance the suite starts: its own ports
+// (36513-36518) and ranges (pods 127.29/16, services 127.30/16, nodes 127.31.0.x), apart
+// from `make up` (0) and the localcluster package tests (5). E2E_INSTANCE overrides it.
+const defaultInstance = 7
+
+// defaultPortBase is the first of the six control-plane ports (E2E_PORT_BASE overrides it).
+const defaultPortBase = 29513
+
+// TestMain starts the local cluster once (unless E2E_KUBECONFIG names one), runs the
+// tests, and always stops the cluster. The test binary doubles as the cluster daemon and
+// the pod helper, as the localcluster command does.
+func TestMain(m *testing.M) {
+	if handled, err := localcluster.Dispatch(os.Args[1:]); handled {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	flag.Parse()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if testing.Short() {
+		fmt.Println("e2e: skipped in -short mode (the suite starts a cluster and installs every chart)")
+		return 0
+	}
+	begin := time.Now()
+	teardown, err := setup()
+	if teardown != nil {
+		defer func() {
+			t0 := time.Now()
+			teardown()
+			fmt.Printf("e2e: teardown %s; whole suite %s\n", since(t0), since(begin))
+		}()
+		// A test binary killed by -timeout never runs deferred code: stop the cluster a
+		// little before that deadline.
+		if d := testTimeout(); d > 0 {
+			watchdog := time.AfterFunc(d-45*time.Second, func() {
+				fmt.Fprintln(os.Stderr, "e2e: close to -test.timeout, stopping the cluster now")
+				teardown()
+			})
+			defer watchdog.Stop()
+		}
+	}
+	if err != nil {
+		// The tests report it (each fails with this error) rather than vanishing.
+		env.setupErr = err
+		fmt.Fprintf(os.Stderr, "e2e: setup failed: %v\n", err)
+	} else {
+		fmt.Printf("e2e: cluster ready in %s (kubeconfig %s)\n", since(begin), env.kubeconfig)
+	}
+	code := m.Run()
+	if code != 0 || env.setupErr != nil {
+		keepLogs = true
+	}
+	return code
+}
+
+// keepLogs asks teardown to copy the cluster's logs (components, daemon, every pod
+// process) out of the temporary directory before it goes: set when anything failed, or
+// always with E2E_KEEP_LOGS=1.
+var keepLogs = os.Getenv("E2E_KEEP_LOGS") == "1"
+
+func saveLogs(dir string) {
+	if !keepLogs && env.setupErr == nil {
+		return
+	}
+	dst := os.Getenv("E2E_LOG_DIR")
+	if dst == "" {
+		dst = filepath.Join(os.TempDir(), "opsuite-e2e-logs-"+time.Now().UTC().Format("20060102T150405"))
+	}
+	if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: copying logs to %s: %v\n", dst, err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "e2e: cluster logs kept in %s\n", dst)
+}
+
+func testTimeout() time.Duration {
+	f := flag.Lookup("test.timeout")
+	if f == nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(f.Value.String())
+	return d
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
+
+func setup() (teardown func(), err error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	env.root = root
+	env.kubectl = filepath.Join(root, ".cache", "k8s", "v1.37.2", "kubectl")
+	if p := os.Getenv("KUBECTL"); p != "" {
+		env.kubectl = p
+	}
+	env.helmBin = filepath.Join(root, ".cache", "bin", "helm")
+	if p := os.Getenv("HELM"); p != "" {
+		env.helmBin = p
+	}
+	var missing []string
+	if _, err := os.Stat(env.helmBin); err != nil {
+		missing = append(missing, fmt.Sprintf("helm (%s): build it with `make runtime-tools` (or `cd tools && GOWORK=off go build -o ../.cache/bin/ helm.sh/helm/v3/cmd/helm`), or point $HELM at one", env.helmBin))
+	}
+	if _, err := os.Stat(env.kubectl); err != nil {
+		missing = append(missing, fmt.Sprintf("kubectl (%s): build the control plane with tools/build-controlplane.sh, or point $KUBECTL at one", env.kubectl))
+	}
+	work, err := os.MkdirTemp("", "opsuite-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	env.workDir = work
+	cleanWork := func() { _ = os.RemoveAll(work) }
+	for _, d := range []string{"CACHE", "CONFIG", "DATA"} {
+		p := filepath.Join(work, "helm", strings.ToLower(d))
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return cleanWork, err
+		}
+		env.helmEnv = append(env.helmEnv, "HELM_"+d+"_HOME="+p)
+	}
+
+	if kc := os.Getenv("E2E_KUBECONFIG"); kc != "" {
+		if len(missing) > 0 {
+			return cleanWork, fmt.Errorf("missing tools:\n  %s", strings.Join(missing, "\n  "))
+		}
+		env.kubeconfig = kc
+		return cleanWork, connect()
+	}
+
+	// Our binaries stand in for the images on the local cluster.
+	for _, s := range services {
+		if p := filepath.Join(root, "bin", s.name); !exists(p) {
+			missing = append(missing, fmt.Sprintf("%s: run `make build`", p))
+		}
+	}
+	if !exists("/usr/bin/redis-server") {
+		missing = append(missing, "/usr/bin/redis-server: install the Debian package redis-server (.ci/apt-packages.txt)")
+	}
+	if len(missing) > 0 {
+		return cleanWork, fmt.Errorf("missing binaries:\n  %s", strings.Join(missing, "\n  "))
+	}
+
+	instance := defaultInstance
+	if v := os.Getenv("E2E_INSTANCE"); v != "" {
+		if instance, err = strconv.Atoi(v); err != nil || instance < 1 || instance > 59 {
+			return cleanWork, fmt.Errorf("E2E_INSTANCE=%q: want 1-59", v)
+		}
+	}
+	o := localcluster.InstanceOptions(root, instance)
+	o.Dir = filepath.Join(work, "cluster")
+	// Below the kernel's ephemeral range (32768-60999 here): the instance's own ports
+	// (36443+10i) lie inside it, where outgoing connections of the busy host sometimes hold
+	// one of them and a component fails to bind (seen: kube-controller-manager exited 1).
+	o.PortBase = defaultPortBase
+	if v := os.Getenv("E2E_PORT_BASE"); v != "" {
+		if o.PortBase, err = strconv.Atoi(v); err != nil {
+			return cleanWork, fmt.Errorf("E2E_PORT_BASE=%q: %v", v, err)
+		}
+	}
+	for p := o.PortBase; p < o.PortBase+6; p++ {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			return cleanWork, fmt.Errorf("port %d is taken; the e2e cluster uses %d-%d (set E2E_INSTANCE or E2E_PORT_BASE): %v", p, o.PortBase, o.PortBase+5, err)
+		}
+		l.Close()
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return cleanWork, err
+	}
+	var out bytes.Buffer
+	var once sync.Once
+	teardown = func() {
+		once.Do(func() {
+			saveLogs(o.LogDir())
+			var down bytes.Buffer
+			if err := localcluster.Down(o, false, &down); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: down: %v\n%s", err, down.String())
+			}
+			// Whatever is still running from this cluster after down is a bug to see.
+			if pids := localcluster.ProcessIDs(o); len(pids) > 0 {
+				fmt.Fprintf(os.Stderr, "e2e: processes left after down: %v\n", pids)
+			}
+			cleanWork()
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := localcluster.Up(ctx, o, self, &out); err != nil {
+		return teardown, fmt.Errorf("localcluster up: %w\n%s", err, out.String())
+	}
+	env.local = &o
+	env.kubeconfig = o.Kubeconfig()
+	return teardown, connect()
+}
+
+func connect() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	env.cfg = cfg
+	if env.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	env.dyn, err = dynamic.NewForConfig(cfg)
+	return err
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; d != "/"; d = filepath.Dir(d) {
+		if exists(filepath.Join(d, "go.work")) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("no go.work above %s", dir)
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// needCluster fails a test when setup failed, with setup's error.
+func needCluster(t *testing.T) {
+	t.Helper()
+	if env.setupErr != nil {
+		t.Fatalf("no cluster: %v", env.setupErr)
+	}
+}
+
+// needRunner skips a check that only the local cluster's process runner makes possible.
+func needRunner(t *testing.T, what string) {
+	t.Helper()
+	needCluster(t)
+	if env.local == nil {
+		t.Skipf("skipped against E2E_KUBECONFIG=%s: %s needs the local cluster's process runner (pods as host processes)", env.kubeconfig, what)
+	}
+}
+
+// helm runs the pinned helm against the cluster with its own home directories.
+func helm(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, env.helmBin, append(args, "--kubeconfig", env.kubeconfig)...)
+	cmd.Env = append(os.Environ(), env.helmEnv...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
+
+func kubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, env.kubectl, append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
