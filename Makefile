@@ -16,6 +16,7 @@ OPERATORS := vald-operator veltrix-operator valkey-operator memgraph-operator
 MODULES := api proto shared tools $(addprefix services/,$(SERVICES))
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 TEST_TIMEOUT ?= 20m
+FUZZ_TIME ?= 15s
 
 # Tools pinned by tool directives in tools/go.mod (golangci-lint in tools/lint/go.mod),
 # built once into .cache/bin. The tests need only the runtime tools.
@@ -28,6 +29,8 @@ DEV_TOOL_PKGS := \
 	github.com/bufbuild/buf/cmd/buf \
 	google.golang.org/protobuf/cmd/protoc-gen-go \
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc
+
+include tools/local/Makefile.inc
 
 .PHONY: help
 help: ## List the targets.
@@ -97,7 +100,8 @@ sweep: ## Kill control-plane processes orphaned by killed test runs.
 test: controlplane runtime-tools build sweep ## Unit and integration tests in every module (builds the control plane on first use).
 	failed=""; for m in $(MODULES); do echo "=== go test $$m"; \
 		(cd $$m && go test -count=1 -timeout $(TEST_TIMEOUT) ./...) || failed="$$failed $$m"; done; \
-	if [ -n "$$failed" ]; then echo "FAILED modules:$$failed"; exit 1; fi
+	(cd services/node-agent && go test -run '^$$' -fuzz FuzzValidatePrepare -fuzztime $(FUZZ_TIME) ./internal/server) || failed="$$failed fuzz"; \
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
 
 .PHONY: bench
 bench: controlplane ## Benchmarks (speed and memory targets).
