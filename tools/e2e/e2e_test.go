@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +37,11 @@ func installArgs(s service) []string {
 	if env.local != nil {
 		// Pods share the host network: every listener binds its own pod address.
 		args = append(args, "--set", "bindPodIP=true")
+	}
+	// E2E_HELM_SET: more --set values for every chart, e.g. bindPodIP=true when
+	// E2E_KUBECONFIG names a local cluster (`make up`), whose pods share the host network.
+	for _, kv := range strings.Fields(os.Getenv("E2E_HELM_SET")) {
+		args = append(args, "--set", kv)
 	}
 	switch s.name {
 	case "vald-operator":
@@ -209,12 +215,7 @@ func TestMetrics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			port := 0
-			for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
-				if p.Name == "metrics" {
-					port = int(p.ContainerPort)
-				}
-			}
+			port := metricsPort(d)
 			if port == 0 {
 				t.Fatalf("%s: the Deployment names no metrics port", s.name)
 			}
@@ -252,6 +253,15 @@ func TestMetrics(t *testing.T) {
 			t.Logf("%s: %d controller_runtime_ samples", s.name, n)
 		})
 	}
+}
+
+func metricsPort(d *appsv1.Deployment) int {
+	for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+		if p.Name == "metrics" {
+			return int(p.ContainerPort)
+		}
+	}
+	return 0
 }
 
 func head(s string, n int) string {
@@ -392,6 +402,31 @@ func TestNodeAgentOnEveryNode(t *testing.T) {
 		diagnose(ctx, t, s)
 		t.Fatalf("%v: Ready on %d of %d nodes", err, len(readyOn), want)
 	}
+	if env.local != nil {
+		// Every simulated node is this host: each agent must have its own state and PV
+		// tree, or they would share one state file. Look at the running processes.
+		ps, err := readyPods(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range ps {
+			p := &ps[i]
+			pid, err := containerPID(p)
+			if err != nil {
+				t.Errorf("pod %s: %v", p.Name, err)
+				continue
+			}
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if err != nil {
+				t.Errorf("pod %s: pid %d: %v", p.Name, pid, err)
+				continue
+			}
+			want := "--agent-root=" + filepath.Join(env.workDir, "node-agent", "agent", p.Spec.NodeName) + "\x00"
+			if !bytes.Contains(cmdline, []byte(want)) {
+				t.Errorf("pod %s on %s: process %d lacks %q: %q", p.Name, p.Spec.NodeName, pid, strings.TrimSuffix(want, "\x00"), cmdline)
+			}
+		}
+	}
 	ds, err := env.client.AppsV1().DaemonSets(s.namespace()).List(ctx, metav1.ListOptions{LabelSelector: selector(s.name)})
 	if err == nil && len(ds.Items) == 1 {
 		st := ds.Items[0].Status
@@ -521,7 +556,7 @@ func TestTwoReplicasOneLeader(t *testing.T) {
 	}
 	leaders, reporting := 0, 0
 	for i := range ps {
-		code, body, err := scrape(ctx, &ps[i], 8080, token)
+		code, body, err := scrape(ctx, &ps[i], metricsPort(d), token)
 		if err != nil || code != 200 {
 			t.Logf("metrics of %s: %d %v", ps[i].Name, code, err)
 			continue

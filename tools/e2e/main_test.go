@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -63,7 +64,7 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	if testing.Short() {
 		fmt.Println("e2e: skipped in -short mode (the suite starts a cluster and installs every chart)")
 		return 0
@@ -75,6 +76,10 @@ func run(m *testing.M) int {
 			t0 := time.Now()
 			teardown()
 			fmt.Printf("e2e: teardown %s; whole suite %s\n", since(t0), since(begin))
+			if teardownErr != nil {
+				fmt.Fprintf(os.Stderr, "e2e: FAIL: teardown: %v\n", teardownErr)
+				code = 1
+			}
 		}()
 		// A test binary killed by -timeout never runs deferred code: stop the cluster a
 		// little before that deadline.
@@ -93,11 +98,49 @@ func run(m *testing.M) int {
 	} else {
 		fmt.Printf("e2e: cluster ready in %s (kubeconfig %s)\n", since(begin), env.kubeconfig)
 	}
-	code := m.Run()
+	code = m.Run()
 	if code != 0 || env.setupErr != nil {
 		keepLogs = true
 	}
 	return code
+}
+
+// teardownErr is what teardown found left behind (processes, mounts): it fails the run.
+var teardownErr error
+
+// leftovers lists processes still marked with the cluster directory (every process the
+// cluster starts carries it in its environment) and mounts left under the work directory.
+func leftovers(clusterDir, work string) error {
+	var errs []error
+	mark := []byte(localcluster.EnvDir + "=" + clusterDir + "\x00")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var pids []string
+		procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+		for _, p := range procs {
+			data, err := os.ReadFile(p)
+			if err == nil && bytes.Contains(data, mark) && filepath.Base(filepath.Dir(p)) != strconv.Itoa(os.Getpid()) {
+				cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+				pids = append(pids, filepath.Base(filepath.Dir(p))+" "+strings.ReplaceAll(string(bytes.TrimRight(cmd, "\x00")), "\x00", " "))
+			}
+		}
+		if len(pids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			errs = append(errs, fmt.Errorf("processes left after down:\n  %s", strings.Join(pids, "\n  ")))
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mi), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], work+"/") {
+				errs = append(errs, fmt.Errorf("mount left after down: %s", f[4]))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // keepLogs asks teardown to copy the cluster's logs (components, daemon, every pod
@@ -224,10 +267,7 @@ func setup() (teardown func(), err error) {
 			if err := localcluster.Down(o, false, &down); err != nil {
 				fmt.Fprintf(os.Stderr, "e2e: down: %v\n%s", err, down.String())
 			}
-			// Whatever is still running from this cluster after down is a bug to see.
-			if pids := localcluster.ProcessIDs(o); len(pids) > 0 {
-				fmt.Fprintf(os.Stderr, "e2e: processes left after down: %v\n", pids)
-			}
+			teardownErr = leftovers(o.Dir, work)
 			cleanWork()
 		})
 	}
