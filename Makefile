@@ -108,5 +108,5 @@ bench: controlplane ## Benchmarks (speed and memory targets).
 	for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done
 
 .PHONY: demo
-demo: controlplane runtime-tools build ## Start a local control plane, run every operator and apply the samples.
-	cd tools && go run ./cmd/demo
+demo: controlplane runtime-tools build up ## Start the local cluster, install every chart, apply the samples, watch them (Ctrl-C stops).
+	cd tools && GOWORK=off go run ./cmd/demo --repo $(ROOT) $(DEMO_FLAGS)
