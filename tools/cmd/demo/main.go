@@ -59,8 +59,12 @@ func run() error {
 			"--namespace", chart, "--create-namespace", "--wait", "--timeout", "5m",
 			// Pods here are processes sharing the host's network: each binds its own address.
 			"--set", "bindPodIP=true"}
-		if chart == "node-agent" {
+		switch chart {
+		case "node-agent":
 			args = append(args, "--set", "poolLabelPrefix=node.opsuite.io")
+		case "vald-operator":
+			// No Vald Helm Operator runs here to bring its ValdRelease CRD.
+			args = append(args, "--set", "installValdReleaseCRD=true")
 		}
 		fmt.Printf("helm install %s\n", chart)
 		if err := d.tool(ctx, "helm", args...); err != nil {
