@@ -39,8 +39,10 @@ func installArgs(s service) []string {
 		args = append(args, "--set", "bindPodIP=true")
 	}
 	// E2E_HELM_SET: more --set values for every chart, e.g. bindPodIP=true when
-	// E2E_KUBECONFIG names a local cluster (`make up`), whose pods share the host network.
-	for _, kv := range strings.Fields(os.Getenv("E2E_HELM_SET")) {
+	// E2E_KUBECONFIG names a local cluster (`make up`), whose pods share the host network;
+	// E2E_HELM_SET_<CHART> (NODE_AGENT, VALD_OPERATOR, ...) for one chart.
+	perChart := "E2E_HELM_SET_" + strings.ToUpper(strings.ReplaceAll(s.name, "-", "_"))
+	for _, kv := range strings.Fields(os.Getenv("E2E_HELM_SET") + " " + os.Getenv(perChart)) {
 		args = append(args, "--set", kv)
 	}
 	switch s.name {
@@ -231,20 +233,19 @@ func TestMetrics(t *testing.T) {
 			p := &ps[0]
 			var code int
 			var body string
+			var lastErr error
 			err = poll(ctx, t, fmt.Sprintf("%s metrics at %s:%d with the %s token", s.name, p.Status.PodIP, port, sa), time.Minute, func(ctx context.Context) (bool, error) {
-				var err error
-				code, body, err = scrape(ctx, p, port, token)
-				if err != nil {
-					t.Logf("scrape: %v", err)
+				code, body, lastErr = scrape(ctx, p, port, token)
+				if lastErr != nil {
 					return false, nil
 				}
 				return code == 200 && strings.Contains(body, "controller_runtime_"), nil
 			})
 			if err != nil {
-				t.Fatalf("%v (last status %d, body starts %q)", err, code, head(body, 300))
+				t.Fatalf("%v (last error %v, status %d, body starts %q)", err, lastErr, code, head(body, 300))
 			}
 			// Say whether the endpoint checks the token at all (the charts serve plain HTTP).
-			if env.local != nil {
+			if direct(p) {
 				if code, _, err := scrape(ctx, p, port, ""); err == nil {
 					t.Logf("%s metrics without a token: HTTP %d (200 means the endpoint does not authenticate)", s.name, code)
 				}
@@ -285,7 +286,7 @@ func TestValdSample(t *testing.T) {
 	} else {
 		t.Logf("%s", strings.TrimSpace(out))
 	}
-	const ns, name = "vald-demo", "my-vor"
+	const ns, name = valdSampleNamespace, "my-vor"
 	t.Cleanup(func() {
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
@@ -761,3 +762,6 @@ func TestUninstallRemovesEverything(t *testing.T) {
 		t.Errorf("helm status: %v", errors.Unwrap(err))
 	}
 }
+
+// valdSampleNamespace is where deploy/samples/vald.yaml puts its vor.
+const valdSampleNamespace = "vald-demo"

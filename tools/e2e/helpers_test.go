@@ -231,10 +231,17 @@ func saToken(ctx context.Context, ns, sa string) (string, error) {
 	return tr.Status.Token, nil
 }
 
-// scrape fetches a pod's metrics: straight from the pod address on the local cluster
-// (pods are host processes on 127.x), through the apiserver's pod proxy elsewhere.
+// direct reports whether the suite reaches a pod at its address: on the local cluster
+// (pods are host processes on 127.x; the apiserver refuses to proxy to loopback).
+func direct(p *corev1.Pod) bool {
+	ip := net.ParseIP(p.Status.PodIP)
+	return env.local != nil || (ip != nil && ip.IsLoopback())
+}
+
+// scrape fetches a pod's metrics: straight from the pod address when direct, through the
+// apiserver's pod proxy elsewhere.
 func scrape(ctx context.Context, p *corev1.Pod, port int, token string) (int, string, error) {
-	if env.local != nil {
+	if direct(p) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/metrics", net.JoinHostPort(p.Status.PodIP, fmt.Sprint(port))), nil)
 		if err != nil {
 			return 0, "", err

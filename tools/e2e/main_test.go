@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -214,7 +216,15 @@ func setup() (teardown func(), err error) {
 			return cleanWork, fmt.Errorf("missing tools:\n  %s", strings.Join(missing, "\n  "))
 		}
 		env.kubeconfig = kc
-		return cleanWork, connect()
+		if err := connect(); err != nil {
+			return cleanWork, err
+		}
+		// Someone else's cluster: leave it as found. Releases of an interrupted run go first.
+		removeReleases()
+		if err := waitNamespacesGone(); err != nil {
+			return cleanWork, err
+		}
+		return func() { removeReleases(); cleanWork() }, nil
 	}
 
 	// Our binaries stand in for the images on the local cluster.
@@ -279,6 +289,54 @@ func setup() (teardown func(), err error) {
 	env.local = &o
 	env.kubeconfig = o.Kubeconfig()
 	return teardown, connect()
+}
+
+// removeReleases uninstalls the suite's releases and deletes its namespaces (used only
+// against E2E_KUBECONFIG; the local cluster goes away whole).
+func removeReleases() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, s := range services {
+		if _, err := helm(ctx, "status", s.name, "-n", s.namespace()); err == nil {
+			if _, err := helm(ctx, "uninstall", s.name, "-n", s.namespace(), "--wait"); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: cleanup: %v\n", err)
+			}
+		}
+	}
+	for _, ns := range append(namespaces(), valdSampleNamespace) {
+		err := env.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			fmt.Fprintf(os.Stderr, "e2e: cleanup: deleting namespace %s: %v\n", ns, err)
+		}
+	}
+}
+
+// waitNamespacesGone waits until the namespaces of an earlier run are deleted (a namespace
+// being terminated takes no new objects).
+func waitNamespacesGone() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, ns := range append(namespaces(), valdSampleNamespace) {
+		for {
+			_, err := env.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("namespace %s of an earlier run is still there (terminating?): delete it first", ns)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	return nil
+}
+
+func namespaces() []string {
+	var out []string
+	for _, s := range services {
+		out = append(out, s.namespace())
+	}
+	return out
 }
 
 func connect() error {
