@@ -236,10 +236,7 @@ func TestMetrics(t *testing.T) {
 			var lastErr error
 			err = poll(ctx, t, fmt.Sprintf("%s metrics at %s:%d with the %s token", s.name, p.Status.PodIP, port, sa), time.Minute, func(ctx context.Context) (bool, error) {
 				code, body, lastErr = scrape(ctx, p, port, token)
-				if lastErr != nil {
-					return false, nil
-				}
-				return code == 200 && strings.Contains(body, "controller_runtime_"), nil
+				return lastErr == nil && code == 200 && strings.Contains(body, "controller_runtime_"), nil
 			})
 			if err != nil {
 				t.Fatalf("%v (last error %v, status %d, body starts %q)", err, lastErr, code, head(body, 300))
@@ -293,8 +290,11 @@ func TestValdSample(t *testing.T) {
 	var vor *unstructured.Unstructured
 	err := poll(ctx, t, "vor Completed=True and state Ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
 		u, err := env.dyn.Resource(vorGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		if apierrors.IsNotFound(err) {
 			return false, nil
+		}
+		if err != nil {
+			return false, err
 		}
 		vor = u
 		state, _, _ := unstructured.NestedString(u.Object, "status", "state")
@@ -497,6 +497,27 @@ func TestUpgradeRestartsOnlyThatController(t *testing.T) {
 		}
 	}
 	t.Logf("upgrade replaced %s's pod; %d pods of the other releases kept their UIDs", s.name, len(before)-1)
+	// The new pod takes over the Lease (at once if the old one released it, else once it
+	// expires).
+	err = poll(ctx, t, "the upgraded "+s.name+" pod holds the Lease", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		l, err := leaseOf(ctx, s)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		ps, err := readyPods(ctx, s)
+		if err != nil {
+			return false, err
+		}
+		_, ok := holderPod(l, ps)
+		return ok, nil
+	})
+	if err != nil {
+		diagnose(ctx, t, s)
+		t.Fatal(err)
+	}
 }
 
 const scaleRelease = "memgraph-operator"

@@ -254,13 +254,13 @@ func setup() (teardown func(), err error) {
 	o.PortBase = defaultPortBase
 	if v := os.Getenv("E2E_PORT_BASE"); v != "" {
 		if o.PortBase, err = strconv.Atoi(v); err != nil {
-			return cleanWork, fmt.Errorf("E2E_PORT_BASE=%q: %v", v, err)
+			return cleanWork, fmt.Errorf("E2E_PORT_BASE=%q: %w", v, err)
 		}
 	}
 	for p := o.PortBase; p < o.PortBase+6; p++ {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
-			return cleanWork, fmt.Errorf("port %d is taken; the e2e cluster uses %d-%d (set E2E_INSTANCE or E2E_PORT_BASE): %v", p, o.PortBase, o.PortBase+5, err)
+			return cleanWork, fmt.Errorf("port %d is taken; the e2e cluster uses %d-%d (set E2E_INSTANCE or E2E_PORT_BASE): %w", p, o.PortBase, o.PortBase+5, err)
 		}
 		l.Close()
 	}
