@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -273,11 +274,25 @@ func setup() (teardown func(), err error) {
 	teardown = func() {
 		once.Do(func() {
 			saveLogs(o.LogDir())
+			// Mount points the runner had to create on the host (e.g.
+			// /var/run/secrets/kubernetes.io/serviceaccount): down removes them, unless
+			// another local cluster runs at that moment; then they stay for good, since
+			// the list goes with the state directory. Say so.
+			hostMounts, _ := os.ReadFile(filepath.Join(o.StateDir(), "host-mountpoints"))
 			var down bytes.Buffer
 			if err := localcluster.Down(o, false, &down); err != nil {
 				fmt.Fprintf(os.Stderr, "e2e: down: %v\n%s", err, down.String())
 			}
 			teardownErr = leftovers(o.Dir, work)
+			var kept []string
+			for _, p := range strings.Fields(string(hostMounts)) {
+				if exists(p) && !slices.Contains(kept, p) {
+					kept = append(kept, p)
+				}
+			}
+			if len(kept) > 0 {
+				fmt.Fprintf(os.Stderr, "e2e: warning: host mount points the runner created are still there after down (another local cluster was running?): %s\n", strings.Join(kept, " "))
+			}
 			cleanWork()
 		})
 	}
