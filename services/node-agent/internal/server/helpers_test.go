@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -176,7 +177,7 @@ func isMounted(t testing.TB, target string) bool {
 func blkid(t testing.TB, dev string) map[string]string {
 	t.Helper()
 	out, err := exec.Command("blkid", "-p", "-o", "export", dev).Output()
-	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 2 {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() == 2 {
 		return map[string]string{}
 	}
 	if err != nil {
@@ -207,16 +208,6 @@ func wantCode(t testing.TB, err error, code codes.Code, contains ...string) {
 		if !strings.Contains(status.Convert(err).Message(), c) {
 			t.Fatalf("message %q does not contain %q", status.Convert(err).Message(), c)
 		}
-	}
-}
-
-func must[T any](v T, err error) func(testing.TB) T {
-	return func(t testing.TB) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
 	}
 }
 
