@@ -9,11 +9,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,6 +95,20 @@ func run(m *testing.M) (code int) {
 			})
 			defer watchdog.Stop()
 		}
+		// Ctrl-C (or go test's SIGTERM) would leave the daemon running: it has its own
+		// session. Stop the cluster first.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+		go func() {
+			sig, ok := <-sigs
+			if !ok {
+				return
+			}
+			fmt.Fprintf(os.Stderr, "e2e: %v: stopping the cluster\n", sig)
+			teardown()
+			os.Exit(1)
+		}()
 	}
 	if err != nil {
 		// The tests report it (each fails with this error) rather than vanishing.
