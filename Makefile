@@ -13,7 +13,7 @@ export HELM_DATA_HOME := $(ROOT)/.cache/helm/data
 
 SERVICES := vald-operator veltrix-operator valkey-operator memgraph-operator node-agent
 OPERATORS := vald-operator veltrix-operator valkey-operator memgraph-operator
-MODULES := api proto shared tools $(addprefix services/,$(SERVICES))
+MODULES := api proto shared tools $(addprefix services/,$(SERVICES)) tools/e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 TEST_TIMEOUT ?= 20m
 FUZZ_TIME ?= 15s
@@ -102,6 +102,10 @@ test: controlplane runtime-tools build sweep ## Unit and integration tests in ev
 		(cd $$m && go test -count=1 -timeout $(TEST_TIMEOUT) ./...) || failed="$$failed $$m"; done; \
 	(cd services/node-agent && go test -run '^$$' -fuzz FuzzValidatePrepare -fuzztime $(FUZZ_TIME) ./internal/server) || failed="$$failed fuzz"; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
+
+.PHONY: test-e2e
+test-e2e: controlplane runtime-tools build ## End-to-end: local cluster, every chart by Helm, upgrades, leader election, uninstall (E2E_KUBECONFIG targets another cluster).
+	cd tools/e2e && go test -count=1 -v -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: bench
 bench: controlplane ## Benchmarks (speed and memory targets).
