@@ -265,9 +265,8 @@ func setup() (teardown func(), err error) {
 	}
 	o := localcluster.InstanceOptions(root, instance)
 	o.Dir = filepath.Join(work, "cluster")
-	// Below the kernel's ephemeral range (32768-60999 here): the instance's own ports
-	// (36443+10i) lie inside it, where outgoing connections of the busy host sometimes hold
-	// one of them and a component fails to bind (seen: kube-controller-manager exited 1).
+	// A port base of the suite's own, below the kernel's ephemeral range (32768-60999
+	// here), where outgoing connections of the busy host could hold one of the ports.
 	o.PortBase = defaultPortBase
 	if v := os.Getenv("E2E_PORT_BASE"); v != "" {
 		if o.PortBase, err = strconv.Atoi(v); err != nil {

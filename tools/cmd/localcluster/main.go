@@ -47,7 +47,7 @@ func run(args []string) error {
 	fs.StringVar(&opts.repoRoot, "repo", "", "repository root (default: the directory holding go.work above the working directory)")
 	fs.StringVar(&opts.dir, "dir", "", "cluster directory (default: <repo>/.local)")
 	fs.IntVar(&opts.instance, "instance", 0, "cluster number (0-59): instances use disjoint ports and address ranges and default to <repo>/.local-<n>")
-	fs.IntVar(&opts.portBase, "port-base", 0, "first of six loopback ports (default 36443+10*instance)")
+	fs.IntVar(&opts.portBase, "port-base", 0, "first of six loopback ports (default 26443+10*instance)")
 	fs.IntVar(&opts.general, "general-nodes", 2, "number of nodes with pool type general")
 	fs.IntVar(&opts.agent, "agent-nodes", 2, "number of nodes with pool type agent")
 	fs.StringVar(&opts.poolPrefix, "pool-label-prefix", "", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type (default node.opsuite.io)")

@@ -68,7 +68,7 @@ func DefaultOptions(repoRoot string) Options {
 
 // InstanceOptions returns the options of local cluster number i (0-59). Instances use
 // disjoint ports and address ranges, so several can run at once (a developer's cluster
-// and a test's): ports 36443+10i.., pods 127.(1+4i).0.0/16, services 127.(2+4i).0.0/16,
+// and a test's): ports 26443+10i.. (below the kernel's ephemeral range, 32768-60999), pods 127.(1+4i).0.0/16, services 127.(2+4i).0.0/16,
 // nodes 127.(3+4i).0.n. Instance 0 lives in <repo>/.local, instance i in <repo>/.local-<i>.
 func InstanceOptions(repoRoot string, i int) Options {
 	dir := filepath.Join(repoRoot, ".local")
@@ -80,7 +80,7 @@ func InstanceOptions(repoRoot string, i int) Options {
 		BinDir:          filepath.Join(repoRoot, ".cache", "k8s", "v1.37.2"),
 		KwokBinary:      filepath.Join(repoRoot, ".cache", "bin", "kwok"),
 		RepoRoot:        repoRoot,
-		PortBase:        36443 + 10*i,
+		PortBase:        26443 + 10*i,
 		PodCIDR:         fmt.Sprintf("127.%d.0.0/16", 1+4*i),
 		ServiceCIDR:     fmt.Sprintf("127.%d.0.0/16", 2+4*i),
 		NodeIPPrefix:    fmt.Sprintf("127.%d.0.", 3+4*i),
