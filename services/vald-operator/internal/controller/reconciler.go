@@ -78,7 +78,6 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=vald.vdaas.org,resources=valdreleases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // SetupWithManager builds the reconciler from mgr and registers it: it watches releases,
 // the ValdReleases they own and, with the node-pool match on, the labels of Nodes.
