@@ -1,0 +1,391 @@
+package e2e
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/shared/nodeagent"
+)
+
+// agentXFSLabel is the label the agent gives the filesystems it makes
+// (services/node-agent/internal/server.XFSLabel, internal to the agent's module).
+const agentXFSLabel = "opsuite-na"
+
+// preparerNamespace holds the stand-in controller's ServiceAccounts.
+const preparerNamespace = "e2e-disk-preparer"
+
+// TestNodeAgentPrepare is a controller's view of the node agent: a ServiceAccount bound to
+// the chart's preparer role (and its client role, to find the agent pod and read the CA)
+// prepares a real loop device on a simulated node through shared/nodeagent, repeats the
+// call (a no-op), and releases it with wipe; a ServiceAccount without the binding is
+// refused with PermissionDenied.
+func TestNodeAgentPrepare(t *testing.T) {
+	needRunner(t, "loop devices on this host, seen by the agent processes through the host's /dev")
+	needInstalled(t, "node-agent")
+	for _, tool := range []string{"losetup", "blkid"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s not found: %v", tool, err)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root: losetup, and the agent's mkfs and mounts")
+	}
+	s := serviceByName("node-agent")
+	ctx := t.Context()
+	begin := time.Now()
+
+	// The release's names: the DaemonSet and its ConfigMap of the CA.
+	ds, err := env.client.AppsV1().DaemonSets(s.namespace()).List(ctx, metav1.ListOptions{LabelSelector: selector(s.name)})
+	if err != nil || len(ds.Items) != 1 {
+		t.Fatalf("DaemonSet of %s: %v (%d found)", s.name, err, len(ds.Items))
+	}
+	fullname := ds.Items[0].Name
+	agentSelector := metav1.FormatLabelSelector(ds.Items[0].Spec.Selector)
+	port := 0
+	for _, p := range ds.Items[0].Spec.Template.Spec.Containers[0].Ports {
+		if p.Name == "grpc" {
+			port = int(p.ContainerPort)
+		}
+	}
+	if port == 0 {
+		t.Fatalf("DaemonSet %s names no grpc port", fullname)
+	}
+
+	// One simulated node; wait for its agent (TestNodeAgentOnEveryNode may not have run).
+	nodes, err := env.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("nodes: %v (%d)", err, len(nodes.Items))
+	}
+	names := make([]string, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	node := names[0]
+	err = poll(ctx, t, "node-agent Ready on node "+node, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		ps, err := readyPods(ctx, s)
+		for _, p := range ps {
+			if p.Spec.NodeName == node {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+	if err != nil {
+		diagnose(ctx, t, s)
+		t.Fatal(err)
+	}
+
+	// The stand-in controller: its ServiceAccount, bound cluster-wide to the preparer role
+	// (the agent authorizes nodes.nodeagent.opsuite.io, cluster-scoped) and, in the agent's
+	// namespace, to the client role (find the agent pod, read the CA), as the chart says.
+	// A second ServiceAccount has no binding at all.
+	const bound, unbound = "disk-preparer", "disk-preparer-unbound"
+	mustCreate(t, "namespace "+preparerNamespace, func() error {
+		_, err := env.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: preparerNamespace}}, metav1.CreateOptions{})
+		return err
+	})
+	t.Cleanup(func() {
+		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), preparerNamespace, metav1.DeleteOptions{})
+	})
+	for _, sa := range []string{bound, unbound} {
+		mustCreate(t, "ServiceAccount "+sa, func() error {
+			_, err := env.client.CoreV1().ServiceAccounts(preparerNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+			return err
+		})
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: bound, Namespace: preparerNamespace}}
+	crbName := "e2e-" + bound + "-preparer"
+	mustCreate(t, "ClusterRoleBinding "+crbName, func() error {
+		_, err := env.client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: crbName},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: fullname + "-preparer"},
+			Subjects:   subject,
+		}, metav1.CreateOptions{})
+		return err
+	})
+	t.Cleanup(func() {
+		_ = env.client.RbacV1().ClusterRoleBindings().Delete(context.Background(), crbName, metav1.DeleteOptions{})
+	})
+	mustCreate(t, "RoleBinding "+bound+"-client", func() error {
+		_, err := env.client.RbacV1().RoleBindings(s.namespace()).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + bound + "-client"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: fullname + "-client"},
+			Subjects:   subject,
+		}, metav1.CreateOptions{})
+		return err
+	})
+	t.Cleanup(func() {
+		_ = env.client.RbacV1().RoleBindings(s.namespace()).Delete(context.Background(), "e2e-"+bound+"-client", metav1.DeleteOptions{})
+	})
+
+	// The controller talks to the apiserver as itself (a token of the apiserver's audience)
+	// and to the agent with a fresh node-agent token on every call.
+	apiToken, err := requestToken(ctx, preparerNamespace, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(env.cfg)
+	cfg.BearerToken = apiToken
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caCM *corev1.ConfigMap
+	err = poll(ctx, t, "the preparer reads ConfigMap "+fullname+"-ca (RBAC settles)", time.Minute, func(ctx context.Context) (bool, error) {
+		caCM, err = kube.CoreV1().ConfigMaps(s.namespace()).Get(ctx, fullname+"-ca", metav1.GetOptions{})
+		if apierrors.IsForbidden(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(caCM.Data["ca.crt"])) {
+		t.Fatalf("ConfigMap %s-ca: no PEM certificate in ca.crt", fullname)
+	}
+	serverName := caCM.Data["serverName"]
+	if serverName == "" {
+		t.Fatalf("ConfigMap %s-ca has no serverName", fullname)
+	}
+	var tokenCalls atomic.Int32
+	dialer := &nodeagent.Dialer{
+		Kube: kube, Namespace: s.namespace(), Selector: agentSelector, Port: port,
+		RootCAs: pool, ServerName: serverName,
+		Tokens: nodeagent.TokenSourceFunc(func(ctx context.Context) (string, error) {
+			tokenCalls.Add(1)
+			return requestToken(ctx, preparerNamespace, bound, nodeagent.Audience)
+		}),
+		Options: nodeagent.Options{Timeout: 2 * time.Minute, Attempts: 4, Backoff: 500 * time.Millisecond},
+	}
+	client, err := dialer.Dial(ctx, node)
+	if err != nil {
+		diagnose(ctx, t, s)
+		t.Fatalf("dialing the agent on %s as %s: %v", node, bound, err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	agentPod, err := agentOn(ctx, s, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dialed the agent of node %s (pod %s at %s:%d, TLS name %s) as %s/%s", node, agentPod.Name, agentPod.Status.PodIP, port, serverName, preparerNamespace, bound)
+
+	// A 512 MiB sparse file on a loop device: the host's /dev is the agent's /dev.
+	dir := t.TempDir()
+	img := filepath.Join(dir, "disk.img")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(512 << 20); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	out, err := exec.CommandContext(ctx, "losetup", "--find", "--show", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup --find --show %s: %v: %s", img, err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	pvPath := filepath.Join(env.workDir, "node-agent", "pv", node, "e2e-disk-preparer")
+	released := false
+	// Cleanups run last-in first-out: release through the agent (its mounts live in the
+	// agent's namespace), then detach the device; the temp dir goes after both.
+	t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
+			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
+		}
+		_ = os.Remove(img)
+	})
+	t.Cleanup(func() {
+		if released {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if _, err := client.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}, Wipe: true}); err != nil {
+			t.Errorf("cleanup: releasing %s: %v", dev, err)
+		}
+	})
+	t.Logf("attached %s to a 512 MiB sparse file %s; PV path %s", dev, img, pvPath)
+
+	// Without the binding: authenticated, but refused.
+	other := *dialer
+	other.Tokens = nodeagent.TokenSourceFunc(func(ctx context.Context) (string, error) {
+		return requestToken(ctx, preparerNamespace, unbound, nodeagent.Audience)
+	})
+	denied, err := other.DialAddress(fmt.Sprintf("%s:%d", agentPod.Status.PodIP, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer denied.Close()
+	req := &nodeagentv1.PrepareDisksRequest{Selector: &nodeagentv1.DeviceSelector{Paths: []string{dev}}, PvPath: pvPath}
+	if _, err := denied.PrepareDisks(ctx, req); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("PrepareDisks as %s (no binding): %v, want PermissionDenied", unbound, err)
+	} else {
+		t.Logf("PrepareDisks as %s (no binding): %v", unbound, err)
+	}
+
+	// Prepare. RBAC may take a moment to reach the authorizer's cache: retry PermissionDenied
+	// for a short while only.
+	var first *nodeagentv1.PrepareDisksResponse
+	t0 := time.Now()
+	err = poll(ctx, t, "PrepareDisks "+dev+" as "+bound, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		first, err = client.PrepareDisks(ctx, req)
+		if status.Code(err) == codes.PermissionDenied {
+			t.Logf("PrepareDisks: %v (RBAC not settled yet?)", err)
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Logf("agent log:\n%s", podLogTail(agentPod, 30))
+		t.Fatal(err)
+	}
+	prepTook := since(t0)
+	if len(first.Disks) != 1 {
+		t.Fatalf("PrepareDisks returned %d disks, want 1: %v", len(first.Disks), first)
+	}
+	d := first.Disks[0]
+	if d.Device != dev || d.XfsDevice != dev || d.State != "ready" || d.PvPath != pvPath || d.FilesystemUuid == "" {
+		t.Fatalf("prepared disk %v: want device and xfs device %s, state ready, pv path %s, a filesystem UUID", d, dev, pvPath)
+	}
+	agentRoot := filepath.Join(env.workDir, "node-agent", "agent", node)
+	if !strings.HasPrefix(d.MountPath, agentRoot+"/") {
+		t.Errorf("mount path %s is not under the node's agent root %s", d.MountPath, agentRoot)
+	}
+	sig := blkidProbe(t, dev)
+	if sig["TYPE"] != "xfs" || sig["LABEL"] != agentXFSLabel || sig["UUID"] != d.FilesystemUuid {
+		t.Fatalf("blkid -p %s on the host: %v, want TYPE=xfs LABEL=%s UUID=%s", dev, sig, agentXFSLabel, d.FilesystemUuid)
+	}
+	t.Logf("prepared %s in %s: xfs label %s uuid %s, %d bytes, mounted at %s, bind-mounted at %s",
+		dev, prepTook, sig["LABEL"], sig["UUID"], d.XfsSizeBytes, d.MountPath, d.PvPath)
+
+	// The node report agrees, read with the same client (the preparer role grants get).
+	rep, err := client.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+	if err != nil {
+		t.Fatalf("GetNodeReport: %v", err)
+	}
+	if rep.NodeName != node {
+		t.Errorf("report of node %q, want %s", rep.NodeName, node)
+	}
+	owned := false
+	for _, bd := range rep.Devices {
+		if bd.Path == dev {
+			owned = bd.OwnedByAgent && bd.Filesystem == "xfs" && bd.Label == agentXFSLabel
+		}
+	}
+	if !owned {
+		t.Errorf("the report does not show %s as the agent's xfs device", dev)
+	}
+
+	// A repeat is a no-op with the same answer: same filesystem, not re-made.
+	again, err := client.PrepareDisks(ctx, req)
+	if err != nil {
+		t.Fatalf("repeated PrepareDisks: %v", err)
+	}
+	if !proto.Equal(first, again) {
+		t.Fatalf("repeat differs:\n%v\n%v", first, again)
+	}
+	if got := blkidProbe(t, dev)["UUID"]; got != d.FilesystemUuid {
+		t.Fatalf("the repeat re-made the filesystem: UUID %s, want %s", got, d.FilesystemUuid)
+	}
+
+	// Release with wipe: the device is given back blank.
+	rel, err := client.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}, Wipe: true})
+	if err != nil {
+		t.Fatalf("ReleaseDisks %s wipe: %v", dev, err)
+	}
+	released = true
+	if len(rel.Released) != 1 || rel.Released[0].Device != dev {
+		t.Fatalf("ReleaseDisks released %v, want %s", rel.Released, dev)
+	}
+	if sig := blkidProbe(t, dev); sig["TYPE"] != "" || sig["PTTYPE"] != "" {
+		t.Fatalf("after release with wipe blkid -p %s still sees %v", dev, sig)
+	}
+	// A second release releases nothing and succeeds.
+	if rel, err := client.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}, Wipe: true}); err != nil || len(rel.Released) != 0 {
+		t.Fatalf("repeated ReleaseDisks: %v, %v; want success releasing nothing", rel, err)
+	}
+	if n := tokenCalls.Load(); n < 5 {
+		t.Errorf("the token source was asked %d times for at least 5 calls, want a fresh token per call", n)
+	}
+	t.Logf("released and wiped %s; %d node-agent tokens requested; whole test %s", dev, tokenCalls.Load(), since(begin))
+}
+
+func mustCreate(t *testing.T, what string, create func() error) {
+	t.Helper()
+	if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating %s: %v", what, err)
+	}
+}
+
+// requestToken is a short-lived token of a ServiceAccount (TokenRequest), for the given
+// audiences or the apiserver's own.
+func requestToken(ctx context.Context, ns, sa string, audiences ...string) (string, error) {
+	tr, err := env.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: audiences, ExpirationSeconds: ptr.To[int64](600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("TokenRequest for %s/%s %v: %w", ns, sa, audiences, err)
+	}
+	return tr.Status.Token, nil
+}
+
+func agentOn(ctx context.Context, s service, node string) (*corev1.Pod, error) {
+	ps, err := readyPods(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ps {
+		if ps[i].Spec.NodeName == node {
+			return &ps[i], nil
+		}
+	}
+	return nil, errors.New("no ready agent pod on " + node)
+}
+
+// blkidProbe reads a device's signatures as the host sees them (low-level probe, no cache).
+func blkidProbe(t *testing.T, dev string) map[string]string {
+	t.Helper()
+	out, err := exec.Command("blkid", "-p", "-o", "export", dev).Output()
+	// Exit status 2: nothing found.
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 2 {
+		return map[string]string{}
+	}
+	if err != nil {
+		t.Fatalf("blkid -p %s: %v", dev, err)
+	}
+	sig := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			sig[k] = v
+		}
+	}
+	return sig
+}
