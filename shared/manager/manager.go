@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -32,6 +33,9 @@ type Options struct {
 	Kubeconfig string
 	// MetricsAddr serves Prometheus metrics; "0" turns them off.
 	MetricsAddr string
+	// MetricsSecure serves metrics over HTTPS to callers Kubernetes authenticates
+	// (TokenReview) and authorizes (SubjectAccessReview: get on the /metrics URL).
+	MetricsSecure bool
 	// ProbeAddr serves /healthz and /readyz.
 	ProbeAddr string
 	// LeaderElect turns on leader election, so only one replica reconciles.
@@ -58,6 +62,7 @@ func NewOptions(name string) Options {
 	return Options{
 		Name:             name,
 		MetricsAddr:      ":8080",
+		MetricsSecure:    true,
 		ProbeAddr:        ":8081",
 		LeaderElect:      true,
 		LeaderElectionID: name + ".opsuite.io",
@@ -75,6 +80,7 @@ func NewOptions(name string) Options {
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig; empty uses the in-cluster config or $KUBECONFIG.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS only to callers whose token Kubernetes authorizes for get on /metrics; false serves plain HTTP to anyone.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
@@ -191,6 +197,17 @@ func RESTConfig(o Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
+func metricsOptions(o Options) metricsserver.Options {
+	mo := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		// A self-signed certificate unless one is mounted; scrapers skip verification or
+		// pin it, and authenticate with their own ServiceAccount token.
+		mo.SecureServing = true
+		mo.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return mo
+}
+
 // New builds a manager from validated options, with /healthz and /readyz registered.
 func New(o Options, cfg *rest.Config, scheme *runtime.Scheme) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
@@ -198,7 +215,7 @@ func New(o Options, cfg *rest.Config, scheme *runtime.Scheme) (ctrl.Manager, err
 	}
 	mo := ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElectionID,

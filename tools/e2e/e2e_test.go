@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -231,6 +232,9 @@ func TestMetrics(t *testing.T) {
 				t.Fatalf("no ready pod of %s (%v):\n%s", s.name, err, describePods(ctx, s))
 			}
 			p := &ps[0]
+			// The endpoint serves only tokens RBAC allows to get /metrics: bind the chart's
+			// metrics-reader ClusterRole to the controller's own ServiceAccount.
+			bindMetricsReader(ctx, t, s.name, s.namespace(), sa)
 			var code int
 			var body string
 			var lastErr error
@@ -241,16 +245,38 @@ func TestMetrics(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (last error %v, status %d, body starts %q)", err, lastErr, code, head(body, 300))
 			}
-			// Say whether the endpoint checks the token at all (the charts serve plain HTTP).
 			if direct(p) {
-				if code, _, err := scrape(ctx, p, port, ""); err == nil {
-					t.Logf("%s metrics without a token: HTTP %d (200 means the endpoint does not authenticate)", s.name, code)
+				if code, _, err := scrape(ctx, p, port, ""); err != nil || code != 401 {
+					t.Errorf("%s metrics without a token: HTTP %d (%v), want 401", s.name, code, err)
+				}
+				other, err := saToken(ctx, s.namespace(), "default")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if code, _, err := scrape(ctx, p, port, other); err != nil || code != 403 {
+					t.Errorf("%s metrics with an unauthorized token: HTTP %d (%v), want 403", s.name, code, err)
 				}
 			}
 			n := strings.Count(body, "\ncontroller_runtime_")
 			t.Logf("%s: %d controller_runtime_ samples", s.name, n)
 		})
 	}
+}
+
+// bindMetricsReader lets a ServiceAccount read a release's metrics, until the test ends.
+func bindMetricsReader(ctx context.Context, t *testing.T, release, ns, sa string) {
+	t.Helper()
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + release + "-metrics"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: release + "-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}},
+	}
+	if _, err := env.client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("binding %s to %s/%s: %v", crb.RoleRef.Name, ns, sa, err)
+	}
+	t.Cleanup(func() {
+		_ = env.client.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
+	})
 }
 
 func metricsPort(d *appsv1.Deployment) int {

@@ -80,7 +80,7 @@ func TestRunAgainstAPIServer(t *testing.T) {
 	go func() {
 		done <- runWith(ctx, []string{
 			"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--log-format=text",
-			"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr,
+			"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=" + probeAddr,
 		}, func(k string) string { return map[string]string{"REQUEUE_AFTER": "1s"}[k] }, logs)
 	}()
 

@@ -12,6 +12,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
+// The metrics endpoint authenticates and authorizes its callers through the API server.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 func main() {
 	if err := run(ctrl.SetupSignalHandler(), os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "valkey-operator:", err)
