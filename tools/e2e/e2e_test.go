@@ -234,7 +234,7 @@ func TestMetrics(t *testing.T) {
 			p := &ps[0]
 			// The endpoint serves only tokens RBAC allows to get /metrics: bind the chart's
 			// metrics-reader ClusterRole to the controller's own ServiceAccount.
-			bindMetricsReader(ctx, t, s.name, s.namespace(), sa)
+			bindMetricsReader(ctx, t, s.name, s.name, s.namespace(), sa)
 			var code int
 			var body string
 			var lastErr error
@@ -263,11 +263,12 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-// bindMetricsReader lets a ServiceAccount read a release's metrics, until the test ends.
-func bindMetricsReader(ctx context.Context, t *testing.T, release, ns, sa string) {
+// bindMetricsReader lets a ServiceAccount read a release's metrics until the test ends,
+// through a ClusterRoleBinding named after binding.
+func bindMetricsReader(ctx context.Context, t *testing.T, binding, release, ns, sa string) {
 	t.Helper()
 	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + release + "-metrics"},
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + binding + "-metrics"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: release + "-metrics-reader"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}},
 	}
@@ -578,6 +579,7 @@ func TestTwoReplicasOneLeader(t *testing.T) {
 	// Watch a few renewals: the holder stays one of the two pods, and the pods' own
 	// leader_election_master_status agrees that exactly one of them leads.
 	d, _ := controllerDeployment(ctx, s)
+	bindMetricsReader(ctx, t, s.name+"-leader", s.name, s.namespace(), d.Spec.Template.Spec.ServiceAccountName)
 	token, err := saToken(ctx, s.namespace(), d.Spec.Template.Spec.ServiceAccountName)
 	if err != nil {
 		t.Fatal(err)
@@ -602,19 +604,23 @@ func TestTwoReplicasOneLeader(t *testing.T) {
 		}
 		time.Sleep(3 * time.Second)
 	}
-	leaders, reporting := 0, 0
+	leaders := 0
 	for i := range ps {
-		code, body, err := scrape(ctx, &ps[i], metricsPort(d), token)
-		if err != nil || code != 200 {
-			t.Logf("metrics of %s: %d %v", ps[i].Name, code, err)
-			continue
+		var code int
+		var body string
+		var lastErr error
+		err := poll(ctx, t, "metrics of "+ps[i].Name, 30*time.Second, func(ctx context.Context) (bool, error) {
+			code, body, lastErr = scrape(ctx, &ps[i], metricsPort(d), token)
+			return lastErr == nil && code == 200, nil
+		})
+		if err != nil {
+			t.Fatalf("metrics of %s: %d %v", ps[i].Name, code, lastErr)
 		}
 		m := leaderMetric.FindStringSubmatch(body)
 		if m == nil {
 			t.Logf("%s: no leader_election_master_status sample (not leading)", ps[i].Name)
 			continue
 		}
-		reporting++
 		if v, _ := strconv.ParseFloat(m[1], 64); v == 1 {
 			leaders++
 			if ps[i].Name != holder {
@@ -622,7 +628,7 @@ func TestTwoReplicasOneLeader(t *testing.T) {
 			}
 		}
 	}
-	if reporting > 0 && leaders != 1 {
+	if leaders != 1 {
 		t.Errorf("%d pods report leader_election_master_status 1, want exactly 1", leaders)
 	}
 	t.Logf("2 ready replicas; Lease held by %s; %d pod(s) report leading by metric", holder, leaders)
