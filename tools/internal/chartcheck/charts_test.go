@@ -538,3 +538,31 @@ func keys[V any](m map[string]V) []string {
 	slices.Sort(ks)
 	return ks
 }
+
+// TestValdChartPassesOperatorConfiguration checks that chart values reach the operator as
+// the environment variables its flags default from, and that empty values stay unset.
+func TestValdChartPassesOperatorConfiguration(t *testing.T) {
+	h := newHelm(t)
+	out, err := h.template("vald-operator", "charts/vald-operator", "--set", "config.REQUIRE_NODEPOOL_MATCH=true",
+		"--set", "config.NODEPOOL_LABEL_PREFIX=node.opsuite.io", "--set", "config.PV_MAX_SIZE=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := into[appsv1.Deployment](t, mustFind(t, decode(t, out), "Deployment", "vald-operator"))
+	got := map[string]string{}
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		got[e.Name] = e.Value
+	}
+	want := map[string]string{"REQUIRE_NODEPOOL_MATCH": "true", "NODEPOOL_LABEL_PREFIX": "node.opsuite.io", "PV_MAX_SIZE": "0"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("env %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if _, set := got["DEFAULT_STORAGE_CLASS"]; set {
+		t.Error("an empty config value was passed to the operator")
+	}
+	if _, err := h.template("vald-operator", "charts/vald-operator", "--set", "config.REQUIRE_NODEPOOL=true"); err == nil {
+		t.Error("a misspelt configuration key was accepted")
+	}
+}
