@@ -35,22 +35,102 @@ func Get(conds []metav1.Condition, condType string) *metav1.Condition {
 	return meta.FindStatusCondition(conds, condType)
 }
 
-// Summarize derives one state from conds: Failed if any is False, Pending if any Unknown
-// condition waits on something external, Progressing if any other is Unknown or there are
-// none, and Ready when all are True.
-func Summarize(conds []metav1.Condition) State {
+// Condition types whose True status is abnormal ("negative polarity"): a healthy object
+// has them False or not at all.
+const (
+	TypeDegraded             = "Degraded"
+	TypeConfigurationWarning = "ConfigurationWarning"
+)
+
+// DefaultNegativePolarity are the negative-polarity types Summarize knows without options.
+var DefaultNegativePolarity = []string{TypeDegraded, TypeConfigurationWarning}
+
+// SummaryOption changes how Summarize reads conditions.
+type SummaryOption func(*summary)
+
+type summary struct {
+	negative map[string]bool
+	expected []string
+	ignore   map[string]bool
+}
+
+// NegativePolarity replaces the default set of types whose True status is an issue and
+// whose False status is healthy.
+func NegativePolarity(types ...string) SummaryOption {
+	return func(s *summary) {
+		s.negative = map[string]bool{}
+		for _, t := range types {
+			s.negative[t] = true
+		}
+	}
+}
+
+// Expect names types that must be present: a missing one counts as Unknown (the
+// controller has not got to it), unless IgnoreIfMissing names it too.
+func Expect(types ...string) SummaryOption {
+	return func(s *summary) { s.expected = append(s.expected, types...) }
+}
+
+// IgnoreIfMissing names expected types whose absence is normal (a feature turned off).
+func IgnoreIfMissing(types ...string) SummaryOption {
+	return func(s *summary) {
+		for _, t := range types {
+			s.ignore[t] = true
+		}
+	}
+}
+
+// IsIssue reports whether c is abnormal: a positive-polarity condition False, or a
+// negative-polarity one (see NegativePolarity; Degraded and ConfigurationWarning by
+// default) True.
+func IsIssue(c metav1.Condition, opts ...SummaryOption) bool {
+	return newSummary(opts).issue(c)
+}
+
+func newSummary(opts []SummaryOption) *summary {
+	s := &summary{negative: map[string]bool{}, ignore: map[string]bool{}}
+	for _, t := range DefaultNegativePolarity {
+		s.negative[t] = true
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func (s *summary) issue(c metav1.Condition) bool {
+	if s.negative[c.Type] {
+		return c.Status == metav1.ConditionTrue
+	}
+	return c.Status == metav1.ConditionFalse
+}
+
+// Summarize derives one state from conds: Failed if any is an issue (a positive type
+// False, a negative type True), Pending if any Unknown condition waits on something
+// external, Progressing if any other is Unknown (or an expected one is missing) or there
+// are none, and Ready when every condition is in its healthy status (True, or False for a
+// negative-polarity type).
+func Summarize(conds []metav1.Condition, opts ...SummaryOption) State {
+	s := newSummary(opts)
 	if len(conds) == 0 {
 		return StateProgressing
 	}
 	state := StateReady
 	for _, c := range conds {
 		switch {
-		case c.Status == metav1.ConditionFalse:
+		case s.issue(c):
 			return StateFailed
 		case c.Status == metav1.ConditionUnknown && c.Reason == ReasonPending:
 			state = StatePending
 		case c.Status == metav1.ConditionUnknown && state == StateReady:
 			state = StateProgressing
+		}
+	}
+	if state == StateReady {
+		for _, t := range s.expected {
+			if !s.ignore[t] && Get(conds, t) == nil {
+				return StateProgressing
+			}
 		}
 	}
 	return state

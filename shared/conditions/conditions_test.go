@@ -42,16 +42,50 @@ func TestSummarize(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		conds []metav1.Condition
+		opts  []SummaryOption
 		want  State
 	}{
-		{"none", nil, StateProgressing},
-		{"all true", []metav1.Condition{cond("A", "True", "Succeeded"), cond("B", "True", "Succeeded")}, StateReady},
-		{"unknown", []metav1.Condition{cond("A", "True", "Succeeded"), cond("B", "Unknown", "Progressing")}, StateProgressing},
-		{"pending wins over progressing", []metav1.Condition{cond("A", "Unknown", "Progressing"), cond("B", "Unknown", ReasonPending)}, StatePending},
-		{"false wins", []metav1.Condition{cond("A", "Unknown", ReasonPending), cond("B", "False", "Failed")}, StateFailed},
+		{"none", nil, nil, StateProgressing},
+		{"all true", []metav1.Condition{cond("A", "True", "Succeeded"), cond("B", "True", "Succeeded")}, nil, StateReady},
+		{"unknown", []metav1.Condition{cond("A", "True", "Succeeded"), cond("B", "Unknown", "Progressing")}, nil, StateProgressing},
+		{"pending wins over progressing", []metav1.Condition{cond("A", "Unknown", "Progressing"), cond("B", "Unknown", ReasonPending)}, nil, StatePending},
+		{"false wins", []metav1.Condition{cond("A", "Unknown", ReasonPending), cond("B", "False", "Failed")}, nil, StateFailed},
+		// Negative polarity: False is healthy, True is the issue.
+		{"healthy degraded=false is ready", []metav1.Condition{cond("Ready", "True", "Succeeded"), cond(TypeDegraded, "False", "AsExpected")}, nil, StateReady},
+		{"degraded=true is an issue", []metav1.Condition{cond("Ready", "True", "Succeeded"), cond(TypeDegraded, "True", "ReplicaLost")}, nil, StateFailed},
+		{"configuration warning=false is ready", []metav1.Condition{cond(TypeConfigurationWarning, "False", "AsExpected")}, nil, StateReady},
+		{"configuration warning=true is an issue", []metav1.Condition{cond("Ready", "True", "Succeeded"), cond(TypeConfigurationWarning, "True", "Deprecated")}, nil, StateFailed},
+		{"degraded unknown is progressing", []metav1.Condition{cond("Ready", "True", "Succeeded"), cond(TypeDegraded, "Unknown", "Progressing")}, nil, StateProgressing},
+		{"degraded unknown pending", []metav1.Condition{cond(TypeDegraded, "Unknown", ReasonPending)}, nil, StatePending},
+		{"own negative set", []metav1.Condition{cond("Ready", "True", "Succeeded"), cond("Paused", "False", "Running")}, []SummaryOption{NegativePolarity("Paused")}, StateReady},
+		{"own set replaces the default", []metav1.Condition{cond(TypeDegraded, "False", "AsExpected")}, []SummaryOption{NegativePolarity("Paused")}, StateFailed},
+		{"expected missing is progressing", []metav1.Condition{cond("A", "True", "Succeeded")}, []SummaryOption{Expect("A", "B")}, StateProgressing},
+		{"expected missing but ignored", []metav1.Condition{cond("A", "True", "Succeeded")}, []SummaryOption{Expect("A", "B"), IgnoreIfMissing("B")}, StateReady},
+		{"expected missing does not hide pending", []metav1.Condition{cond("A", "Unknown", ReasonPending)}, []SummaryOption{Expect("A", "B")}, StatePending},
+		{"expected missing does not hide an issue", []metav1.Condition{cond("A", "False", "Failed")}, []SummaryOption{Expect("B")}, StateFailed},
 	} {
-		if got := Summarize(tc.conds); got != tc.want {
+		if got := Summarize(tc.conds, tc.opts...); got != tc.want {
 			t.Errorf("%s: Summarize = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestIsIssue(t *testing.T) {
+	for _, tc := range []struct {
+		c    metav1.Condition
+		opts []SummaryOption
+		want bool
+	}{
+		{cond("Ready", "False", "Failed"), nil, true},
+		{cond("Ready", "True", "Succeeded"), nil, false},
+		{cond("Ready", "Unknown", "Progressing"), nil, false},
+		{cond(TypeDegraded, "False", "AsExpected"), nil, false},
+		{cond(TypeDegraded, "True", "ReplicaLost"), nil, true},
+		{cond(TypeDegraded, "Unknown", "Progressing"), nil, false},
+		{cond("Paused", "True", "ByUser"), []SummaryOption{NegativePolarity("Paused")}, true},
+	} {
+		if got := IsIssue(tc.c, tc.opts...); got != tc.want {
+			t.Errorf("IsIssue(%s=%s, %d options) = %v, want %v", tc.c.Type, tc.c.Status, len(tc.opts), got, tc.want)
 		}
 	}
 }
