@@ -1,16 +1,21 @@
-// Package nodeagent is the client of the node agent (nodeagent.v1.NodeAgent): it finds the
-// agent's pod on a node, dials it over TLS verified with the chart's CA, sends a fresh
-// ServiceAccount token with every call, and retries calls the agent could not take
-// (Unavailable) and nothing else. Embedded serves an agent in-process for tests.
+// Package nodeagent is the client of the node agent (nodeagent.v1.NodeAgent). A Pool finds
+// the agent's pod on a node (through the manager's cache), keeps one TLS connection per node
+// verified with the chart's CA, sends with every call a ServiceAccount token minted for that
+// node's agent alone (audience contract.Audience(node)), and retries calls the agent could not
+// take (Unavailable) and nothing else.
+//
+// RBAC the caller's ServiceAccount needs: create serviceaccounts/token on itself (TokenRequester);
+// in the agent's namespace list and watch pods (PodResolver through a cache; get is enough for
+// an uncached reader with a field selector) and get the ConfigMap <release>-ca (ConfigMapCA);
+// cluster-wide the agent's <release>-reader or <release>-preparer ClusterRole. The node-agent
+// chart's <release>-client ClusterRole, bound in the agent's namespace, covers the pods and
+// the ConfigMap.
 package nodeagent
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"os"
-	"strings"
 	"time"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
@@ -20,37 +25,26 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Audience is the token audience the agent accepts.
-const Audience = "node-agent"
-
-// TokenSource returns the bearer token for one call. It is asked on every call, so a rotated
-// projected token is picked up without redialing.
+// TokenSource returns the bearer token for one call to the agent whose audience is given
+// (contract.Audience(node)). It is asked on every call, so it should cache.
 type TokenSource interface {
-	Token(ctx context.Context) (string, error)
+	Token(ctx context.Context, audience string) (string, error)
 }
 
 // TokenSourceFunc adapts a function.
-type TokenSourceFunc func(ctx context.Context) (string, error)
+type TokenSourceFunc func(ctx context.Context, audience string) (string, error)
 
 // Token implements TokenSource.
-func (f TokenSourceFunc) Token(ctx context.Context) (string, error) { return f(ctx) }
-
-// FileTokenSource reads a projected ServiceAccount token (audience node-agent) from a file on
-// each call; the kubelet rewrites the file before the token expires.
-type FileTokenSource string
-
-// Token implements TokenSource.
-func (f FileTokenSource) Token(context.Context) (string, error) {
-	b, err := os.ReadFile(string(f))
-	if err != nil {
-		return "", fmt.Errorf("reading token: %w", err)
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", fmt.Errorf("token file %s is empty", string(f))
-	}
-	return t, nil
+func (f TokenSourceFunc) Token(ctx context.Context, audience string) (string, error) {
+	return f(ctx, audience)
 }
+
+// StaticToken sends the same token to every agent: for diagnostics and tests only, since a
+// token accepted by one node's agent is refused by all others.
+type StaticToken string
+
+// Token implements TokenSource.
+func (s StaticToken) Token(context.Context, string) (string, error) { return string(s), nil }
 
 // Options tune calls.
 type Options struct {
@@ -75,51 +69,51 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Client calls one node's agent.
+// Client calls one node's agent. A Pool's client looks the connection up on every attempt, so
+// a retry follows the agent's pod when it moves.
 type Client struct {
-	rpc   nodeagentv1.NodeAgentClient
-	opts  Options
-	close func() error
+	node string
+	conn func(ctx context.Context) (grpc.ClientConnInterface, error)
+	opts Options
 }
 
-// New wraps an existing connection.
-func New(cc grpc.ClientConnInterface, opts Options) *Client {
-	return &Client{rpc: nodeagentv1.NewNodeAgentClient(cc), opts: opts.withDefaults(), close: func() error { return nil }}
-}
-
-// Close releases the connection (and stops an embedded agent).
-func (c *Client) Close() error { return c.close() }
+// Node is the node whose agent the client calls.
+func (c *Client) Node() string { return c.node }
 
 // GetNodeReport reads the node's report.
 func (c *Client) GetNodeReport(ctx context.Context, req *nodeagentv1.GetNodeReportRequest) (*nodeagentv1.GetNodeReportResponse, error) {
-	return call(ctx, c, req, c.rpc.GetNodeReport)
+	return call(ctx, c, req, nodeagentv1.NodeAgentClient.GetNodeReport)
 }
 
 // PrepareDisks prepares disks; the agent makes a repeat a no-op, so a retry is safe.
 func (c *Client) PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDisksRequest) (*nodeagentv1.PrepareDisksResponse, error) {
-	return call(ctx, c, req, c.rpc.PrepareDisks)
+	return call(ctx, c, req, nodeagentv1.NodeAgentClient.PrepareDisks)
 }
 
 // ReleaseDisks releases disks; releasing what is already released succeeds.
 func (c *Client) ReleaseDisks(ctx context.Context, req *nodeagentv1.ReleaseDisksRequest) (*nodeagentv1.ReleaseDisksResponse, error) {
-	return call(ctx, c, req, c.rpc.ReleaseDisks)
+	return call(ctx, c, req, nodeagentv1.NodeAgentClient.ReleaseDisks)
 }
 
 // EnsureSysctl reports or raises a sysctl.
 func (c *Client) EnsureSysctl(ctx context.Context, req *nodeagentv1.EnsureSysctlRequest) (*nodeagentv1.EnsureSysctlResponse, error) {
-	return call(ctx, c, req, c.rpc.EnsureSysctl)
+	return call(ctx, c, req, nodeagentv1.NodeAgentClient.EnsureSysctl)
 }
 
 // call runs one method with a timeout per attempt, retrying Unavailable only: every other
 // code is the agent's answer (a refusal, bad input, denied access) and would not change.
-func call[Req, Resp any](ctx context.Context, c *Client, req Req, method func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
+func call[Req, Resp any](ctx context.Context, c *Client, req Req, method func(nodeagentv1.NodeAgentClient, context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	var zero Resp
 	pause := c.opts.Backoff
 	var err error
 	for attempt := 1; ; attempt++ {
+		var cc grpc.ClientConnInterface
+		if cc, err = c.conn(ctx); err != nil {
+			return zero, err
+		}
 		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 		var resp Resp
-		resp, err = method(actx, req)
+		resp, err = method(nodeagentv1.NewNodeAgentClient(cc), actx, req)
 		cancel()
 		if err == nil {
 			return resp, nil
@@ -137,21 +131,23 @@ func call[Req, Resp any](ctx context.Context, c *Client, req Req, method func(co
 	}
 }
 
-// tokenCredentials puts "authorization: Bearer <token>" on every call.
+// tokenCredentials puts "authorization: Bearer <token>" on every call, the token minted for
+// the one agent the connection reaches.
 type tokenCredentials struct {
-	src    TokenSource
-	secure bool
+	src      TokenSource
+	audience string
 }
 
 func (t tokenCredentials) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
-	tok, err := t.src.Token(ctx)
+	tok, err := t.src.Token(ctx, t.audience)
 	if err != nil {
 		// Unauthenticated, not Unavailable: a missing token does not fix itself by retrying.
-		return nil, status.Errorf(codes.Unauthenticated, "getting a token: %v", err)
+		return nil, status.Errorf(codes.Unauthenticated, "getting a token for %s: %v", t.audience, err)
 	}
 	return map[string]string{"authorization": "Bearer " + tok}, nil
 }
 
-func (t tokenCredentials) RequireTransportSecurity() bool { return t.secure }
+// RequireTransportSecurity keeps tokens off plaintext connections.
+func (t tokenCredentials) RequireTransportSecurity() bool { return true }
 
 var _ credentials.PerRPCCredentials = tokenCredentials{}

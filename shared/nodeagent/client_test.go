@@ -2,37 +2,35 @@ package nodeagent_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"fmt"
-	"math/big"
+	"errors"
 	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/shared/nodeagent"
+	"github.com/opsuite/suite/shared/nodeagent/contract"
+	"github.com/opsuite/suite/shared/nodeagent/nodeagenttest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
-// scriptedAgent answers GetNodeReport with the scripted errors first, then a report, and
-// records the authorization header of every call.
+// scriptedAgent answers GetNodeReport with the scripted errors first, then a report naming
+// its node, and records the authorization header and the peer of every call.
 type scriptedAgent struct {
 	nodeagentv1.UnimplementedNodeAgentServer
+	node   string
 	mu     sync.Mutex
 	errs   []error
 	calls  int
 	tokens []string
+	peers  map[string]bool
 }
 
 func (a *scriptedAgent) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNodeReportRequest) (*nodeagentv1.GetNodeReportResponse, error) {
@@ -41,25 +39,81 @@ func (a *scriptedAgent) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNod
 	a.calls++
 	md, _ := metadata.FromIncomingContext(ctx)
 	a.tokens = append(a.tokens, md.Get("authorization")...)
+	if p, ok := peer.FromContext(ctx); ok {
+		if a.peers == nil {
+			a.peers = map[string]bool{}
+		}
+		a.peers[p.Addr.String()] = true
+	}
 	if len(a.errs) > 0 {
 		err := a.errs[0]
 		a.errs = a.errs[1:]
 		return nil, err
 	}
-	return &nodeagentv1.GetNodeReportResponse{NodeName: "node-a"}, nil
+	return &nodeagentv1.GetNodeReportResponse{NodeName: a.node}, nil
 }
 
-func counterTokens() nodeagent.TokenSource {
-	var n atomic.Int64
-	return nodeagent.TokenSourceFunc(func(context.Context) (string, error) {
-		return fmt.Sprintf("token-%d", n.Add(1)), nil
-	})
+func (a *scriptedAgent) stats() (calls int, tokens []string, peers int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls, append([]string(nil), a.tokens...), len(a.peers)
+}
+
+// audienceTokens returns "<n>:<audience>" as the n-th token, so tests see both freshness and
+// audience.
+type audienceTokens struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (a *audienceTokens) Token(_ context.Context, audience string) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n++
+	return string(rune('0'+a.n)) + ":" + audience, nil
 }
 
 var fast = nodeagent.Options{Timeout: 5 * time.Second, Attempts: 4, Backoff: time.Millisecond}
 
+const serverName = "node-agent.opsuite-system.svc"
+
+func newPKI(t *testing.T) *nodeagenttest.PKI {
+	t.Helper()
+	p, err := nodeagenttest.NewPKI(serverName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// serveTLS serves an agent on host (an address of 127.0.0.0/8, port 0 for any) with the
+// given certificate.
+func serveTLS(t *testing.T, agent nodeagentv1.NodeAgentServer, cert tls.Certificate, addr string) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}})))
+	nodeagentv1.RegisterNodeAgentServer(gs, agent)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+	return lis.Addr().String()
+}
+
+func newPool(t *testing.T, cfg nodeagent.Config) *nodeagent.Pool {
+	t.Helper()
+	p, err := nodeagent.NewPool(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
 func TestRetriesUnavailableOnly(t *testing.T) {
 	ctx := context.Background()
+	pki := newPKI(t)
 	cases := []struct {
 		name      string
 		errs      []error
@@ -77,160 +131,100 @@ func TestRetriesUnavailableOnly(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			agent := &scriptedAgent{errs: c.errs}
-			cl, err := nodeagent.Embedded(agent, counterTokens(), fast)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			_, err = cl.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+			agent := &scriptedAgent{node: "node-a", errs: c.errs}
+			addr := serveTLS(t, agent, pki.Cert, "127.0.0.1:0")
+			p := newPool(t, nodeagent.Config{
+				Resolver: nodeagent.StaticResolver{"node-a": addr}, CA: nodeagent.StaticCA{Pool: pki.Pool, ServerName: serverName},
+				Tokens: &audienceTokens{}, Options: fast,
+			})
+			_, err := p.Node("node-a").GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
 			if status.Code(err) != c.wantCode {
 				t.Fatalf("got %v, want %v", err, c.wantCode)
 			}
-			if agent.calls != c.wantCalls {
-				t.Fatalf("%d calls, want %d", agent.calls, c.wantCalls)
+			calls, tokens, peers := agent.stats()
+			if calls != c.wantCalls {
+				t.Fatalf("%d calls, want %d", calls, c.wantCalls)
 			}
-			// A fresh token for every attempt.
-			for i, tok := range agent.tokens {
-				if want := fmt.Sprintf("Bearer token-%d", i+1); tok != want {
+			// A token asked for every attempt, for node-a's agent; one connection for all.
+			for i, tok := range tokens {
+				if want := "Bearer " + string(rune('1'+i)) + ":" + contract.Audience("node-a"); tok != want {
 					t.Fatalf("call %d sent %q, want %q", i, tok, want)
 				}
+			}
+			if peers != 1 || p.Connections() != 1 {
+				t.Fatalf("%d client connections seen by the agent, %d in the pool; want 1", peers, p.Connections())
 			}
 		})
 	}
 }
 
 func TestTokenErrorIsUnauthenticatedAndNotRetried(t *testing.T) {
-	agent := &scriptedAgent{}
-	cl, err := nodeagent.Embedded(agent, nodeagent.FileTokenSource("/nonexistent/token"), fast)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	_, err = cl.GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
-	if status.Code(err) != codes.Unauthenticated || agent.calls != 0 {
-		t.Fatalf("got %v after %d calls", err, agent.calls)
+	pki := newPKI(t)
+	agent := &scriptedAgent{node: "node-a"}
+	addr := serveTLS(t, agent, pki.Cert, "127.0.0.1:0")
+	p := newPool(t, nodeagent.Config{
+		Resolver: nodeagent.StaticResolver{"node-a": addr}, CA: nodeagent.StaticCA{Pool: pki.Pool, ServerName: serverName},
+		Tokens: nodeagent.TokenSourceFunc(func(context.Context, string) (string, error) {
+			return "", errors.New("TokenRequest forbidden")
+		}),
+		Options: fast,
+	})
+	_, err := p.Node("node-a").GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
+	if calls, _, _ := agent.stats(); status.Code(err) != codes.Unauthenticated || calls != 0 {
+		t.Fatalf("got %v after %d calls", err, calls)
 	}
 }
 
-// testPKI is a CA and a server certificate for the agent's service name.
-type testPKI struct {
-	pool   *x509.CertPool
-	server tls.Certificate
-}
-
-func newPKI(t *testing.T, serverName string) testPKI {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "node-agent-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: serverName}, DNSNames: []string{serverName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return testPKI{pool: pool, server: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}}
-}
-
-// serveTLS serves an agent on 127.0.0.1 with the given certificate.
-func serveTLS(t *testing.T, agent nodeagentv1.NodeAgentServer, cert tls.Certificate) string {
-	t.Helper()
+func TestPoolVerifiesTLS(t *testing.T) {
+	ctx := context.Background()
+	pki := newPKI(t)
+	agent := &scriptedAgent{node: "node-a"}
+	addr := serveTLS(t, agent, pki.Cert, "127.0.0.1:0")
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}})))
-	nodeagentv1.RegisterNodeAgentServer(gs, agent)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(gs.Stop)
-	return lis.Addr().String()
-}
+	dead := lis.Addr().String()
+	lis.Close()
+	resolver := nodeagent.StaticResolver{"node-a": addr, "node-down": dead}
 
-func TestDialAddressVerifiesTLS(t *testing.T) {
-	const name = "node-agent.opsuite-system.svc"
-	pki := newPKI(t, name)
-	agent := &scriptedAgent{}
-	addr := serveTLS(t, agent, pki.server)
-
-	d := &nodeagent.Dialer{RootCAs: pki.pool, ServerName: name, Tokens: counterTokens(), Options: fast}
-	cl, err := d.DialAddress(addr)
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name string
+		ca   nodeagent.CASource
+		node string
+		want codes.Code
+	}{
+		{"the chart's CA and name", nodeagent.StaticCA{Pool: pki.Pool, ServerName: serverName}, "node-a", codes.OK},
+		{"another CA", nodeagent.StaticCA{Pool: newPKI(t).Pool, ServerName: serverName}, "node-a", codes.Unavailable},
+		{"another name", nodeagent.StaticCA{Pool: pki.Pool, ServerName: "evil.example"}, "node-a", codes.Unavailable},
+		{"agent down is retried then Unavailable", nodeagent.StaticCA{Pool: pki.Pool, ServerName: serverName}, "node-down", codes.Unavailable},
 	}
-	defer cl.Close()
-	rep, err := cl.GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
-	if err != nil || rep.NodeName != "node-a" {
-		t.Fatalf("%v, %v", rep, err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before, _, _ := agent.stats()
+			p := newPool(t, nodeagent.Config{Resolver: resolver, CA: c.ca, Tokens: &audienceTokens{}, Options: fast})
+			rep, err := p.Node(c.node).GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+			if status.Code(err) != c.want {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+			after, _, _ := agent.stats()
+			if c.want == codes.OK && (rep.NodeName != "node-a" || after != before+1) {
+				t.Fatalf("report %v after %d calls", rep, after-before)
+			}
+			if c.want != codes.OK && after != before {
+				t.Fatalf("the agent saw %d calls over an unverified connection", after-before)
+			}
+		})
 	}
-	if len(agent.tokens) != 1 || agent.tokens[0] != "Bearer token-1" {
-		t.Fatalf("tokens sent: %v", agent.tokens)
-	}
-
-	t.Run("other CA", func(t *testing.T) {
-		other := newPKI(t, name)
-		d := &nodeagent.Dialer{RootCAs: other.pool, ServerName: name, Tokens: counterTokens(), Options: fast}
-		cl, err := d.DialAddress(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		before := agent.calls
-		_, err = cl.GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
-		if status.Code(err) != codes.Unavailable || agent.calls != before {
-			t.Fatalf("got %v; the agent saw %d calls", err, agent.calls-before)
-		}
-	})
-	t.Run("other name", func(t *testing.T) {
-		d := &nodeagent.Dialer{RootCAs: pki.pool, ServerName: "evil.example", Tokens: counterTokens(), Options: fast}
-		cl, err := d.DialAddress(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		if _, err := cl.GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{}); status.Code(err) != codes.Unavailable {
-			t.Fatalf("got %v", err)
-		}
-	})
-	t.Run("agent down is retried then Unavailable", func(t *testing.T) {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dead := lis.Addr().String()
-		lis.Close()
-		cl, err := d.DialAddress(dead)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		if _, err := cl.GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{}); status.Code(err) != codes.Unavailable {
-			t.Fatalf("got %v", err)
+	t.Run("no agent on the node", func(t *testing.T) {
+		p := newPool(t, nodeagent.Config{Resolver: resolver, CA: nodeagent.StaticCA{Pool: pki.Pool, ServerName: serverName}, Tokens: &audienceTokens{}, Options: fast})
+		if _, err := p.Node("node-x").GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{}); !errors.Is(err, nodeagent.ErrNoAgent) {
+			t.Fatalf("got %v, want ErrNoAgent", err)
 		}
 	})
 	t.Run("required fields", func(t *testing.T) {
-		if _, err := (&nodeagent.Dialer{}).DialAddress(addr); err == nil {
-			t.Fatal("dialed without CA, name and tokens")
+		if _, err := nodeagent.NewPool(nodeagent.Config{}); err == nil {
+			t.Fatal("a pool without resolver, CA and tokens")
 		}
 	})
 }
