@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +45,10 @@ type Config struct {
 	MemInfo string
 	// SysctlRoot is /proc/sys, or a directory standing in for it.
 	SysctlRoot string
+	// DeviceAllow, when not empty, is the only set of devices the agent may ever see: globs
+	// (path.Match) over device paths such as /dev/loop7 or /dev/nvme*n1. A disk matching none
+	// is left out of Disks and refused by DiskByPath.
+	DeviceAllow []string
 }
 
 // DefaultConfig is the layout of a normal Linux host.
@@ -87,22 +93,90 @@ func CheckTools() error {
 
 // Disk is a whole block device as sysfs describes it.
 type Disk struct {
-	Name       string
-	Path       string
-	MajMin     string
-	SizeBytes  int64
-	Model      string
+	Name      string
+	Path      string
+	MajMin    string
+	SizeBytes int64
+	Model     string
+	// Serial and WWN identify the hardware where it has an identity (loop devices do not).
 	Serial     string
+	WWN        string
 	Rotational bool
 	ReadOnly   bool
-	// Kind is "disk", "loop", "zram" or "ram".
+	// DiskSeq is the kernel's sequence number of the media now behind this name: within one
+	// boot no two media get the same one (a re-attached loop device gets a new one). 0 when
+	// the kernel does not count.
+	DiskSeq uint64
+	// Kind is the whole-disk family by name (see KindOf); "" for anything else.
 	Kind       string
 	Holders    []string
 	Partitions []Part
 }
 
 // NVMe says whether the disk is an NVMe namespace.
-func (d Disk) NVMe() bool { return strings.HasPrefix(d.Name, "nvme") }
+func (d Disk) NVMe() bool { return d.Kind == KindNVMe }
+
+// Whole-disk kinds, told apart by the kernel's name.
+const (
+	KindNVMe = "nvme" // nvme<ctrl>n<ns>: a namespace, not nvme0c0n1 (a multipath leg) nor a partition
+	KindSD   = "sd"   // SCSI, SATA, SAS, USB disks
+	KindVD   = "vd"   // virtio-blk
+	KindXVD  = "xvd"  // Xen and some EC2 volumes
+	KindLoop = "loop" // for tests only
+)
+
+var kindPatterns = []struct {
+	kind string
+	re   *regexp.Regexp
+}{
+	{KindNVMe, regexp.MustCompile(`^nvme[0-9]+n[0-9]+$`)},
+	{KindSD, regexp.MustCompile(`^sd[a-z]+$`)},
+	{KindVD, regexp.MustCompile(`^vd[a-z]+$`)},
+	{KindXVD, regexp.MustCompile(`^xvd[a-z]+$`)},
+	{KindLoop, regexp.MustCompile(`^loop[0-9]+$`)},
+}
+
+// KindOf names the whole-disk kind of a kernel block device name, "" when it is none of them
+// (device-mapper, md, nbd, rbd, zram, ram, optical drives, partitions, ...). An allowlist: a
+// new kind of device is refused until someone decides it is a disk.
+func KindOf(name string) string {
+	for _, k := range kindPatterns {
+		if k.re.MatchString(name) {
+			return k.kind
+		}
+	}
+	return ""
+}
+
+// ErrNotAllowed means a device lies outside Config.DeviceAllow.
+var ErrNotAllowed = errors.New("outside the agent's device allowlist")
+
+// visible says whether the allowlist lets the agent see the device of this name.
+func (h *Host) visible(name string) bool {
+	if len(h.cfg.DeviceAllow) == 0 {
+		return true
+	}
+	p := filepath.Join(h.cfg.DevRoot, name)
+	for _, g := range h.cfg.DeviceAllow {
+		if ok, _ := path.Match(g, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidateDeviceAllow checks allowlist globs: each must be a valid pattern of a path under /dev.
+func ValidateDeviceAllow(globs []string) error {
+	for _, g := range globs {
+		if !strings.HasPrefix(g, "/dev/") || path.Clean(g) != g {
+			return fmt.Errorf("device glob %q is not a clean path under /dev/", g)
+		}
+		if _, err := path.Match(g, "/dev/x"); err != nil {
+			return fmt.Errorf("device glob %q: %w", g, err)
+		}
+	}
+	return nil
+}
 
 // Part is a partition of a Disk.
 type Part struct {
@@ -121,6 +195,9 @@ func (h *Host) Disks() ([]Disk, error) {
 	}
 	var disks []Disk
 	for _, e := range entries {
+		if !h.visible(e.Name()) {
+			continue
+		}
 		if readInt(filepath.Join(h.cfg.SysRoot, "block", e.Name(), "size")) == 0 {
 			continue // unattached loop devices and empty drives have nothing to report
 		}
@@ -140,14 +217,17 @@ func (h *Host) Disks() ([]Disk, error) {
 var ErrNotDisk = errors.New("not a whole block device")
 
 // DiskByPath resolves a device path (following symlinks such as /dev/disk/by-id) to its disk.
-func (h *Host) DiskByPath(path string) (Disk, error) {
-	resolved, err := filepath.EvalSymlinks(path)
+func (h *Host) DiskByPath(p string) (Disk, error) {
+	resolved, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return Disk{}, fmt.Errorf("%s: %w", path, ErrNotDisk)
+		return Disk{}, fmt.Errorf("%s: %w", p, ErrNotDisk)
 	}
 	name := filepath.Base(resolved)
 	if _, err := os.Stat(filepath.Join(h.cfg.SysRoot, "block", name)); err != nil {
-		return Disk{}, fmt.Errorf("%s: %w", path, ErrNotDisk)
+		return Disk{}, fmt.Errorf("%s: %w", p, ErrNotDisk)
+	}
+	if !h.visible(name) {
+		return Disk{}, fmt.Errorf("%s: %w", p, ErrNotAllowed)
 	}
 	return h.disk(name)
 }
@@ -163,18 +243,15 @@ func (h *Host) disk(name string) (Disk, error) {
 		Serial:     readTrim(filepath.Join(dir, "device", "serial")),
 		Rotational: readTrim(filepath.Join(dir, "queue", "rotational")) == "1",
 		ReadOnly:   readTrim(filepath.Join(dir, "ro")) == "1",
-		Kind:       "disk",
+		WWN:        readTrim(filepath.Join(dir, "wwid")),
+		Kind:       KindOf(name),
 	}
+	d.DiskSeq, _ = strconv.ParseUint(readTrim(filepath.Join(dir, "diskseq")), 10, 64)
 	if d.Serial == "" {
 		d.Serial = readTrim(filepath.Join(dir, "serial")) // virtio exposes it here
 	}
-	switch {
-	case strings.HasPrefix(name, "loop"):
-		d.Kind = "loop"
-	case strings.HasPrefix(name, "zram"):
-		d.Kind = "zram"
-	case strings.HasPrefix(name, "ram"):
-		d.Kind = "ram"
+	if d.WWN == "" {
+		d.WWN = readTrim(filepath.Join(dir, "device", "wwid")) // SCSI
 	}
 	if holders, err := os.ReadDir(filepath.Join(dir, "holders")); err == nil {
 		for _, hd := range holders {
@@ -393,7 +470,15 @@ func (h *Host) CheckExclusive(dev string) error {
 // PartitionSplit writes a fresh GPT with an XFS partition of xfsPercent of the device and a
 // raw partition with the rest, under the given disk GUID so the agent can later recognise
 // its own table. It returns the two partition paths once their device nodes exist.
-func (h *Host) PartitionSplit(ctx context.Context, d Disk, xfsPercent uint32, diskGUID string) (string, string, error) {
+func (h *Host) PartitionSplit(ctx context.Context, d Disk, xfsPercent uint32, diskGUID string) (p1, p2 string, err error) {
+	err = h.withMedia(d, func() error {
+		p1, p2, err = h.partitionSplit(ctx, d, xfsPercent, diskGUID)
+		return err
+	})
+	return p1, p2, err
+}
+
+func (h *Host) partitionSplit(ctx context.Context, d Disk, xfsPercent uint32, diskGUID string) (string, string, error) {
 	const align = 2048 // 1 MiB in 512-byte sectors
 	sectors := d.SizeBytes / 512
 	usable := sectors - align - 34 // the backup GPT takes the last 33 sectors
@@ -508,14 +593,20 @@ func (h *Host) DeviceSize(dev string) (int64, error) {
 // MkfsXFS makes an XFS filesystem with the agent's label and a UUID chosen by the agent, so the
 // filesystem can be recognised even when the device's name changes. -f is safe here because
 // the caller has already proven the device blank or the agent's own.
-func (h *Host) MkfsXFS(ctx context.Context, dev, label, uuid string) error {
-	_, err := run(ctx, "mkfs.xfs", "-f", "-q", "-L", label, "-m", "uuid="+uuid, dev)
-	return err
+func (h *Host) MkfsXFS(ctx context.Context, d Disk, dev, label, uuid string) error {
+	return h.withMedia(d, func() error {
+		_, err := run(ctx, "mkfs.xfs", "-f", "-q", "-L", label, "-m", "uuid="+uuid, dev)
+		return err
+	})
 }
 
-// Wipe erases every signature on the device, partitions first, and makes the kernel forget the
-// old partitions.
-func (h *Host) Wipe(ctx context.Context, dev string, partitions []string) error {
+// Wipe erases every signature on the disk, the given partitions first, and makes the kernel
+// forget the old partitions; the media is checked to be the one the caller identified.
+func (h *Host) Wipe(ctx context.Context, d Disk, partitions []string) error {
+	return h.withMedia(d, func() error { return h.wipe(ctx, d.Path, partitions) })
+}
+
+func (h *Host) wipe(ctx context.Context, dev string, partitions []string) error {
 	for _, p := range partitions {
 		if _, err := os.Stat(p); err != nil {
 			continue
@@ -528,6 +619,39 @@ func (h *Host) Wipe(ctx context.Context, dev string, partitions []string) error 
 		return err
 	}
 	return h.RereadPartitions(dev)
+}
+
+// ErrMediaChanged means a device name now stands for other media than the caller identified.
+var ErrMediaChanged = errors.New("the device now holds other media than the one identified")
+
+// withMedia runs a write while holding the disk open, after checking that its media is still
+// the one d describes (same disk sequence number). The open descriptor pins the media: a loop
+// device cannot be re-attached to another file under the agent until it is closed.
+func (h *Host) withMedia(d Disk, write func() error) error {
+	fd, err := unix.Open(d.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", d.Path, err)
+	}
+	defer unix.Close(fd)
+	if d.DiskSeq != 0 {
+		seq, err := diskSeq(fd)
+		if err != nil {
+			return fmt.Errorf("reading the disk sequence of %s: %w", d.Path, err)
+		}
+		if seq != d.DiskSeq {
+			return fmt.Errorf("%s (sequence %d, identified %d): %w", d.Path, seq, d.DiskSeq, ErrMediaChanged)
+		}
+	}
+	return write()
+}
+
+// BootID identifies the running boot; disk sequence numbers mean something only within one.
+func (h *Host) BootID() (string, error) {
+	id := readTrim(filepath.Join(h.cfg.SysctlRoot, "kernel", "random", "boot_id"))
+	if id == "" {
+		return "", errors.New("reading the boot id: kernel/random/boot_id is empty or missing")
+	}
+	return id, nil
 }
 
 // RereadPartitions asks the kernel to drop or re-read the partition table.
@@ -544,35 +668,30 @@ func (h *Host) RereadPartitions(dev string) error {
 	return nil
 }
 
-// MountXFS mounts an XFS device at target, creating the directory.
-func (h *Host) MountXFS(dev, target string) error {
-	if err := os.MkdirAll(target, 0o750); err != nil {
-		return err
-	}
-	if err := unix.Mount(dev, target, "xfs", unix.MS_NOATIME, ""); err != nil {
-		return fmt.Errorf("mounting %s at %s: %w", dev, target, err)
-	}
-	return nil
+// MountXFS mounts the XFS filesystem on dev (d itself or one of its partitions) at target,
+// resolved and created beneath root without following symlinks. The media is checked to be
+// the one the caller identified.
+func (h *Host) MountXFS(d Disk, dev, root, target string) error {
+	return h.withMedia(d, func() error {
+		return mountBeneath(root, target, func(at string) error {
+			if err := unix.Mount(dev, at, "xfs", unix.MS_NOATIME, ""); err != nil {
+				return fmt.Errorf("mounting %s at %s: %w", dev, target, err)
+			}
+			return nil
+		})
+	})
 }
 
-// BindMount bind-mounts source at target, creating the directory.
-func (h *Host) BindMount(source, target string) error {
-	if err := os.MkdirAll(target, 0o750); err != nil {
-		return err
-	}
-	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind-mounting %s at %s: %w", source, target, err)
-	}
-	return nil
-}
-
-// Unmount unmounts target; a target that is not mounted is not an error.
-func (h *Host) Unmount(target string) error {
-	err := unix.Unmount(target, 0)
-	if err == nil || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+// BindMount bind-mounts source (a directory of the agent's own) at target, resolved and
+// created beneath root without following symlinks, and mounted onto the resolved descriptor so
+// that a symlink swapped in meanwhile cannot redirect it.
+func (h *Host) BindMount(source, root, target string) error {
+	return mountBeneath(root, target, func(at string) error {
+		if err := unix.Mount(source, at, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind-mounting %s at %s: %w", source, target, err)
+		}
 		return nil
-	}
-	return fmt.Errorf("unmounting %s: %w", target, err)
+	})
 }
 
 // RemoveDir removes an empty directory the agent created; a missing one is fine.

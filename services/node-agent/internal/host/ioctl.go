@@ -30,3 +30,14 @@ func addPartition(fd int, number int32, startBytes, lengthBytes int64) error {
 	}
 	return nil
 }
+
+// diskSeq asks the kernel for the sequence number of the media behind an open block device
+// (BLKGETDISKSEQ); a partition answers with its disk's.
+func diskSeq(fd int) (uint64, error) {
+	var seq uint64
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.BLKGETDISKSEQ, uintptr(unsafe.Pointer(&seq)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return seq, nil
+}

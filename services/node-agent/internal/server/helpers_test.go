@@ -3,6 +3,8 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -214,4 +216,29 @@ func wantCode(t testing.TB, err error, code codes.Code, contains ...string) {
 func command(t testing.TB, name string, args ...string) *exec.Cmd {
 	t.Helper()
 	return exec.Command(name, args...)
+}
+
+// backingFile names the file behind a loop device.
+func backingFile(t testing.TB, dev string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "loop", "backing_file"))
+	if err != nil {
+		t.Fatalf("%s is not an attached loop device: %v", dev, err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// fileHash is the SHA-256 of a whole file (sparse files read fast).
+func fileHash(t testing.TB, p string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -14,10 +14,18 @@ import (
 	"google.golang.org/grpc/status"
 )
 
+// claimAttempts bounds how often a request selects again after a concurrent request reserved
+// a device it had chosen.
+const claimAttempts = 3
+
 // PrepareDisks prepares devices for a PV source path; see the proto for the contract.
 func (s *Server) PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDisksRequest) (*nodeagentv1.PrepareDisksResponse, error) {
 	if err := validatePrepare(req, s.opts.PVRoot); err != nil {
 		return nil, err
+	}
+	// Refuse a symlink on the way before any device is touched; the mount resolves again.
+	if err := s.host.CheckBeneath(s.opts.PVRoot, req.GetPvPath()); err != nil {
+		return nil, hostError(err)
 	}
 	recs, err := s.claim(ctx, req)
 	if err != nil {
@@ -25,7 +33,7 @@ func (s *Server) PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDisks
 	}
 	resp := &nodeagentv1.PrepareDisksResponse{}
 	for _, r := range recs {
-		done, err := s.prepareOne(ctx, r.Device)
+		done, err := s.prepareOne(ctx, r.FSUUID)
 		if err != nil {
 			return nil, err
 		}
@@ -34,18 +42,56 @@ func (s *Server) PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDisks
 	return resp, nil
 }
 
+// hostError maps an error of package host to its gRPC status.
+func hostError(err error) error {
+	switch {
+	case errors.Is(err, host.ErrUnsafePath):
+		return status.Errorf(codes.InvalidArgument, "%v", err)
+	case errors.Is(err, host.ErrMediaChanged):
+		return status.Errorf(codes.Aborted, "%v", err)
+	}
+	return status.Errorf(codes.Internal, "%v", err)
+}
+
 // claim finds the records a request stands for: those already made for its pv_path (a
-// repeat), or new ones reserved in the state before any device is touched.
+// repeat), or new ones reserved in the state before any device is touched. Devices are probed
+// without s.mu (a slow disk holds up only its own calls); the reservation re-checks, under
+// s.mu, that no concurrent request reserved them meanwhile.
 func (s *Server) claim(ctx context.Context, req *nodeagentv1.PrepareDisksRequest) ([]record, error) {
+	for range claimAttempts {
+		if recs, err := s.existingClaim(req); recs != nil || err != nil {
+			return recs, err
+		}
+		chosen, err := s.selectDevices(ctx, req.GetSelector())
+		if err != nil {
+			// The same request, racing this one, may have reserved the devices meanwhile.
+			if recs, _ := s.existingClaim(req); recs != nil {
+				return recs, nil
+			}
+			return nil, err
+		}
+		recs, err := s.reserve(req, chosen)
+		if recs != nil || err != nil {
+			return recs, err
+		}
+	}
+	return nil, status.Errorf(codes.Aborted, "the selected devices were reserved by concurrent requests; retry")
+}
+
+// existingClaim returns the records of a repeated request, or refuses a pv_path that overlaps
+// another; nil, nil when the request is new.
+func (s *Server) existingClaim(req *nodeagentv1.PrepareDisksRequest) ([]record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.existingClaimLocked(req)
+}
 
+func (s *Server) existingClaimLocked(req *nodeagentv1.PrepareDisksRequest) ([]record, error) {
 	sel := req.GetSelector()
 	want := int(sel.GetCount())
 	if len(sel.GetPaths()) > 0 {
 		want = len(sel.GetPaths())
 	}
-
 	var existing []record
 	for _, r := range s.records {
 		if r.Claim == req.GetPvPath() {
@@ -57,6 +103,7 @@ func (s *Server) claim(ctx context.Context, req *nodeagentv1.PrepareDisksRequest
 			return nil, status.Errorf(codes.FailedPrecondition,
 				"pv_path %s is already prepared with other settings; release it first", req.GetPvPath())
 		}
+		sort.Slice(existing, func(i, j int) bool { return existing[i].PVPath < existing[j].PVPath })
 		return existing, nil
 	}
 	for _, r := range s.records {
@@ -64,10 +111,28 @@ func (s *Server) claim(ctx context.Context, req *nodeagentv1.PrepareDisksRequest
 			return nil, status.Errorf(codes.FailedPrecondition, "pv_path %s overlaps pv_path %s of device %s", req.GetPvPath(), r.PVPath, r.Device)
 		}
 	}
+	return nil, nil
+}
 
-	chosen, err := s.selectDevices(ctx, sel)
-	if err != nil {
-		return nil, err
+// reserve records the chosen devices for the request, with the identity the agent is about to
+// write (filesystem UUID, disk GUID) and the one the device already has (WWN, serial, and its
+// media's sequence number in this boot). It returns nil, nil when a concurrent request
+// reserved one of them first, so the caller selects again.
+func (s *Server) reserve(req *nodeagentv1.PrepareDisksRequest, chosen []host.Disk) ([]record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if recs, err := s.existingClaimLocked(req); recs != nil || err != nil {
+		return recs, err
+	}
+	for _, d := range chosen {
+		for _, r := range s.records {
+			if sameHardware(r, d) || sameMedia(r, d, s.bootID) {
+				if len(req.GetSelector().GetPaths()) > 0 {
+					return nil, status.Errorf(codes.FailedPrecondition, "device %s is already prepared for pv_path %s", d.Path, r.PVPath)
+				}
+				return nil, nil
+			}
+		}
 	}
 	var recs []record
 	for _, d := range chosen {
@@ -80,14 +145,14 @@ func (s *Server) claim(ctx context.Context, req *nodeagentv1.PrepareDisksRequest
 				"device %s would get an XFS filesystem of %d MiB; XFS needs at least %d MiB", d.Path, size>>20, minXFSBytes>>20)
 		}
 		r := record{
-			Device: d.Path, XFSDevice: d.Path, XFSPercent: req.GetXfsPercent(),
-			FSUUID: newUUID(), Claim: req.GetPvPath(), PVPath: req.GetPvPath(), Phase: phasePreparing,
+			Device: d.Path, XFSPercent: req.GetXfsPercent(),
+			FSUUID: newUUID(), WWN: d.WWN, Serial: d.Serial, BootID: s.bootID, DiskSeq: d.DiskSeq,
+			Claim: req.GetPvPath(), PVPath: req.GetPvPath(), Phase: phasePreparing,
 		}
 		if r.XFSPercent != 0 {
 			r.DiskGUID = newUUID()
-			r.XFSDevice = host.PartitionPath(d.Path, 1)
-			r.RawDevice = host.PartitionPath(d.Path, 2)
 		}
+		r.XFSDevice, r.RawDevice = devicesOf(r, d)
 		if len(chosen) > 1 {
 			r.PVPath = filepath.Join(req.GetPvPath(), filepath.Base(d.Path))
 		}
@@ -99,8 +164,9 @@ func (s *Server) claim(ctx context.Context, req *nodeagentv1.PrepareDisksRequest
 		s.records = s.records[:len(s.records)-len(recs)]
 		return nil, err
 	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].PVPath < recs[j].PVPath })
 	for _, r := range recs {
-		s.log.Info("Reserved device", "device", r.Device, "pvPath", r.PVPath, "xfsPercent", r.XFSPercent)
+		s.log.Info("Reserved device", "device", r.Device, "fsUUID", r.FSUUID, "pvPath", r.PVPath, "xfsPercent", r.XFSPercent)
 	}
 	return recs, nil
 }
@@ -119,12 +185,12 @@ func samePaths(recs []record, paths []string) bool {
 	return slices.Equal(have, want)
 }
 
-// canonical maps device paths (possibly /dev/disk/by-id links) to the kernel names records
-// keep, so a repeat through a link is recognised; unknown paths stay as given.
+// canonical maps device paths (possibly /dev/disk/by-id links) to kernel names, so a repeat
+// through a link is recognised; unknown paths stay as given.
 func (s *Server) canonical(paths []string) []string {
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
-		if d, err := s.host.DiskByPath(p); err == nil {
+		if d, ok := s.diskAt(p); ok {
 			p = d.Path
 		}
 		out = append(out, p)
@@ -139,8 +205,19 @@ func isUnder(p, dir string) bool {
 
 func startsWithDotDot(rel string) bool { return len(rel) >= 3 && rel[:3] == "../" }
 
-// selectDevices resolves a selector to eligible disks; s.mu is held so that two requests
-// cannot pick the same blank disk.
+// deviceNotFound maps a failed DiskByPath to its status.
+func deviceNotFound(p string, err error) error {
+	switch {
+	case errors.Is(err, host.ErrNotAllowed):
+		return status.Errorf(codes.NotFound, "device %s is outside this agent's device allowlist (--device-allow)", p)
+	case errors.Is(err, host.ErrNotDisk):
+		return status.Errorf(codes.NotFound, "device %s is not a whole block device on this node", p)
+	}
+	return status.Errorf(codes.Internal, "reading %s: %v", p, err)
+}
+
+// selectDevices resolves a selector to eligible disks that no record holds. Each disk is
+// probed under its own device lock only.
 func (s *Server) selectDevices(ctx context.Context, sel *nodeagentv1.DeviceSelector) ([]host.Disk, error) {
 	mounts, err := s.host.Mounts()
 	if err != nil {
@@ -150,32 +227,29 @@ func (s *Server) selectDevices(ctx context.Context, sel *nodeagentv1.DeviceSelec
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "finding the boot disk: %v", err)
 	}
-	owner := map[string]string{}
-	for _, r := range s.records {
-		owner[r.Device] = r.PVPath
-	}
+	recs := s.snapshot()
 
 	if len(sel.GetPaths()) > 0 {
 		var out []host.Disk
 		for _, p := range sel.GetPaths() {
 			d, err := s.host.DiskByPath(p)
-			if errors.Is(err, host.ErrNotDisk) {
-				return nil, status.Errorf(codes.NotFound, "device %s is not a whole block device on this node", p)
-			}
 			if err != nil {
-				return nil, status.Errorf(codes.Internal, "reading %s: %v", p, err)
+				return nil, deviceNotFound(p, err)
 			}
-			if pv, ok := owner[d.Path]; ok {
-				return nil, status.Errorf(codes.FailedPrecondition, "device %s is already prepared for pv_path %s", p, pv)
-			}
-			f, err := s.observe(ctx, d, mounts, boot, true)
+			f, ok, err := s.observe(ctx, d.Path, mounts, boot)
 			if err != nil {
 				return nil, status.Errorf(codes.Internal, "probing %s: %v", p, err)
+			}
+			if !ok {
+				return nil, status.Errorf(codes.NotFound, "device %s went away", p)
+			}
+			if r, held := heldBy(f, recs, s.bootID); held {
+				return nil, status.Errorf(codes.FailedPrecondition, "device %s is already prepared for pv_path %s", p, r.PVPath)
 			}
 			if why := ineligible(f, s.opts.AllowLoopDevices); why != "" {
 				return nil, status.Errorf(codes.FailedPrecondition, "device %s %s", p, why)
 			}
-			out = append(out, d)
+			out = append(out, f.disk)
 		}
 		return out, nil
 	}
@@ -187,17 +261,17 @@ func (s *Server) selectDevices(ctx context.Context, sel *nodeagentv1.DeviceSelec
 	sort.Slice(disks, func(i, j int) bool { return disks[i].Path < disks[j].Path })
 	var out []host.Disk
 	for _, d := range disks {
-		if _, taken := owner[d.Path]; taken || !matches(d, sel) {
+		if !matches(d, sel) || kindIneligible(d.Kind, s.opts.AllowLoopDevices) != "" || boot[d.Name] {
 			continue
 		}
-		f, err := s.observe(ctx, d, mounts, boot, true)
+		f, ok, err := s.observe(ctx, d.Path, mounts, boot)
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "probing %s: %v", d.Path, err)
 		}
-		if ineligible(f, s.opts.AllowLoopDevices) != "" {
+		if _, held := heldBy(f, recs, s.bootID); !ok || held || !matches(f.disk, sel) || ineligible(f, s.opts.AllowLoopDevices) != "" {
 			continue
 		}
-		out = append(out, d)
+		out = append(out, f.disk)
 		if len(out) == int(sel.GetCount()) {
 			return out, nil
 		}
@@ -219,124 +293,127 @@ func matches(d host.Disk, sel *nodeagentv1.DeviceSelector) bool {
 	return true
 }
 
-// prepareOne brings one reserved device to ready, under its device lock. A ready device only
-// has its mounts checked, which makes a repeat a no-op.
-func (s *Server) prepareOne(ctx context.Context, dev string) (record, error) {
-	unlock := s.lockDevice(dev)
-	defer unlock()
-	r, ok := s.lookup(dev) // re-read: another request may have finished or released it
+// prepareOne brings one reserved record to ready, on the device that identifies it, under the
+// record's and the device's locks. A ready record only has its mounts checked, which makes a
+// repeat a no-op.
+func (s *Server) prepareOne(ctx context.Context, key string) (record, error) {
+	defer s.lockRecord(key)()
+	r, ok := s.lookup(key) // re-read: another request may have finished or released it
 	if !ok {
-		return record{}, status.Errorf(codes.Aborted, "device %s was released while this request waited", dev)
+		return record{}, status.Errorf(codes.Aborted, "the device for pv_path was released while this request waited")
 	}
+	if r.Phase == phasePreparing {
+		// An interrupted attempt may have left the agent's own mounts behind.
+		if err := s.host.Unmount(s.opts.PVRoot, r.PVPath); err != nil {
+			return record{}, hostError(err)
+		}
+		if err := s.host.Unmount(s.opts.AgentRoot, r.MountPath); err != nil {
+			return record{}, hostError(err)
+		}
+	}
+	l, err := s.locate(ctx, r)
+	if err != nil {
+		return record{}, err
+	}
+	if l == nil {
+		if r.Phase == phaseReady {
+			return record{}, s.notOnNode(r)
+		}
+		return record{}, status.Errorf(codes.FailedPrecondition,
+			"device %s no longer carries what the agent wrote there, and no device on this node is the one reserved for pv_path %s; release it and prepare again",
+			r.Device, r.PVPath)
+	}
+	defer l.unlock()
 	if r.Phase == phaseReady {
-		if err := s.ensureMounted(ctx, r); err != nil {
-			return record{}, err
-		}
-		return r, nil
+		return s.ensureMounted(ctx, r, l.facts)
+	}
+	d := l.facts.disk
+	if why := resumable(l.facts, r); why != "" {
+		return record{}, status.Errorf(codes.FailedPrecondition, "device %s %s", d.Path, why)
 	}
 
-	// An interrupted attempt may have left our own mounts behind.
-	if err := s.host.Unmount(r.PVPath); err != nil {
-		return record{}, status.Errorf(codes.Internal, "%v", err)
+	r.Device = d.Path
+	r.XFSDevice, r.RawDevice = devicesOf(r, d)
+	if r.WWN == "" && r.Serial == "" {
+		r.WWN, r.Serial = d.WWN, d.Serial
 	}
-	if err := s.host.Unmount(r.MountPath); err != nil {
-		return record{}, status.Errorf(codes.Internal, "%v", err)
-	}
-	d, err := s.host.DiskByPath(dev)
-	if err != nil {
-		return record{}, status.Errorf(codes.NotFound, "device %s is gone: %v", dev, err)
-	}
-	mounts, err := s.host.Mounts()
-	if err != nil {
-		return record{}, status.Errorf(codes.Internal, "reading mounts: %v", err)
-	}
-	boot, err := s.host.BootDisks()
-	if err != nil {
-		return record{}, status.Errorf(codes.Internal, "finding the boot disk: %v", err)
-	}
-	f, err := s.observe(ctx, d, mounts, boot, true)
-	if err != nil {
-		return record{}, status.Errorf(codes.Internal, "probing %s: %v", dev, err)
-	}
-	if why := resumable(f, r); why != "" {
-		return record{}, status.Errorf(codes.FailedPrecondition, "device %s %s", dev, why)
-	}
-
 	if r.XFSPercent != 0 {
-		xfsDev, rawDev, err := s.host.PartitionSplit(ctx, d, r.XFSPercent, r.DiskGUID)
-		if err != nil {
-			return record{}, status.Errorf(codes.Internal, "partitioning %s: %v", dev, err)
+		if _, _, err := s.host.PartitionSplit(ctx, d, r.XFSPercent, r.DiskGUID); err != nil {
+			return record{}, status.Errorf(codes.Internal, "partitioning %s: %v", d.Path, err)
 		}
-		r.XFSDevice, r.RawDevice = xfsDev, rawDev
-		if r.RawSizeBytes, err = s.host.DeviceSize(rawDev); err != nil {
+		if r.RawSizeBytes, err = s.host.DeviceSize(r.RawDevice); err != nil {
 			return record{}, status.Errorf(codes.Internal, "%v", err)
 		}
 	}
 	if r.XFSSizeBytes, err = s.host.DeviceSize(r.XFSDevice); err != nil {
 		return record{}, status.Errorf(codes.Internal, "%v", err)
 	}
-	if err := s.host.MkfsXFS(ctx, r.XFSDevice, XFSLabel, r.FSUUID); err != nil {
+	if err := s.host.MkfsXFS(ctx, d, r.XFSDevice, XFSLabel, r.FSUUID); err != nil {
 		return record{}, status.Errorf(codes.Internal, "making XFS on %s: %v", r.XFSDevice, err)
 	}
-	if err := s.mount(r); err != nil {
-		return record{}, err
+	if err := s.host.MountXFS(d, r.XFSDevice, s.opts.AgentRoot, r.MountPath); err != nil {
+		return record{}, hostError(err)
+	}
+	if err := s.host.BindMount(r.MountPath, s.opts.PVRoot, r.PVPath); err != nil {
+		return record{}, hostError(err)
 	}
 	r.Phase = phaseReady
-	if err := s.update(dev, &r); err != nil {
+	if err := s.update(key, &r); err != nil {
 		return record{}, err
 	}
-	s.log.Info("Prepared device", "device", dev, "xfsDevice", r.XFSDevice, "pvPath", r.PVPath)
+	s.log.Info("Prepared device", "device", d.Path, "xfsDevice", r.XFSDevice, "fsUUID", r.FSUUID, "pvPath", r.PVPath)
 	return r, nil
 }
 
-func (s *Server) mount(r record) error {
-	if err := s.host.MountXFS(r.XFSDevice, r.MountPath); err != nil {
-		return status.Errorf(codes.Internal, "%v", err)
+// ensureMounted checks that a ready record's device, observed under its lock, still carries
+// its filesystem and that both of its mounts are in place, mounting what is missing.
+func (s *Server) ensureMounted(_ context.Context, r record, f facts) (record, error) {
+	d := f.disk
+	xfsDev, _ := devicesOf(r, d)
+	sig, majmin := f.sig, d.MajMin
+	for _, p := range d.Partitions {
+		if p.Path == xfsDev {
+			sig, majmin = f.partSigs[p.Path], p.MajMin
+		}
 	}
-	if err := s.host.BindMount(r.MountPath, r.PVPath); err != nil {
-		return status.Errorf(codes.Internal, "%v", err)
-	}
-	return nil
-}
-
-// ensureMounted checks that a ready device still carries its filesystem and that both of its
-// mounts are in place, mounting what is missing.
-func (s *Server) ensureMounted(ctx context.Context, r record) error {
-	sig, err := s.host.Probe(ctx, r.XFSDevice)
-	if err != nil {
-		return status.Errorf(codes.Internal, "probing %s: %v", r.XFSDevice, err)
+	if xfsDev != d.Path && majmin == d.MajMin {
+		sig = host.Signature{} // the partition is not there
 	}
 	if sig.Type != "xfs" || sig.UUID != r.FSUUID {
-		why := fmt.Sprintf("device %s no longer carries the agent's filesystem %s", r.XFSDevice, r.FSUUID)
-		s.setMissing(r.Device, why)
-		return status.Error(codes.FailedPrecondition, why)
+		why := fmt.Sprintf("device %s no longer carries the agent's filesystem %s", xfsDev, r.FSUUID)
+		s.setMissing(r.FSUUID, why)
+		return record{}, status.Error(codes.FailedPrecondition, why)
+	}
+	r, err := s.updateHints(r.FSUUID, d)
+	if err != nil {
+		return record{}, err
 	}
 	m, mounted, err := s.host.MountedAt(r.MountPath)
 	if err != nil {
-		return status.Errorf(codes.Internal, "%v", err)
+		return record{}, status.Errorf(codes.Internal, "%v", err)
+	}
+	if mounted && m.MajMin != majmin {
+		return record{}, status.Errorf(codes.FailedPrecondition, "mount path %s has another filesystem (%s) mounted over it", r.MountPath, m.MajMin)
 	}
 	if !mounted {
-		if err := s.host.MountXFS(r.XFSDevice, r.MountPath); err != nil {
-			return status.Errorf(codes.Internal, "%v", err)
-		}
-		if m, _, err = s.host.MountedAt(r.MountPath); err != nil {
-			return status.Errorf(codes.Internal, "%v", err)
+		if err := s.host.MountXFS(d, xfsDev, s.opts.AgentRoot, r.MountPath); err != nil {
+			return record{}, hostError(err)
 		}
 	}
 	b, bound, err := s.host.MountedAt(r.PVPath)
 	if err != nil {
-		return status.Errorf(codes.Internal, "%v", err)
+		return record{}, status.Errorf(codes.Internal, "%v", err)
 	}
-	if bound && b.MajMin != m.MajMin {
-		return status.Errorf(codes.FailedPrecondition, "pv_path %s has another filesystem mounted over it", r.PVPath)
+	if bound && b.MajMin != majmin {
+		return record{}, status.Errorf(codes.FailedPrecondition, "pv_path %s has another filesystem mounted over it", r.PVPath)
 	}
 	if !bound {
-		if err := s.host.BindMount(r.MountPath, r.PVPath); err != nil {
-			return status.Errorf(codes.Internal, "%v", err)
+		if err := s.host.BindMount(r.MountPath, s.opts.PVRoot, r.PVPath); err != nil {
+			return record{}, hostError(err)
 		}
 	}
 	s.mu.Lock()
-	delete(s.missing, r.Device)
+	delete(s.missing, r.FSUUID)
 	s.mu.Unlock()
-	return nil
+	return r, nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/services/node-agent/internal/host"
@@ -11,21 +12,19 @@ import (
 )
 
 // ReleaseDisks unmounts and forgets prepared devices; a device the agent does not remember is
-// already released, so a repeat succeeds and releases nothing.
+// already released, so a repeat succeeds and releases nothing. Devices are named as the agent
+// last reported them, or by any path of a device that carries a record's identity.
 func (s *Server) ReleaseDisks(ctx context.Context, req *nodeagentv1.ReleaseDisksRequest) (*nodeagentv1.ReleaseDisksResponse, error) {
 	if err := validateRelease(req, s.opts.PVRoot); err != nil {
 		return nil, err
 	}
-	var devices []string
-	wanted := s.canonical(req.GetDevices())
-	for _, r := range s.snapshot() {
-		if r.Claim == req.GetPvPath() || containsString(wanted, r.Device) {
-			devices = append(devices, r.Device)
-		}
+	keys, err := s.releaseKeys(ctx, req)
+	if err != nil {
+		return nil, err
 	}
 	resp := &nodeagentv1.ReleaseDisksResponse{}
-	for _, dev := range devices {
-		r, released, err := s.releaseOne(ctx, dev, req.GetWipe())
+	for _, key := range keys {
+		r, released, err := s.releaseOne(ctx, key, req.GetWipe())
 		if err != nil {
 			return nil, err
 		}
@@ -36,54 +35,161 @@ func (s *Server) ReleaseDisks(ctx context.Context, req *nodeagentv1.ReleaseDisks
 	return resp, nil
 }
 
-func (s *Server) releaseOne(ctx context.Context, dev string, wipe bool) (record, bool, error) {
-	unlock := s.lockDevice(dev)
-	defer unlock()
-	r, ok := s.lookup(dev)
+// releaseKeys finds the records a release names: by pv_path, or by device, through the name
+// the agent last reported or the identity the named device carries.
+func (s *Server) releaseKeys(ctx context.Context, req *nodeagentv1.ReleaseDisksRequest) ([]string, error) {
+	recs := s.snapshot()
+	var keys []string
+	add := func(k string) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	if req.GetPvPath() != "" {
+		for _, r := range recs {
+			if r.Claim == req.GetPvPath() {
+				add(r.FSUUID)
+			}
+		}
+		return keys, nil
+	}
+	mounts, err := s.host.Mounts()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "reading mounts: %v", err)
+	}
+	boot, err := s.host.BootDisks()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "finding the boot disk: %v", err)
+	}
+	for _, p := range req.GetDevices() {
+		d, err := s.host.DiskByPath(p)
+		if errors.Is(err, host.ErrNotAllowed) {
+			return nil, deviceNotFound(p, err)
+		}
+		name := p
+		if err == nil {
+			name = d.Path
+			f, ok, err := s.observe(ctx, d.Path, mounts, boot)
+			if err != nil {
+				return nil, status.Errorf(codes.Internal, "probing %s: %v", p, err)
+			}
+			for _, r := range recs {
+				if ok && identify(r, f, s.bootID) != matchNone {
+					add(r.FSUUID)
+				}
+			}
+		}
+		for _, r := range recs {
+			if r.Device == name {
+				add(r.FSUUID)
+			}
+		}
+	}
+	return keys, nil
+}
+
+// releaseOne unmounts and forgets a record. Its device is found by identity; a wipe writes
+// only after that identity is verified again under the device lock, and a record whose device
+// is not on the node is never wiped: the agent refuses and says so.
+func (s *Server) releaseOne(ctx context.Context, key string, wipe bool) (record, bool, error) {
+	defer s.lockRecord(key)()
+	r, ok := s.lookup(key)
 	if !ok {
 		return record{}, false, nil
 	}
-	if err := s.host.Unmount(r.PVPath); err != nil {
-		return record{}, false, status.Errorf(codes.Internal, "%v", err)
+	l, err := s.locate(ctx, r)
+	if err != nil {
+		return record{}, false, err
 	}
-	if err := s.host.Unmount(r.MountPath); err != nil {
-		return record{}, false, status.Errorf(codes.Internal, "%v", err)
+	if l == nil {
+		if wipe {
+			return record{}, false, status.Errorf(codes.FailedPrecondition,
+				"no device on this node carries the agent's filesystem %s of pv_path %s (last seen at %s): nothing was wiped; release without wipe to forget it",
+				r.FSUUID, r.PVPath, r.Device)
+		}
+		if err := s.unmountAll(r); err != nil {
+			return record{}, false, err
+		}
+		if err := s.update(key, nil); err != nil {
+			return record{}, false, err
+		}
+		s.log.Info("Released device not found on the node", "lastDevice", r.Device, "fsUUID", r.FSUUID, "pvPath", r.PVPath)
+		return r, true, nil
+	}
+	defer l.unlock()
+	d := l.facts.disk
+	r.Device = d.Path
+	r.XFSDevice, r.RawDevice = devicesOf(r, d)
+	if err := s.unmountAll(r); err != nil {
+		return record{}, false, err
 	}
 	// Bind mounts made from ours (a pod's volume) keep the filesystem alive after our unmount;
 	// forgetting or wiping it then would pull it from under a running workload.
-	for _, d := range []string{r.XFSDevice, r.Device} {
-		if err := s.host.CheckExclusive(d); errors.Is(err, host.ErrBusy) {
+	for _, dev := range []string{r.XFSDevice, d.Path} {
+		if err := s.host.CheckExclusive(dev); errors.Is(err, host.ErrBusy) {
 			if r.Phase == phaseReady {
-				_ = s.ensureMounted(ctx, r) // put our mounts back; the error is the busy device
+				_, _ = s.ensureMounted(ctx, r, l.facts) // put our mounts back; the error is the busy device
 			}
 			return record{}, false, status.Errorf(codes.FailedPrecondition,
-				"device %s is still in use after unmounting pv_path %s; stop its users first", dev, r.PVPath)
+				"device %s is still in use after unmounting pv_path %s; stop its users first", d.Path, r.PVPath)
 		}
 	}
 	if err := s.host.RemoveDir(r.MountPath); err != nil {
 		s.log.Warn("Removing mount directory failed", "path", r.MountPath, "err", err)
 	}
 	if wipe {
-		var parts []string
-		if r.RawDevice != "" {
-			parts = []string{r.XFSDevice, r.RawDevice}
-		}
-		if err := s.host.Wipe(ctx, r.Device, parts); err != nil {
-			return record{}, false, status.Errorf(codes.Internal, "wiping %s: %v", dev, err)
+		if err := s.wipe(ctx, r, d); err != nil {
+			return record{}, false, err
 		}
 	}
-	if err := s.update(dev, nil); err != nil {
+	if err := s.update(key, nil); err != nil {
 		return record{}, false, err
 	}
-	s.log.Info("Released device", "device", dev, "pvPath", r.PVPath, "wiped", wipe)
+	s.log.Info("Released device", "device", d.Path, "fsUUID", r.FSUUID, "pvPath", r.PVPath, "wiped", wipe)
 	return r, true, nil
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// wipe verifies r's identity on the disk once more, under the device lock the caller holds and
+// immediately before writing, and wipes it; host.Wipe checks that the media is still the one
+// observed here.
+func (s *Server) wipe(ctx context.Context, r record, was host.Disk) error {
+	d, ok := s.diskAt(was.Path)
+	if !ok || d.DiskSeq != was.DiskSeq {
+		return status.Errorf(codes.Aborted, "device %s changed while it was being released: nothing was wiped", was.Path)
 	}
-	return false
+	mounts, err := s.host.Mounts()
+	if err != nil {
+		return status.Errorf(codes.Internal, "reading mounts: %v", err)
+	}
+	boot, err := s.host.BootDisks()
+	if err != nil {
+		return status.Errorf(codes.Internal, "finding the boot disk: %v", err)
+	}
+	f, err := s.observeLocked(ctx, d, mounts, boot)
+	if err != nil {
+		return status.Errorf(codes.Internal, "probing %s: %v", d.Path, err)
+	}
+	if identify(r, f, s.bootID) == matchNone {
+		return status.Errorf(codes.FailedPrecondition,
+			"device %s no longer carries the agent's filesystem %s: nothing was wiped", d.Path, r.FSUUID)
+	}
+	var parts []string
+	if r.XFSPercent != 0 {
+		parts = partPaths(d)
+	}
+	if err := s.host.Wipe(ctx, d, parts); err != nil {
+		return status.Errorf(codes.Internal, "wiping %s: %v", d.Path, err)
+	}
+	return nil
+}
+
+// unmountAll removes the agent's two mounts of a record, the PV path first.
+func (s *Server) unmountAll(r record) error {
+	if err := s.host.Unmount(s.opts.PVRoot, r.PVPath); err != nil {
+		return hostError(err)
+	}
+	if err := s.host.Unmount(s.opts.AgentRoot, r.MountPath); err != nil {
+		return hostError(err)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/node-agent/internal/host"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -39,33 +40,36 @@ func (s *Server) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNodeReport
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "finding the boot disk: %v", err)
 	}
-	owned := map[string]bool{}
-	for _, r := range s.snapshot() {
-		owned[r.Device] = true
-	}
+	recs := s.snapshot()
 	// Probing runs blkid per device and partition; a node with many NVMe drives would wait for
-	// each in turn, so devices are probed side by side.
+	// each in turn, so devices are probed side by side, each under its own device lock.
 	observed := make([]facts, len(disks))
+	present := make([]bool, len(disks))
 	errs := make([]error, len(disks))
 	var wg sync.WaitGroup
 	for i, d := range disks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			observed[i], errs[i] = s.observe(ctx, d, mounts, boot, true)
+			observed[i], present[i], errs[i] = s.observe(ctx, d.Path, mounts, boot)
 		}()
 	}
 	wg.Wait()
+	found := map[string]host.Disk{} // FSUUID -> the disk that identifies it now
 	for i, d := range disks {
 		if errs[i] != nil {
 			return nil, status.Errorf(codes.Internal, "probing %s: %v", d.Path, errs[i])
 		}
+		if !present[i] {
+			continue // went away since it was listed
+		}
 		f := observed[i]
+		d = f.disk
 		bd := &nodeagentv1.BlockDevice{
 			Path: d.Path, SizeBytes: d.SizeBytes, Model: d.Model, Serial: d.Serial,
 			Rotational: d.Rotational, Nvme: d.NVMe(), BootDisk: f.boot,
 			Filesystem: f.sig.Type, Label: f.sig.Label, PartitionTable: f.sig.PTType,
-			Mountpoints: f.mountpoints[d.Path], OwnedByAgent: owned[d.Path],
+			Mountpoints: f.mountpoints[d.Path],
 		}
 		for _, p := range d.Partitions {
 			ps := f.partSigs[p.Path]
@@ -74,15 +78,18 @@ func (s *Server) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNodeReport
 				Mountpoints: f.mountpoints[p.Path],
 			})
 		}
-		if !bd.OwnedByAgent {
+		if r, held := heldBy(f, recs, s.bootID); held {
+			bd.OwnedByAgent = true
+			bd.IneligibleReason = "is prepared by the agent"
+			if identify(r, f, s.bootID) != matchNone {
+				found[r.FSUUID] = d
+			}
+		} else {
 			bd.IneligibleReason = ineligible(f, s.opts.AllowLoopDevices)
 			bd.Eligible = bd.IneligibleReason == ""
-		} else {
-			bd.IneligibleReason = "is prepared by the agent"
 		}
 		resp.Devices = append(resp.Devices, bd)
 	}
-
 	names := make([]string, 0, len(s.opts.SysctlMinimums))
 	for n := range s.opts.SysctlMinimums {
 		names = append(names, n)
@@ -97,22 +104,29 @@ func (s *Server) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNodeReport
 		resp.Sysctls = append(resp.Sysctls, &nodeagentv1.SysctlStatus{Name: n, Value: v, Minimum: min, Met: v >= min})
 	}
 
-	resp.Prepared = s.preparedList()
+	resp.Prepared = s.preparedList(found)
 	return resp, nil
 }
 
-func (s *Server) preparedList() []*nodeagentv1.PreparedDisk {
+// preparedList reports every record under the name its device has now; a ready record that no
+// device on the node identifies, or whose filesystem is not in place, is reported missing.
+func (s *Server) preparedList(found map[string]host.Disk) []*nodeagentv1.PreparedDisk {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*nodeagentv1.PreparedDisk
 	for _, r := range s.records {
+		d, ok := found[r.FSUUID]
+		if ok {
+			r.Device = d.Path
+			r.XFSDevice, r.RawDevice = devicesOf(r, d)
+		}
 		pd := toProto(r)
-		if _, gone := s.missing[r.Device]; gone {
+		if _, gone := s.missing[r.FSUUID]; gone || (!ok && r.Phase == phaseReady) {
 			pd.State = phaseMissing
 		}
 		out = append(out, pd)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Device < out[j].Device })
+	sort.Slice(out, func(i, j int) bool { return out[i].PvPath < out[j].PvPath })
 	return out
 }
 

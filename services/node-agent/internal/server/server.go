@@ -29,14 +29,16 @@ type Host interface {
 	Probe(ctx context.Context, dev string) (host.Signature, error)
 	Mounts() ([]host.Mount, error)
 	BootDisks() (map[string]bool, error)
+	BootID() (string, error)
 	CheckExclusive(dev string) error
+	CheckBeneath(root, target string) error
 	PartitionSplit(ctx context.Context, d host.Disk, xfsPercent uint32, diskGUID string) (string, string, error)
 	DeviceSize(dev string) (int64, error)
-	MkfsXFS(ctx context.Context, dev, label, uuid string) error
-	Wipe(ctx context.Context, dev string, partitions []string) error
-	MountXFS(dev, target string) error
-	BindMount(source, target string) error
-	Unmount(target string) error
+	MkfsXFS(ctx context.Context, d host.Disk, dev, label, uuid string) error
+	Wipe(ctx context.Context, d host.Disk, partitions []string) error
+	MountXFS(d host.Disk, dev, root, target string) error
+	BindMount(source, root, target string) error
+	Unmount(root, target string) error
 	RemoveDir(dir string) error
 	MountedAt(target string) (host.Mount, bool, error)
 	ReadSysctl(name string) (int64, error)
@@ -75,6 +77,11 @@ type Options struct {
 }
 
 // Server is the NodeAgent service.
+//
+// Locks, always taken in this order: a record's lock (one per filesystem UUID: serializes
+// preparing, restoring and releasing it), then a device's lock (one per kernel name:
+// serializes everything that probes or writes the device), then s.mu (records and the state
+// file; never held while probing or writing a device).
 type Server struct {
 	nodeagentv1.UnimplementedNodeAgentServer
 
@@ -82,13 +89,14 @@ type Server struct {
 	host   Host
 	labels NodeLabels
 	log    *slog.Logger
+	bootID string
 
 	mu      sync.Mutex // guards records, missing and the state file
 	records []record
-	missing map[string]string // device -> why its prepared filesystem is not in place
+	missing map[string]string // FSUUID -> why its prepared filesystem is not in place
 
 	locksMu sync.Mutex
-	locks   map[string]*sync.Mutex // one per device: serializes work on it
+	locks   map[string]*sync.Mutex // "device:<path>" and "record:<fsUUID>"
 
 	sysctlMu sync.Mutex
 }
@@ -103,47 +111,82 @@ func New(opts Options, h Host, labels NodeLabels, log *slog.Logger) (*Server, er
 	if err != nil {
 		return nil, err
 	}
+	bootID, err := h.BootID()
+	if err != nil {
+		return nil, err
+	}
 	if labels == nil {
 		labels = StaticLabels{}
 	}
 	return &Server{
-		opts: opts, host: h, labels: labels, log: log,
+		opts: opts, host: h, labels: labels, log: log, bootID: bootID,
 		records: recs, missing: map[string]string{}, locks: map[string]*sync.Mutex{},
 	}, nil
 }
 
-// Restore puts back the mounts of every ready device, as after a reboot. A device that no
-// longer carries its filesystem is reported missing, never reformatted.
+// Restore puts back the mounts of every ready device, found by identity wherever its kernel
+// name now is, as after a reboot. A record no device carries is reported missing, never
+// re-made on whatever now has its old name.
 func (s *Server) Restore(ctx context.Context) error {
 	var errs []error
 	for _, r := range s.snapshot() {
 		if r.Phase != phaseReady {
 			continue
 		}
-		unlock := s.lockDevice(r.Device)
-		err := s.ensureMounted(ctx, r)
-		unlock()
+		dev, err := s.restoreOne(ctx, r.FSUUID)
 		if err != nil {
-			s.log.Error("Restoring prepared device failed", "device", r.Device, "pvPath", r.PVPath, "err", err)
+			s.log.Error("Restoring prepared device failed", "fsUUID", r.FSUUID, "lastDevice", r.Device, "pvPath", r.PVPath, "err", err)
 			errs = append(errs, err)
 			continue
 		}
-		s.log.Info("Restored prepared device", "device", r.Device, "pvPath", r.PVPath)
+		s.log.Info("Restored prepared device", "device", dev, "fsUUID", r.FSUUID, "pvPath", r.PVPath)
 	}
 	return errors.Join(errs...)
 }
 
-func (s *Server) lockDevice(dev string) func() {
+func (s *Server) restoreOne(ctx context.Context, key string) (string, error) {
+	defer s.lockRecord(key)()
+	r, ok := s.lookup(key)
+	if !ok || r.Phase != phaseReady {
+		return "", nil // released meanwhile
+	}
+	l, err := s.locate(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	if l == nil {
+		return "", s.notOnNode(r)
+	}
+	defer l.unlock()
+	if _, err := s.ensureMounted(ctx, r, l.facts); err != nil {
+		return "", err
+	}
+	return l.facts.disk.Path, nil
+}
+
+// notOnNode marks a ready record missing and says so.
+func (s *Server) notOnNode(r record) error {
+	why := fmt.Sprintf("no device on this node carries the agent's filesystem %s of pv_path %s (last seen at %s)", r.FSUUID, r.PVPath, r.Device)
+	if r.Phase == phaseReady {
+		s.setMissing(r.FSUUID, why)
+	}
+	return status.Error(codes.FailedPrecondition, why)
+}
+
+func (s *Server) lock(key string) func() {
 	s.locksMu.Lock()
-	m, ok := s.locks[dev]
+	m, ok := s.locks[key]
 	if !ok {
 		m = &sync.Mutex{}
-		s.locks[dev] = m
+		s.locks[key] = m
 	}
 	s.locksMu.Unlock()
 	m.Lock()
 	return m.Unlock
 }
+
+func (s *Server) lockDevice(dev string) func() { return s.lock("device:" + dev) }
+func (s *Server) lockRecord(key string) func() { return s.lock("record:" + key) }
 
 func (s *Server) snapshot() []record {
 	s.mu.Lock()
@@ -151,12 +194,12 @@ func (s *Server) snapshot() []record {
 	return append([]record(nil), s.records...)
 }
 
-// lookup returns the current record of a device.
-func (s *Server) lookup(dev string) (record, bool) {
+// lookup returns the current record of a filesystem UUID.
+func (s *Server) lookup(key string) (record, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.records {
-		if r.Device == dev {
+		if r.FSUUID == key {
 			return r, true
 		}
 	}
@@ -175,13 +218,13 @@ func (s *Server) saveLocked() error {
 	return nil
 }
 
-// update replaces a device's record (or removes it when r is nil) and persists the state.
-func (s *Server) update(dev string, r *record) error {
+// update replaces a record (or removes it when r is nil) and persists the state.
+func (s *Server) update(key string, r *record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := s.records[:0:0]
 	for _, old := range s.records {
-		if old.Device != dev {
+		if old.FSUUID != key {
 			out = append(out, old)
 		}
 	}
@@ -190,15 +233,35 @@ func (s *Server) update(dev string, r *record) error {
 	}
 	s.records = out
 	if r == nil || r.Phase == phaseReady {
-		delete(s.missing, dev)
+		delete(s.missing, key)
 	}
 	return s.saveLocked()
 }
 
-func (s *Server) setMissing(dev, why string) {
+// updateHints records where a record's device was found, persisting only a change.
+func (s *Server) updateHints(key string, d host.Disk) (record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.missing[dev] = why
+	for i, r := range s.records {
+		if r.FSUUID != key {
+			continue
+		}
+		xfsDev, rawDev := devicesOf(r, d)
+		if r.Device == d.Path && r.XFSDevice == xfsDev && r.RawDevice == rawDev {
+			return r, nil
+		}
+		s.log.Info("Found prepared device under a new name", "fsUUID", key, "from", r.Device, "to", d.Path)
+		r.Device, r.XFSDevice, r.RawDevice = d.Path, xfsDev, rawDev
+		s.records[i] = r
+		return r, s.saveLocked()
+	}
+	return record{}, status.Errorf(codes.Aborted, "the record of filesystem %s was released meanwhile", key)
+}
+
+func (s *Server) setMissing(key, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.missing[key] = why
 }
 
 // facts is what the agent observed about one disk, enough to judge it.
@@ -212,7 +275,8 @@ type facts struct {
 	unreadable  bool // probing or opening failed: nothing is known, so nothing may be done
 }
 
-func (s *Server) observe(ctx context.Context, d host.Disk, mounts []host.Mount, boot map[string]bool, probeBusy bool) (facts, error) {
+// observeLocked probes a disk whose device lock the caller holds.
+func (s *Server) observeLocked(ctx context.Context, d host.Disk, mounts []host.Mount, boot map[string]bool) (facts, error) {
 	f := facts{disk: d, boot: boot[d.Name], partSigs: map[string]host.Signature{}, mountpoints: map[string][]string{}}
 	byMajMin := map[string][]string{}
 	for _, m := range mounts {
@@ -229,7 +293,7 @@ func (s *Server) observe(ctx context.Context, d host.Disk, mounts []host.Mount, 
 			f.unreadable = true
 		}
 	}
-	if probeBusy && !f.boot {
+	if !f.boot {
 		for _, dev := range append([]string{d.Path}, partPaths(d)...) {
 			switch err := s.host.CheckExclusive(dev); {
 			case errors.Is(err, host.ErrBusy):
@@ -240,6 +304,19 @@ func (s *Server) observe(ctx context.Context, d host.Disk, mounts []host.Mount, 
 		}
 	}
 	return f, ctx.Err()
+}
+
+// observe probes a disk under its device lock, so that a slow probe holds up only calls on
+// the same device. The disk is re-read under the lock: its name may stand for other media
+// than when it was listed. ok is false when the disk went away meanwhile.
+func (s *Server) observe(ctx context.Context, path string, mounts []host.Mount, boot map[string]bool) (f facts, ok bool, err error) {
+	defer s.lockDevice(path)()
+	d, ok := s.diskAt(path)
+	if !ok {
+		return facts{}, false, nil
+	}
+	f, err = s.observeLocked(ctx, d, mounts, boot)
+	return f, err == nil, err
 }
 
 func partPaths(d host.Disk) []string {
@@ -257,10 +334,8 @@ func ineligible(f facts, allowLoop bool) string {
 	switch {
 	case f.boot:
 		return "is the boot disk"
-	case d.Kind == "loop" && !allowLoop:
-		return "is a loop device (allowed only with --allow-loop-devices, for tests)"
-	case d.Kind == "zram" || d.Kind == "ram":
-		return fmt.Sprintf("is a %s device", d.Kind)
+	case kindIneligible(d.Kind, allowLoop) != "":
+		return kindIneligible(d.Kind, allowLoop)
 	case d.ReadOnly:
 		return "is read-only"
 	case f.unreadable:
@@ -286,6 +361,22 @@ func ineligible(f facts, allowLoop bool) string {
 	return ""
 }
 
+// kindIneligible says why a disk of this kind (host.KindOf) is never a candidate, "" when it
+// may be: an allowlist of whole-disk kinds, so device-mapper, md, nbd, rbd, zram, ram, optical
+// drives, partitions and anything new stay out.
+func kindIneligible(kind string, allowLoop bool) string {
+	switch kind {
+	case host.KindNVMe, host.KindSD, host.KindVD, host.KindXVD:
+		return ""
+	case host.KindLoop:
+		if allowLoop {
+			return ""
+		}
+		return "is a loop device (allowed only with --allow-loop-devices, for tests)"
+	}
+	return "is not a whole disk of a kind the agent prepares (nvme, sd, vd, xvd)"
+}
+
 // resumable says why an interrupted preparation must not be resumed on a disk, "" when it may:
 // every signature on it must be one the agent wrote for this record.
 func resumable(f facts, r record) string {
@@ -303,11 +394,7 @@ func resumable(f facts, r record) string {
 	if f.unreadable {
 		return "cannot be read by the agent, so its contents are unknown"
 	}
-	ours := func(sig host.Signature) bool {
-		return sig.Empty() || (sig.Type == "xfs" && sig.UUID == r.FSUUID) ||
-			(sig.PTType != "" && r.DiskGUID != "" && strings.EqualFold(sig.PTUUID, r.DiskGUID))
-	}
-	if !ours(f.sig) {
+	if !onlyOurs(r, f) {
 		return "no longer carries what the agent wrote there"
 	}
 	return ""

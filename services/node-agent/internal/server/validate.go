@@ -23,7 +23,21 @@ var knownSysctls = map[string]int64{
 	"fs.file-max":                   0,
 	"fs.inotify.max_user_instances": 0,
 	"fs.inotify.max_user_watches":   0,
-	"net.core.somaxconn":            0,
+}
+
+// namespacedSysctls are prefixes of sysctls the kernel keeps per network or IPC namespace:
+// writing one from the agent's pod would change only the agent's own namespace, and reading
+// it would report the agent's value, not the workload's.
+var namespacedSysctls = []string{"net.", "kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue."}
+
+// namespaced says whether a sysctl is per network or IPC namespace.
+func namespaced(name string) bool {
+	for _, p := range namespacedSysctls {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 var modelPattern = regexp.MustCompile(`^[\x20-\x7e]{0,128}$`)
@@ -148,6 +162,9 @@ func validateRelease(req *nodeagentv1.ReleaseDisksRequest, pvRoot string) error 
 
 // validateSysctl checks an EnsureSysctl request and returns the minimum to apply.
 func validateSysctl(req *nodeagentv1.EnsureSysctlRequest) (int64, error) {
+	if namespaced(req.GetName()) {
+		return 0, invalid("sysctl %q is namespaced: the node agent can neither read nor set the workload's value; set it in the pod's securityContext.sysctls", req.GetName())
+	}
 	def, ok := knownSysctls[req.GetName()]
 	if !ok {
 		return 0, invalid("sysctl %q is not one the agent manages", req.GetName())
