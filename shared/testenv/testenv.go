@@ -153,7 +153,12 @@ func (e *Env) Stop() error {
 // Main runs a package's tests against one control plane: call it from TestMain. It exits
 // the process with the tests' code; a control plane that cannot start fails the run.
 func Main(m *testing.M, env **Env, addToSchemes ...func(*runtime.Scheme) error) {
-	e, err := Start(Options{AddToSchemes: addToSchemes})
+	MainWith(m, env, Options{AddToSchemes: addToSchemes})
+}
+
+// MainWith is Main with every Option (the CRDs of a test's own, for example).
+func MainWith(m *testing.M, env **Env, opts Options) {
+	e, err := Start(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

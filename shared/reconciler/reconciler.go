@@ -1,0 +1,216 @@
+// Package reconciler is the skeleton every operator's reconcile pass runs in: read the
+// object (gone: done), handle deletion with an optional finalizer step, deep-copy it, run
+// the operator's pass on the copy, write status once (not at all when unchanged), record
+// an event per condition transition, and map the pass's Result onto controller-runtime
+// (RequeueAfter for waiting, TerminalError for a wrong spec, errors with back-off),
+// counting outcomes in metrics named after the operator.
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/opsuite/suite/shared/conditions"
+	"github.com/opsuite/suite/shared/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Config describes one kind's reconciler. O is the object's pointer type
+// (*v1.MyKind, or *unstructured.Unstructured with New setting its kind).
+type Config[O client.Object] struct {
+	// Name is the operator's name: it prefixes the metrics (vald-operator ->
+	// vald_operator_reconcile_total).
+	Name string
+	// Client reads (through the manager's cache) and writes the object.
+	Client client.Client
+	// Recorder records an event per condition transition; nil records none.
+	Recorder events.EventRecorder
+	// New returns an empty object of the kind.
+	New func() O
+	// Run is the operator's pass over obj, a deep copy it may change (status above all).
+	// Errors are transient failures worth a retry with back-off, never "not ready yet":
+	// return Wait for that, and Terminal for a spec no retry can fix.
+	Run func(ctx context.Context, obj O) (Result, error)
+	// Conditions returns obj's status conditions, whose transitions become events; nil
+	// records no events.
+	Conditions func(obj O) []metav1.Condition
+	// ObserveGeneration stamps status.observedGeneration; it is called only after a pass
+	// without error (a Terminal result included: the spec was fully judged).
+	ObserveGeneration func(obj O, generation int64)
+	// Finalizer, when set, is added to every object not being deleted (then the pass ends;
+	// the update's watch event starts the next one) and removed once Finalize returns
+	// Done for an object being deleted.
+	Finalizer string
+	// Finalize cleans up what owner references cannot (external state). Optional.
+	Finalize func(ctx context.Context, obj O) (Result, error)
+	// Summary tells which condition types are negative-polarity, so an event for an
+	// abnormal condition is a Warning.
+	Summary []conditions.SummaryOption
+}
+
+// Reconciler runs Config's pass; it implements reconcile.Reconciler.
+type Reconciler[O client.Object] struct {
+	cfg     Config[O]
+	metrics *Metrics
+}
+
+// New checks cfg and returns its reconciler, registering the operator's metrics.
+func New[O client.Object](cfg Config[O]) (*Reconciler[O], error) {
+	var errs []error
+	if cfg.Name == "" {
+		errs = append(errs, errors.New("reconciler: Name is empty"))
+	}
+	if cfg.Client == nil {
+		errs = append(errs, errors.New("reconciler: Client is nil"))
+	}
+	if cfg.New == nil || cfg.Run == nil {
+		errs = append(errs, errors.New("reconciler: New and Run are required"))
+	}
+	if cfg.Finalize != nil && cfg.Finalizer == "" {
+		errs = append(errs, errors.New("reconciler: Finalize needs a Finalizer name"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Reconciler[O]{cfg: cfg, metrics: MetricsFor(cfg.Name)}, nil
+}
+
+// Metrics are the reconciler's metrics.
+func (r *Reconciler[O]) Metrics() *Metrics { return r.metrics }
+
+// Reconcile runs one pass for req.
+func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
+	began := time.Now()
+	defer func() { r.metrics.Observe(began, res, err) }()
+
+	obj := r.cfg.New()
+	if err := r.cfg.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return r.finalize(ctx, obj)
+	}
+	if r.cfg.Finalizer != "" {
+		added, err := EnsureFinalizer(ctx, r.cfg.Client, obj, r.cfg.Finalizer)
+		if err != nil || added {
+			return reconcile.Result{}, ignoreStale(err)
+		}
+	}
+
+	after, ok := obj.DeepCopyObject().(O)
+	if !ok {
+		return reconcile.Result{}, fmt.Errorf("reconciler: deep copy of %T is a %T", obj, obj.DeepCopyObject())
+	}
+	out, runErr := r.cfg.Run(ctx, after)
+	if runErr == nil && r.cfg.ObserveGeneration != nil {
+		r.cfg.ObserveGeneration(after, obj.GetGeneration())
+	}
+	written, err := status.Write(ctx, r.cfg.Client, obj, after)
+	if err != nil {
+		if isStale(err) {
+			// A newer version or a deletion is on its way; its event reconciles again.
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, errors.Join(runErr, err)
+	}
+	if written {
+		r.announce(obj, after)
+	}
+	if runErr != nil {
+		return reconcile.Result{}, runErr
+	}
+	return out.controllerResult()
+}
+
+// finalize runs the finalizer step of an object being deleted; without a finalizer of
+// ours on it there is nothing to do (owner references let the garbage collector remove
+// the children).
+func (r *Reconciler[O]) finalize(ctx context.Context, obj O) (reconcile.Result, error) {
+	if r.cfg.Finalizer == "" || !controllerutil.ContainsFinalizer(obj, r.cfg.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	out := Done()
+	if r.cfg.Finalize != nil {
+		var err error
+		if out, err = r.cfg.Finalize(ctx, obj); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if out.after > 0 || out.terminal != nil {
+		return out.controllerResult()
+	}
+	return reconcile.Result{}, ignoreStale(RemoveFinalizer(ctx, r.cfg.Client, obj, r.cfg.Finalizer))
+}
+
+// announce records an event for every condition that appeared or changed status or
+// reason: reason = the condition's reason, action = its type, Warning when abnormal.
+// Messages alone changing are no transition (events fold by reason anyway).
+func (r *Reconciler[O]) announce(before, after O) {
+	if r.cfg.Recorder == nil || r.cfg.Conditions == nil {
+		return
+	}
+	old := r.cfg.Conditions(before)
+	for _, c := range r.cfg.Conditions(after) {
+		if prev := conditions.Get(old, c.Type); prev != nil && prev.Status == c.Status && prev.Reason == c.Reason {
+			continue
+		}
+		kind := corev1.EventTypeNormal
+		if conditions.IsIssue(c, r.cfg.Summary...) {
+			kind = corev1.EventTypeWarning
+		}
+		r.cfg.Recorder.Eventf(after, nil, kind, c.Reason, c.Type, "%s: %s", c.Type, c.Message)
+	}
+}
+
+// EnsureFinalizer adds finalizer to obj unless it is there or obj is being deleted (a
+// finalizer added then would hold the object forever). It reports whether it wrote;
+// callers end the pass then and act on the next one. The patch carries obj's
+// resourceVersion, so it never overwrites a concurrent change of the finalizer list.
+func EnsureFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) (bool, error) {
+	if !obj.GetDeletionTimestamp().IsZero() || controllerutil.ContainsFinalizer(obj, finalizer) {
+		return false, nil
+	}
+	before, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return false, fmt.Errorf("reconciler: %T is not a client.Object", obj)
+	}
+	controllerutil.AddFinalizer(obj, finalizer)
+	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("adding finalizer %s: %w", finalizer, err)
+	}
+	return true, nil
+}
+
+// RemoveFinalizer removes finalizer from obj if it is there, with the same optimistic lock.
+func RemoveFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	if !controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	before, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("reconciler: %T is not a client.Object", obj)
+	}
+	controllerutil.RemoveFinalizer(obj, finalizer)
+	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("removing finalizer %s: %w", finalizer, err)
+	}
+	return nil
+}
+
+// isStale: the object changed or went since it was read; the next event reconciles.
+func isStale(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
+
+func ignoreStale(err error) error {
+	if err != nil && isStale(err) {
+		return nil
+	}
+	return err
+}

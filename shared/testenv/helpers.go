@@ -1,0 +1,351 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// DefaultTimeout bounds WaitFor and the waits built on it: long enough for a loaded
+// 2-core CI machine, short enough that a stuck test says so before the go test timeout.
+const DefaultTimeout = 60 * time.Second
+
+// pollInterval is how often waits look again.
+const pollInterval = 50 * time.Millisecond
+
+// FreeAddr returns a loopback address with a port nothing listens on right now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testenv: finding a free port: %v", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// FreePort returns a loopback port nothing listens on right now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(FreeAddr(t))
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// Poll calls cond every interval until it reports done, returns an error, or ctx ends;
+// then the error says what cond last reported.
+func Poll(ctx context.Context, interval time.Duration, cond func(context.Context) (bool, error)) error {
+	var last error
+	for {
+		done, err := cond(ctx)
+		if err == nil && done {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
+			}
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// Eventually calls check until it reports done, for at most timeout, and fails the test
+// naming what it waited for and the last state check described.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func() (done bool, state string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		done, state := check()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			if state == "" {
+				t.Fatalf("timed out after %s waiting until %s", timeout, what)
+			}
+			t.Fatalf("timed out after %s waiting until %s; last seen:\n%s", timeout, what, state)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// WaitFor waits up to DefaultTimeout until ok holds.
+func WaitFor(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	Eventually(t, DefaultTimeout, what, func() (bool, string) { return ok(), "" })
+}
+
+// WaitForObject reads obj (by its namespace and name) through c until ok accepts it and
+// returns it; on timeout describe says what the object last looked like.
+func WaitForObject[O client.Object](t testing.TB, c client.Reader, obj O, what string, ok func(O) bool, describe func(O) string) O {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	Eventually(t, DefaultTimeout, fmt.Sprintf("%s %s", key, what), func() (bool, string) {
+		if err := c.Get(context.Background(), key, obj); err != nil {
+			return false, err.Error()
+		}
+		return ok(obj), describe(obj)
+	})
+	return obj
+}
+
+// WaitForCondition waits until obj's status.conditions hold condType with status, stamped
+// with the object's current generation, and returns that condition.
+func WaitForCondition(t testing.TB, c client.Reader, obj client.Object, condType string, status metav1.ConditionStatus) metav1.Condition {
+	t.Helper()
+	var found metav1.Condition
+	WaitForObject(t, c, obj, fmt.Sprintf("has %s=%s", condType, status), func(o client.Object) bool {
+		conds, err := ConditionsOf(o)
+		if err != nil {
+			return false
+		}
+		for _, cd := range conds {
+			if cd.Type == condType && cd.Status == status && cd.ObservedGeneration == o.GetGeneration() {
+				found = cd
+				return true
+			}
+		}
+		return false
+	}, func(o client.Object) string {
+		conds, err := ConditionsOf(o)
+		if err != nil {
+			return err.Error()
+		}
+		s := fmt.Sprintf("generation %d, conditions:", o.GetGeneration())
+		for _, cd := range conds {
+			s += fmt.Sprintf("\n  %s=%s/%s (generation %d): %s", cd.Type, cd.Status, cd.Reason, cd.ObservedGeneration, cd.Message)
+		}
+		return s
+	})
+	return found
+}
+
+// ConditionsOf reads status.conditions of any object that has them.
+func ConditionsOf(obj client.Object) ([]metav1.Condition, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	st, _ := u["status"].(map[string]any)
+	raw, _ := st["conditions"].([]any)
+	var conds []metav1.Condition
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		var cd metav1.Condition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cd); err != nil {
+			return nil, err
+		}
+		conds = append(conds, cd)
+	}
+	return conds, nil
+}
+
+// NewNamespace creates a namespace named prefix plus a random suffix, so tests sharing one
+// control plane do not see each other's objects. Without kube-controller-manager a deleted
+// namespace never goes, so it is left in place.
+func NewNamespace(t testing.TB, c client.Client, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + rand.String(6)}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatalf("testenv: creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// Kubeconfig writes a kubeconfig for the Env's admin into the test's temporary directory
+// and returns its path, for code under test that takes --kubeconfig.
+func (e *Env) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["testenv"] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
+	kc.AuthInfos["testenv"] = &clientcmdapi.AuthInfo{ClientCertificateData: e.Config.CertData, ClientKeyData: e.Config.KeyData, Token: e.Config.BearerToken}
+	kc.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: "testenv"}
+	kc.CurrentContext = "testenv"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatalf("testenv: writing kubeconfig: %v", err)
+	}
+	return path
+}
+
+// ManagerOption changes the manager StartManager builds.
+type ManagerOption func(*ctrl.Options)
+
+// InNamespaces limits the manager's cache to namespaces (a test's own).
+func InNamespaces(namespaces ...string) ManagerOption {
+	return func(o *ctrl.Options) {
+		o.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			o.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+}
+
+// StartManager builds a manager against the Env (the Env's scheme, metrics and probes off,
+// no leader election, controller name validation off so every test may register the same
+// controller), lets setup add controllers, starts it, waits for its cache, and stops it
+// when the test ends, failing the test if it stopped with an error.
+func (e *Env) StartManager(t testing.TB, setup func(ctrl.Manager) error, opts ...ManagerOption) ctrl.Manager {
+	t.Helper()
+	skip := true
+	mo := ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	}
+	mo.Controller.SkipNameValidation = &skip
+	for _, o := range opts {
+		o(&mo)
+	}
+	mgr, err := ctrl.NewManager(e.Config, mo)
+	if err != nil {
+		t.Fatalf("testenv: creating manager: %v", err)
+	}
+	if setup != nil {
+		if err := setup(mgr); err != nil {
+			t.Fatalf("testenv: setting up the manager: %v", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("testenv: manager stopped with %v", err)
+		}
+	})
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("testenv: the manager's cache did not sync")
+	}
+	return mgr
+}
+
+// WriteCounter counts the writes (create, update, patch, apply, delete, and those of the
+// status subresource) issued through the clients it wraps, so a test can prove that a
+// converged controller writes nothing.
+type WriteCounter struct{ n atomic.Int64 }
+
+// Wrap returns c counting its writes on w.
+func (w *WriteCounter) Wrap(c client.Client) client.Client {
+	return &countingClient{Client: c, n: &w.n}
+}
+
+// Count is the number of writes so far.
+func (w *WriteCounter) Count() int64 { return w.n.Load() }
+
+type countingClient struct {
+	client.Client
+	n *atomic.Int64
+}
+
+func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.n.Add(1)
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	c.n.Add(1)
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c *countingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	c.n.Add(1)
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *countingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	c.n.Add(1)
+	return c.Client.Apply(ctx, obj, opts...)
+}
+
+func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	c.n.Add(1)
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c *countingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	c.n.Add(1)
+	return c.Client.DeleteAllOf(ctx, obj, opts...)
+}
+
+func (c *countingClient) Status() client.SubResourceWriter {
+	return &countingStatus{SubResourceWriter: c.Client.Status(), n: c.n}
+}
+
+func (c *countingClient) SubResource(sub string) client.SubResourceClient {
+	return &countingSubResource{SubResourceClient: c.Client.SubResource(sub), n: c.n}
+}
+
+type countingStatus struct {
+	client.SubResourceWriter
+	n *atomic.Int64
+}
+
+func (c *countingStatus) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Create(ctx, obj, sub, opts...)
+}
+
+func (c *countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (c *countingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *countingStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	c.n.Add(1)
+	return c.SubResourceWriter.Apply(ctx, obj, opts...)
+}
+
+type countingSubResource struct {
+	client.SubResourceClient
+	n *atomic.Int64
+}
+
+func (c *countingSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	c.n.Add(1)
+	return c.SubResourceClient.Create(ctx, obj, sub, opts...)
+}
+
+func (c *countingSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	c.n.Add(1)
+	return c.SubResourceClient.Update(ctx, obj, opts...)
+}
+
+func (c *countingSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	c.n.Add(1)
+	return c.SubResourceClient.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *countingSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	c.n.Add(1)
+	return c.SubResourceClient.Apply(ctx, obj, opts...)
+}
