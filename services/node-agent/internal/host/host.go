@@ -500,27 +500,43 @@ func (h *Host) partitionSplit(ctx context.Context, d Disk, xfsPercent uint32, di
 	}
 	// The kernel did not parse the new table (no GPT support built in): tell it where the
 	// partitions are, exactly as written above.
-	fd, err := unix.Open(d.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", "", fmt.Errorf("opening %s: %w", d.Path, err)
-	}
-	defer unix.Close(fd)
-	parts, err := readTable(ctx, d.Path)
-	if err != nil {
+	if err := registerPartitions(ctx, d.Path, p1, p2); err != nil {
 		return "", "", err
 	}
+	return p1, p2, nil
+}
+
+// RegisterSplit makes the kernel know the two partitions of a disk the agent split, when it
+// did not parse the table itself (no GPT support built in, as after a reboot of such a kernel).
+// The table is read back from the disk; the media is checked to be the one identified.
+func (h *Host) RegisterSplit(ctx context.Context, d Disk) error {
+	return h.withMedia(d, func() error {
+		return registerPartitions(ctx, d.Path, PartitionPath(d.Path, 1), PartitionPath(d.Path, 2))
+	})
+}
+
+func registerPartitions(ctx context.Context, dev, p1, p2 string) error {
+	fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dev, err)
+	}
+	defer unix.Close(fd)
+	parts, err := readTable(ctx, dev)
+	if err != nil {
+		return err
+	}
 	if len(parts) != 2 {
-		return "", "", fmt.Errorf("sfdisk wrote %d partitions on %s, want 2", len(parts), d.Path)
+		return fmt.Errorf("%s holds %d partitions, want 2", dev, len(parts))
 	}
 	for i, p := range parts {
 		if err := addPartition(fd, int32(i+1), p.Start*512, p.Size*512); err != nil {
-			return "", "", fmt.Errorf("adding partition %d of %s: %w", i+1, d.Path, err)
+			return fmt.Errorf("adding partition %d of %s: %w", i+1, dev, err)
 		}
 	}
 	if waitForNodes(ctx, 10*time.Second, p1, p2) {
-		return p1, p2, nil
+		return nil
 	}
-	return "", "", fmt.Errorf("partitions of %s did not appear", d.Path)
+	return fmt.Errorf("partitions of %s did not appear", dev)
 }
 
 type tableEntry struct {

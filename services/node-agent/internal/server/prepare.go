@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/services/node-agent/internal/host"
@@ -367,19 +368,35 @@ func (s *Server) prepareOne(ctx context.Context, key string) (record, error) {
 
 // ensureMounted checks that a ready record's device, observed under its lock, still carries
 // its filesystem and that both of its mounts are in place, mounting what is missing.
-func (s *Server) ensureMounted(_ context.Context, r record, f facts) (record, error) {
+func (s *Server) ensureMounted(ctx context.Context, r record, f facts) (record, error) {
 	d := f.disk
 	xfsDev, _ := devicesOf(r, d)
-	sig, majmin := f.sig, d.MajMin
+	sig, majmin, found := f.sig, d.MajMin, xfsDev == d.Path
 	for _, p := range d.Partitions {
 		if p.Path == xfsDev {
-			sig, majmin = f.partSigs[p.Path], p.MajMin
+			sig, majmin, found = f.partSigs[p.Path], p.MajMin, true
 		}
 	}
-	if xfsDev != d.Path && majmin == d.MajMin {
-		sig = host.Signature{} // the partition is not there
+	if !found && r.DiskGUID != "" && strings.EqualFold(f.sig.PTUUID, r.DiskGUID) {
+		// The agent's table is there but the kernel did not parse it (no GPT support built in).
+		if err := s.host.RegisterSplit(ctx, d); err != nil {
+			return record{}, hostError(err)
+		}
+		var ok bool
+		if d, ok = s.diskAt(d.Path); !ok {
+			return record{}, status.Errorf(codes.Aborted, "device %s went away", d.Path)
+		}
+		for _, p := range d.Partitions {
+			if p.Path == xfsDev {
+				var err error
+				if sig, err = s.host.Probe(ctx, xfsDev); err != nil {
+					return record{}, status.Errorf(codes.Internal, "probing %s: %v", xfsDev, err)
+				}
+				majmin, found = p.MajMin, true
+			}
+		}
 	}
-	if sig.Type != "xfs" || sig.UUID != r.FSUUID {
+	if !found || sig.Type != "xfs" || sig.UUID != r.FSUUID {
 		why := fmt.Sprintf("device %s no longer carries the agent's filesystem %s", xfsDev, r.FSUUID)
 		s.setMissing(r.FSUUID, why)
 		return record{}, status.Error(codes.FailedPrecondition, why)

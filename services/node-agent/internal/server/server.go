@@ -33,6 +33,7 @@ type Host interface {
 	CheckExclusive(dev string) error
 	CheckBeneath(root, target string) error
 	PartitionSplit(ctx context.Context, d host.Disk, xfsPercent uint32, diskGUID string) (string, string, error)
+	RegisterSplit(ctx context.Context, d host.Disk) error
 	DeviceSize(dev string) (int64, error)
 	MkfsXFS(ctx context.Context, d host.Disk, dev, label, uuid string) error
 	Wipe(ctx context.Context, d host.Disk, partitions []string) error
