@@ -1,9 +1,12 @@
 package host
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestReadMountInfo(t *testing.T) {
@@ -39,10 +42,107 @@ func TestCountCPUs(t *testing.T) {
 	}
 }
 
+func TestKindOf(t *testing.T) {
+	for name, want := range map[string]string{
+		"nvme0n1": KindNVMe, "nvme10n2": KindNVMe, "nvme0n1p1": "", "nvme0c0n1": "", "nvme0": "",
+		"sda": KindSD, "sdaa": KindSD, "sda1": "", "vda": KindVD, "vda1": "", "xvdb": KindXVD, "xvdb1": "",
+		"loop0": KindLoop, "loop0p1": "", "dm-0": "", "md0": "", "md127": "", "nbd0": "", "rbd0": "",
+		"zram0": "", "ram0": "", "sr0": "", "mmcblk0": "", "hda": "",
+	} {
+		if got := KindOf(name); got != want {
+			t.Errorf("KindOf(%s) = %q, want %q", name, got, want)
+		}
+	}
+}
+
 func TestPartitionPath(t *testing.T) {
 	for disk, want := range map[string]string{"/dev/sda": "/dev/sda2", "/dev/nvme0n1": "/dev/nvme0n1p2", "/dev/loop7": "/dev/loop7p2"} {
 		if got := PartitionPath(disk, 2); got != want {
 			t.Errorf("PartitionPath(%s) = %s, want %s", disk, got, want)
 		}
+	}
+}
+
+func TestValidateDeviceAllow(t *testing.T) {
+	for _, ok := range [][]string{nil, {"/dev/loop7"}, {"/dev/nvme*n1", "/dev/sd[a-c]"}} {
+		if err := ValidateDeviceAllow(ok); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
+	}
+	for _, bad := range [][]string{{"loop7"}, {"/sys/block/sda"}, {"/dev/../etc/x"}, {"/dev/sd["}, {"/dev//sda"}} {
+		if err := ValidateDeviceAllow(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+func TestVisible(t *testing.T) {
+	h := &Host{cfg: Config{DevRoot: "/dev", DeviceAllow: []string{"/dev/loop7", "/dev/nvme*n1"}}}
+	for name, want := range map[string]bool{"loop7": true, "loop70": false, "nvme0n1": true, "nvme1n1": true, "nvme0n2": false, "sda": false} {
+		if got := h.visible(name); got != want {
+			t.Errorf("visible(%s) = %v, want %v", name, got, want)
+		}
+	}
+	if !(&Host{cfg: Config{DevRoot: "/dev"}}).visible("sda") {
+		t.Error("an empty allowlist hides devices")
+	}
+}
+
+// TestOpenBeneath resolves without root: symlinks and escapes are refused, missing
+// directories are made beneath the root only.
+func TestOpenBeneath(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "pv")
+	outside := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "real"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(root, "relative")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := openBeneath(root, filepath.Join(root, "real", "a", "b"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	if st, err := os.Stat(filepath.Join(root, "real", "a", "b")); err != nil || !st.IsDir() {
+		t.Fatalf("not created: %v", err)
+	}
+	for _, target := range []string{
+		filepath.Join(root, "link"), filepath.Join(root, "link", "x"), filepath.Join(root, "relative", "x"),
+		filepath.Join(root, "file", "x"), root + "/../escape", filepath.Join(outside, "x"), root + "x/y",
+	} {
+		if fd, err := openBeneath(root, target, true); !errors.Is(err, ErrUnsafePath) {
+			if err == nil {
+				unix.Close(fd)
+			}
+			t.Errorf("%s: %v, want %v", target, err, ErrUnsafePath)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("created outside the root: %v", entries)
+	}
+	h := &Host{}
+	if err := h.CheckBeneath(root, filepath.Join(root, "missing", "x")); err != nil {
+		t.Fatalf("a missing target: %v", err)
+	}
+	if err := h.CheckBeneath(root, filepath.Join(root, "link", "x")); !errors.Is(err, ErrUnsafePath) {
+		t.Fatalf("through a symlink: %v", err)
+	}
+	// The fallback walk (kernels before openat2) refuses the same.
+	openat2Missing.Store(true)
+	defer openat2Missing.Store(false)
+	if _, err := openBeneath(root, filepath.Join(root, "link", "x"), true); !errors.Is(err, ErrUnsafePath) {
+		t.Fatalf("fallback through a symlink: %v", err)
+	}
+	if fd, err := openBeneath(root, filepath.Join(root, "real", "c"), true); err != nil {
+		t.Fatalf("fallback: %v", err)
+	} else {
+		unix.Close(fd)
 	}
 }

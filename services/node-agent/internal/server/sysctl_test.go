@@ -123,6 +123,22 @@ func TestEnsureSysctl(t *testing.T) {
 		}
 	})
 
+	t.Run("namespaced sysctls are refused", func(t *testing.T) {
+		// The agent's own pod has its own network and IPC namespaces: reading would report, and
+		// writing would raise, only the agent's value, never the workload's.
+		e := newEnv(t, func(o *server.Options) { o.AllowRaiseSysctl = true })
+		before := readFile(t, "/proc/sys/net/core/somaxconn")
+		for _, name := range []string{"net.core.somaxconn", "net.ipv4.tcp_keepalive_time", "kernel.shmmax", "kernel.msgmnb", "kernel.sem", "fs.mqueue.msg_max"} {
+			for _, reportOnly := range []bool{false, true} {
+				_, err := e.srv.EnsureSysctl(ctx, &nodeagentv1.EnsureSysctlRequest{Name: name, Minimum: 1 << 20, ReportOnly: reportOnly})
+				wantCode(t, err, codes.InvalidArgument, name, "namespaced", "set it in the pod's securityContext.sysctls")
+			}
+		}
+		if after := readFile(t, "/proc/sys/net/core/somaxconn"); after != before {
+			t.Fatalf("net.core.somaxconn changed: %s -> %s", before, after)
+		}
+	})
+
 	t.Run("unknown sysctl", func(t *testing.T) {
 		e := newEnv(t, func(o *server.Options) { o.AllowRaiseSysctl = true })
 		_, err := e.srv.EnsureSysctl(ctx, &nodeagentv1.EnsureSysctlRequest{Name: "kernel.panic", Minimum: 1})

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/node-agent/internal/host"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -119,4 +120,52 @@ func hasDotDot(p string) bool {
 		}
 	}
 	return false
+}
+
+func TestKindIneligible(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		allowLoop bool
+		want      string // "" when a candidate
+	}{
+		{"nvme0n1", false, ""},
+		{"nvme12n3", false, ""},
+		{"sda", false, ""},
+		{"sdab", false, ""},
+		{"vdb", false, ""},
+		{"xvdf", false, ""},
+		{"loop7", true, ""},
+		{"loop7", false, "loop device"},
+		{"nvme0n1p1", false, "not a whole disk"},
+		{"nvme0c0n1", false, "not a whole disk"},
+		{"sda1", false, "not a whole disk"},
+		{"vdb2", false, "not a whole disk"},
+		{"dm-0", false, "not a whole disk"},
+		{"md0", false, "not a whole disk"},
+		{"md127", false, "not a whole disk"},
+		{"nbd0", false, "not a whole disk"},
+		{"rbd0", false, "not a whole disk"},
+		{"zram0", false, "not a whole disk"},
+		{"ram0", false, "not a whole disk"},
+		{"sr0", false, "not a whole disk"},
+		{"mmcblk0", false, "not a whole disk"},
+		{"loop7p1", true, "not a whole disk"},
+	} {
+		got := kindIneligible(host.KindOf(c.name), c.allowLoop)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s (allowLoop %v): %q, want %q", c.name, c.allowLoop, got, c.want)
+		}
+	}
+}
+
+func TestNamespacedSysctls(t *testing.T) {
+	for name, want := range map[string]bool{
+		"net.core.somaxconn": true, "net.ipv4.ip_local_port_range": true, "kernel.shmmax": true,
+		"kernel.shm_rmid_forced": true, "kernel.msgmax": true, "kernel.sem": true, "fs.mqueue.queues_max": true,
+		"vm.max_map_count": false, "fs.file-max": false, "fs.aio-max-nr": false, "kernel.pid_max": false,
+	} {
+		if got := namespaced(name); got != want {
+			t.Errorf("namespaced(%s) = %v, want %v", name, got, want)
+		}
+	}
 }

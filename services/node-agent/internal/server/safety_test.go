@@ -1,0 +1,197 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/node-agent/internal/host"
+	"github.com/opsuite/suite/services/node-agent/internal/server"
+	"google.golang.org/grpc/codes"
+)
+
+// TestSymlinkUnderPVRootIsRefused: a symlink planted under the PV root, pointing outside it,
+// neither redirects a mount nor gets a directory created through it.
+func TestSymlinkUnderPVRootIsRefused(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	dev := newLoop(t, e.root, 512*mib)
+	outside := t.TempDir()
+	if err := os.MkdirAll(e.opts.PVRoot, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, e.pv("evil")); err != nil {
+		t.Fatal(err)
+	}
+	for _, pv := range []string{e.pv("evil"), e.pv("evil/vol"), e.pv("evil/deeper/vol")} {
+		_, err := e.srv.PrepareDisks(ctx, prepareReq(pv, 0, dev))
+		wantCode(t, err, codes.InvalidArgument, "symlink")
+	}
+	// Planted after the request was checked: the mount itself resolves beneath the root.
+	src := t.TempDir()
+	for _, target := range []string{e.pv("evil"), e.pv("evil/vol")} {
+		if err := e.host.BindMount(src, e.opts.PVRoot, target); !errors.Is(err, host.ErrUnsafePath) {
+			t.Fatalf("bind mount at %s: %v, want %v", target, err, host.ErrUnsafePath)
+		}
+	}
+	if err := e.host.Unmount(e.opts.PVRoot, e.pv("evil/vol")); !errors.Is(err, host.ErrUnsafePath) {
+		t.Fatalf("unmount through the symlink: %v", err)
+	}
+	entries, err := os.ReadDir(outside)
+	if err != nil || len(entries) != 0 {
+		t.Fatalf("the directory outside the root got %v (%v)", entries, err)
+	}
+	if isMounted(t, outside) {
+		t.Fatal("the directory outside the root is a mount point")
+	}
+	if sig := blkid(t, dev); len(sig) != 0 {
+		t.Fatalf("the device was written: %v", sig)
+	}
+	if rep, err := e.srv.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{}); err != nil || len(rep.Prepared) != 0 {
+		t.Fatalf("reserved after a refusal: %v, %v", rep.GetPrepared(), err)
+	}
+}
+
+// withAllowlist rebuilds the env's host and server with a device allowlist.
+func withAllowlist(t *testing.T, e *testEnv, globs ...string) {
+	t.Helper()
+	cfg := host.DefaultConfig()
+	cfg.DeviceAllow = globs
+	h, err := host.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.host = h
+	e.srv = e.newServer()
+}
+
+// TestDeviceOutsideAllowlistIsInvisible: with --device-allow naming one loop device, another
+// is neither reported nor prepared nor released.
+func TestDeviceOutsideAllowlistIsInvisible(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	const size = 617 * mib // an unusual size keeps the selector away from other loop devices
+	in, out := newLoop(t, e.root, size), newLoop(t, e.root, size)
+	withAllowlist(t, e, in)
+
+	rep, err := e.srv.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, d := range rep.Devices {
+		seen = append(seen, d.Path)
+	}
+	if len(seen) != 1 || seen[0] != in {
+		t.Fatalf("report shows %v, want only %s", seen, in)
+	}
+
+	_, err = e.srv.PrepareDisks(ctx, prepareReq(e.pv("v"), 0, out))
+	wantCode(t, err, codes.NotFound, out, "outside this agent's device allowlist")
+	_, err = e.srv.PrepareDisks(ctx, &nodeagentv1.PrepareDisksRequest{
+		Selector: &nodeagentv1.DeviceSelector{MinSizeBytes: size, MaxSizeBytes: size, Count: 2}, PvPath: e.pv("pair"),
+	})
+	wantCode(t, err, codes.FailedPrecondition, "1 eligible devices match the selector, 2 requested")
+	_, err = e.srv.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{out}, Wipe: true})
+	wantCode(t, err, codes.NotFound, out, "outside this agent's device allowlist")
+	if sig := blkid(t, out); len(sig) != 0 {
+		t.Fatalf("the device outside the allowlist was written: %v", sig)
+	}
+	// The allowed one works as ever.
+	if _, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("v"), 0, in)); err != nil {
+		t.Fatal(err)
+	}
+	// A glob allows by pattern.
+	withAllowlist(t, e, filepath.Dir(out)+"/nothing*", out)
+	if _, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("w"), 0, out)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// slowProbe holds up blkid of one device until released, as a failing disk would.
+type slowProbe struct {
+	*host.Host
+	dev     string
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *slowProbe) Probe(ctx context.Context, dev string) (host.Signature, error) {
+	if dev == s.dev {
+		s.once.Do(func() { close(s.entered) })
+		<-s.release
+	}
+	return s.Host.Probe(ctx, dev)
+}
+
+// TestSlowProbeHoldsUpOnlyItsDevice: while probing one device hangs, calls on another device
+// and calls that touch no device go through.
+func TestSlowProbeHoldsUpOnlyItsDevice(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	slow, fast := newLoop(t, e.root, 512*mib), newLoop(t, e.root, 512*mib)
+	h := &slowProbe{Host: e.host, dev: slow, entered: make(chan struct{}), release: make(chan struct{})}
+	srv, err := server.New(e.opts, h, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := make(chan error, 2)
+	go func() {
+		_, err := srv.PrepareDisks(ctx, prepareReq(e.pv("slow"), 0, slow))
+		stuck <- err
+	}()
+	go func() {
+		_, err := srv.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+		stuck <- err
+	}()
+	select {
+	case <-h.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow device was never probed")
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		if _, err := srv.PrepareDisks(ctx, prepareReq(e.pv("fast"), 0, fast)); err != nil {
+			done <- err
+			return
+		}
+		if _, err := srv.EnsureSysctl(ctx, &nodeagentv1.EnsureSysctlRequest{Name: "vm.max_map_count", ReportOnly: true}); err != nil {
+			done <- err
+			return
+		}
+		_, err := srv.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{PvPath: e.pv("fast"), Wipe: true})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		close(h.release)
+		t.Fatal("calls on another device waited for the slow probe")
+	}
+	select {
+	case err := <-stuck:
+		t.Fatalf("a call needing the slow device finished before its probe: %v", err)
+	default:
+	}
+	close(h.release)
+	for range 2 {
+		if err := <-stuck; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !isMounted(t, e.pv("slow")) {
+		t.Fatal("the slow device was not prepared once released")
+	}
+}
