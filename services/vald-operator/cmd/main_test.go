@@ -3,23 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/shared/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // syncBuffer is a goroutine-safe log sink.
@@ -40,16 +35,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestRunAgainstAPIServer runs the binary's entry point, flags and environment included,
 // against a real API server: a release converges, metrics and probes are served, and the
 // manager stops cleanly.
@@ -63,17 +48,9 @@ func TestRunAgainstAPIServer(t *testing.T) {
 	}
 	defer func() { _ = env.Stop() }()
 
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
-	kc.CurrentContext = "test"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := env.Kubeconfig(t)
 
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
@@ -95,20 +72,9 @@ func TestRunAgainstAPIServer(t *testing.T) {
 	if err := c.Create(ctx, vor); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got := &valdv1.ValdOperatorRelease{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(vor), got); err != nil {
-			t.Fatal(err)
-		}
-		if got.Status.Phase == valdv1.ConditionCompleted && got.Status.State == "Ready" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("release not Completed: %+v\nlogs:\n%s", got.Status, logs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitForObject(t, c, vor, "is Completed and Ready", func(got *valdv1.ValdOperatorRelease) bool {
+		return got.Status.Phase == valdv1.ConditionCompleted && got.Status.State == "Ready"
+	}, func(got *valdv1.ValdOperatorRelease) string { return fmt.Sprintf("%+v\nlogs:\n%s", got.Status, logs) })
 	for path, want := range map[string]string{
 		"http://" + metricsAddr + "/metrics": "vald_operator_reconcile_total",
 		"http://" + probeAddr + "/readyz":    "ok",

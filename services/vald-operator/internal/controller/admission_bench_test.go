@@ -27,7 +27,7 @@ func BenchmarkWrites(b *testing.B) {
 	}
 	ctx := context.Background()
 	for range b.N {
-		ns := newNamespace(&testing.T{})
+		ns := newNamespace(b)
 		began := time.Now()
 		if err := parallel(n, workers, func(i int) error { return c.Create(ctx, benchRelease(ns, i)) }); err != nil {
 			b.Fatal(err)

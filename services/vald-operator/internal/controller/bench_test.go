@@ -13,13 +13,15 @@ import (
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/services/vald-operator/internal/resources"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/opsuite/suite/shared/reconciler"
+	"github.com/opsuite/suite/shared/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -131,11 +133,10 @@ func BenchmarkConverge(b *testing.B) {
 	opts := DefaultOptions()
 	opts.MaxConcurrentReconciles = workers
 	opts.RequeueAfter = 5 * time.Second
-	opts.skipNameValidation = true
 
 	for range b.N {
 		// The floor: the same ValdReleases, created directly.
-		floorNS := newNamespace(&testing.T{})
+		floorNS := newNamespace(b)
 		var vrs []*valdv1.ValdRelease
 		for i := range n {
 			vor := benchRelease(floorNS, i)
@@ -153,14 +154,16 @@ func BenchmarkConverge(b *testing.B) {
 		floor := time.Since(began)
 
 		// The controller, in this process, with its own manager.
-		ns := newNamespace(&testing.T{})
-		writes := &writeCounter{}
+		ns := newNamespace(b)
+		writes := &testenv.WriteCounter{}
 		o := opts
-		o.wrapClient = func(c client.Client) client.Client { return writes.wrap(c) }
+		o.wrapClient = writes.Wrap
 		mgr, err := ctrl.NewManager(&cfg, ctrl.Options{
 			Scheme:  env.Scheme,
 			Metrics: metricsserver.Options{BindAddress: "0"},
 			Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+			// Every iteration registers the controller again in this process.
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -202,14 +205,14 @@ func BenchmarkConverge(b *testing.B) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		converged := time.Since(began)
-		convergeWrites := writes.count()
+		convergeWrites := writes.Count()
 
 		// Quiesce, then a full resync: every release reconciled once more.
-		for last := int64(-1); last != writes.count(); {
-			last = writes.count()
+		for last := int64(-1); last != writes.Count(); {
+			last = writes.Count()
 			time.Sleep(2 * time.Second)
 		}
-		before := writes.count()
+		before := writes.Count()
 		resyncBegan := time.Now()
 		if err := parallel(n, workers, func(i int) error {
 			_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("vor-%04d", i)}})
@@ -218,7 +221,7 @@ func BenchmarkConverge(b *testing.B) {
 			b.Fatal(err)
 		}
 		resync := time.Since(resyncBegan)
-		resyncWrites := writes.count() - before
+		resyncWrites := writes.Count() - before
 		rss, heap := memoryMiB()
 
 		cancel()
@@ -226,8 +229,8 @@ func BenchmarkConverge(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Logf("reconcile passes: done %.0f, requeued %.0f, failed %.0f, error %.0f",
-			testutil.ToFloat64(reconcileOutcomes.WithLabelValues("done")), testutil.ToFloat64(reconcileOutcomes.WithLabelValues("requeued")),
-			testutil.ToFloat64(reconcileOutcomes.WithLabelValues("failed")), testutil.ToFloat64(reconcileOutcomes.WithLabelValues("error")))
+			r.pass.Metrics().Count(reconciler.OutcomeDone), r.pass.Metrics().Count(reconciler.OutcomeRequeued),
+			r.pass.Metrics().Count(reconciler.OutcomeFailed), r.pass.Metrics().Count(reconciler.OutcomeError))
 		b.ReportMetric(float64(n), "releases")
 		b.ReportMetric(floor.Seconds(), "floor-s")
 		b.ReportMetric(created.Seconds(), "create-vor-s")

@@ -5,21 +5,17 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
-	corev1 "k8s.io/api/core/v1"
+	"github.com/opsuite/suite/shared/children"
+	"github.com/opsuite/suite/shared/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // harness is one test's manager running the reconciler in-process against the real
@@ -28,55 +24,34 @@ type harness struct {
 	t      *testing.T
 	ns     string
 	r      *Reconciler
-	writes *writeCounter
+	writes *testenv.WriteCounter
 	opts   Options
 }
 
 func start(t *testing.T, mutate func(*Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, ns: newNamespace(t), writes: &writeCounter{}}
+	h := &harness{t: t, ns: newNamespace(t), writes: &testenv.WriteCounter{}}
 	opts := DefaultOptions()
 	opts.RequeueAfter = time.Second
-	opts.skipNameValidation = true
-	opts.wrapClient = func(c client.Client) client.Client { return h.writes.wrap(c) }
+	opts.wrapClient = h.writes.Wrap
 	if mutate != nil {
 		mutate(&opts)
 	}
 	h.opts = opts
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:  env.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.r, err = SetupWithManager(mgr, opts); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
+	env.StartManager(t, func(mgr ctrl.Manager) (err error) {
+		h.r, err = SetupWithManager(mgr, opts)
+		return err
+	}, testenv.InNamespaces(h.ns))
 	return h
 }
 
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vor-" + rand.String(6)}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
+	return testenv.NewNamespace(t, env.Client, "vor-")
 }
+
+// upToDate is the check that spares a converged release its ValdRelease applies.
+func upToDate(want, current *valdv1.ValdRelease) bool { return children.UpToDate(want, current) }
 
 // release is a valid ValdOperatorRelease with one active entry of the given clusters
 // (name=id pairs; an empty id is left for an external system).
@@ -161,30 +136,20 @@ func conds(vor *valdv1.ValdOperatorRelease) string {
 // current generation, and returns it.
 func (h *harness) waitStatus(name, want string) *valdv1.ValdOperatorRelease {
 	h.t.Helper()
-	var last *valdv1.ValdOperatorRelease
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		last = h.get(name)
-		if conds(last) == want && last.Status.ObservedGeneration == last.Generation {
-			return last
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	h.t.Fatalf("status of %s:\n got  %s (observed generation %d of %d)\n want %s", name, conds(last), last.Status.ObservedGeneration, last.Generation, want)
-	return nil
+	return testenv.WaitForObject(h.t, env.Client, &valdv1.ValdOperatorRelease{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}},
+		"has status "+want,
+		func(v *valdv1.ValdOperatorRelease) bool {
+			return conds(v) == want && v.Status.ObservedGeneration == v.Generation
+		},
+		func(v *valdv1.ValdOperatorRelease) string {
+			return fmt.Sprintf(" got  %s (observed generation %d of %d)\n want %s", conds(v), v.Status.ObservedGeneration, v.Generation, want)
+		})
 }
 
 // waitFor polls cond until it holds.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	h.t.Fatalf("timed out waiting for %s", what)
+	testenv.WaitFor(h.t, what, cond)
 }
 
 func condition(vor *valdv1.ValdOperatorRelease, t string) metav1.Condition {
@@ -236,67 +201,4 @@ func (r *statusRecorder) statuses() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.seen...)
-}
-
-// writeCounter counts the writes the reconciler issues through its client.
-type writeCounter struct{ n atomic.Int64 }
-
-func (w *writeCounter) wrap(c client.Client) client.Client {
-	return &countingClient{Client: c, n: &w.n}
-}
-
-func (w *writeCounter) count() int64 { return w.n.Load() }
-
-type countingClient struct {
-	client.Client
-	n *atomic.Int64
-}
-
-func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.n.Add(1)
-	return c.Client.Create(ctx, obj, opts...)
-}
-
-func (c *countingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	c.n.Add(1)
-	return c.Client.Update(ctx, obj, opts...)
-}
-
-func (c *countingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	c.n.Add(1)
-	return c.Client.Patch(ctx, obj, patch, opts...)
-}
-
-func (c *countingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	c.n.Add(1)
-	return c.Client.Apply(ctx, obj, opts...)
-}
-
-func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	c.n.Add(1)
-	return c.Client.Delete(ctx, obj, opts...)
-}
-
-func (c *countingClient) Status() client.SubResourceWriter {
-	return &countingStatus{SubResourceWriter: c.Client.Status(), n: c.n}
-}
-
-type countingStatus struct {
-	client.SubResourceWriter
-	n *atomic.Int64
-}
-
-func (c *countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Update(ctx, obj, opts...)
-}
-
-func (c *countingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Patch(ctx, obj, patch, opts...)
-}
-
-func (c *countingStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Apply(ctx, obj, opts...)
 }

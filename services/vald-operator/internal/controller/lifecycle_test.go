@@ -243,18 +243,18 @@ func TestConvergedPassWritesNothing(t *testing.T) {
 	h.create(h.release("vor", "a=1", "b=2"))
 	h.waitStatus("vor", statusCompleted)
 	h.waitFor("the cache to settle", func() bool {
-		before := h.writes.count()
+		before := h.writes.Count()
 		_, err := h.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: h.ns, Name: "vor"}})
-		return err == nil && h.writes.count() == before
+		return err == nil && h.writes.Count() == before
 	})
-	before := h.writes.count()
+	before := h.writes.Count()
 	for range 5 {
 		res, err := h.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: h.ns, Name: "vor"}})
 		if err != nil || res != (reconcile.Result{}) {
 			t.Fatalf("converged Reconcile = %+v, %v", res, err)
 		}
 	}
-	if n := h.writes.count() - before; n != 0 {
+	if n := h.writes.Count() - before; n != 0 {
 		t.Errorf("5 converged passes wrote %d times, want 0", n)
 	}
 }

@@ -1,27 +1,15 @@
 package controller
 
 import (
-	"errors"
-	"time"
-
 	"github.com/opsuite/suite/services/vald-operator/internal/lifecycle"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Metrics of the controller, on controller-runtime's registry (served on the manager's
-// metrics endpoint next to the workqueue and client metrics).
+// metrics endpoint next to the workqueue and client metrics). The reconciler skeleton adds
+// vald_operator_reconcile_total{outcome} and vald_operator_reconcile_duration_seconds.
 var (
-	reconcileOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vald_operator_reconcile_total",
-		Help: "Reconcile passes by outcome: done, requeued (Pending or Progressing), failed (waits for a spec change) or error (retried with back-off).",
-	}, []string{"outcome"})
-	reconcileSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "vald_operator_reconcile_duration_seconds",
-		Help:    "Time of one reconcile pass.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-	})
 	phaseSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "vald_operator_phase_duration_seconds",
 		Help:    "Time a lifecycle phase took from being reached (or falling back) until it succeeded.",
@@ -43,21 +31,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(reconcileOutcomes, reconcileSeconds, phaseSeconds, phaseEvaluationSeconds, phaseTransitions, childWrites)
-}
-
-func observeReconcile(began time.Time, res reconcile.Result, err error) {
-	reconcileSeconds.Observe(time.Since(began).Seconds())
-	outcome := "done"
-	switch {
-	case errors.Is(err, reconcile.TerminalError(nil)):
-		outcome = "failed"
-	case err != nil:
-		outcome = "error"
-	case res.RequeueAfter > 0:
-		outcome = "requeued"
-	}
-	reconcileOutcomes.WithLabelValues(outcome).Inc()
+	metrics.Registry.MustRegister(phaseSeconds, phaseEvaluationSeconds, phaseTransitions, childWrites)
 }
 
 func recordPhases(out lifecycle.Outcome) {

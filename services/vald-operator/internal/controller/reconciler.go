@@ -10,9 +10,9 @@ import (
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/services/vald-operator/internal/resources"
 	"github.com/opsuite/suite/shared/conditions"
+	"github.com/opsuite/suite/shared/reconciler"
 	"github.com/opsuite/suite/shared/ssa"
-	"github.com/opsuite/suite/shared/status"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -40,8 +40,6 @@ type Options struct {
 
 	// wrapClient wraps the manager's client (tests and benchmarks count writes with it).
 	wrapClient func(client.Client) client.Client
-	// skipNameValidation lets tests start several managers in one process.
-	skipNameValidation bool
 }
 
 // DefaultOptions are the options without flags or environment.
@@ -70,6 +68,10 @@ type Reconciler struct {
 	Applier  ssa.Applier
 	Recorder events.EventRecorder
 	Options  Options
+
+	// pass is the shared skeleton around run: get, deep copy, one status write, events,
+	// requeue mapping and the vald_operator_reconcile_* metrics.
+	pass *reconciler.Reconciler[*valdv1.ValdOperatorRelease]
 }
 
 // +kubebuilder:rbac:groups=vald.vdaas.org,resources=valdoperatorreleases,verbs=get;list;watch
@@ -95,11 +97,26 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Recorder: mgr.GetEventRecorder(Name),
 		Options:  opts,
 	}
+	pass, err := reconciler.New(reconciler.Config[*valdv1.ValdOperatorRelease]{
+		Name:       Name,
+		Client:     c,
+		Recorder:   r.Recorder,
+		New:        func() *valdv1.ValdOperatorRelease { return &valdv1.ValdOperatorRelease{} },
+		Run:        r.run,
+		Conditions: func(v *valdv1.ValdOperatorRelease) []metav1.Condition { return v.Status.Conditions },
+		ObserveGeneration: func(v *valdv1.ValdOperatorRelease, generation int64) {
+			v.Status.ObservedGeneration = generation
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.pass = pass
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("valdoperatorrelease").
 		For(&valdv1.ValdOperatorRelease{}).
 		Owns(&valdv1.ValdRelease{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, SkipNameValidation: &opts.skipNameValidation})
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 	if opts.RequireNodePoolMatch {
 		b = b.WatchesMetadata(nodeMetadata(), nodePoolHandler(mgr.GetClient(), opts.Build),
 			builder.WithPredicates(predicate.LabelChangedPredicate{}))
@@ -107,52 +124,31 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	return r, b.Complete(r)
 }
 
-// Reconcile runs one pass of the lifecycle and writes status once.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
-	began := time.Now()
-	defer func() { observeReconcile(began, res, err) }()
+// Reconcile runs one pass of the lifecycle and writes status once. A release being
+// deleted needs nothing: the garbage collector removes its ValdReleases through their
+// owner references.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return r.pass.Reconcile(ctx, req)
+}
 
-	vor := &valdv1.ValdOperatorRelease{}
-	if err := r.Client.Get(ctx, req.NamespacedName, vor); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if !vor.DeletionTimestamp.IsZero() {
-		// The garbage collector removes the ValdReleases through their owner references.
-		return reconcile.Result{}, nil
-	}
-
-	after := vor.DeepCopy()
-	out, runErr := r.phases(after).Run(ctx, &after.Status.Conditions, vor.Generation, time.Now())
-	after.Status.ObservedGeneration = vor.Generation
-	after.Status.Phase = out.Phase
-	after.Status.Progress = valdv1.Progress{Total: out.Total, Completed: out.Completed}
-	after.Status.ProgressText = fmt.Sprintf("%d/%d", out.Completed, out.Total)
-	after.Status.State = string(conditions.Summarize(after.Status.Conditions))
+// run evaluates the lifecycle on vor (the skeleton's deep copy) and fills its status.
+func (r *Reconciler) run(ctx context.Context, vor *valdv1.ValdOperatorRelease) (reconciler.Result, error) {
+	out, err := r.phases(vor).Run(ctx, &vor.Status.Conditions, vor.Generation, time.Now())
+	vor.Status.Phase = out.Phase
+	vor.Status.Progress = valdv1.Progress{Total: out.Total, Completed: out.Completed}
+	vor.Status.ProgressText = fmt.Sprintf("%d/%d", out.Completed, out.Total)
+	vor.Status.State = string(conditions.Summarize(vor.Status.Conditions))
 	recordPhases(out)
-
-	written, err := status.Write(ctx, r.Client, vor, after)
-	if err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// A newer version or a deletion is on its way; its event reconciles again.
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, errors.Join(runErr, err)
-	}
-	if written {
-		r.announce(after, out)
-	}
-	if runErr != nil {
-		return reconcile.Result{}, runErr
-	}
-
 	switch {
+	case err != nil:
+		return reconciler.Done(), err
 	case out.Halt == nil && !out.Seeded:
-		return reconcile.Result{}, nil
+		return reconciler.Done(), nil
 	case out.Halt != nil && out.Halt.Reason == valdv1.ReasonFailed:
 		// No retry helps: the condition, the event and this error say what to change.
-		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("phase %s failed: %s", out.Phase, out.Halt.Message))
+		return reconciler.Terminal(fmt.Errorf("phase %s failed: %s", out.Phase, out.Halt.Message)), nil
 	default:
 		// Pending or Progressing: look again later; watch events usually come first.
-		return reconcile.Result{RequeueAfter: r.Options.RequeueAfter}, nil
+		return reconciler.Wait(r.Options.RequeueAfter), nil
 	}
 }

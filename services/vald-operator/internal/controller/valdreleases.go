@@ -4,14 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"reflect"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/services/vald-operator/internal/lifecycle"
+	"github.com/opsuite/suite/shared/children"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -29,109 +28,41 @@ func stampValuesHash(vr *valdv1.ValdRelease) {
 }
 
 // syncValdReleases applies the ValdReleases that differ from what the cache holds, then
-// deletes those this release owns but no longer builds. A converged release writes nothing.
-// objs is never empty: the builder fails an empty render before Sync runs.
+// deletes those this release owns but no longer builds (shared/children). A converged
+// release writes nothing. objs is never empty: the builder fails an empty render before
+// Sync runs, and the kit refuses an empty set anyway.
 func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOperatorRelease, objs []client.Object, applied map[client.ObjectKey]client.Object) (lifecycle.Result, error) {
-	logger := log.FromContext(ctx)
-	wanted := make(map[string]bool, len(objs))
-	for _, obj := range objs {
-		want := obj.(*valdv1.ValdRelease)
-		wanted[want.Name] = true
-		current := &valdv1.ValdRelease{}
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), current)
-		switch {
-		case apierrors.IsNotFound(err):
-			current = nil
-		case err != nil:
-			return lifecycle.Result{}, fmt.Errorf("reading ValdRelease %s: %w", want.Name, err)
-		}
-		if current != nil {
-			if owner := metav1.GetControllerOf(current); owner == nil || owner.UID != vor.UID {
-				return lifecycle.Failed(fmt.Sprintf("ValdRelease %q exists and belongs to another owner: rename the cluster, or delete that ValdRelease.", want.Name)), nil
-			}
-			if upToDate(want, current) {
-				continue
-			}
-		}
-		answer := want.DeepCopy()
-		if err := r.Applier.Apply(ctx, answer); err != nil {
-			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-				logger.Error(err, "Rejected ValdRelease", "valdRelease", want.Name)
-				return lifecycle.Failed(fmt.Sprintf("The API server rejected ValdRelease %q: see the operator's log and the overlay.", want.Name)), nil
-			}
-			return lifecycle.Result{}, err
-		}
-		applied[client.ObjectKeyFromObject(want)] = answer
+	desired := make([]*valdv1.ValdRelease, len(objs))
+	for i, obj := range objs {
+		desired[i] = obj.(*valdv1.ValdRelease)
+	}
+	set := children.Set[*valdv1.ValdRelease]{
+		Client:   r.Client,
+		Applier:  r.Applier,
+		Owner:    vor,
+		NewList:  func() client.ObjectList { return &valdv1.ValdReleaseList{} },
+		Selector: map[string]string{valdv1.LabelOperatorRelease: vor.Name},
+	}
+	out, err := set.Sync(ctx, desired)
+	for _, vr := range out.Applied {
+		applied[client.ObjectKeyFromObject(vr)] = vr
 		countWrite("apply")
-		logger.Info("Applied ValdRelease", "valdRelease", want.Name, "generation", vor.Generation)
 	}
-
-	owned := &valdv1.ValdReleaseList{}
-	if err := r.Client.List(ctx, owned, client.InNamespace(vor.Namespace), client.MatchingLabels{valdv1.LabelOperatorRelease: vor.Name}); err != nil {
-		return lifecycle.Result{}, fmt.Errorf("listing ValdReleases: %w", err)
-	}
-	for i := range owned.Items {
-		vr := &owned.Items[i]
-		owner := metav1.GetControllerOf(vr)
-		if wanted[vr.Name] || owner == nil || owner.UID != vor.UID || !vr.DeletionTimestamp.IsZero() {
-			continue
-		}
-		uid := vr.UID
-		if err := r.Client.Delete(ctx, vr, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			return lifecycle.Result{}, fmt.Errorf("pruning ValdRelease %s: %w", vr.Name, err)
-		}
+	for range out.Pruned {
 		countWrite("prune")
-		logger.Info("Pruned ValdRelease", "valdRelease", vr.Name)
 	}
-	return lifecycle.Succeeded(""), nil
-}
-
-// upToDate reports whether current already holds everything the controller would apply:
-// labels, annotations (the values hash among them), the controller reference, and every
-// value of the spec. Fields others added are left alone, as server-side apply would.
-func upToDate(want, current *valdv1.ValdRelease) bool {
-	for k, v := range want.Labels {
-		if current.Labels[k] != v {
-			return false
-		}
+	var notOurs *children.NotControlledError
+	var rejected *children.ApplyError
+	switch {
+	case err == nil:
+		return lifecycle.Succeeded(""), nil
+	case errors.As(err, &notOurs):
+		return lifecycle.Failed(fmt.Sprintf("ValdRelease %q exists and belongs to another owner: rename the cluster, or delete that ValdRelease.", notOurs.Key.Name)), nil
+	case errors.As(err, &rejected) && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
+		log.FromContext(ctx).Error(err, "Rejected ValdRelease", "valdRelease", rejected.Key.Name)
+		return lifecycle.Failed(fmt.Sprintf("The API server rejected ValdRelease %q: see the operator's log and the overlay.", rejected.Key.Name)), nil
 	}
-	for k, v := range want.Annotations {
-		if current.Annotations[k] != v {
-			return false
-		}
-	}
-	owner := metav1.GetControllerOf(current)
-	if owner == nil || owner.UID != want.OwnerReferences[0].UID {
-		return false
-	}
-	if current.Spec == nil {
-		return want.Spec == nil
-	}
-	var w, c any
-	if json.Unmarshal(want.Spec.Raw, &w) != nil || json.Unmarshal(current.Spec.Raw, &c) != nil {
-		return false
-	}
-	return contains(c, w)
-}
-
-// contains reports whether every value of want is in got: objects may hold extra keys,
-// lists and scalars must be equal.
-func contains(got, want any) bool {
-	wm, ok := want.(map[string]any)
-	if !ok {
-		return reflect.DeepEqual(got, want)
-	}
-	gm, ok := got.(map[string]any)
-	if !ok {
-		return false
-	}
-	for k, wv := range wm {
-		gv, present := gm[k]
-		if !present || !contains(gv, wv) {
-			return false
-		}
-	}
-	return true
+	return lifecycle.Result{}, err
 }
 
 // appliedReader reads through the cache, except for the objects applied in this pass: the
