@@ -58,6 +58,7 @@ type options struct {
 	kubeconfig       string
 	host             host.Config
 	shutdownTimeout  time.Duration
+	reviewCache      auth.CacheConfig
 }
 
 func parseOptions(args []string, output io.Writer) (options, error) {
@@ -81,6 +82,9 @@ func parseOptions(args []string, output io.Writer) (options, error) {
 	fs.StringVar(&o.host.SysRoot, "sysfs", o.host.SysRoot, "sysfs mount")
 	fs.StringVar(&o.host.SysctlRoot, "sysctl-root", o.host.SysctlRoot, "directory holding sysctls (/proc/sys)")
 	fs.StringVar(&o.host.BootMountInfo, "boot-mountinfo", o.host.BootMountInfo, "mount table showing the host's root filesystem")
+	fs.DurationVar(&o.reviewCache.Allowed, "review-cache-allowed", 10*time.Second, "how long an authenticated token or an allowed access is reused (bounded by the token's expiry)")
+	fs.DurationVar(&o.reviewCache.Denied, "review-cache-denied", 5*time.Second, "how long a refused token or a denied access is reused")
+	fs.IntVar(&o.reviewCache.Size, "review-cache-size", 4096, "most token and access decisions remembered")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long running calls may finish on shutdown")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -112,6 +116,9 @@ func (o options) validate() error {
 	}
 	if o.pvRoot == "/" || strings.HasPrefix(o.agentRoot+"/", o.pvRoot+"/") || strings.HasPrefix(o.pvRoot+"/", o.agentRoot+"/") {
 		errs = append(errs, errors.New("--pv-root must not be / and must not overlap --agent-root"))
+	}
+	if o.reviewCache.Allowed <= 0 || o.reviewCache.Denied <= 0 || o.reviewCache.Size <= 0 {
+		errs = append(errs, errors.New("--review-cache-allowed, --review-cache-denied and --review-cache-size must be positive"))
 	}
 	if o.maxMapCount < 0 {
 		errs = append(errs, errors.New("--max-map-count-minimum must not be negative"))
@@ -170,11 +177,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Error("Restoring prepared devices was incomplete", "err", err)
 	}
 
-	policy := auth.Policy{
-		Authn: &kube.TokenReviewer{Client: client, TTL: 10 * time.Second},
-		Authz: &kube.AccessReviewer{Client: client, NodeName: o.nodeName},
-		Log:   log,
-	}
+	policy := kube.NewPolicy(client, o.nodeName, o.reviewCache, log)
 	hs := server.NewHealth()
 	gs := server.NewGRPCServer(srv, policy, credentials.NewTLS(&tls.Config{
 		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,

@@ -3,13 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +13,8 @@ import (
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/shared/nodeagent"
+	"github.com/opsuite/suite/shared/nodeagent/contract"
+	"github.com/opsuite/suite/shared/nodeagent/nodeagenttest"
 	"github.com/opsuite/suite/shared/testenv"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -53,6 +49,8 @@ func TestOptionsValidation(t *testing.T) {
 		{append(base, "--log-level", "loud"), "--log-level"},
 		{append(base, "--pool-label-prefix", "a/b"), "--pool-label-prefix"},
 		{append(base, "extra"), "unexpected arguments"},
+		{append(base, "--review-cache-denied", "0s"), "--review-cache-denied"},
+		{append(base, "--review-cache-size", "-1"), "--review-cache-size"},
 	}
 	for _, c := range cases {
 		t.Setenv("NODE_NAME", "")
@@ -112,16 +110,17 @@ func TestRun(t *testing.T) {
 		}, &syncWriter{w: &logs})
 	}()
 
-	d := &nodeagent.Dialer{
-		RootCAs: caPool, ServerName: "node-agent.opsuite-system.svc",
-		Tokens:  nodeagent.TokenSourceFunc(func(context.Context) (string, error) { return tok, nil }),
-		Options: nodeagent.Options{Timeout: 10 * time.Second, Attempts: 20, Backoff: 100 * time.Millisecond},
-	}
-	c, err := d.DialAddress(addr)
+	pool, err := nodeagent.NewPool(nodeagent.Config{
+		Resolver: nodeagent.StaticResolver{"node-run": addr},
+		CA:       nodeagent.StaticCA{Pool: caPool, ServerName: "node-agent.opsuite-system.svc"},
+		Tokens:   nodeagent.StaticToken(tok),
+		Options:  nodeagent.Options{Timeout: 10 * time.Second, Attempts: 20, Backoff: 100 * time.Millisecond},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer pool.Close()
+	c := pool.Node("node-run")
 	rep, err := c.GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +199,7 @@ func serviceAccountToken(t *testing.T, cs kubernetes.Interface) string {
 		t.Fatal(err)
 	}
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "reader", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"node-agent"}},
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{contract.Audience("node-run")}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -225,33 +224,16 @@ func writeKubeconfig(t *testing.T, dir string) string {
 
 func writePKI(t *testing.T, dir string) (*x509.CertPool, string, string) {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), DNSNames: []string{"node-agent.opsuite-system.svc"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	pki, err := nodeagenttest.NewPKI("node-agent.opsuite-system.svc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(certFile, pki.CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, pki.KeyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return pool, certFile, keyFile
+	return pki.Pool, certFile, keyFile
 }

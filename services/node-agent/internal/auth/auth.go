@@ -1,6 +1,7 @@
 // Package auth authenticates and authorizes every call to the agent: a bearer ServiceAccount
-// token checked by the apiserver, then one access review per method, so Kubernetes RBAC
-// decides who may read a report and who may format a disk.
+// token minted for this node's agent (audience contract.Audience(node)) checked by the
+// apiserver, then one access review per method on the node, so Kubernetes RBAC decides who may
+// read a report and who may format a disk, and on which nodes.
 package auth
 
 import (
@@ -10,20 +11,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opsuite/suite/shared/nodeagent/contract"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
-// Audience is the token audience the agent accepts; a token minted for the apiserver or
-// another service is refused.
-const Audience = "node-agent"
-
-// Virtual resource the methods are authorized against.
+// Virtual resource the methods are authorized against (named after the node).
 const (
-	Group    = "nodeagent.opsuite.io"
-	Resource = "nodes"
+	Group    = contract.Group
+	Resource = contract.Resource
 )
 
 // Identity is who a token belongs to.
@@ -40,8 +38,9 @@ type Attributes struct {
 	Subresource string
 }
 
-// ErrUnauthenticated means the token is invalid, expired or for another audience.
-var ErrUnauthenticated = errors.New("token is not valid for audience " + Audience)
+// ErrUnauthenticated means the token is invalid, expired or for another audience (another
+// node's agent). Authenticators wrap it with the reason, which never quotes the token.
+var ErrUnauthenticated = errors.New("the bearer token is not valid for this agent")
 
 // Authenticator checks a bearer token (with TokenReview in production).
 type Authenticator interface {
@@ -56,9 +55,9 @@ type Authorizer interface {
 // methodAttributes is the authorization of every method; a method missing here is denied.
 var methodAttributes = map[string]Attributes{
 	"/nodeagent.v1.NodeAgent/GetNodeReport": {Verb: "get"},
-	"/nodeagent.v1.NodeAgent/PrepareDisks":  {Verb: "update", Subresource: "disks"},
-	"/nodeagent.v1.NodeAgent/ReleaseDisks":  {Verb: "update", Subresource: "disks"},
-	"/nodeagent.v1.NodeAgent/EnsureSysctl":  {Verb: "update", Subresource: "sysctls"},
+	"/nodeagent.v1.NodeAgent/PrepareDisks":  {Verb: "update", Subresource: contract.SubresourceDisks},
+	"/nodeagent.v1.NodeAgent/ReleaseDisks":  {Verb: "update", Subresource: contract.SubresourceDisks},
+	"/nodeagent.v1.NodeAgent/EnsureSysctl":  {Verb: "update", Subresource: contract.SubresourceSysctls},
 }
 
 // MethodAttributes returns a method's authorization, for tests and documentation.
@@ -86,7 +85,7 @@ func (p Policy) check(ctx context.Context, fullMethod string) (Identity, error) 
 	}
 	id, err := p.Authn.Authenticate(ctx, token)
 	if errors.Is(err, ErrUnauthenticated) {
-		return Identity{}, status.Error(codes.Unauthenticated, "the bearer token is not valid for audience "+Audience)
+		return Identity{}, status.Error(codes.Unauthenticated, err.Error())
 	}
 	if err != nil {
 		return Identity{}, status.Errorf(codes.Unavailable, "reviewing the token: %v", err)

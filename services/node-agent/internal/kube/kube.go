@@ -4,75 +4,56 @@ package kube
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/opsuite/suite/services/node-agent/internal/auth"
+	"github.com/opsuite/suite/shared/nodeagent/contract"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 )
 
-// TokenReviewer authenticates tokens with TokenReview for the agent's audience. Successful
-// reviews are cached briefly (keyed by the token's hash, never the token) because a controller
-// calls several methods in a row.
+// TokenReviewer authenticates tokens with a TokenReview for the agent's own audience (its
+// node's), and refuses a token the apiserver did not confirm for that audience. It asks the
+// apiserver every time: NewPolicy puts auth's cache in front of it.
 type TokenReviewer struct {
-	Client kubernetes.Interface
-	TTL    time.Duration
-
-	mu    sync.Mutex
-	cache map[[32]byte]cached
-}
-
-type cached struct {
-	id      auth.Identity
-	expires time.Time
+	Reviews  authenticationv1client.TokenReviewInterface
+	Audience string
 }
 
 // Authenticate implements auth.Authenticator.
 func (t *TokenReviewer) Authenticate(ctx context.Context, token string) (auth.Identity, error) {
-	key := sha256.Sum256([]byte(token))
-	now := time.Now()
-	t.mu.Lock()
-	if c, ok := t.cache[key]; ok && now.Before(c.expires) {
-		t.mu.Unlock()
-		return c.id, nil
-	}
-	t.mu.Unlock()
-
-	tr, err := t.Client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
-		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{auth.Audience}},
+	tr, err := t.Reviews.Create(ctx, &authenticationv1.TokenReview{
+		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{t.Audience}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return auth.Identity{}, fmt.Errorf("creating TokenReview: %w", err)
 	}
-	if !tr.Status.Authenticated || !slices.Contains(tr.Status.Audiences, auth.Audience) {
-		return auth.Identity{}, auth.ErrUnauthenticated
+	if !tr.Status.Authenticated {
+		return auth.Identity{}, fmt.Errorf("%w: the apiserver did not authenticate it", auth.ErrUnauthenticated)
+	}
+	if !slices.Contains(tr.Status.Audiences, t.Audience) {
+		return auth.Identity{}, fmt.Errorf("%w: its audience is not %s", auth.ErrUnauthenticated, t.Audience)
 	}
 	u := tr.Status.User
 	id := auth.Identity{User: u.Username, UID: u.UID, Groups: u.Groups, Extra: map[string][]string{}}
 	for k, v := range u.Extra {
 		id.Extra[k] = v
 	}
-	if t.TTL > 0 {
-		t.mu.Lock()
-		if t.cache == nil || len(t.cache) > 1024 {
-			t.cache = map[[32]byte]cached{} // crude bound: tokens are few, a reset is cheap
-		}
-		t.cache[key] = cached{id: id, expires: now.Add(t.TTL)}
-		t.mu.Unlock()
-	}
 	return id, nil
 }
 
 // AccessReviewer authorizes with SubjectAccessReview on the agent's virtual resource, named
-// after the node so RBAC can restrict a caller to some nodes.
+// after the node so RBAC resourceNames can restrict a caller to some nodes.
 type AccessReviewer struct {
-	Client   kubernetes.Interface
+	Reviews  authorizationv1client.SubjectAccessReviewInterface
 	NodeName string
 }
 
@@ -82,7 +63,7 @@ func (a *AccessReviewer) Authorize(ctx context.Context, id auth.Identity, at aut
 	for k, v := range id.Extra {
 		extra[k] = v
 	}
-	sar, err := a.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+	sar, err := a.Reviews.Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: id.User, UID: id.UID, Groups: id.Groups, Extra: extra,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
@@ -95,6 +76,17 @@ func (a *AccessReviewer) Authorize(ctx context.Context, id auth.Identity, at aut
 		return false, "", fmt.Errorf("creating SubjectAccessReview: %w", err)
 	}
 	return sar.Status.Allowed, sar.Status.Reason, nil
+}
+
+// NewPolicy is the agent's policy for nodeName: tokens reviewed for contract.Audience(nodeName),
+// access reviewed on that node, both cached as cfg says.
+func NewPolicy(client kubernetes.Interface, nodeName string, cfg auth.CacheConfig, log *slog.Logger) auth.Policy {
+	audience := contract.Audience(nodeName)
+	return auth.Policy{
+		Authn: auth.NewCachedAuthenticator(&TokenReviewer{Reviews: client.AuthenticationV1().TokenReviews(), Audience: audience}, audience, cfg),
+		Authz: auth.NewCachedAuthorizer(&AccessReviewer{Reviews: client.AuthorizationV1().SubjectAccessReviews(), NodeName: nodeName}, cfg),
+		Log:   log,
+	}
 }
 
 // NodeLabels reads the labels of the agent's Node, cached for a short while because every

@@ -114,17 +114,17 @@ func serveAgent(t testing.TB, srv *server.Server, pki testPKI) string {
 
 func dialAgent(t testing.TB, addr string, pki testPKI, token string) *nodeagent.Client {
 	t.Helper()
-	d := &nodeagent.Dialer{
-		RootCAs: pki.pool, ServerName: agentName,
-		Tokens:  nodeagent.TokenSourceFunc(func(context.Context) (string, error) { return token, nil }),
-		Options: nodeagent.Options{Timeout: time.Minute, Attempts: 2, Backoff: 10 * time.Millisecond},
-	}
-	c, err := d.DialAddress(addr)
+	p, err := nodeagent.NewPool(nodeagent.Config{
+		Resolver: nodeagent.StaticResolver{"node-a": addr},
+		CA:       nodeagent.StaticCA{Pool: pki.pool, ServerName: agentName},
+		Tokens:   nodeagent.StaticToken(token),
+		Options:  nodeagent.Options{Timeout: time.Minute, Attempts: 2, Backoff: 10 * time.Millisecond},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	t.Cleanup(func() { p.Close() })
+	return p.Node("node-a")
 }
 
 func TestOverTheNetwork(t *testing.T) {
@@ -163,24 +163,5 @@ func TestOverTheNetwork(t *testing.T) {
 	anon := dialAgent(t, addr, pki, "forged")
 	if _, err := anon.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{}); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("forged token: %v", err)
-	}
-}
-
-// TestEmbeddedClient runs the real service in-process through the client library's embedded
-// form, as controllers' tests will.
-func TestEmbeddedClient(t *testing.T) {
-	e := newEnv(t)
-	c, err := nodeagent.Embedded(e.srv, nil, nodeagent.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rep, err := c.GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
-	if err != nil || rep.NodeName != "node-a" {
-		t.Fatalf("%v, %v", rep, err)
-	}
-	_, err = c.PrepareDisks(context.Background(), prepareReq("relative", 0, "/dev/x"))
-	if status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("got %v", err)
 	}
 }
