@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -22,12 +21,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/shared/nodeagent"
+	"github.com/opsuite/suite/shared/nodeagent/contract"
 )
 
 // agentXFSLabel is the label the agent gives the filesystems it makes
@@ -143,20 +144,23 @@ func TestNodeAgentPrepare(t *testing.T) {
 	})
 
 	// The controller talks to the apiserver as itself (a token of the apiserver's audience)
-	// and to the agent with a fresh node-agent token on every call.
+	// and to the agent with a token minted for that node's agent.
 	apiToken, err := requestToken(ctx, preparerNamespace, bound)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := rest.AnonymousClientConfig(env.cfg)
 	cfg.BearerToken = apiToken
-	kube, err := kubernetes.NewForConfig(cfg)
+	// The library as an operator uses it, with the preparer's own rights: the agent pod found
+	// by the apiserver's field selector, the CA from the chart's ConfigMap.
+	reader, err := ctrlclient.New(cfg, ctrlclient.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var caCM *corev1.ConfigMap
+	caSource := nodeagent.ConfigMapCA{Reader: reader, Namespace: s.namespace(), Name: fullname + "-ca"}
+	var serverName string
 	err = poll(ctx, t, "the preparer reads ConfigMap "+fullname+"-ca (RBAC settles)", time.Minute, func(ctx context.Context) (bool, error) {
-		caCM, err = kube.CoreV1().ConfigMaps(s.namespace()).Get(ctx, fullname+"-ca", metav1.GetOptions{})
+		_, serverName, err = caSource.CA(ctx)
 		if apierrors.IsForbidden(err) {
 			return false, nil
 		}
@@ -165,35 +169,39 @@ func TestNodeAgentPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(caCM.Data["ca.crt"])) {
-		t.Fatalf("ConfigMap %s-ca: no PEM certificate in ca.crt", fullname)
-	}
-	serverName := caCM.Data["serverName"]
-	if serverName == "" {
-		t.Fatalf("ConfigMap %s-ca has no serverName", fullname)
-	}
-	var tokenCalls atomic.Int32
-	dialer := &nodeagent.Dialer{
-		Kube: kube, Namespace: s.namespace(), Selector: agentSelector, Port: port,
-		RootCAs: pool, ServerName: serverName,
-		Tokens: nodeagent.TokenSourceFunc(func(ctx context.Context) (string, error) {
-			tokenCalls.Add(1)
-			return requestToken(ctx, preparerNamespace, bound, nodeagent.Audience)
-		}),
-		Options: nodeagent.Options{Timeout: 2 * time.Minute, Attempts: 4, Backoff: 500 * time.Millisecond},
-	}
-	client, err := dialer.Dial(ctx, node)
+	sel, err := labels.Parse(agentSelector)
 	if err != nil {
-		diagnose(ctx, t, s)
-		t.Fatalf("dialing the agent on %s as %s: %v", node, bound, err)
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = client.Close() })
+	// Tokens are minted for the one node dialed (audience nodeagent.opsuite.io/<node>), a
+	// fresh one per call here to count them; operators use nodeagent.TokenRequester.
+	tokensFor := func(sa string, calls *atomic.Int32) nodeagent.TokenSource {
+		return nodeagent.TokenSourceFunc(func(ctx context.Context, audience string) (string, error) {
+			calls.Add(1)
+			if audience != contract.Audience(node) {
+				return "", fmt.Errorf("asked for a token for %s while calling node %s", audience, node)
+			}
+			return requestToken(ctx, preparerNamespace, sa, audience)
+		})
+	}
+	var tokenCalls, deniedCalls atomic.Int32
+	config := nodeagent.Config{
+		Resolver: &nodeagent.PodResolver{Pods: reader, Namespace: s.namespace(), Selector: sel, Port: port},
+		CA:       caSource,
+		Tokens:   tokensFor(bound, &tokenCalls),
+		Options:  nodeagent.Options{Timeout: 2 * time.Minute, Attempts: 4, Backoff: 500 * time.Millisecond},
+	}
+	agents, err := nodeagent.NewPool(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agents.Close() })
+	client := agents.Node(node)
 	agentPod, err := agentOn(ctx, s, node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("dialed the agent of node %s (pod %s at %s:%d, TLS name %s) as %s/%s", node, agentPod.Name, agentPod.Status.PodIP, port, serverName, preparerNamespace, bound)
+	t.Logf("calling the agent of node %s (pod %s at %s:%d, TLS name %s) as %s/%s", node, agentPod.Name, agentPod.Status.PodIP, port, serverName, preparerNamespace, bound)
 
 	// A 512 MiB sparse file on a loop device: the host's /dev is the agent's /dev.
 	dir := t.TempDir()
@@ -234,20 +242,43 @@ func TestNodeAgentPrepare(t *testing.T) {
 	t.Logf("attached %s to a 512 MiB sparse file %s; PV path %s", dev, img, pvPath)
 
 	// Without the binding: authenticated, but refused.
-	other := *dialer
-	other.Tokens = nodeagent.TokenSourceFunc(func(ctx context.Context) (string, error) {
-		return requestToken(ctx, preparerNamespace, unbound, nodeagent.Audience)
-	})
-	denied, err := other.DialAddress(fmt.Sprintf("%s:%d", agentPod.Status.PodIP, port))
+	config.Tokens = tokensFor(unbound, &deniedCalls)
+	deniedAgents, err := nodeagent.NewPool(config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer denied.Close()
+	defer deniedAgents.Close()
+	denied := deniedAgents.Node(node)
 	req := &nodeagentv1.PrepareDisksRequest{Selector: &nodeagentv1.DeviceSelector{Paths: []string{dev}}, PvPath: pvPath}
 	if _, err := denied.PrepareDisks(ctx, req); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("PrepareDisks as %s (no binding): %v, want PermissionDenied", unbound, err)
 	} else {
 		t.Logf("PrepareDisks as %s (no binding): %v", unbound, err)
+	}
+	if n := deniedCalls.Load(); n != 1 {
+		t.Errorf("a refused call asked for %d tokens, want 1 (PermissionDenied is not retried)", n)
+	}
+	// A token minted for this node's agent is refused by another node's agent.
+	if len(names) > 1 {
+		replay := config
+		replay.Tokens = nodeagent.TokenSourceFunc(func(ctx context.Context, _ string) (string, error) {
+			return requestToken(ctx, preparerNamespace, bound, contract.Audience(node))
+		})
+		replayAgents, err := nodeagent.NewPool(replay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer replayAgents.Close()
+		err = poll(ctx, t, "node-agent Ready on node "+names[1], 3*time.Minute, func(ctx context.Context) (bool, error) {
+			_, err := agentOn(ctx, s, names[1])
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := replayAgents.Node(names[1]).GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{}); status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("node %s's token on node %s: %v, want Unauthenticated", node, names[1], err)
+		}
 	}
 
 	// Prepare. RBAC may take a moment to reach the authorizer's cache: retry PermissionDenied
