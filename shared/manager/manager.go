@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -36,6 +38,14 @@ type Options struct {
 	// MetricsSecure serves metrics over HTTPS to callers Kubernetes authenticates
 	// (TokenReview) and authorizes (SubjectAccessReview: get on the /metrics URL).
 	MetricsSecure bool
+	// MetricsCertDir holds the metrics serving certificate (a mounted Secret); empty
+	// serves a self-signed one generated at start.
+	MetricsCertDir string
+	// MetricsCertName and MetricsCertKey are the file names in MetricsCertDir.
+	MetricsCertName, MetricsCertKey string
+	// GracefulShutdownTimeout is how long the manager waits for its runnables to stop
+	// after its context ends; 0 does not wait.
+	GracefulShutdownTimeout time.Duration
 	// ProbeAddr serves /healthz and /readyz.
 	ProbeAddr string
 	// LeaderElect turns on leader election, so only one replica reconciles.
@@ -60,19 +70,24 @@ type Options struct {
 // NewOptions returns the defaults for the operator called name.
 func NewOptions(name string) Options {
 	return Options{
-		Name:             name,
-		MetricsAddr:      ":8080",
-		MetricsSecure:    true,
-		ProbeAddr:        ":8081",
-		LeaderElect:      true,
-		LeaderElectionID: name + ".opsuite.io",
-		LeaseDuration:    15 * time.Second,
-		RenewDeadline:    10 * time.Second,
-		RetryPeriod:      2 * time.Second,
-		LogLevel:         "info",
-		LogFormat:        "json",
-		QPS:              50,
-		Burst:            100,
+		Name:            name,
+		MetricsAddr:     ":8080",
+		MetricsSecure:   true,
+		MetricsCertName: "tls.crt",
+		MetricsCertKey:  "tls.key",
+		// controller-runtime's default; long enough for an in-flight pass to finish
+		// and the Lease to be released.
+		GracefulShutdownTimeout: 30 * time.Second,
+		ProbeAddr:               ":8081",
+		LeaderElect:             true,
+		LeaderElectionID:        name + ".opsuite.io",
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
+		LogLevel:                "info",
+		LogFormat:               "json",
+		QPS:                     50,
+		Burst:                   100,
 	}
 }
 
@@ -81,6 +96,10 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig; empty uses the in-cluster config or $KUBECONFIG.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS only to callers whose token Kubernetes authorizes for get on /metrics; false serves plain HTTP to anyone.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir, "Directory with the metrics serving certificate and key (a mounted Secret); empty serves a self-signed certificate generated at start.")
+	fs.StringVar(&o.MetricsCertName, "metrics-cert-name", o.MetricsCertName, "File name of the metrics serving certificate in --metrics-cert-dir.")
+	fs.StringVar(&o.MetricsCertKey, "metrics-cert-key", o.MetricsCertKey, "File name of the metrics serving key in --metrics-cert-dir.")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long to wait for controllers to finish after a stop signal; 0 does not wait.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the Lease used for leader election.")
@@ -113,6 +132,19 @@ func (o Options) Validate() error {
 		if err := validAddr(o.MetricsAddr); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics-bind-address: %w", err))
 		}
+	}
+	if o.MetricsCertDir != "" {
+		if !o.MetricsSecure || o.MetricsAddr == "0" {
+			errs = append(errs, errors.New("--metrics-cert-dir needs --metrics-secure and a --metrics-bind-address"))
+		}
+		for _, name := range []string{o.MetricsCertName, o.MetricsCertKey} {
+			if _, err := os.Stat(filepath.Join(o.MetricsCertDir, name)); err != nil {
+				errs = append(errs, fmt.Errorf("--metrics-cert-dir: %w", err))
+			}
+		}
+	}
+	if o.GracefulShutdownTimeout < 0 {
+		errs = append(errs, errors.New("--graceful-shutdown-timeout must not be negative"))
 	}
 	if err := validAddr(o.ProbeAddr); err != nil {
 		errs = append(errs, fmt.Errorf("--health-probe-bind-address: %w", err))
@@ -200,16 +232,22 @@ func RESTConfig(o Options) (*rest.Config, error) {
 func metricsOptions(o Options) metricsserver.Options {
 	mo := metricsserver.Options{BindAddress: o.MetricsAddr}
 	if o.MetricsSecure {
-		// A self-signed certificate unless one is mounted; scrapers skip verification or
-		// pin it, and authenticate with their own ServiceAccount token.
+		// Scrapers authenticate with their own ServiceAccount token. Without a mounted
+		// certificate controller-runtime generates a self-signed one at every start, which
+		// scrapers can only skip verifying; with --metrics-cert-dir they can verify it
+		// (controller-runtime also reloads it when the Secret is renewed).
 		mo.SecureServing = true
 		mo.FilterProvider = filters.WithAuthenticationAndAuthorization
+		if o.MetricsCertDir != "" {
+			mo.CertDir, mo.CertName, mo.KeyName = o.MetricsCertDir, o.MetricsCertName, o.MetricsCertKey
+		}
 	}
 	return mo
 }
 
 // New builds a manager from validated options, with /healthz and /readyz registered.
-func New(o Options, cfg *rest.Config, scheme *runtime.Scheme) (ctrl.Manager, error) {
+// change, when given, adjusts controller-runtime's options last (cache selectors, ...).
+func New(o Options, cfg *rest.Config, scheme *runtime.Scheme, change ...func(*ctrl.Options)) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -224,12 +262,16 @@ func New(o Options, cfg *rest.Config, scheme *runtime.Scheme) (ctrl.Manager, err
 		LeaseDuration:                 &o.LeaseDuration,
 		RenewDeadline:                 &o.RenewDeadline,
 		RetryPeriod:                   &o.RetryPeriod,
+		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
 	}
 	if len(o.Namespaces) > 0 {
 		mo.Cache.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range o.Namespaces {
 			mo.Cache.DefaultNamespaces[ns] = cache.Config{}
 		}
+	}
+	for _, c := range change {
+		c(&mo)
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {

@@ -2,8 +2,11 @@ package manager
 
 import (
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFlagsFillOptions(t *testing.T) {
@@ -46,5 +49,43 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	o.MetricsAddr = "0"
 	if err := o.Validate(); err != nil {
 		t.Fatalf("metrics off rejected: %v", err)
+	}
+}
+
+func TestMetricsCertAndShutdownOptions(t *testing.T) {
+	dir := t.TempDir()
+	o := NewOptions("x")
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--metrics-cert-dir=" + dir, "--graceful-shutdown-timeout=5s"}); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Validate()
+	if err == nil || strings.Count(err.Error(), "--metrics-cert-dir") != 2 || !strings.Contains(err.Error(), "tls.crt") || !strings.Contains(err.Error(), "tls.key") {
+		t.Fatalf("missing certificate files not reported: %v", err)
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("certificate files present, still rejected: %v", err)
+	}
+	mo := metricsOptions(o)
+	if mo.CertDir != dir || mo.CertName != "tls.crt" || mo.KeyName != "tls.key" || !mo.SecureServing {
+		t.Errorf("metrics options %+v", mo)
+	}
+	if mo := metricsOptions(NewOptions("x")); mo.CertDir != "" || !mo.SecureServing {
+		t.Errorf("default metrics options %+v: want the self-signed certificate", mo)
+	}
+	o.MetricsSecure = false
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "needs --metrics-secure") {
+		t.Errorf("a certificate for plain HTTP accepted: %v", err)
+	}
+	o = NewOptions("x")
+	o.GracefulShutdownTimeout = -time.Second
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--graceful-shutdown-timeout") {
+		t.Errorf("negative shutdown timeout accepted: %v", err)
 	}
 }

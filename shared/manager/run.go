@@ -8,9 +8,12 @@ import (
 	"io"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Operator describes one operator binary for Run.
@@ -25,6 +28,32 @@ type Operator struct {
 	Schemes []func(*runtime.Scheme) error
 	// Setup adds the operator's controllers to the manager.
 	Setup func(mgr ctrl.Manager, log logr.Logger) error
+	// CacheByObject restricts what the cache holds per kind (label or field selectors,
+	// namespaces), so an operator does not cache every Secret or Pod of the cluster.
+	CacheByObject map[client.Object]cache.ByObject
+	// CacheLabelSelector restricts every kind the cache holds, unless CacheByObject says
+	// otherwise for it.
+	CacheLabelSelector labels.Selector
+	// ManagerOptions changes any other controller-runtime option, last.
+	ManagerOptions func(*ctrl.Options)
+}
+
+// controllerOptions applies the operator's cache and manager options.
+func (op Operator) controllerOptions(mo *ctrl.Options) {
+	if len(op.CacheByObject) > 0 {
+		if mo.Cache.ByObject == nil {
+			mo.Cache.ByObject = map[client.Object]cache.ByObject{}
+		}
+		for obj, by := range op.CacheByObject {
+			mo.Cache.ByObject[obj] = by
+		}
+	}
+	if op.CacheLabelSelector != nil {
+		mo.Cache.DefaultLabelSelector = op.CacheLabelSelector
+	}
+	if op.ManagerOptions != nil {
+		op.ManagerOptions(mo)
+	}
 }
 
 // Run parses args, validates every option once, builds the manager and runs it until ctx
@@ -68,7 +97,7 @@ func Run(ctx context.Context, op Operator, args []string, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	mgr, err := New(opts, cfg, scheme)
+	mgr, err := New(opts, cfg, scheme, op.controllerOptions)
 	if err != nil {
 		return err
 	}
