@@ -76,6 +76,15 @@ func parseOptions(args []string, output io.Writer) (options, error) {
 	fs.StringVar(&o.stateFile, "state-file", "", "file remembering what the agent prepared (default <agent-root>/state.json)")
 	fs.BoolVar(&o.allowRaiseSysctl, "allow-raise-sysctl", false, "allow EnsureSysctl to raise values (never lowers them)")
 	fs.BoolVar(&o.allowLoopDevices, "allow-loop-devices", false, "allow preparing loop devices (tests only)")
+	fs.Func("device-allow", "comma-separated globs of device paths the agent may ever see, e.g. /dev/loop7,/dev/nvme*n1; others are neither reported nor touched (empty: no such limit)", func(v string) error {
+		o.host.DeviceAllow = nil
+		for _, g := range strings.Split(v, ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				o.host.DeviceAllow = append(o.host.DeviceAllow, g)
+			}
+		}
+		return nil
+	})
 	fs.Int64Var(&o.maxMapCount, "max-map-count-minimum", 262144, "vm.max_map_count the report requires")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for the apiserver (default: in-cluster)")
@@ -119,6 +128,9 @@ func (o options) validate() error {
 	}
 	if o.reviewCache.Allowed <= 0 || o.reviewCache.Denied <= 0 || o.reviewCache.Size <= 0 {
 		errs = append(errs, errors.New("--review-cache-allowed, --review-cache-denied and --review-cache-size must be positive"))
+	}
+	if err := host.ValidateDeviceAllow(o.host.DeviceAllow); err != nil {
+		errs = append(errs, fmt.Errorf("--device-allow: %w", err))
 	}
 	if o.maxMapCount < 0 {
 		errs = append(errs, errors.New("--max-map-count-minimum must not be negative"))

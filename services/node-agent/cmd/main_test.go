@@ -49,6 +49,9 @@ func TestOptionsValidation(t *testing.T) {
 		{append(base, "--log-level", "loud"), "--log-level"},
 		{append(base, "--pool-label-prefix", "a/b"), "--pool-label-prefix"},
 		{append(base, "extra"), "unexpected arguments"},
+		{append(base, "--device-allow", "/dev/loop7, /dev/nvme*n1"), ""},
+		{append(base, "--device-allow", "loop7"), "--device-allow"},
+		{append(base, "--device-allow", "/dev/sd["), "--device-allow"},
 		{append(base, "--review-cache-denied", "0s"), "--review-cache-denied"},
 		{append(base, "--review-cache-size", "-1"), "--review-cache-size"},
 	}
@@ -67,6 +70,10 @@ func TestOptionsValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
 		}
+	}
+	if o, err := parseOptions(append(base, "--device-allow", "/dev/loop7, /dev/nvme*n1,"), &bytes.Buffer{}); err != nil ||
+		strings.Join(o.host.DeviceAllow, "|") != "/dev/loop7|/dev/nvme*n1" {
+		t.Errorf("--device-allow parsed to %q, %v", o.host.DeviceAllow, err)
 	}
 	t.Setenv("NODE_NAME", "from-env")
 	if o, err := parseOptions(base[:4], &bytes.Buffer{}); err != nil || o.nodeName != "from-env" {
