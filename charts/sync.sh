@@ -6,7 +6,12 @@
 #        Operator, so it goes to charts/vald-operator/files/crds/ and is installed only when
 #        the value installValdReleaseCRD asks)
 #   deploy/rbac/<service>/role.yaml    -> charts/<service>/files/role.yaml
-#       (templates/rbac.yaml turns its ClusterRole rules into the controller's ClusterRole)
+#       (the library's opsuite-lib.rbac turns its ClusterRole rules into the controller's
+#        ClusterRole)
+#   charts/opsuite-lib/                -> charts/<operator>/charts/opsuite-lib/
+#       (the library chart of the operators' common templates, vendored as a committed copy so
+#        that a plain clone installs, lints and packages each chart without
+#        `helm dependency build`; each operator's Chart.yaml declares it without a repository)
 # `make generate` runs it after controller-gen. With --check it changes nothing and fails when
 # a chart is stale, naming the files (for CI and `make lint`).
 set -euo pipefail
@@ -92,11 +97,32 @@ for svc in "${services[@]}"; do
   } >"$out/$svc/files/role.yaml"
 done
 
+# The vendored library: a copy of charts/opsuite-lib in every operator chart, whose Chart.yaml
+# must ask for the library's version.
+lib=$root/charts/opsuite-lib
+lib_version=$(sed -n 's/^version:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}[[:space:]]*$/\1/p' "$lib/Chart.yaml")
+if [[ -z $lib_version ]]; then
+  echo "sync.sh: charts/opsuite-lib/Chart.yaml has no version" >&2
+  exit 1
+fi
+for svc in "${services[@]}"; do
+  mkdir -p "$out/$svc/charts"
+  cp -r "$lib" "$out/$svc/charts/opsuite-lib"
+  # The dependency entry: "- name: opsuite-lib" followed by its version line.
+  want_version=$(awk '/^dependencies:/ {d=1; next} d && /^[^ #-]/ {d=0}
+    d && /-[[:space:]]+name:[[:space:]]*opsuite-lib[[:space:]]*$/ {n=1; next}
+    d && n && /version:/ {sub(/.*version:[[:space:]]*/, ""); gsub(/"/, ""); print; exit}' "$root/charts/$svc/Chart.yaml")
+  if [[ $want_version != "$lib_version" ]]; then
+    echo "sync.sh: charts/$svc/Chart.yaml asks for opsuite-lib ${want_version:-(none)}, charts/opsuite-lib is $lib_version; update its dependencies" >&2
+    exit 1
+  fi
+done
+
 # Compare or install every generated path; generated directories are owned by this script,
 # so files that no longer have a source are removed.
 stale=()
 for svc in "${services[@]}"; do
-  for dir in crds files/crds; do
+  for dir in crds files/crds charts/opsuite-lib; do
     want=$out/$svc/$dir have=$root/charts/$svc/$dir
     [[ -d $want || -d $have ]] || continue
     mkdir -p "$want"

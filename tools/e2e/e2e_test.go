@@ -50,6 +50,9 @@ func installArgs(s service) []string {
 	case "vald-operator":
 		// No Vald Helm Operator here: the chart brings the ValdRelease CRD.
 		args = append(args, "--set", "installValdReleaseCRD=true")
+	case "veltrix-operator", "memgraph-operator":
+		// They call the node agent (nodeAgent.enabled): one RoleBinding goes into its namespace.
+		args = append(args, "--set", "nodeAgent.namespace="+serviceByName("node-agent").namespace())
 	case "node-agent":
 		if env.local != nil {
 			// Every simulated node is this host: each agent gets its own state and PV tree
@@ -79,6 +82,12 @@ func TestInstall(t *testing.T) {
 				}
 			}
 		}
+	}
+	// The node agent's namespace first: the charts that call the agent bind a role in it,
+	// and the installs below run in parallel.
+	agentNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: serviceByName("node-agent").namespace()}}
+	if _, err := env.client.CoreV1().Namespaces().Create(ctx, agentNS, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(services))

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -23,6 +24,9 @@ import (
 var operators = []string{"vald-operator", "veltrix-operator", "valkey-operator", "memgraph-operator"}
 
 var allCharts = append(slices.Clone(operators), "node-agent")
+
+// library is the chart of the operators' common templates, vendored into each operator chart.
+const library = "opsuite-lib"
 
 // repoRoot is the directory holding go.work, above this package.
 func repoRoot(t *testing.T) string {
@@ -71,13 +75,19 @@ func newHelm(t *testing.T) helm {
 	return h
 }
 
-// kubeVersion is the cluster version templates render for: the charts require >=1.30, and a
-// helm built without Helm's Makefile ldflags defaults to v1.20.
-const kubeVersion = "1.34.0"
+// kubeVersion is the cluster version charts render and lint for: that of the control plane
+// the tests and the local cluster run (a helm built without Helm's Makefile ldflags would
+// assume v1.20, which the charts' kubeVersion refuses).
+var kubeVersion = strings.TrimPrefix(testenv.KubernetesVersion, "v")
 
 // template renders a chart for kubeVersion.
 func (h helm) template(args ...string) (string, error) {
 	return h.run(append([]string{"template", "--kube-version", kubeVersion}, args...)...)
+}
+
+// lint runs `helm lint --strict` for kubeVersion.
+func (h helm) lint(chart string) (string, error) {
+	return h.run("lint", "--strict", "--kube-version", kubeVersion, chart)
 }
 
 func (h helm) run(args ...string) (string, error) {
@@ -183,17 +193,45 @@ func appVersion(t *testing.T, root, chart string) string {
 
 func TestChartsLint(t *testing.T) {
 	h := newHelm(t)
-	for _, c := range allCharts {
+	for _, c := range append(slices.Clone(allCharts), library) {
 		t.Run(c, func(t *testing.T) {
-			for _, f := range []string{"Chart.yaml", "values.yaml", "values.schema.json", "templates/_helpers.tpl", "templates/NOTES.txt"} {
+			want := []string{"Chart.yaml", "values.yaml", "values.schema.json", "templates/NOTES.txt"}
+			switch {
+			case c == library:
+				want = []string{"Chart.yaml", "templates/_helpers.tpl"}
+			case slices.Contains(operators, c):
+				want = append(want, "charts/"+library+"/Chart.yaml")
+			default:
+				want = append(want, "templates/_helpers.tpl")
+			}
+			for _, f := range want {
 				if _, err := os.Stat(filepath.Join(h.root, "charts", c, f)); err != nil {
 					t.Errorf("chart %s lacks %s", c, f)
 				}
 			}
-			if _, err := h.run("lint", "--strict", "charts/"+c); err != nil {
+			if _, err := h.lint("charts/" + c); err != nil {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// The control-plane version has one source: shared/testenv, which the tests start, must be
+// what tools/build-controlplane.sh builds (and the local cluster runs).
+func TestKubeVersionIsTheControlPlanes(t *testing.T) {
+	root := repoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "tools", "build-controlplane.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var built string
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "k8s_version="); ok {
+			built = v
+		}
+	}
+	if built != testenv.KubernetesVersion {
+		t.Errorf("tools/build-controlplane.sh builds %q, shared/testenv.KubernetesVersion is %q: charts would render for another version than the control plane", built, testenv.KubernetesVersion)
 	}
 }
 

@@ -1,0 +1,148 @@
+{{- /*
+The controller's RBAC (takes the operator chart's root context): its ClusterRole from
+files/role.yaml, the namespaced leader-election Role and their bindings.
+*/ -}}
+{{- define "opsuite-lib.rbac" -}}
+{{- if .Values.rbac.create }}
+{{- $fullname := include "opsuite-lib.fullname" . }}
+# The controller's permissions, generated from its +kubebuilder:rbac markers: least privilege,
+# no verb the controller does not use.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ $fullname }}
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+rules:
+  {{- include "opsuite-lib.controllerRules" . | nindent 2 }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $fullname }}
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $fullname }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ include "opsuite-lib.serviceAccountName" . }}
+    namespace: {{ .Release.Namespace }}
+{{- if .Values.leaderElection.enabled }}
+---
+# Leader election: the Lease lives in the release namespace, and client-go records the
+# leadership change as an Event (core and events.k8s.io, whichever recorder is in use).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $fullname }}-leader-election
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+rules:
+  - apiGroups: ["coordination.k8s.io"]
+    resources: ["leases"]
+    verbs: ["get", "list", "watch", "create", "update", "patch"]
+  - apiGroups: ["", "events.k8s.io"]
+    resources: ["events"]
+    verbs: ["create", "patch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $fullname }}-leader-election
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $fullname }}-leader-election
+subjects:
+  - kind: ServiceAccount
+    name: {{ include "opsuite-lib.serviceAccountName" . }}
+    namespace: {{ .Release.Namespace }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- /*
+With nodeAgent.enabled (and rbac.create), what calling the node agent takes
+(charts/node-agent/templates/rbac.yaml defines the agent's roles):
+- <agent>-preparer, bound cluster-wide: get on nodes.nodeagent.opsuite.io and update on
+  nodes/disks and nodes/sysctls, the virtual resource the agent authorizes every call with;
+- <agent>-client, bound in the agent's namespace only: find the agent pods, read its CA
+  ConfigMap <agent>-ca;
+- create on serviceaccounts/token for the operator's own ServiceAccount only: it requests
+  per-node tokens (audience nodeagent.opsuite.io/<node>) with the TokenRequest API.
+The agent's namespace must exist before this chart is installed (the agent is installed
+first).
+*/ -}}
+{{- define "opsuite-lib.nodeAgentRBAC" -}}
+{{- if and .Values.rbac.create .Values.nodeAgent.enabled }}
+{{- $fullname := include "opsuite-lib.fullname" . }}
+{{- $agent := include "opsuite-lib.nodeAgent.fullname" . }}
+{{- $sa := include "opsuite-lib.serviceAccountName" . }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $fullname }}-node-agent-preparer
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $agent }}-preparer
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ .Release.Namespace }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $fullname }}-node-agent-client
+  namespace: {{ .Values.nodeAgent.namespace }}
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $agent }}-client
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ .Release.Namespace }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $fullname }}-node-agent-token
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+rules:
+  - apiGroups: [""]
+    resources: ["serviceaccounts/token"]
+    resourceNames: [{{ $sa | quote }}]
+    verbs: ["create"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $fullname }}-node-agent-token
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $fullname }}-node-agent-token
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ .Release.Namespace }}
+{{- end }}
+{{- end }}
