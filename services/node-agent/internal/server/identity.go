@@ -119,13 +119,9 @@ type located struct {
 // agent may see. It returns nil when no device does. Only disks of a kind the agent prepares
 // are probed; the boot disk is never one.
 func (s *Server) locate(ctx context.Context, r record) (*located, error) {
-	mounts, err := s.host.Mounts()
+	mounts, boot, err := s.mountTables()
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "reading mounts: %v", err)
-	}
-	boot, err := s.host.BootDisks()
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "finding the boot disk: %v", err)
+		return nil, err
 	}
 	try := func(path string) (*located, error) {
 		unlock := s.lockDevice(path)
@@ -167,4 +163,17 @@ func (s *Server) locate(ctx context.Context, r record) (*located, error) {
 func (s *Server) diskAt(path string) (host.Disk, bool) {
 	d, err := s.host.DiskByPath(path)
 	return d, err == nil
+}
+
+// mountTables reads what observing a disk needs: the agent's mounts and the boot disks.
+func (s *Server) mountTables() ([]host.Mount, map[string]bool, error) {
+	mounts, err := s.host.Mounts()
+	if err != nil {
+		return nil, nil, status.Errorf(codes.Internal, "reading mounts: %v", err)
+	}
+	boot, err := s.host.BootDisks()
+	if err != nil {
+		return nil, nil, status.Errorf(codes.Internal, "finding the boot disk: %v", err)
+	}
+	return mounts, boot, nil
 }

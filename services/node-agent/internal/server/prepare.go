@@ -220,13 +220,9 @@ func deviceNotFound(p string, err error) error {
 // selectDevices resolves a selector to eligible disks that no record holds. Each disk is
 // probed under its own device lock only.
 func (s *Server) selectDevices(ctx context.Context, sel *nodeagentv1.DeviceSelector) ([]host.Disk, error) {
-	mounts, err := s.host.Mounts()
+	mounts, boot, err := s.mountTables()
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "reading mounts: %v", err)
-	}
-	boot, err := s.host.BootDisks()
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "finding the boot disk: %v", err)
+		return nil, err
 	}
 	recs := s.snapshot()
 

@@ -53,13 +53,9 @@ func (s *Server) releaseKeys(ctx context.Context, req *nodeagentv1.ReleaseDisksR
 		}
 		return keys, nil
 	}
-	mounts, err := s.host.Mounts()
+	mounts, boot, err := s.mountTables()
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "reading mounts: %v", err)
-	}
-	boot, err := s.host.BootDisks()
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "finding the boot disk: %v", err)
+		return nil, err
 	}
 	for _, p := range req.GetDevices() {
 		d, err := s.host.DiskByPath(p)
@@ -157,13 +153,9 @@ func (s *Server) wipe(ctx context.Context, r record, was host.Disk) error {
 	if !ok || d.DiskSeq != was.DiskSeq {
 		return status.Errorf(codes.Aborted, "device %s changed while it was being released: nothing was wiped", was.Path)
 	}
-	mounts, err := s.host.Mounts()
+	mounts, boot, err := s.mountTables()
 	if err != nil {
-		return status.Errorf(codes.Internal, "reading mounts: %v", err)
-	}
-	boot, err := s.host.BootDisks()
-	if err != nil {
-		return status.Errorf(codes.Internal, "finding the boot disk: %v", err)
+		return err
 	}
 	f, err := s.observeLocked(ctx, d, mounts, boot)
 	if err != nil {

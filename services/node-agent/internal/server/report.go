@@ -32,13 +32,9 @@ func (s *Server) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNodeReport
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "listing devices: %v", err)
 	}
-	mounts, err := s.host.Mounts()
+	mounts, boot, err := s.mountTables()
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "reading mounts: %v", err)
-	}
-	boot, err := s.host.BootDisks()
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "finding the boot disk: %v", err)
+		return nil, err
 	}
 	recs := s.snapshot()
 	// Probing runs blkid per device and partition; a node with many NVMe drives would wait for
