@@ -268,6 +268,7 @@ func TestOperatorChartsRender(t *testing.T) {
 			full := "rel-" + svc
 			dep := into[appsv1.Deployment](t, mustFind(t, objs, "Deployment", full))
 			checkRestrictedDeployment(t, svc, version, dep)
+			checkDefaultNodeAgent(t, svc, objs, dep)
 
 			sa := into[corev1.ServiceAccount](t, mustFind(t, objs, "ServiceAccount", full))
 			if dep.Spec.Template.Spec.ServiceAccountName != sa.Name {

@@ -57,37 +57,29 @@ func nodeAgentObjects(objs []object) []string {
 	return out
 }
 
-func TestOperatorChartsCallTheNodeAgentOnlyWhenEnabled(t *testing.T) {
-	h := newHelm(t)
-	for _, svc := range operators {
-		t.Run(svc, func(t *testing.T) {
-			out, err := h.template("rel", "charts/"+svc, "--namespace", "ops-system")
-			if err != nil {
-				t.Fatal(err)
-			}
-			objs := decode(t, out)
-			full := "rel-" + svc
-			dep := into[appsv1.Deployment](t, mustFind(t, objs, "Deployment", full))
-			if slices.Contains(agentCallers, svc) {
-				checkNodeAgentWiring(t, objs, dep, wiring{
-					fullname: full, namespace: "ops-system", agent: "node-agent", agentNamespace: "node-agent",
-					selector: "app.kubernetes.io/name=node-agent,app.kubernetes.io/instance=node-agent", port: "9443",
-				})
-				return
-			}
-			if got := nodeAgentObjects(objs); len(got) > 0 {
-				t.Errorf("nodeAgent is off by default, yet %v rendered", got)
-			}
-			pod := dep.Spec.Template.Spec
-			if len(pod.Volumes) > 0 || len(pod.Containers[0].VolumeMounts) > 0 {
-				t.Errorf("volumes %+v mounted with nodeAgent off", pod.Volumes)
-			}
-			for k := range envOf(pod.Containers[0]) {
-				if strings.HasPrefix(k, "NODE_AGENT_") {
-					t.Errorf("env %s set with nodeAgent off", k)
-				}
-			}
+// checkDefaultNodeAgent checks an operator chart rendered with default values as release
+// "rel" in ops-system: wired to the agent release node-agent in namespace node-agent when the
+// operator calls it, with nothing of the wiring otherwise.
+func checkDefaultNodeAgent(t *testing.T, svc string, objs []object, dep appsv1.Deployment) {
+	t.Helper()
+	if slices.Contains(agentCallers, svc) {
+		checkNodeAgentWiring(t, objs, dep, wiring{
+			fullname: "rel-" + svc, namespace: "ops-system", agent: "node-agent", agentNamespace: "node-agent",
+			selector: "app.kubernetes.io/name=node-agent,app.kubernetes.io/instance=node-agent", port: "9443",
 		})
+		return
+	}
+	if got := nodeAgentObjects(objs); len(got) > 0 {
+		t.Errorf("nodeAgent is off by default, yet %v rendered", got)
+	}
+	pod := dep.Spec.Template.Spec
+	if len(pod.Volumes) > 0 || len(pod.Containers[0].VolumeMounts) > 0 {
+		t.Errorf("volumes %+v mounted with nodeAgent off", pod.Volumes)
+	}
+	for k := range envOf(pod.Containers[0]) {
+		if strings.HasPrefix(k, "NODE_AGENT_") {
+			t.Errorf("env %s set with nodeAgent off", k)
+		}
 	}
 }
 
