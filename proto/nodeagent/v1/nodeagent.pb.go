@@ -616,7 +616,9 @@ func (x *SysctlStatus) GetMet() bool {
 // PreparedDisk is a device the agent prepared.
 type PreparedDisk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// device is the whole device's path.
+	// device is the whole device's path where the agent found it by identity most recently; kernel
+	// names can change between boots, the identity (filesystem_uuid, disk_guid, wwn, serial) does
+	// not.
 	Device string `protobuf:"bytes,1,opt,name=device,proto3" json:"device,omitempty"`
 	// xfs_device is the device holding the XFS filesystem: the device itself or its first
 	// partition.
@@ -637,8 +639,14 @@ type PreparedDisk struct {
 	// raw_size_bytes is the size of the raw partition, 0 when not split.
 	RawSizeBytes int64 `protobuf:"varint,9,opt,name=raw_size_bytes,json=rawSizeBytes,proto3" json:"raw_size_bytes,omitempty"`
 	// state is "ready" when mounted and bind-mounted, "preparing" while the agent works on it
-	// (or was interrupted), "missing" when the device no longer carries the filesystem.
-	State         string `protobuf:"bytes,10,opt,name=state,proto3" json:"state,omitempty"`
+	// (or was interrupted), "missing" when no device on the node carries the filesystem.
+	State string `protobuf:"bytes,10,opt,name=state,proto3" json:"state,omitempty"`
+	// disk_guid is the GPT disk GUID the agent wrote when it split the device, empty otherwise.
+	DiskGuid string `protobuf:"bytes,11,opt,name=disk_guid,json=diskGuid,proto3" json:"disk_guid,omitempty"`
+	// wwn is the device's World Wide Name, when the hardware reports one.
+	Wwn string `protobuf:"bytes,12,opt,name=wwn,proto3" json:"wwn,omitempty"`
+	// serial is the device's serial number, when the hardware reports one.
+	Serial        string `protobuf:"bytes,13,opt,name=serial,proto3" json:"serial,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -739,6 +747,27 @@ func (x *PreparedDisk) GetRawSizeBytes() int64 {
 func (x *PreparedDisk) GetState() string {
 	if x != nil {
 		return x.State
+	}
+	return ""
+}
+
+func (x *PreparedDisk) GetDiskGuid() string {
+	if x != nil {
+		return x.DiskGuid
+	}
+	return ""
+}
+
+func (x *PreparedDisk) GetWwn() string {
+	if x != nil {
+		return x.Wwn
+	}
+	return ""
+}
+
+func (x *PreparedDisk) GetSerial() string {
+	if x != nil {
+		return x.Serial
 	}
 	return ""
 }
@@ -949,11 +978,14 @@ func (x *PrepareDisksResponse) GetDisks() []*PreparedDisk {
 // ReleaseDisksRequest asks to release prepared devices.
 type ReleaseDisksRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// devices names the devices to release; set this or pv_path.
+	// devices names the devices to release, as the agent reported them or by any path of a device
+	// carrying a prepared device's identity; set this or pv_path.
 	Devices []string `protobuf:"bytes,1,rep,name=devices,proto3" json:"devices,omitempty"`
 	// pv_path releases every device prepared for this PV source path.
 	PvPath string `protobuf:"bytes,2,opt,name=pv_path,json=pvPath,proto3" json:"pv_path,omitempty"`
-	// wipe erases the filesystem and partition table signatures after unmounting.
+	// wipe erases the filesystem and partition table signatures after unmounting, once the device
+	// is verified to carry what the agent wrote; a prepared device not on the node is never wiped
+	// (FailedPrecondition).
 	Wipe          bool `protobuf:"varint,3,opt,name=wipe,proto3" json:"wipe,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1247,7 +1279,7 @@ const file_nodeagent_v1_nodeagent_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value\x12\x18\n" +
 	"\aminimum\x18\x03 \x01(\x03R\aminimum\x12\x10\n" +
-	"\x03met\x18\x04 \x01(\bR\x03met\"\xc8\x02\n" +
+	"\x03met\x18\x04 \x01(\bR\x03met\"\x8f\x03\n" +
 	"\fPreparedDisk\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\tR\x06device\x12\x1d\n" +
 	"\n" +
@@ -1263,7 +1295,10 @@ const file_nodeagent_v1_nodeagent_proto_rawDesc = "" +
 	"\x0exfs_size_bytes\x18\b \x01(\x03R\fxfsSizeBytes\x12$\n" +
 	"\x0eraw_size_bytes\x18\t \x01(\x03R\frawSizeBytes\x12\x14\n" +
 	"\x05state\x18\n" +
-	" \x01(\tR\x05state\"\xbb\x01\n" +
+	" \x01(\tR\x05state\x12\x1b\n" +
+	"\tdisk_guid\x18\v \x01(\tR\bdiskGuid\x12\x10\n" +
+	"\x03wwn\x18\f \x01(\tR\x03wwn\x12\x16\n" +
+	"\x06serial\x18\r \x01(\tR\x06serial\"\xbb\x01\n" +
 	"\x0eDeviceSelector\x12\x14\n" +
 	"\x05paths\x18\x01 \x03(\tR\x05paths\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12$\n" +

@@ -53,7 +53,9 @@ type NodeAgentClient interface {
 	// ReleaseDisks unmounts and forgets prepared devices, and wipes them only when asked.
 	ReleaseDisks(ctx context.Context, in *ReleaseDisksRequest, opts ...grpc.CallOption) (*ReleaseDisksResponse, error)
 	// EnsureSysctl reports a sysctl against a minimum and raises it when the agent may; it never
-	// lowers a value.
+	// lowers a value. Sysctls kept per network or IPC namespace (net.*, kernel.shm*, kernel.msg*,
+	// kernel.sem, fs.mqueue.*) are refused with InvalidArgument: set them in the workload pod's
+	// securityContext.sysctls.
 	EnsureSysctl(ctx context.Context, in *EnsureSysctlRequest, opts ...grpc.CallOption) (*EnsureSysctlResponse, error)
 }
 
@@ -133,7 +135,9 @@ type NodeAgentServer interface {
 	// ReleaseDisks unmounts and forgets prepared devices, and wipes them only when asked.
 	ReleaseDisks(context.Context, *ReleaseDisksRequest) (*ReleaseDisksResponse, error)
 	// EnsureSysctl reports a sysctl against a minimum and raises it when the agent may; it never
-	// lowers a value.
+	// lowers a value. Sysctls kept per network or IPC namespace (net.*, kernel.shm*, kernel.msg*,
+	// kernel.sem, fs.mqueue.*) are refused with InvalidArgument: set them in the workload pod's
+	// securityContext.sysctls.
 	EnsureSysctl(context.Context, *EnsureSysctlRequest) (*EnsureSysctlResponse, error)
 	mustEmbedUnimplementedNodeAgentServer()
 }

@@ -104,6 +104,9 @@ func TestDevicesFoundByIdentityAfterNamesSwap(t *testing.T) {
 		if p.State != "ready" || p.Device != want[p.PvPath] {
 			t.Fatalf("report %v, want %s on %s and ready", p, p.PvPath, want[p.PvPath])
 		}
+		if p.PvPath == e.pv("vol-b") && !strings.EqualFold(p.DiskGuid, blkid(t, a)["PTUUID"]) {
+			t.Fatalf("disk GUID %q reported, %q on the disk", p.DiskGuid, blkid(t, a)["PTUUID"])
+		}
 	}
 	if len(rep.Prepared) != 2 {
 		t.Fatalf("prepared %v", rep.Prepared)

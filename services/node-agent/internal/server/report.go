@@ -147,5 +147,6 @@ func toProto(r record) *nodeagentv1.PreparedDisk {
 		Device: r.Device, XfsDevice: r.XFSDevice, RawDevice: r.RawDevice, XfsPercent: r.XFSPercent,
 		FilesystemUuid: r.FSUUID, MountPath: r.MountPath, PvPath: r.PVPath,
 		XfsSizeBytes: r.XFSSizeBytes, RawSizeBytes: r.RawSizeBytes, State: r.Phase,
+		DiskGuid: r.DiskGUID, Wwn: r.WWN, Serial: r.Serial,
 	}
 }
