@@ -3,7 +3,6 @@ package children_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,16 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	testenv.MainWith(m, &env, testenv.Options{CRDDirs: []string{filepath.Join("..", "testenv", "testdata")}})
-}
+func TestMain(m *testing.M) { testenv.MainWithWidgets(m, &env) }
 
 const ownerLabel = "test.opsuite.io/widget"
 
@@ -52,10 +48,7 @@ func newFixture(t *testing.T) *fixture {
 
 func widget(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "test.opsuite.io", Version: "v1", Kind: "Widget"})
-	u.SetNamespace(ns)
-	u.SetName(name)
+	u := testenv.NewWidget(ns, name)
 	if err := env.Client.Create(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}

@@ -87,45 +87,46 @@ func (s *Set) Duration(p *time.Duration, name, env, usage string) {
 
 // Quantity registers a resource.Quantity flag (10Gi, 500m).
 func (s *Set) Quantity(p *resource.Quantity, name, env, usage string) {
-	parse(s, env, "a quantity such as 10Gi", p, resource.ParseQuantity)
-	s.fs.Var(quantityValue{p}, name, usage)
+	parse(s, env, "a quantity such as 10Gi", p, parseQuantity)
+	s.fs.Var(value[resource.Quantity]{p, parseQuantity, func(q resource.Quantity) string { return q.String() }}, name, usage)
 }
 
 // IntOrString registers an intstr.IntOrString flag (a number or a percentage); any value
 // parses, so the option's own validation judges it.
 func (s *Set) IntOrString(p *intstr.IntOrString, name, env, usage string) {
-	parse(s, env, "", p, func(v string) (intstr.IntOrString, error) { return intstr.Parse(v), nil })
-	s.fs.Var(intOrStringValue{p}, name, usage)
+	parse(s, env, "", p, parseIntOrString)
+	s.fs.Var(value[intstr.IntOrString]{p, parseIntOrString, func(v intstr.IntOrString) string { return v.String() }}, name, usage)
 }
 
-type quantityValue struct{ q *resource.Quantity }
+// value is a flag.Value of any type with its own parser.
+type value[T any] struct {
+	p      *T
+	parse  func(string) (T, error)
+	format func(T) string
+}
 
-func (v quantityValue) String() string {
-	if v.q == nil {
+func (v value[T]) String() string {
+	if v.p == nil {
 		return ""
 	}
-	return v.q.String()
+	return v.format(*v.p)
 }
 
-func (v quantityValue) Set(s string) error {
+func (v value[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err != nil {
+		return err
+	}
+	*v.p = x
+	return nil
+}
+
+func parseQuantity(s string) (resource.Quantity, error) {
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a quantity such as 10Gi", s)
+		return q, fmt.Errorf("%q is not a quantity such as 10Gi", s)
 	}
-	*v.q = q
-	return nil
+	return q, nil
 }
 
-type intOrStringValue struct{ v *intstr.IntOrString }
-
-func (v intOrStringValue) String() string {
-	if v.v == nil {
-		return ""
-	}
-	return v.v.String()
-}
-
-func (v intOrStringValue) Set(s string) error {
-	*v.v = intstr.Parse(s)
-	return nil
-}
+func parseIntOrString(s string) (intstr.IntOrString, error) { return intstr.Parse(s), nil }

@@ -37,9 +37,7 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	testenv.MainWith(m, &env, testenv.Options{CRDDirs: []string{filepath.Join("..", "testenv", "testdata")}})
-}
+func TestMain(m *testing.M) { testenv.MainWithWidgets(m, &env) }
 
 func TestRunHelpListsEveryFlag(t *testing.T) {
 	var out bytes.Buffer

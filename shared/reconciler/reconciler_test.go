@@ -3,7 +3,6 @@ package reconciler_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,23 +23,13 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	testenv.MainWith(m, &env, testenv.Options{CRDDirs: []string{filepath.Join("..", "testenv", "testdata")}})
-}
+func TestMain(m *testing.M) { testenv.MainWithWidgets(m, &env) }
 
-var widgetGVK = schema.GroupVersionKind{Group: "test.opsuite.io", Version: "v1", Kind: "Widget"}
-
-func newWidget() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(widgetGVK)
-	return u
-}
+func newWidget() *unstructured.Unstructured { return testenv.NewWidget("", "") }
 
 func createWidget(t *testing.T, ns, name string, finalizers ...string) *unstructured.Unstructured {
 	t.Helper()
-	u := newWidget()
-	u.SetNamespace(ns)
-	u.SetName(name)
+	u := testenv.NewWidget(ns, name)
 	u.SetFinalizers(finalizers)
 	u.Object["spec"] = map[string]any{"size": int64(1)}
 	if err := env.Client.Create(context.Background(), u); err != nil {

@@ -292,37 +292,11 @@ func (c *countingClient) DeleteAllOf(ctx context.Context, obj client.Object, opt
 	return c.Client.DeleteAllOf(ctx, obj, opts...)
 }
 
-func (c *countingClient) Status() client.SubResourceWriter {
-	return &countingStatus{SubResourceWriter: c.Client.Status(), n: c.n}
-}
+// Status is the "status" subresource, as controller-runtime's own client has it.
+func (c *countingClient) Status() client.SubResourceWriter { return c.SubResource("status") }
 
 func (c *countingClient) SubResource(sub string) client.SubResourceClient {
 	return &countingSubResource{SubResourceClient: c.Client.SubResource(sub), n: c.n}
-}
-
-type countingStatus struct {
-	client.SubResourceWriter
-	n *atomic.Int64
-}
-
-func (c *countingStatus) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Create(ctx, obj, sub, opts...)
-}
-
-func (c *countingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Update(ctx, obj, opts...)
-}
-
-func (c *countingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Patch(ctx, obj, patch, opts...)
-}
-
-func (c *countingStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	c.n.Add(1)
-	return c.SubResourceWriter.Apply(ctx, obj, opts...)
 }
 
 type countingSubResource struct {

@@ -156,6 +156,16 @@ func Main(m *testing.M, env **Env, addToSchemes ...func(*runtime.Scheme) error) 
 	MainWith(m, env, Options{AddToSchemes: addToSchemes})
 }
 
+// MainWithWidgets is Main with only the Widget CRD installed (see WidgetGVK).
+func MainWithWidgets(m *testing.M, env **Env) {
+	opts, err := WidgetOptions()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	MainWith(m, env, opts)
+}
+
 // MainWith is Main with every Option (the CRDs of a test's own, for example).
 func MainWith(m *testing.M, env **Env, opts Options) {
 	e, err := Start(opts)
