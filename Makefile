@@ -36,6 +36,9 @@ include tools/local/Makefile.inc
 help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
+# The control plane's version (tools/build-controlplane.sh builds it); charts are linted for it.
+K8S_VERSION := $(shell sed -n 's/^k8s_version=//p' tools/build-controlplane.sh)
+
 # Without these, helm assumes Kubernetes v1.20 and `helm template` fails the charts' kubeVersion.
 HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=v3.22.0 \
 	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37 \
@@ -86,7 +89,7 @@ lint: tools check-generated ## golangci-lint in every module, buf lint/format/br
 	buf format --diff --exit-code
 	if git rev-parse -q --verify main >/dev/null; then buf breaking --against '.git#branch=main'; fi
 	charts/sync.sh --check
-	for c in charts/*/; do helm lint --strict $$c; done
+	for c in charts/*/; do helm lint --strict --kube-version $(K8S_VERSION) $$c; done
 
 .PHONY: images
 images: build ## One OCI image per service in dist/images (layout and tarball), tagged with the chart's appVersion.
