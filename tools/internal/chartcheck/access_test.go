@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,17 +17,20 @@ import (
 )
 
 // install runs `helm install` against the test control plane.
-func (h helm) install(t *testing.T, kubeconfig, release, chart, namespace string, sets ...string) {
+// It returns helm's output (with the NOTES).
+func (h helm) install(t *testing.T, kubeconfig, release, chart, namespace string, sets ...string) string {
 	t.Helper()
 	args := []string{"install", release, chart, "--kubeconfig", kubeconfig, "--namespace", namespace, "--create-namespace"}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
 	begin := time.Now()
-	if _, err := h.run(args...); err != nil {
+	out, err := h.run(args...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("helm install %s %s -n %s: %s", release, filepath.Base(chart), namespace, time.Since(begin).Round(time.Millisecond))
+	return out
 }
 
 // From a fresh checkout, a plain `helm install` (no --set, no `helm dependency build`) of every
@@ -38,7 +42,11 @@ func TestChartsInstallFromAFreshCheckout(t *testing.T) {
 	tree := checkout(t, h.root, "charts")
 	h.install(t, kubeconfig, "node-agent", filepath.Join(tree, "charts", "node-agent"), "node-agent")
 	for _, c := range operators {
-		h.install(t, kubeconfig, c, filepath.Join(tree, "charts", c), c)
+		out := h.install(t, kubeconfig, c, filepath.Join(tree, "charts", c), c)
+		const calls = "The operator calls the node agent node-agent in namespace node-agent"
+		if slices.Contains(agentCallers, c) != strings.Contains(out, calls) {
+			t.Errorf("%s NOTES (nodeAgent.enabled %v):\n%s", c, slices.Contains(agentCallers, c), out)
+		}
 		var dep appsv1.Deployment
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: c, Name: c}, &dep); err != nil {
 			t.Errorf("after helm install %s: %v", c, err)

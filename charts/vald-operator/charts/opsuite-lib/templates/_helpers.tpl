@@ -113,3 +113,14 @@ through the API (NODE_AGENT_CA_CONFIGMAP).
 {{- include "opsuite-lib.nodeAgent.fullname" . }}-ca
 {{- end }}
 {{- end }}
+
+{{/* NOTES lines on the node-agent wiring, empty when nodeAgent.enabled is off. */}}
+{{- define "opsuite-lib.notes.nodeAgent" -}}
+{{- if .Values.nodeAgent.enabled }}
+{{- $agent := include "opsuite-lib.nodeAgent.fullname" . }}
+
+The operator calls the node agent {{ $agent }} in namespace {{ .Values.nodeAgent.namespace }}
+(roles {{ $agent }}-preparer and {{ $agent }}-client, CA ConfigMap {{ $agent }}-ca). Check it runs:
+  kubectl -n {{ .Values.nodeAgent.namespace }} get pods -l {{ printf "app.kubernetes.io/name=node-agent,app.kubernetes.io/instance=%s" .Values.nodeAgent.release }}
+{{- end }}
+{{- end }}
