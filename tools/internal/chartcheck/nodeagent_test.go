@@ -121,19 +121,19 @@ func checkNodeAgentWiring(t *testing.T, objs []object, dep appsv1.Deployment, w 
 		if ca != nil || mountOf(c, "node-agent-ca") != nil {
 			t.Errorf("CA volume %+v mounted although no ConfigMap of %s holds the CA", ca, w.namespace)
 		}
-		if _, set := env["NODE_AGENT_CA_FILE"]; set {
-			t.Error("NODE_AGENT_CA_FILE set without a mounted CA")
+		if _, set := env["NODE_AGENT_CA_DIR"]; set {
+			t.Error("NODE_AGENT_CA_DIR set without a mounted CA")
 		}
 	} else {
-		if ca == nil || ca.ConfigMap == nil || ca.ConfigMap.Name != w.caConfigMap ||
-			len(ca.ConfigMap.Items) != 1 || ca.ConfigMap.Items[0].Key != "ca.crt" || ca.ConfigMap.Items[0].Path != "ca.crt" {
-			t.Errorf("CA volume %+v, want ca.crt of ConfigMap %s", ca, w.caConfigMap)
+		// Every key (ca.crt and serverName, what shared/nodeagent.DirCA reads).
+		if ca == nil || ca.ConfigMap == nil || ca.ConfigMap.Name != w.caConfigMap || len(ca.ConfigMap.Items) != 0 {
+			t.Errorf("CA volume %+v, want all of ConfigMap %s", ca, w.caConfigMap)
 		}
 		if m := mountOf(c, "node-agent-ca"); m == nil || m.MountPath != caDir || !m.ReadOnly {
 			t.Errorf("CA mount %+v, want read-only at %s", m, caDir)
 		}
-		if env["NODE_AGENT_CA_FILE"] != caDir+"/ca.crt" {
-			t.Errorf("NODE_AGENT_CA_FILE = %q, want %s/ca.crt", env["NODE_AGENT_CA_FILE"], caDir)
+		if env["NODE_AGENT_CA_DIR"] != caDir {
+			t.Errorf("NODE_AGENT_CA_DIR = %q, want %s", env["NODE_AGENT_CA_DIR"], caDir)
 		}
 	}
 	for k, want := range map[string]string{

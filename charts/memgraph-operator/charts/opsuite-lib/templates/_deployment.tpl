@@ -22,7 +22,7 @@ nodeAgent.enabled.
 {{- $env = append $env (dict "name" "NODE_AGENT_PORT" "value" (toString .Values.nodeAgent.port)) }}
 {{- $env = append $env (dict "name" "NODE_AGENT_CA_CONFIGMAP" "value" (printf "%s-ca" $agent)) }}
 {{- if $caConfigMap }}
-{{- $env = append $env (dict "name" "NODE_AGENT_CA_FILE" "value" (printf "%s/ca.crt" (include "opsuite-lib.nodeAgent.caDir" .))) }}
+{{- $env = append $env (dict "name" "NODE_AGENT_CA_DIR" "value" (include "opsuite-lib.nodeAgent.caDir" .)) }}
 {{- end }}
 {{- $env = append $env (dict "name" "NODE_AGENT_TOKEN_FILE" "value" (printf "%s/token" (include "opsuite-lib.nodeAgent.tokenDir" .))) }}
 {{- end }}
@@ -153,12 +153,10 @@ spec:
                   audience: {{ . | quote }}
                   {{- end }}
         {{- if $caConfigMap }}
+        # Files ca.crt and serverName (the name the agents' certificate carries).
         - name: node-agent-ca
           configMap:
             name: {{ $caConfigMap }}
-            items:
-              - key: ca.crt
-                path: ca.crt
         {{- end }}
       {{- end }}
       {{- with .Values.nodeSelector }}
