@@ -1,0 +1,103 @@
+package testenv_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opsuite/suite/shared/testenv"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestFreeAddrAndPortAreBindable(t *testing.T) {
+	for _, addr := range []string{testenv.FreeAddr(t), "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))} {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("%s is not free: %v", addr, err)
+		}
+		_ = l.Close()
+	}
+}
+
+func TestPoll(t *testing.T) {
+	calls := 0
+	err := testenv.Poll(context.Background(), time.Millisecond, func(context.Context) (bool, error) {
+		calls++
+		return calls == 3, nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("Poll = %v after %d calls, want nil after 3", err, calls)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err = testenv.Poll(ctx, time.Millisecond, func(context.Context) (bool, error) { return false, errors.New("not yet: 2 of 3") })
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not yet: 2 of 3") {
+		t.Fatalf("Poll past its deadline = %v, want the deadline and the last error", err)
+	}
+}
+
+func TestKubeconfigReachesTheAPIServer(t *testing.T) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "default"}, &corev1.Namespace{}); err != nil {
+		t.Fatalf("the kubeconfig's client cannot read: %v", err)
+	}
+}
+
+// TestManagerWaitsAndCounting starts a manager, counts the writes of a client and waits for
+// a condition another goroutine sets.
+func TestManagerWaitsAndCounting(t *testing.T) {
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, env.Client, "helpers-")
+	if !strings.HasPrefix(ns, "helpers-") {
+		t.Fatalf("namespace %q", ns)
+	}
+	mgr := env.StartManager(t, nil, testenv.InNamespaces(ns))
+	var writes testenv.WriteCounter
+	c := writes.Wrap(mgr.GetClient())
+
+	w := testenv.NewWidget(ns, "w")
+	if err := c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	// Read through the manager's cache: it sees the test's namespace.
+	testenv.WaitFor(t, "the cache to hold the widget", func() bool {
+		return mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(w), testenv.NewWidget("", "")) == nil
+	})
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		before := w.DeepCopy()
+		_ = unstructured.SetNestedSlice(w.Object, []any{map[string]any{
+			"type": "Ready", "status": "True", "reason": "Succeeded", "message": "Ready.",
+			"observedGeneration": w.GetGeneration(), "lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		}}, "status", "conditions")
+		_ = c.Status().Patch(ctx, w, client.MergeFrom(before))
+	}()
+	got := testenv.WaitForCondition(t, env.Client, testenv.NewWidget(ns, "w"), "Ready", metav1.ConditionTrue)
+	if got.Reason != "Succeeded" || got.Message != "Ready." {
+		t.Errorf("condition %+v", got)
+	}
+	if err := c.Delete(ctx, testenv.NewWidget(ns, "w")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w"}, testenv.NewWidget("", "")); err != nil && !strings.Contains(err.Error(), "not found") {
+		t.Fatal(err)
+	}
+	if n := writes.Count(); n != 3 {
+		t.Errorf("counted %d writes (create, status patch, delete), want 3; reads must not count", n)
+	}
+}
