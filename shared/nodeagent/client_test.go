@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func (a *audienceTokens) Token(_ context.Context, audience string) (string, erro
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.n++
-	return string(rune('0'+a.n)) + ":" + audience, nil
+	return strconv.Itoa(a.n) + ":" + audience, nil
 }
 
 var fast = nodeagent.Options{Timeout: 5 * time.Second, Attempts: 4, Backoff: time.Millisecond}
@@ -147,7 +148,7 @@ func TestRetriesUnavailableOnly(t *testing.T) {
 			}
 			// A token asked for every attempt, for node-a's agent; one connection for all.
 			for i, tok := range tokens {
-				if want := "Bearer " + string(rune('1'+i)) + ":" + contract.Audience("node-a"); tok != want {
+				if want := "Bearer " + strconv.Itoa(i+1) + ":" + contract.Audience("node-a"); tok != want {
 					t.Fatalf("call %d sent %q, want %q", i, tok, want)
 				}
 			}
@@ -227,4 +228,44 @@ func TestPoolVerifiesTLS(t *testing.T) {
 			t.Fatal("a pool without resolver, CA and tokens")
 		}
 	})
+}
+
+func TestOneConnectionPerNode(t *testing.T) {
+	pki := newPKI(t)
+	agents := map[string]*scriptedAgent{"node-a": {node: "node-a"}, "node-b": {node: "node-b"}}
+	resolver := nodeagent.StaticResolver{}
+	for node, a := range agents {
+		resolver[node] = serveTLS(t, a, pki.Cert, "127.0.0.1:0")
+	}
+	p := newPool(t, nodeagent.Config{Resolver: resolver, CA: nodeagent.StaticCA{Pool: pki.Pool, ServerName: serverName}, Tokens: &audienceTokens{}, Options: fast})
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		node := []string{"node-a", "node-b"}[i%2]
+		wg.Go(func() {
+			for range 5 {
+				rep, err := p.Node(node).GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
+				if err == nil && rep.NodeName != node {
+					err = errors.New("answered by " + rep.NodeName)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for node, a := range agents {
+		if calls, _, peers := a.stats(); calls != 100 || peers != 1 {
+			t.Errorf("%s: %d calls over %d connections, want 100 over 1", node, calls, peers)
+		}
+	}
+	if n := p.Connections(); n != 2 {
+		t.Errorf("the pool holds %d connections, want 2", n)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -63,23 +64,14 @@ func (r *PodResolver) Address(ctx context.Context, node string) (string, error) 
 		return items[j].CreationTimestamp.Before(&items[i].CreationTimestamp)
 	})
 	for _, p := range items {
-		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podReady(&p) {
+		ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		})
+		if ready && p.DeletionTimestamp == nil && p.Status.PodIP != "" {
 			return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(r.Port)), nil
 		}
 	}
 	return "", fmt.Errorf("nodeagent: node %s: %w", node, ErrNoAgent)
-}
-
-func podReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // IndexPodsByNode lets a cache answer PodResolver's lookup by node (call it on the manager's
