@@ -89,6 +89,9 @@ func decodeState(b []byte) ([]record, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("decoding state: %w", err)
 	}
+	if f.Version != 1 && f.Version != stateVersion {
+		return nil, fmt.Errorf("state version %d is not one this agent reads (1 or %d)", f.Version, stateVersion)
+	}
 	var recs []record
 	for i, raw := range f.Records {
 		var r record
@@ -99,12 +102,10 @@ func decodeState(b []byte) ([]record, error) {
 				return nil, fmt.Errorf("decoding state record %d: %w", i, err)
 			}
 			r = migrateV1(o)
-		case stateVersion:
+		default:
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return nil, fmt.Errorf("decoding state record %d: %w", i, err)
 			}
-		default:
-			return nil, fmt.Errorf("state version %d is not one this agent reads (1 or %d)", f.Version, stateVersion)
 		}
 		if r.FSUUID == "" {
 			return nil, fmt.Errorf("state record %d (pv_path %s) has no filesystem UUID", i, r.PVPath)
