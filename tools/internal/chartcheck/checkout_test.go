@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // checkout copies the files git would check out of the working tree (tracked and new files,
@@ -219,5 +221,41 @@ func TestSyncCheckFailsOnLibraryDrift(t *testing.T) {
 	}
 	if out, err := sync("--check"); err == nil || !strings.Contains(out, "asks for opsuite-lib 9.9.9") {
 		t.Errorf("a chart asking for another library version passed sync.sh --check: %v\n%s", err, out)
+	}
+}
+
+// Each operator chart declares the library itself, without a repository (Helm then takes it
+// from charts/ as it is), at the library's version; the library is a library chart.
+func TestOperatorChartsDeclareTheLibrary(t *testing.T) {
+	root := repoRoot(t)
+	type chartYAML struct {
+		Type         string `json:"type"`
+		Version      string `json:"version"`
+		Dependencies []struct {
+			Name       string `json:"name"`
+			Version    string `json:"version"`
+			Repository string `json:"repository"`
+		} `json:"dependencies"`
+	}
+	read := func(chart string) chartYAML {
+		b, err := os.ReadFile(filepath.Join(root, "charts", chart, "Chart.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c chartYAML
+		if err := yaml.Unmarshal(b, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	lib := read(library)
+	if lib.Type != "library" || lib.Version == "" {
+		t.Errorf("charts/%s: type %q version %q, want a versioned library chart", library, lib.Type, lib.Version)
+	}
+	for _, c := range operators {
+		deps := read(c).Dependencies
+		if len(deps) != 1 || deps[0].Name != library || deps[0].Repository != "" || deps[0].Version != lib.Version {
+			t.Errorf("charts/%s/Chart.yaml dependencies %+v, want only %s %s without a repository", c, deps, library, lib.Version)
+		}
 	}
 }
