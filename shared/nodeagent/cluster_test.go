@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 var env *testenv.Env
@@ -229,6 +232,67 @@ func TestInCluster(t *testing.T) {
 	if p.Connections() != 0 {
 		t.Fatalf("%d connections kept to a node without an agent", p.Connections())
 	}
+
+	t.Run("NewForManager", func(t *testing.T) {
+		// The chart's release "node-agent": pods labelled by name and instance, CA in
+		// ConfigMap node-agent-ca; the manager runs as the caller.
+		release := nodeagent.Release{Namespace: agentNS, Name: "node-agent", Port: port}
+		pod("node-agent-d", "node-d", "127.0.0.1", true, map[string]string{
+			"app.kubernetes.io/name": "node-agent", "app.kubernetes.io/instance": "node-agent",
+		})
+		mgr, err := manager.New(cfg, manager.Options{
+			Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool, err := nodeagent.NewForManager(mgr, release, fast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(mctx) }()
+		before, _, _ := agent1.stats()
+		waitFor(t, "node-d's agent through the manager's pool", func() bool {
+			_, err := pool.Node("node-d").GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+			return err == nil
+		})
+		if after, sent, _ := agent1.stats(); after != before+1 {
+			t.Fatalf("the agent saw %d calls", after-before)
+		} else if aud := tokenAudiences(t, cs, sent[len(sent)-1]); !slices.Equal(aud, []string{contract.Audience("node-d")}) {
+			t.Fatalf("token audiences %v", aud)
+		}
+		if _, err := pool.Node("node-b").GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{}); !errors.Is(err, nodeagent.ErrNoAgent) {
+			t.Fatalf("node-b (another release's pod, not ready): %v", err)
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if pool.Connections() != 0 {
+			t.Fatal("the pool outlived the manager")
+		}
+	})
+}
+
+// tokenAudiences reviews a sent "Bearer <token>" for every audience of nodes a to d.
+func tokenAudiences(t *testing.T, cs kubernetes.Interface, header string) []string {
+	t.Helper()
+	var auds []string
+	for _, n := range []string{"node-a", "node-b", "node-c", "node-d"} {
+		auds = append(auds, contract.Audience(n))
+	}
+	rev, err := cs.AuthenticationV1().TokenReviews().Create(context.Background(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{
+		Token: strings.TrimPrefix(header, "Bearer "), Audiences: auds,
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rev.Status.Authenticated {
+		t.Fatalf("review: %+v", rev.Status)
+	}
+	return rev.Status.Audiences
 }
 
 func setStatus(t *testing.T, cs kubernetes.Interface, p *corev1.Pod, ip string, ready bool) *corev1.Pod {
