@@ -111,6 +111,15 @@ type CachedAuthenticator struct {
 	cache    *ttlCache[authResult]
 	// Now is the clock; tests move it.
 	Now func() time.Time
+
+	// inflight joins concurrent calls with one token to one review.
+	mu       sync.Mutex
+	inflight map[[32]byte]*review
+}
+
+type review struct {
+	done chan struct{}
+	res  authResult
 }
 
 type authResult struct {
@@ -141,7 +150,31 @@ func (c *CachedAuthenticator) Authenticate(ctx context.Context, token string) (I
 	if r, ok := c.cache.get(key, now); ok {
 		return r.id, r.err
 	}
+	c.mu.Lock()
+	if r, ok := c.inflight[key]; ok {
+		c.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.res.id, r.res.err
+		case <-ctx.Done():
+			return Identity{}, ctx.Err()
+		}
+	}
+	r := &review{done: make(chan struct{})}
+	if c.inflight == nil {
+		c.inflight = map[[32]byte]*review{}
+	}
+	c.inflight[key] = r
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.inflight, key)
+		c.mu.Unlock()
+		close(r.done)
+	}()
+
 	id, err := c.next.Authenticate(ctx, token)
+	r.res = authResult{id: id, err: err}
 	switch {
 	case err == nil:
 		expires := now.Add(c.cfg.Allowed)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,5 +189,45 @@ func TestCachedAuthorizer(t *testing.T) {
 		if next.calls != 6+i {
 			t.Fatalf("failed reviews cached: %d calls", next.calls)
 		}
+	}
+}
+
+// slowAuthn refuses every token after release is closed, counting reviews.
+type slowAuthn struct {
+	release chan struct{}
+	calls   atomic.Int32
+}
+
+func (s *slowAuthn) Authenticate(context.Context, string) (auth.Identity, error) {
+	s.calls.Add(1)
+	<-s.release
+	return auth.Identity{}, fmt.Errorf("%w: forged", auth.ErrUnauthenticated)
+}
+
+func TestConcurrentCallsShareOneReview(t *testing.T) {
+	const aud = "nodeagent.opsuite.io/node-a"
+	next := &slowAuthn{release: make(chan struct{})}
+	c := auth.NewCachedAuthenticator(next, aud, auth.CacheConfig{})
+	forged := jwt(t, aud, time.Now().Add(time.Hour))
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for range 50 {
+		wg.Go(func() {
+			_, err := c.Authenticate(context.Background(), forged)
+			errs <- err
+		})
+	}
+	// Let the callers pile up behind the first review, then answer it.
+	time.Sleep(100 * time.Millisecond)
+	close(next.release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, auth.ErrUnauthenticated) {
+			t.Fatalf("got %v", err)
+		}
+	}
+	if n := next.calls.Load(); n != 1 {
+		t.Fatalf("50 concurrent calls with one token cost %d reviews, want 1", n)
 	}
 }
