@@ -41,6 +41,11 @@ type Options struct {
 	ImageRules []podrunner.ImageRule `json:"imageRules"`
 	// DisableRunner leaves every pod simulated.
 	DisableRunner bool `json:"disableRunner"`
+	// DisksPerNode loop devices of DiskSizeBytes (sparse files under DiskDir) are each
+	// node's own disks: a pod on the node mounting hostPath /dev sees those alone, and its
+	// node agent may use only them. Attached while the daemon runs (with the runner).
+	DisksPerNode  int   `json:"disksPerNode"`
+	DiskSizeBytes int64 `json:"diskSizeBytes"`
 }
 
 // NodeSpec describes one simulated node.
@@ -87,6 +92,8 @@ func InstanceOptions(repoRoot string, i int) Options {
 		Nodes:           DefaultNodes("default", 2, 2, fmt.Sprintf("127.%d.0.", 3+4*i)),
 		PoolLabelPrefix: "node.opsuite.io",
 		ImageRules:      podrunner.DefaultImageRules(filepath.Join(repoRoot, "bin")),
+		DisksPerNode:    2,
+		DiskSizeBytes:   1 << 30,
 	}
 }
 
@@ -141,6 +148,10 @@ func (o *Options) Validate() error {
 		if err != nil || !ip.IsLoopback() {
 			errs = append(errs, fmt.Errorf("node %q: IP %q must be in 127.0.0.0/8", n.Name, n.IP))
 		}
+	}
+	// mkfs.xfs refuses filesystems below 300 MiB.
+	if o.DisksPerNode < 0 || o.DisksPerNode > 8 || (o.DisksPerNode > 0 && o.DiskSizeBytes < 320<<20) {
+		errs = append(errs, fmt.Errorf("disks per node %d of %d bytes: want 0-8 disks of at least 320 MiB", o.DisksPerNode, o.DiskSizeBytes))
 	}
 	if o.PoolLabelPrefix == "" {
 		errs = append(errs, errors.New("pool label prefix is required"))

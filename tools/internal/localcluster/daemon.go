@@ -153,6 +153,18 @@ func RunDaemon(o Options) error {
 		}
 	}()
 	if !o.DisableRunner {
+		// Detached after the runner stopped the pods using them (deferred earlier, runs later).
+		defer func() {
+			if err := o.detachDisks(); err != nil {
+				log.Warn("Failed to detach the nodes' disks", "err", err)
+			}
+		}()
+		disks, err := o.attachDisks()
+		if err != nil {
+			return fmt.Errorf("attaching the nodes' disks: %w", err)
+		}
+		log.Info("Attached the nodes' disks", "disks", disks)
+		nodeDevices, nodeVars := o.runnerDisks(disks)
 		// /proc/self/exe still works when `go run` already removed the binary.
 		exe := "/proc/self/exe"
 		runner, err := podrunner.New(podrunner.Config{
@@ -168,6 +180,9 @@ func RunDaemon(o Options) error {
 			ClusterDomain: clusterDomain,
 			HelperBinary:  exe,
 			Env:           []string{EnvDir + "=" + o.Dir},
+			NodeVars:      nodeVars,
+			NodeDevices:   nodeDevices,
+			NodeDevDir:    o.NodeDevDir(),
 			Log:           log.With("component", "runner"),
 		})
 		if err != nil {

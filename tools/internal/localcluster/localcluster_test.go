@@ -26,8 +26,11 @@ import (
 // The test binary doubles as the cluster daemon and the pod helper, as the localcluster
 // command does.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "podexit" {
+		os.Exit(3)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "podapp" {
-		if err := podApp(); err != nil {
+		if err := podApp(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -44,7 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 // freeInstance returns the first cluster instance from 5 on whose ports are all free.
-func freeInstance(t *testing.T) int {
+func freeInstance(t testing.TB) int {
 	for i := 5; i < 60; i++ {
 		base := localcluster.InstanceOptions("/", i).PortBase
 		free := true
@@ -64,7 +67,7 @@ func freeInstance(t *testing.T) int {
 	return 0
 }
 
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -136,6 +139,9 @@ func TestLocalCluster(t *testing.T) {
 	t.Run("statefulset with claims", func(t *testing.T) { checkStatefulSet(ctx, t, client) })
 	t.Run("redis pod runs as a process", func(t *testing.T) { checkRedis(ctx, t, client, o) })
 	t.Run("pod environment, volumes, token, names, probes", func(t *testing.T) { checkPodApp(ctx, t, client, o) })
+	t.Run("crashing container restarts in place", func(t *testing.T) { checkCrashLoop(ctx, t, client) })
+	t.Run("securityContext and file modes", func(t *testing.T) { checkSecurityContext(ctx, t, client) })
+	t.Run("hostPath /dev is the node's own", func(t *testing.T) { checkNodeDev(ctx, t, client, o) })
 	t.Run("node deletion takes its pods", func(t *testing.T) {
 		redis, err := client.CoreV1().Pods("default").Get(ctx, "redis", metav1.GetOptions{})
 		if err != nil {
@@ -148,17 +154,6 @@ func TestLocalCluster(t *testing.T) {
 			}
 		}
 	})
-
-	time.Sleep(5 * time.Second)
-	var total int64
-	var parts []string
-	for _, pid := range localcluster.ProcessIDs(o) {
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		rss := localcluster.RSS(pid)
-		total += rss
-		parts = append(parts, fmt.Sprintf("%s=%dMiB", strings.TrimSpace(string(comm)), rss>>20))
-	}
-	t.Logf("idle RSS of all cluster processes: %d MiB (%s)", total>>20, strings.Join(parts, " "))
 
 	// Restart on the kept state: the warm start a developer sees after `down --keep`.
 	pids := localcluster.ProcessIDs(o)
@@ -219,6 +214,9 @@ func TestLocalCluster(t *testing.T) {
 	}
 	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), o.Dir) {
 		t.Errorf("mounts under %s left behind", o.Dir)
+	}
+	if disks, err := localcluster.NodeDisks(o); err != nil || len(disks) != 0 {
+		t.Errorf("loop devices left attached after down: %v (%v)", disks, err)
 	}
 }
 
@@ -474,4 +472,47 @@ func dumpLogs(t *testing.T, o localcluster.Options) {
 		}
 		t.Logf("--- %s (last lines)\n%s", e.Name(), strings.Join(lines, "\n"))
 	}
+}
+
+// BenchmarkIdleRSS starts a cluster (every component, the runner, the nodes' disks) and
+// reports the resident memory of all its processes once idle, in MiB (`make bench`).
+func BenchmarkIdleRSS(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Fatal("the local cluster's process runner needs root; run the benchmarks as root, as CI does")
+	}
+	root := repoRoot(b)
+	o := localcluster.InstanceOptions(root, freeInstance(b))
+	o.Dir = filepath.Join(b.TempDir(), "cluster")
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := localcluster.Up(ctx, o, self, &out); err != nil {
+		b.Fatalf("up: %v\n%s", err, out.String())
+	}
+	defer func() {
+		if err := localcluster.Down(o, false, &out); err != nil {
+			b.Errorf("down: %v", err)
+		}
+	}()
+	time.Sleep(5 * time.Second)
+	var total int64
+	var parts []string
+	for b.Loop() {
+		total, parts = 0, parts[:0]
+		for _, pid := range localcluster.ProcessIDs(o) {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			rss := localcluster.RSS(pid)
+			total += rss
+			parts = append(parts, fmt.Sprintf("%s=%dMiB", strings.TrimSpace(string(comm)), rss>>20))
+		}
+	}
+	if total == 0 {
+		b.Fatal("no cluster process found to measure")
+	}
+	b.ReportMetric(float64(total)/(1<<20), "MiB-RSS")
+	b.Logf("idle RSS of all cluster processes: %d MiB (%s)", total>>20, strings.Join(parts, " "))
 }

@@ -137,6 +137,10 @@ func Down(o Options, keep bool, out io.Writer) error {
 	if err := unmountUnder(o.Dir); err != nil {
 		return err
 	}
+	// The daemon detaches them as it stops; this is for a daemon that died.
+	if err := o.detachDisks(); err != nil {
+		return err
+	}
 	if stopped {
 		fmt.Fprintln(out, "Cluster stopped")
 	} else {

@@ -12,9 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// containerEnv resolves a container's environment the way the kubelet does: envFrom first,
-// then env in order with $(VAR) expansion against what came before.
-func (r *Runner) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container) ([]string, map[string]string, error) {
+// containerEnv resolves a container's environment the way the kubelet and the runtime do:
+// the image's ENV, then envFrom, then env in order with $(VAR) expansion against what came
+// before.
+func (r *Runner) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, imageEnv []string) ([]string, map[string]string, error) {
 	vars := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -38,6 +39,10 @@ func (r *Runner) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	set("KUBERNETES_PORT_443_TCP_ADDR", r.cfg.APIServerHost)
 	set("KUBERNETES_PORT_443_TCP_PORT", port)
 	set("NO_PROXY", "127.0.0.0/8,localhost,.svc,."+r.cfg.ClusterDomain)
+	for _, e := range imageEnv {
+		k, v, _ := strings.Cut(e, "=")
+		set(k, v)
+	}
 	for _, e := range r.cfg.Env {
 		k, v, _ := strings.Cut(e, "=")
 		set(k, v)

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // HelperCommand is the argument the runner passes to its helper binary (the localcluster
@@ -20,6 +23,8 @@ type execSpec struct {
 	Argv     []string    `json:"argv"`
 	Env      []string    `json:"env"`
 	Dir      string      `json:"dir"`
+	// User is who the process runs as; nil keeps root.
+	User *credentials `json:"user,omitempty"`
 }
 
 type mountSpec struct {
@@ -75,7 +80,62 @@ func ExecInNamespace(specPath string) error {
 	if len(spec.Argv) == 0 {
 		return fmt.Errorf("no command")
 	}
-	return syscall.Exec(spec.Argv[0], spec.Argv, spec.Env)
+	if spec.User == nil {
+		return syscall.Exec(spec.Argv[0], spec.Argv, spec.Env)
+	}
+	return execAs(spec.User, spec.Argv, spec.Env)
+}
+
+// execAs becomes the container's user and executes argv. The binary is opened first, as
+// root: the user may not be allowed to search the directories that hold it (a test
+// binary's 0700 build directory), only to execute the file itself, as in an image.
+func execAs(cr *credentials, argv, env []string) error {
+	fd, err := unix.Open(argv[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", argv[0], err)
+	}
+	if cr.NoNewPrivs {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("setting no_new_privs: %w", err)
+		}
+	}
+	groups := make([]int, 0, len(cr.Groups))
+	for _, g := range cr.Groups {
+		groups = append(groups, int(g))
+	}
+	if err := unix.Setgroups(groups); err != nil {
+		return fmt.Errorf("setting supplementary groups %v: %w", groups, err)
+	}
+	if err := unix.Setresgid(int(cr.GID), int(cr.GID), int(cr.GID)); err != nil {
+		return fmt.Errorf("setting gid %d: %w", cr.GID, err)
+	}
+	if err := unix.Setresuid(int(cr.UID), int(cr.UID), int(cr.UID)); err != nil {
+		return fmt.Errorf("setting uid %d: %w", cr.UID, err)
+	}
+	// A change of credentials clears the parent-death signal the runner asked for.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("setting the parent-death signal: %w", err)
+	}
+	return execveat(fd, argv, env)
+}
+
+// execveat executes the file open at fd (AT_EMPTY_PATH), with no path lookup.
+func execveat(fd int, argv, env []string) error {
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return err
+	}
+	envp, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return err
+	}
+	empty, err := syscall.BytePtrFromString("")
+	if err != nil {
+		return err
+	}
+	_, _, errno := syscall.Syscall6(unix.SYS_EXECVEAT, uintptr(fd), uintptr(unsafe.Pointer(empty)), //nolint:gosec // execveat takes C pointers
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])), unix.AT_EMPTY_PATH, 0) //nolint:gosec // execveat takes C pointers
+	return fmt.Errorf("executing %s: %w", argv[0], errno)
 }
 
 func createMountpoint(source, target string) error {

@@ -2,13 +2,19 @@ package podrunner
 
 import (
 	"fmt"
+	"net"
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+
+	"github.com/opsuite/suite/tools/internal/images"
 )
 
-// ImageRule maps container images to a host binary that stands in for the image.
+// ImageRule maps container images to a host binary that stands in for the image. A rule
+// says everything the image would have said: its executables, its ENV, its USER and
+// WORKDIR, plus what the local cluster must add because pods share the host's network.
 type ImageRule struct {
 	// Image is a glob over the normalised repository name: no tag or digest, no
 	// "docker.io/" or "library/" prefix ("redis*", "valkey/valkey*", "ghcr.io/opsuite/*").
@@ -20,35 +26,54 @@ type ImageRule struct {
 	// Commands are the in-image executables (basenames) the binary replaces when they are
 	// the first element of command+args; the binary's own basename always is one.
 	Commands []string `json:"commands,omitempty"`
-	// ExtraArgs are appended to the arguments, after $(VAR) expansion; they make an
-	// image's server bind to the pod address ("--bind", "$(POD_IP)").
+	// ExtraArgs are appended to the arguments, after $(VAR) expansion against the
+	// container's environment and the node's variables (NodeVars, e.g. $(NODE_DEVICES));
+	// they make an image's server bind to the pod address ("--bind", "$(POD_IP)").
 	ExtraArgs []string `json:"extraArgs,omitempty"`
+	// ListenFlags name flags whose value is a listen address ("--metrics-bind-address").
+	// A value without a host or with a wildcard one (":8443", "0.0.0.0:8443") becomes
+	// "<pod IP>:8443": in its own network namespace, as on a kubelet, the process would
+	// own the port; here every pod shares the host's, so it must bind its own address.
+	ListenFlags []string `json:"listenFlags,omitempty"`
+	// Env is the image's ENV ("NAME=value"); the container's env overrides it.
+	Env []string `json:"env,omitempty"`
+	// User is the image's USER, numeric "uid[:gid]"; empty means root. It applies when the
+	// securityContext sets no runAsUser, and runAsNonRoot is checked against it.
+	User string `json:"user,omitempty"`
 	// WorkingDir is the image's WORKDIR, used when the container sets none.
 	WorkingDir string `json:"workingDir,omitempty"`
 }
 
+// ListenFlagsOpsuite are the listen-address flags of our binaries: controller-runtime's
+// metrics and probe addresses, the node agent's gRPC and health listeners.
+var ListenFlagsOpsuite = []string{"--metrics-bind-address", "--health-probe-bind-address", "--listen", "--health-listen"}
+
+// NodeDevicesVar is the node-scoped variable holding the node's own disks
+// ("/dev/loop3,/dev/loop4"), for ExtraArgs.
+const NodeDevicesVar = "NODE_DEVICES"
+
 // DefaultImageRules maps our images to the binaries `make build` writes to binDir and the
-// Valkey and Redis images to Debian's redis-server.
+// Valkey and Redis images to Debian's redis-server. A simulator is one more line here.
 func DefaultImageRules(binDir string) []ImageRule {
-	redis := func(image string) ImageRule {
-		return ImageRule{
-			Image:      image,
-			Binary:     "/usr/bin/redis-server",
-			Commands:   []string{"redis-server", "valkey-server", "docker-entrypoint.sh"},
-			ExtraArgs:  []string{"--bind", "$(POD_IP)"},
-			WorkingDir: "/data",
-		}
+	opsuite := func(image string, extra ...string) ImageRule {
+		return ImageRule{Image: image, Binary: filepath.Join(binDir, "{name}"), Commands: []string{"manager", "{name}"},
+			ExtraArgs: extra, ListenFlags: ListenFlagsOpsuite, User: images.User}
+	}
+	redis := func(image, user string) ImageRule {
+		return ImageRule{Image: image, Binary: "/usr/bin/redis-server",
+			Commands:  []string{"redis-server", "valkey-server", "docker-entrypoint.sh"},
+			ExtraArgs: []string{"--bind", "$(POD_IP)"}, User: user, WorkingDir: "/data"}
 	}
 	return []ImageRule{
-		{
-			Image:    "ghcr.io/opsuite/*",
-			Binary:   filepath.Join(binDir, "{name}"),
-			Commands: []string{"manager", "{name}"},
-		},
-		redis("valkey/valkey*"),
-		redis("bitnami/valkey*"),
-		redis("redis*"),
-		redis("bitnami/redis*"),
+		// The node agent sees only its node's disks (loop devices the cluster attached).
+		opsuite("ghcr.io/opsuite/node-agent", "--allow-loop-devices", "--device-allow=$("+NodeDevicesVar+")"),
+		opsuite("ghcr.io/opsuite/*"),
+		// The official images start as root (their entrypoint drops to redis); Bitnami's
+		// run as 1001.
+		redis("valkey/valkey*", ""),
+		redis("bitnami/valkey*", "1001"),
+		redis("redis*", ""),
+		redis("bitnami/redis*", "1001"),
 	}
 }
 
@@ -59,6 +84,19 @@ func (r ImageRule) Validate() error {
 	}
 	if _, err := path.Match(r.Image, ""); err != nil {
 		return fmt.Errorf("image rule %q: %w", r.Image, err)
+	}
+	if _, _, err := parseUser(r.User); err != nil {
+		return fmt.Errorf("image rule %q: %w", r.Image, err)
+	}
+	for _, e := range r.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("image rule %q: env %q is not NAME=value", r.Image, e)
+		}
+	}
+	for _, f := range r.ListenFlags {
+		if !strings.HasPrefix(f, "-") || strings.Contains(f, "=") {
+			return fmt.Errorf("image rule %q: listen flag %q must be a flag name like --listen", r.Image, f)
+		}
 	}
 	return nil
 }
@@ -136,4 +174,74 @@ func (r ImageRule) argv(command, args []string) ([]string, error) {
 		return append([]string{r.Binary}, all...), nil
 	}
 	return nil, fmt.Errorf("command %q is not an executable the image rule %q stands in for", first, r.Image)
+}
+
+// parseUser reads an image USER ("uid" or "uid:gid", numeric); empty is root. The gid is
+// nil when the user names none.
+func parseUser(user string) (uid int64, gid *int64, err error) {
+	if user == "" {
+		return 0, nil, nil
+	}
+	u, g, hasGroup := strings.Cut(user, ":")
+	uid, err = strconv.ParseInt(u, 10, 32)
+	if err != nil || uid < 0 {
+		return 0, nil, fmt.Errorf("user %q: want a numeric uid[:gid]", user)
+	}
+	if hasGroup {
+		v, err := strconv.ParseInt(g, 10, 32)
+		if err != nil || v < 0 {
+			return 0, nil, fmt.Errorf("user %q: want a numeric uid[:gid]", user)
+		}
+		gid = &v
+	}
+	return uid, gid, nil
+}
+
+// bindToPod rewrites the values of listen flags that name no host, or a wildcard one,
+// to the pod's address: "--listen=:9443" and "--listen :9443" become "<ip>:9443". Other
+// values ("0" disables a listener, "127.0.0.1:8080") stay.
+func bindToPod(args, flags []string, podIP string) []string {
+	if len(flags) == 0 {
+		return args
+	}
+	isFlag := func(name string) bool {
+		for _, f := range flags {
+			// Go's flag package takes -name and --name alike.
+			if strings.TrimLeft(name, "-") == strings.TrimLeft(f, "-") {
+				return true
+			}
+		}
+		return false
+	}
+	out := append([]string{}, args...)
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if name, value, ok := strings.Cut(a, "="); ok {
+			if isFlag(name) {
+				out[i] = name + "=" + podAddress(value, podIP)
+			}
+			continue
+		}
+		if isFlag(a) && i+1 < len(out) {
+			out[i+1] = podAddress(out[i+1], podIP)
+			i++
+		}
+	}
+	return out
+}
+
+// podAddress replaces the host of a listen address when it is empty or a wildcard.
+func podAddress(value, podIP string) string {
+	host, port, err := net.SplitHostPort(value)
+	if err != nil || port == "" {
+		return value
+	}
+	switch host {
+	case "", "0.0.0.0", "::", "*":
+		return net.JoinHostPort(podIP, port)
+	}
+	return value
 }

@@ -86,3 +86,98 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+func TestBindToPod(t *testing.T) {
+	flags := ListenFlagsOpsuite
+	ip := "127.1.0.7"
+	tests := []struct {
+		in, want []string
+	}{
+		{[]string{"--metrics-bind-address=:8443", "--leader-elect"}, []string{"--metrics-bind-address=127.1.0.7:8443", "--leader-elect"}},
+		{[]string{"--listen", ":9443", "--health-listen=0.0.0.0:9444"}, []string{"--listen", "127.1.0.7:9443", "--health-listen=127.1.0.7:9444"}},
+		{[]string{"-health-probe-bind-address=[::]:8081"}, []string{"-health-probe-bind-address=127.1.0.7:8081"}},
+		// A disabled listener, an explicit host and unrelated flags stay as written.
+		{[]string{"--metrics-bind-address=0", "--listen=127.0.0.1:9443", "--tls-cert=:8443"}, []string{"--metrics-bind-address=0", "--listen=127.0.0.1:9443", "--tls-cert=:8443"}},
+		{[]string{"--listen"}, []string{"--listen"}},
+		{[]string{"--listen=$(POD_IP):9443"}, []string{"--listen=$(POD_IP):9443"}},
+	}
+	for _, tt := range tests {
+		if got := bindToPod(tt.in, flags, ip); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("bindToPod(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	in := []string{"--listen=:1"}
+	_ = bindToPod(in, flags, ip)
+	if in[0] != "--listen=:1" {
+		t.Errorf("bindToPod changed its input: %q", in)
+	}
+}
+
+func TestParseUser(t *testing.T) {
+	tests := []struct {
+		user    string
+		uid     int64
+		gid     int64 // -1: none
+		wantErr bool
+	}{
+		{"", 0, -1, false},
+		{"65532:65532", 65532, 65532, false},
+		{"1001", 1001, -1, false},
+		{"nonroot", 0, -1, true},
+		{"1:x", 0, -1, true},
+		{"-1", 0, -1, true},
+	}
+	for _, tt := range tests {
+		uid, gid, err := parseUser(tt.user)
+		g := int64(-1)
+		if gid != nil {
+			g = *gid
+		}
+		if (err != nil) != tt.wantErr || (err == nil && (uid != tt.uid || g != tt.gid)) {
+			t.Errorf("parseUser(%q) = %d, %d, %v; want %d, %d, error %v", tt.user, uid, g, err, tt.uid, tt.gid, tt.wantErr)
+		}
+	}
+}
+
+// A rule says what a simulator needs; invalid ones are refused when the runner starts.
+func TestRuleValidate(t *testing.T) {
+	for _, r := range DefaultImageRules("/repo/bin") {
+		if err := r.Validate(); err != nil {
+			t.Errorf("default rule %q: %v", r.Image, err)
+		}
+	}
+	bad := []ImageRule{
+		{Image: "x", Binary: "/b", User: "nonroot"},
+		{Image: "x", Binary: "/b", Env: []string{"NOVALUE"}},
+		{Image: "x", Binary: "/b", ListenFlags: []string{"listen"}},
+		{Image: "x", Binary: "/b", ListenFlags: []string{"--listen=:1"}},
+		{Image: "[", Binary: "/b"},
+		{Image: "x"},
+	}
+	for _, r := range bad {
+		if err := r.Validate(); err == nil {
+			t.Errorf("rule %+v accepted", r)
+		}
+	}
+}
+
+func TestDefaultRulesNodeAgent(t *testing.T) {
+	rules := Rules(DefaultImageRules("/repo/bin"))
+	agent, ok := rules.Match("ghcr.io/opsuite/node-agent:0.1.0")
+	if !ok || agent.Binary != "/repo/bin/node-agent" {
+		t.Fatalf("node-agent rule: %+v, %v", agent, ok)
+	}
+	vars := map[string]string{NodeDevicesVar: "/dev/loop3,/dev/loop4"}
+	var extra []string
+	for _, a := range agent.ExtraArgs {
+		extra = append(extra, expand(a, vars))
+	}
+	want := []string{"--allow-loop-devices", "--device-allow=/dev/loop3,/dev/loop4"}
+	if !reflect.DeepEqual(extra, want) {
+		t.Errorf("node-agent extra args %q, want %q", extra, want)
+	}
+	op, _ := rules.Match("ghcr.io/opsuite/vald-operator:0.1.0")
+	if len(op.ExtraArgs) != 0 || op.User != "65532:65532" || len(op.ListenFlags) == 0 {
+		t.Errorf("operator rule %+v: want no extra args, user 65532:65532, listen flags", op)
+	}
+}

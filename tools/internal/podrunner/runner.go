@@ -50,6 +50,14 @@ type Config struct {
 	HelperBinary string
 	// Env is added to every container's environment.
 	Env []string
+	// NodeVars are variables per node name that image rules' ExtraArgs may use
+	// ($(NODE_DEVICES)); they are not in the environment.
+	NodeVars map[string]map[string]string
+	// NodeDevices are the host device nodes each node owns (its loop devices). With
+	// NodeDevDir set, a pod's hostPath /dev is <NodeDevDir>/<node>: the basic character
+	// devices and the node's own disks with their partitions, never the host's other disks.
+	NodeDevices map[string][]string
+	NodeDevDir  string
 	Log *slog.Logger
 }
 
@@ -69,6 +77,7 @@ type Runner struct {
 
 	hostsKick chan struct{}
 	mountMu   sync.Mutex
+	devMu     sync.Mutex
 	proxy     *serviceProxy
 }
 
@@ -179,6 +188,7 @@ func (r *Runner) Run(ctx context.Context, synced chan<- struct{}) error {
 	r.proxy.sync()
 	close(synced)
 	go r.hostsLoop(ctx)
+	go r.devicesLoop(ctx)
 	<-ctx.Done()
 	r.proxy.close()
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -27,13 +28,19 @@ type tokenSource struct {
 	audience string
 	expiry   int64
 	refresh  time.Time
+	// mode and owner of the file, as first written.
+	mode     uint32
+	uid, gid int
 }
 
 // prepareVolumes materialises every volume of the pod as a host directory and returns
 // the directory per volume name. Claims resolve to their PersistentVolume's hostPath,
 // which kwok's volume stage points into the cluster state, so data outlives the pod.
-func (w *podWorker) prepareVolumes(ctx context.Context) (map[string]string, error) {
-	pod := w.pod
+func (w *podWorker) prepareVolumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	own := podOwnership(pod)
+	if err := mkdirOwned(filepath.Join(w.dir, "volumes"), 0o755, -1, -1); err != nil {
+		return nil, err
+	}
 	dirs := map[string]string{}
 	for _, v := range pod.Spec.Volumes {
 		dir := filepath.Join(w.dir, "volumes", v.Name)
@@ -44,8 +51,15 @@ func (w *podWorker) prepareVolumes(ctx context.Context) (map[string]string, erro
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 			dir = path
+			// The kubelet gives a volume that supports ownership to the fsGroup.
+			if own.fsGroup != nil {
+				mode, uid, gid := dirAttrs(true, nil, own)
+				if err := chownMode(dir, mode, uid, gid); err != nil {
+					return nil, err
+				}
+			}
 		case v.HostPath != nil:
-			dir = v.HostPath.Path
+			dir = w.r.hostPath(pod.Spec.NodeName, v.HostPath.Path)
 			if t := v.HostPath.Type; t != nil && (*t == corev1.HostPathDirectoryOrCreate) {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					return nil, err
@@ -56,7 +70,7 @@ func (w *podWorker) prepareVolumes(ctx context.Context) (map[string]string, erro
 			if err != nil {
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
-			if err := writeFiles(dir, files, v.ConfigMap.DefaultMode); err != nil {
+			if err := writeFiles(dir, files, v.ConfigMap.DefaultMode, own); err != nil {
 				return nil, err
 			}
 		case v.Secret != nil:
@@ -64,7 +78,7 @@ func (w *podWorker) prepareVolumes(ctx context.Context) (map[string]string, erro
 			if err != nil {
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
-			if err := writeFiles(dir, files, v.Secret.DefaultMode); err != nil {
+			if err := writeFiles(dir, files, v.Secret.DefaultMode, own); err != nil {
 				return nil, err
 			}
 		case v.DownwardAPI != nil:
@@ -72,11 +86,11 @@ func (w *podWorker) prepareVolumes(ctx context.Context) (map[string]string, erro
 			if err != nil {
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
-			if err := writeFiles(dir, files, v.DownwardAPI.DefaultMode); err != nil {
+			if err := writeFiles(dir, files, v.DownwardAPI.DefaultMode, own); err != nil {
 				return nil, err
 			}
 		case v.Projected != nil:
-			if err := w.projected(ctx, dir, v.Projected); err != nil {
+			if err := w.projected(ctx, pod, dir, v.Projected, own); err != nil {
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		default:
@@ -84,7 +98,8 @@ func (w *podWorker) prepareVolumes(ctx context.Context) (map[string]string, erro
 			if v.EmptyDir == nil {
 				w.r.log.Warn("Used an empty directory for an unsupported volume kind", "pod", w.key, "volume", v.Name)
 			}
-			if err := os.MkdirAll(dir, 0o777); err != nil {
+			mode, uid, gid := dirAttrs(true, nil, own)
+			if err := mkdirOwned(dir, mode, uid, gid); err != nil {
 				return nil, err
 			}
 		}
@@ -109,7 +124,14 @@ func (r *Runner) claimPath(ctx context.Context, ns, claim string) (string, error
 	if pv.Spec.HostPath != nil {
 		path = pv.Spec.HostPath.Path
 	}
-	return path, os.MkdirAll(path, 0o777)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	// As the local-path provisioner kwok's volume stages stand in for makes it.
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return "", err
+	}
+	return path, os.Chmod(path, 0o777)
 }
 
 func (r *Runner) configMapFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, opt *bool) (map[string]fileContent, error) {
@@ -144,6 +166,8 @@ func (r *Runner) secretFiles(ctx context.Context, ns, name string, items []corev
 type fileContent struct {
 	data []byte
 	mode *int32
+	// token marks a service-account token, whose mode and owner follow the pod's user.
+	token bool
 }
 
 func selectItems(data map[string][]byte, items []corev1.KeyToPath, opt *bool) (map[string]fileContent, error) {
@@ -184,18 +208,18 @@ func downwardFiles(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile) (map[s
 
 // projected fills a projected volume; service-account tokens are real tokens for the
 // pod's ServiceAccount, bound to the pod, requested with the TokenRequest API.
-func (w *podWorker) projected(ctx context.Context, dir string, p *corev1.ProjectedVolumeSource) error {
+func (w *podWorker) projected(ctx context.Context, pod *corev1.Pod, dir string, p *corev1.ProjectedVolumeSource, own ownership) error {
 	files := map[string]fileContent{}
 	for _, src := range p.Sources {
 		var part map[string]fileContent
 		var err error
 		switch {
 		case src.ConfigMap != nil:
-			part, err = w.r.configMapFiles(ctx, w.pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional)
+			part, err = w.r.configMapFiles(ctx, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional)
 		case src.Secret != nil:
-			part, err = w.r.secretFiles(ctx, w.pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional)
+			part, err = w.r.secretFiles(ctx, pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional)
 		case src.DownwardAPI != nil:
-			part, err = downwardFiles(w.pod, src.DownwardAPI.Items)
+			part, err = downwardFiles(pod, src.DownwardAPI.Items)
 		case src.ServiceAccountToken != nil:
 			t := src.ServiceAccountToken
 			exp := int64(3607)
@@ -203,12 +227,14 @@ func (w *podWorker) projected(ctx context.Context, dir string, p *corev1.Project
 				exp = *t.ExpirationSeconds
 			}
 			ts := &tokenSource{path: filepath.Join(dir, t.Path), audience: t.Audience, expiry: exp}
-			token, err := w.requestToken(ctx, ts)
+			token, err := w.requestToken(ctx, pod, ts)
 			if err != nil {
 				return fmt.Errorf("requesting token: %w", err)
 			}
+			f := fileContent{data: []byte(token), token: true}
+			ts.mode, ts.uid, ts.gid = fileAttrs(f, p.DefaultMode, own)
 			w.tokens = append(w.tokens, ts)
-			part = map[string]fileContent{t.Path: {data: []byte(token)}}
+			part = map[string]fileContent{t.Path: f}
 		}
 		if err != nil {
 			return err
@@ -217,11 +243,11 @@ func (w *podWorker) projected(ctx context.Context, dir string, p *corev1.Project
 			files[k] = v
 		}
 	}
-	return writeFiles(dir, files, p.DefaultMode)
+	return writeFiles(dir, files, p.DefaultMode, own)
 }
 
-func (w *podWorker) requestToken(ctx context.Context, ts *tokenSource) (string, error) {
-	sa := w.pod.Spec.ServiceAccountName
+func (w *podWorker) requestToken(ctx context.Context, pod *corev1.Pod, ts *tokenSource) (string, error) {
+	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
 	}
@@ -229,14 +255,14 @@ func (w *podWorker) requestToken(ctx context.Context, ts *tokenSource) (string, 
 		Spec: authenticationv1.TokenRequestSpec{
 			ExpirationSeconds: &ts.expiry,
 			BoundObjectRef: &authenticationv1.BoundObjectReference{
-				Kind: "Pod", APIVersion: "v1", Name: w.pod.Name, UID: w.pod.UID,
+				Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID,
 			},
 		},
 	}
 	if ts.audience != "" {
 		req.Spec.Audiences = []string{ts.audience}
 	}
-	resp, err := w.r.cfg.Client.CoreV1().ServiceAccounts(w.pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	resp, err := w.r.cfg.Client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -247,56 +273,78 @@ func (w *podWorker) requestToken(ctx context.Context, ts *tokenSource) (string, 
 }
 
 // refreshTokens rewrites tokens that reached 80% of their lifetime.
-func (w *podWorker) refreshTokens(ctx context.Context) {
+func (w *podWorker) refreshTokens(ctx context.Context, pod *corev1.Pod) {
 	for _, ts := range w.tokens {
 		if time.Now().Before(ts.refresh) {
 			continue
 		}
-		token, err := w.requestToken(ctx, ts)
+		token, err := w.requestToken(ctx, pod, ts)
 		if err != nil {
 			w.r.log.Warn("Failed to refresh a service-account token", "pod", w.key, "err", err)
 			continue
 		}
-		if err := atomicWrite(ts.path, []byte(token), 0o644); err != nil {
+		if err := atomicWrite(ts.path, []byte(token), ts.mode, ts.uid, ts.gid); err != nil {
 			w.r.log.Warn("Failed to write a service-account token", "pod", w.key, "err", err)
 		}
 	}
 }
 
-func writeFiles(dir string, files map[string]fileContent, defaultMode *int32) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// writeFiles writes the files of a read-only volume with the kubelet's modes and owners
+// (fileAttrs); its directories are 0755, given to the fsGroup when there is one.
+func writeFiles(dir string, files map[string]fileContent, defaultMode *int32, own ownership) error {
+	dmode, duid, dgid := dirAttrs(false, nil, own)
+	if err := mkdirOwned(dir, dmode, duid, dgid); err != nil {
 		return err
 	}
 	for name, f := range files {
 		if strings.Contains(name, "..") {
 			return fmt.Errorf("invalid path %q", name)
 		}
-		mode := os.FileMode(0o644)
-		if defaultMode != nil {
-			mode = os.FileMode(*defaultMode)
-		}
-		if f.mode != nil {
-			mode = os.FileMode(*f.mode)
-		}
 		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
+		if sub := filepath.Dir(filepath.Clean(name)); sub != "." {
+			p := dir
+			for _, part := range strings.Split(sub, "/") {
+				p = filepath.Join(p, part)
+				if err := mkdirOwned(p, dmode, duid, dgid); err != nil {
+					return err
+				}
+			}
 		}
-		if err := atomicWrite(path, f.data, mode); err != nil {
+		mode, uid, gid := fileAttrs(f, defaultMode, own)
+		if err := atomicWrite(path, f.data, mode, uid, gid); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// atomicWrite replaces path by rename, so a reader never sees half a file; volumes are
-// bind-mounted as directories, so the new file is visible inside the pod.
-func atomicWrite(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
+// mkdirOwned makes dir (and missing parents, 0755) and gives dir the mode and owner;
+// uid or gid -1 leaves that part root's.
+func mkdirOwned(dir string, mode uint32, uid, gid int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp, mode); err != nil {
+	return chownMode(dir, mode, uid, gid)
+}
+
+// chownMode sets owner then mode (chown clears setuid/setgid bits).
+func chownMode(path string, mode uint32, uid, gid int) error {
+	if uid >= 0 || gid >= 0 {
+		if err := os.Lchown(path, uid, gid); err != nil {
+			return err
+		}
+	}
+	return syscall.Chmod(path, mode)
+}
+
+// atomicWrite replaces path by rename, so a reader never sees half a file; volumes are
+// bind-mounted as directories, so the new file is visible inside the pod.
+func atomicWrite(path string, data []byte, mode uint32, uid, gid int) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	if err := chownMode(tmp, mode, uid, gid); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -305,12 +353,12 @@ func atomicWrite(path string, data []byte, mode os.FileMode) error {
 // refreshVolumes rewrites ConfigMap, Secret and downward API content that changed, as
 // the kubelet's periodic sync does; files are replaced by rename, so a process sees
 // either the old or the new content.
-func (w *podWorker) refreshVolumes(ctx context.Context) {
+func (w *podWorker) refreshVolumes(ctx context.Context, pod *corev1.Pod) {
 	if time.Now().Before(w.nextRefresh) {
 		return
 	}
 	w.nextRefresh = time.Now().Add(volumeRefreshPeriod)
-	pod := w.current()
+	own := podOwnership(pod)
 	for _, v := range pod.Spec.Volumes {
 		dir := filepath.Join(w.dir, "volumes", v.Name)
 		var files map[string]fileContent
@@ -359,7 +407,7 @@ func (w *podWorker) refreshVolumes(ctx context.Context) {
 			}
 		}
 		if len(files) > 0 {
-			if err := writeFiles(dir, files, mode); err != nil {
+			if err := writeFiles(dir, files, mode, own); err != nil {
 				w.r.log.Warn("Failed to refresh a volume", "pod", w.key, "volume", v.Name, "err", err)
 			}
 		}

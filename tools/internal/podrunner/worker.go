@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,9 +49,15 @@ type podWorker struct {
 	tokens     []*tokenSource
 	// nextRefresh is when ConfigMap and Secret volumes are next compared with the API.
 	nextRefresh time.Time
-	waiting     string // why the pod is not started yet, for status
-	terminal    bool
-	lastStatus  *corev1.PodStatus
+	// vols is the host directory of each volume, for restarts.
+	vols map[string]string
+	// waiting and waitingReason say why the pod is not started yet, for status.
+	waiting, waitingReason string
+	// initCrash backs off retries of a pod whose init container failed.
+	initCrash  crashBackoff
+	initFailed bool
+	terminal   bool
+	lastStatus *corev1.PodStatus
 }
 
 type container struct {
@@ -64,6 +71,17 @@ type container struct {
 	startedAt  time.Time
 	finishedAt time.Time
 	restarts   int32
+
+	// crash is the back-off of restarts in place; restartAt, when set, is when the
+	// exited process starts again; done: exited and not restarted (restartPolicy).
+	crash     crashBackoff
+	restartAt time.Time
+	handled   bool // this run's exit was seen
+	done      bool
+	// last is the previous run's end (lastState); final is this run's once done.
+	last, final *corev1.ContainerStateTerminated
+	// waitReason and waitMessage say why a (re)start did not happen.
+	waitReason, waitMessage string
 
 	ready         bool
 	readyOK       int32
@@ -154,39 +172,70 @@ func (w *podWorker) run() {
 			if pod.Status.PodIP == "" || time.Now().Before(nextSetup) {
 				continue
 			}
-			if err := w.start(); err != nil {
+			if err := w.start(pod); err != nil {
 				w.waiting = err.Error()
+				var ce *configError
+				switch {
+				case errors.As(err, &ce):
+					w.waitingReason = reasonConfigError
+				case errors.Is(err, errNotYet):
+					w.waitingReason = "ContainerCreating"
+				default:
+					w.waitingReason = "CreateContainerError"
+				}
 				if !errors.Is(err, errNotYet) {
 					log.Warn("Failed to start pod", "err", err)
 				}
 				w.killAll(0)
 				w.containers, w.inits, w.tokens = nil, nil, nil
-				nextSetup = time.Now().Add(time.Second)
-				w.reportStatus()
+				delay := time.Second
+				if w.initFailed {
+					delay = w.initCrash.next(time.Time{}, time.Time{})
+					w.initFailed = false
+				}
+				nextSetup = time.Now().Add(delay)
+				w.reportStatus(pod)
 				continue
 			}
 			started = true
-			w.waiting = ""
+			w.waiting, w.waitingReason = "", ""
 			log.Info("Started pod processes", "ip", pod.Status.PodIP)
 		}
-		w.observe()
-		w.refreshTokens(w.ctx)
-		w.refreshVolumes(w.ctx)
-		w.reportStatus()
+		w.observe(pod)
+		w.refreshTokens(w.ctx, pod)
+		w.refreshVolumes(w.ctx, pod)
+		w.reportStatus(pod)
 	}
 }
 
-// start prepares volumes and the hosts file, runs managed init containers to completion
-// and starts the managed containers.
-func (w *podWorker) start() error {
-	pod := w.current()
-	if err := os.MkdirAll(w.dir, 0o755); err != nil {
+// start checks every container's user, prepares volumes and the hosts file, runs managed
+// init containers to completion and starts the managed containers.
+func (w *podWorker) start(pod *corev1.Pod) error {
+	inits := make([]*container, 0, len(pod.Spec.InitContainers))
+	for _, c := range pod.Spec.InitContainers {
+		inits = append(inits, w.newContainer(c))
+	}
+	mains := make([]*container, 0, len(pod.Spec.Containers))
+	for _, c := range pod.Spec.Containers {
+		mains = append(mains, w.newContainer(c))
+	}
+	// Refused before anything is made, as the kubelet refuses to create the container.
+	for _, ct := range append(append([]*container{}, inits...), mains...) {
+		if !ct.managed {
+			continue
+		}
+		if _, err := containerCredentials(pod, &ct.spec, ct.rule.User); err != nil {
+			return err
+		}
+	}
+	if err := mkdirOwned(w.dir, 0o755, -1, -1); err != nil {
 		return err
 	}
-	vols, err := w.prepareVolumes(w.ctx)
+	vols, err := w.prepareVolumes(w.ctx, pod)
 	if err != nil {
 		return err
 	}
+	w.vols = vols
 	hosts := filepath.Join(w.dir, "hosts")
 	w.mu.Lock()
 	w.hostsPath = hosts
@@ -194,13 +243,12 @@ func (w *podWorker) start() error {
 	w.mu.Unlock()
 	w.writeHosts(w.r.hostsTable())
 
-	for _, c := range pod.Spec.InitContainers {
-		ct := w.newContainer(c)
+	for _, ct := range inits {
 		w.inits = append(w.inits, ct)
 		if !ct.managed {
 			continue
 		}
-		if err := w.startContainer(pod, ct, vols); err != nil {
+		if err := w.startContainer(pod, ct); err != nil {
 			return err
 		}
 		select {
@@ -211,19 +259,22 @@ func (w *podWorker) start() error {
 			return errors.New("runner stopped")
 		}
 		if ct.exitCode != 0 {
-			w.terminal = true
-			return fmt.Errorf("init container %s exited with %d", c.Name, ct.exitCode)
+			// Restarted with the pod's back-off unless the pod never restarts.
+			if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+				w.terminal = true
+			}
+			w.initFailed = true
+			return fmt.Errorf("init container %s exited with %d", ct.spec.Name, ct.exitCode)
 		}
 	}
-	for _, c := range pod.Spec.Containers {
-		ct := w.newContainer(c)
+	for _, ct := range mains {
 		w.containers = append(w.containers, ct)
 		if !ct.managed {
 			ct.ready = true
 			ct.startedAt = time.Now()
 			continue
 		}
-		if err := w.startContainer(pod, ct, vols); err != nil {
+		if err := w.startContainer(pod, ct); err != nil {
 			return err
 		}
 	}
@@ -235,8 +286,13 @@ func (w *podWorker) newContainer(c corev1.Container) *container {
 	return &container{spec: c, rule: rule, managed: ok}
 }
 
-func (w *podWorker) startContainer(pod *corev1.Pod, c *container, vols map[string]string) error {
-	env, vars, err := w.r.containerEnv(w.ctx, pod, &c.spec)
+func (w *podWorker) startContainer(pod *corev1.Pod, c *container) error {
+	vols := w.vols
+	user, err := containerCredentials(pod, &c.spec, c.rule.User)
+	if err != nil {
+		return err
+	}
+	env, vars, err := w.r.containerEnv(w.ctx, pod, &c.spec, c.rule.Env)
 	if err != nil {
 		return err
 	}
@@ -252,15 +308,23 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container, vols map[strin
 	if err != nil {
 		return err
 	}
+	argv = append(argv[:1], bindToPod(argv[1:], c.rule.ListenFlags, pod.Status.PodIP)...)
+	nodeVars := maps.Clone(vars)
+	maps.Copy(nodeVars, w.r.cfg.NodeVars[pod.Spec.NodeName])
 	for _, a := range c.rule.ExtraArgs {
-		argv = append(argv, expand(a, vars))
+		argv = append(argv, expand(a, nodeVars))
 	}
 	if _, err := os.Stat(argv[0]); err != nil {
 		return fmt.Errorf("container %s: binary for image %s missing: %w", c.spec.Name, c.spec.Image, err)
 	}
 
+	// The container's writable layer, its user's alone.
+	if err := mkdirOwned(filepath.Join(w.dir, "containers"), 0o755, -1, -1); err != nil {
+		return err
+	}
 	scratch := filepath.Join(w.dir, "containers", c.spec.Name)
-	if err := os.MkdirAll(scratch, 0o777); err != nil {
+	smode, suid, sgid := dirAttrs(true, &user, ownership{})
+	if err := mkdirOwned(scratch, smode, suid, sgid); err != nil {
 		return err
 	}
 	var mounts []mountSpec
@@ -316,10 +380,22 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container, vols map[strin
 			if m.SubPathExpr != "" {
 				sub = expand(m.SubPathExpr, vars)
 			}
+			parent := src
 			src = filepath.Join(src, filepath.Clean("/"+sub))
 			if _, err := os.Stat(src); os.IsNotExist(err) {
-				if err := os.MkdirAll(src, 0o777); err != nil {
+				// Owned like the volume it lies in, as the kubelet makes it.
+				st, err := os.Stat(parent)
+				if err != nil {
 					return err
+				}
+				sys, _ := st.Sys().(*syscall.Stat_t)
+				if err := os.MkdirAll(src, 0o750); err != nil {
+					return err
+				}
+				if sys != nil {
+					if err := chownMode(src, 0o750|uint32(st.Mode().Perm()&0o020), int(sys.Uid), int(sys.Gid)); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -329,6 +405,9 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container, vols map[strin
 	}
 
 	spec := execSpec{Hostname: podHostname(pod), Mounts: mounts, Argv: argv, Env: env, Dir: dir}
+	if user.UID != 0 || user.GID != 0 || len(user.Groups) > 0 || user.NoNewPrivs {
+		spec.User = &user
+	}
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return err
@@ -343,7 +422,7 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container, vols map[strin
 		return err
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "=== %s localcluster: starting %q on %s\n", time.Now().Format(time.RFC3339), argv, pod.Status.PodIP)
+	fmt.Fprintf(logf, "=== %s localcluster: starting %q on %s as %d:%d\n", time.Now().Format(time.RFC3339), argv, pod.Status.PodIP, user.UID, user.GID)
 	cmd := exec.Command(w.r.cfg.HelperBinary, HelperCommand, specPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append([]string{}, w.r.cfg.Env...)
@@ -359,6 +438,9 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container, vols map[strin
 	c.exited = make(chan struct{})
 	c.startedAt = time.Now()
 	c.probeStart = c.startedAt
+	c.handled, c.restartAt, c.waitReason, c.waitMessage = false, time.Time{}, "", ""
+	c.ready, c.readyOK, c.readyFail, c.liveFail, c.listenChecked = false, 0, 0, 0, false
+	c.lastProbe, c.lastLive = time.Time{}, time.Time{}
 	if w.r.cfg.PidDir != "" {
 		_ = os.WriteFile(w.pidFile(c), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
 	}
@@ -401,42 +483,111 @@ func exitedNow(c *container) bool {
 	}
 }
 
-// observe runs due probes and notices exited processes. A pod whose process exits is
-// finished (Succeeded or Failed) rather than restarted in place, so its controller
-// replaces it, as it would after an eviction.
-func (w *podWorker) observe() {
-	pod := w.current()
-	anyExited, allExited, allZero := false, true, true
+// observe runs due probes, notices exited processes and restarts them in place as the
+// kubelet does: by restartPolicy, after a back-off that grows with each crash.
+func (w *podWorker) observe(pod *corev1.Pod) {
+	now := time.Now()
+	managed, done, failed := 0, 0, 0
 	for _, c := range w.containers {
 		if !c.managed {
 			continue
 		}
-		if exitedNow(c) {
-			anyExited = true
-			c.ready = false
-			if c.exitCode != 0 {
-				allZero = false
+		managed++
+		switch {
+		case c.cmd != nil && !exitedNow(c):
+			w.probeContainer(pod, c)
+			if !c.listenChecked && now.Sub(c.startedAt) > 3*time.Second {
+				c.listenChecked = true
+				w.warnWildcardListeners(pod, c)
 			}
-			continue
+		case c.cmd != nil && !c.handled:
+			w.exited(pod, c)
 		}
-		allExited = false
-		w.probeContainer(pod, c)
-		if !c.listenChecked && time.Since(c.startedAt) > 3*time.Second {
-			c.listenChecked = true
-			w.warnWildcardListeners(pod, c)
+		if !c.restartAt.IsZero() && !now.Before(c.restartAt) {
+			if err := w.startContainer(pod, c); err != nil {
+				c.waitReason, c.waitMessage = "CreateContainerError", truncate(err.Error())
+				var ce *configError
+				if errors.As(err, &ce) {
+					c.waitReason = reasonConfigError
+				}
+				c.restartAt = now.Add(time.Second)
+				w.r.log.Warn("Failed to restart container", "pod", w.key, "container", c.spec.Name, "err", err)
+			} else {
+				c.restarts++
+				w.r.log.Info("Restarted container", "pod", w.key, "container", c.spec.Name, "restarts", c.restarts)
+			}
+		}
+		if c.done {
+			done++
+			if c.exitCode != 0 {
+				failed++
+			}
 		}
 	}
-	if !anyExited {
+	// Every container ended for good: the pod is Succeeded or Failed (statuses say which).
+	if managed > 0 && done == managed {
+		w.terminal = true
+		w.r.log.Info("Pod containers ended", "pod", w.key, "failed", failed)
+	}
+}
+
+// exited records a container's end and decides, by restartPolicy, whether and when it
+// starts again.
+func (w *podWorker) exited(pod *corev1.Pod, c *container) {
+	c.handled = true
+	c.ready = false
+	_ = os.Remove(w.pidFile(c))
+	reason := "Completed"
+	if c.exitCode != 0 {
+		reason = "Error"
+	}
+	run := &corev1.ContainerStateTerminated{ExitCode: int32(c.exitCode), Reason: reason,
+		StartedAt: metav1.NewTime(c.startedAt.Truncate(time.Second)), FinishedAt: metav1.NewTime(c.finishedAt.Truncate(time.Second))}
+	if c.cmd != nil {
+		run.ContainerID = fmt.Sprintf("localcluster://%d", c.cmd.Process.Pid)
+	}
+	restart := false
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+	case corev1.RestartPolicyOnFailure:
+		restart = c.exitCode != 0
+	default:
+		restart = true
+	}
+	if !restart {
+		c.final, c.done = run, true
 		return
 	}
-	switch {
-	case pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || !allZero:
-		w.killAll(5 * time.Second)
-		w.terminal = true
-		w.r.log.Info("Pod process exited; marked the pod Failed", "pod", w.key)
-	case allExited:
-		w.terminal = true
+	c.last = run
+	delay := c.crash.next(c.startedAt, c.finishedAt)
+	c.restartAt = c.finishedAt.Add(delay)
+	if delay > 0 {
+		c.waitReason = "CrashLoopBackOff"
+		c.waitMessage = fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c.spec.Name, pod.Name, pod.Namespace, pod.UID)
 	}
+	w.r.log.Info("Container exited; restarting it in place", "pod", w.key, "container", c.spec.Name, "exitCode", c.exitCode, "after", delay)
+}
+
+// Restart back-off, as the kubelet's: the first restart at once, then 10s doubling up to
+// 5m; a container that ran 10 minutes starts over.
+const (
+	backoffInitial = 10 * time.Second
+	backoffMax     = 5 * time.Minute
+	backoffReset   = 10 * time.Minute
+)
+
+// crashBackoff is one container's restart back-off.
+type crashBackoff struct{ delay time.Duration }
+
+// next returns how long after its end a container that ran from started to finished
+// waits before it starts again, and advances the back-off.
+func (b *crashBackoff) next(started, finished time.Time) time.Duration {
+	if finished.Sub(started) >= backoffReset {
+		b.delay = 0
+	}
+	wait := b.delay
+	b.delay = min(max(2*b.delay, backoffInitial), backoffMax)
+	return wait
 }
 
 func (w *podWorker) probeContainer(pod *corev1.Pod, c *container) {
@@ -525,8 +676,7 @@ func (w *podWorker) cleanup() {
 }
 
 // reportStatus patches the pod status when it changed since the last patch.
-func (w *podWorker) reportStatus() {
-	pod := w.current()
+func (w *podWorker) reportStatus(pod *corev1.Pod) {
 	st := w.desiredStatus(pod)
 	if w.lastStatus != nil && reflect.DeepEqual(*w.lastStatus, st) {
 		return
@@ -571,6 +721,45 @@ func (w *podWorker) reportStatus() {
 	w.lastStatus = &st
 }
 
+// containerStatus is one container as the kubelet reports it.
+func (w *podWorker) containerStatus(c *container) corev1.ContainerStatus {
+	cs := corev1.ContainerStatus{Name: c.spec.Name, Image: c.spec.Image, ImageID: "localcluster://" + c.rule.Binary,
+		RestartCount: c.restarts}
+	if c.last != nil {
+		cs.LastTerminationState.Terminated = c.last
+	}
+	switch {
+	case !c.managed:
+		started := true
+		cs.Started, cs.Ready = &started, c.ready
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt.Truncate(time.Second))}
+		return cs
+	case c.cmd == nil:
+		reason := c.waitReason
+		if reason == "" {
+			reason = "ContainerCreating"
+		}
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: c.waitMessage}
+		return cs
+	case c.done:
+		cs.State.Terminated = c.final
+	case exitedNow(c):
+		// Waiting for its restart (back-off, or a start that failed).
+		reason, msg := c.waitReason, c.waitMessage
+		if reason == "" {
+			reason, msg = "ContainerCreating", ""
+		}
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: msg}
+	default:
+		started := true
+		cs.Started = &started
+		cs.Ready = c.ready
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt.Truncate(time.Second))}
+	}
+	cs.ContainerID = fmt.Sprintf("localcluster://%d", c.cmd.Process.Pid)
+	return cs
+}
+
 func (w *podWorker) desiredStatus(pod *corev1.Pod) corev1.PodStatus {
 	var st corev1.PodStatus
 	cond := func(t corev1.PodConditionType, ok bool, reason string) {
@@ -580,43 +769,19 @@ func (w *podWorker) desiredStatus(pod *corev1.Pod) corev1.PodStatus {
 		}
 		st.Conditions = append(st.Conditions, corev1.PodCondition{Type: t, Status: s, Reason: reason})
 	}
-	status := func(c *container) corev1.ContainerStatus {
-		cs := corev1.ContainerStatus{Name: c.spec.Name, Image: c.spec.Image, ImageID: "localcluster://" + c.rule.Binary,
-			RestartCount: c.restarts}
-		switch {
-		case c.managed && c.cmd == nil:
-			reason := "ContainerCreating"
-			if w.waiting != "" {
-				reason = "CreateContainerError"
-			}
-			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason}
-		case c.managed && exitedNow(c):
-			reason := "Completed"
-			if c.exitCode != 0 {
-				reason = "Error"
-			}
-			cs.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: int32(c.exitCode), Reason: reason,
-				StartedAt: metav1.NewTime(c.startedAt.Truncate(time.Second)), FinishedAt: metav1.NewTime(c.finishedAt.Truncate(time.Second))}
-		default:
-			started := true
-			cs.Started = &started
-			cs.Ready = c.ready
-			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt.Truncate(time.Second))}
-		}
-		if c.cmd != nil {
-			cs.ContainerID = fmt.Sprintf("localcluster://%d", c.cmd.Process.Pid)
-		}
-		return cs
-	}
 	if len(w.containers) == 0 {
 		// Not started yet.
 		st.Phase = corev1.PodPending
 		cond(corev1.PodInitialized, len(pod.Spec.InitContainers) == 0, "PodInitializing")
 		cond(corev1.ContainersReady, false, "ContainersNotReady")
 		cond(corev1.PodReady, false, "ContainersNotReady")
+		reason := w.waitingReason
+		if reason == "" {
+			reason = "ContainerCreating"
+		}
 		for _, c := range pod.Spec.Containers {
 			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
-				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating", Message: truncate(w.waiting)}}})
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: truncate(w.waiting)}}})
 		}
 		if w.terminal {
 			st.Phase = corev1.PodFailed
@@ -624,28 +789,26 @@ func (w *podWorker) desiredStatus(pod *corev1.Pod) corev1.PodStatus {
 		return st
 	}
 	ready := true
-	exited, failed := 0, 0
+	failed := 0
 	for _, c := range w.containers {
-		cs := status(c)
+		cs := w.containerStatus(c)
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 		ready = ready && cs.Ready
-		if cs.State.Terminated != nil {
-			exited++
-			if cs.State.Terminated.ExitCode != 0 {
-				failed++
-			}
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			failed++
 		}
 	}
 	for _, c := range w.inits {
-		cs := status(c)
-		if !c.managed {
+		cs := w.containerStatus(c)
+		if !c.managed || exitedNow(c) {
+			cs.Ready, cs.Started = false, nil
 			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
 	st.Phase = corev1.PodRunning
 	switch {
-	case w.terminal && failed == 0 && exited == len(w.managedContainers()):
+	case w.terminal && failed == 0:
 		st.Phase = corev1.PodSucceeded
 	case w.terminal:
 		st.Phase, st.Reason, st.Message = corev1.PodFailed, "ProcessExited", "A container process exited."
@@ -654,16 +817,6 @@ func (w *podWorker) desiredStatus(pod *corev1.Pod) corev1.PodStatus {
 	cond(corev1.ContainersReady, ready && !w.terminal, "ContainersNotReady")
 	cond(corev1.PodReady, ready && !w.terminal, "ContainersNotReady")
 	return st
-}
-
-func (w *podWorker) managedContainers() []*container {
-	var out []*container
-	for _, c := range w.containers {
-		if c.managed {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func truncate(s string) string {

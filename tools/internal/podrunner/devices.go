@@ -1,0 +1,138 @@
+package podrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// basicDevices are the character devices every container's /dev has.
+var basicDevices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// devLinks are /dev's usual symbolic links.
+var devLinks = map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"}
+
+// hostPath maps a hostPath volume of a pod on node to the host: /dev and below it are the
+// node's own device directory when the runner keeps one (NodeDevDir), every other path is
+// the host's (all simulated nodes are this host).
+func (r *Runner) hostPath(node, path string) string {
+	clean := filepath.Clean(path)
+	if r.cfg.NodeDevDir == "" || (clean != "/dev" && !strings.HasPrefix(clean, "/dev/")) {
+		return path
+	}
+	if err := r.syncNodeDev(node); err != nil {
+		r.log.Warn("Failed to prepare the node's /dev", "node", node, "err", err)
+	}
+	return filepath.Join(r.nodeDevDir(node), strings.TrimPrefix(clean, "/dev"))
+}
+
+func (r *Runner) nodeDevDir(node string) string { return filepath.Join(r.cfg.NodeDevDir, node) }
+
+// wantedDevices lists the host device nodes a node's /dev holds: the basic ones and the
+// node's disks with whatever partitions the kernel made of them (loop3p1).
+func wantedDevices(devices []string) []string {
+	want := make([]string, 0, len(basicDevices)+2*len(devices))
+	for _, d := range basicDevices {
+		want = append(want, "/dev/"+d)
+	}
+	for _, d := range devices {
+		want = append(want, d)
+		parts, _ := filepath.Glob(d + "p[0-9]*")
+		want = append(want, parts...)
+	}
+	return want
+}
+
+// syncNodeDev makes node's /dev match the host's device nodes it should hold: the same
+// type, major:minor, mode and owner, made with mknod; entries no longer wanted go.
+func (r *Runner) syncNodeDev(node string) error {
+	r.devMu.Lock()
+	defer r.devMu.Unlock()
+	dir := r.nodeDevDir(node)
+	if err := mkdirOwned(dir, 0o755, -1, -1); err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	var errs []error
+	for name, target := range devLinks {
+		keep[name] = true
+		p := filepath.Join(dir, name)
+		if cur, err := os.Readlink(p); err == nil && cur == target {
+			continue
+		}
+		_ = os.Remove(p)
+		if err := os.Symlink(target, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, src := range wantedDevices(r.cfg.NodeDevices[node]) {
+		name := filepath.Base(src)
+		var st unix.Stat_t
+		if err := unix.Stat(src, &st); err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("%s: %w", src, err))
+			}
+			continue
+		}
+		typ := st.Mode & unix.S_IFMT
+		if typ != unix.S_IFBLK && typ != unix.S_IFCHR {
+			errs = append(errs, fmt.Errorf("%s is not a device node", src))
+			continue
+		}
+		keep[name] = true
+		dst := filepath.Join(dir, name)
+		var cur unix.Stat_t
+		if err := unix.Lstat(dst, &cur); err == nil && cur.Mode == st.Mode && cur.Rdev == st.Rdev && cur.Uid == st.Uid && cur.Gid == st.Gid {
+			continue
+		}
+		_ = os.Remove(dst)
+		if err := unix.Mknod(dst, st.Mode, int(st.Rdev)); err != nil {
+			errs = append(errs, fmt.Errorf("mknod %s: %w", dst, err))
+			continue
+		}
+		if err := chownMode(dst, st.Mode&0o7777, int(st.Uid), int(st.Gid)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, e := range entries {
+		if !keep[e.Name()] {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// devicesLoop keeps every node's /dev current: partitions appear and vanish as the node
+// agent partitions and wipes its disks.
+func (r *Runner) devicesLoop(ctx context.Context) {
+	if r.cfg.NodeDevDir == "" {
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		nodes, _ := os.ReadDir(r.cfg.NodeDevDir)
+		for _, n := range nodes {
+			if n.IsDir() {
+				if err := r.syncNodeDev(n.Name()); err != nil {
+					r.log.Warn("Failed to update the node's /dev", "node", n.Name(), "err", err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
