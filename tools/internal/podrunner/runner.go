@@ -58,7 +58,7 @@ type Config struct {
 	// devices and the node's own disks with their partitions, never the host's other disks.
 	NodeDevices map[string][]string
 	NodeDevDir  string
-	Log *slog.Logger
+	Log         *slog.Logger
 }
 
 // Runner watches pods and runs the ones its rules map.
