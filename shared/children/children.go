@@ -25,7 +25,7 @@ import (
 // mistake must not delete every child. Set AllowEmpty when empty is a real answer.
 var ErrEmpty = errors.New("children: the desired set is empty; nothing applied or pruned")
 
-// NotControlledError: a child's name is taken by an object this owner does not control
+// NotControlledError says a child's name is taken by an object this owner does not control
 // (another owner's, or nobody's). Nothing is written over it.
 type NotControlledError struct {
 	Kind string

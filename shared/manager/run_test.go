@@ -82,7 +82,10 @@ func runOperator(t *testing.T, op manager.Operator, args ...string) *running {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-r.done:
+		case err := <-r.done:
+			if err != nil {
+				t.Logf("manager stopped with %v", err)
+			}
 		case <-time.After(60 * time.Second):
 			t.Error("manager did not stop after its context ended")
 		}

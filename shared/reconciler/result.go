@@ -15,14 +15,14 @@ type Result struct {
 	terminal error
 }
 
-// Done: nothing to look at again until something changes.
+// Done means nothing to look at again until something changes.
 func Done() Result { return Result{} }
 
-// Wait: look again after d (Pending or Progressing work; a watch event usually comes
+// Wait means look again after d (Pending or Progressing work; a watch event usually comes
 // first). Waiting is never an error: errors back off exponentially and flood logs.
 func Wait(d time.Duration) Result { return Result{after: d} }
 
-// Terminal: the spec is wrong and no retry helps until it changes; err says what to change.
+// Terminal means the spec is wrong and no retry helps until it changes; err says what to change.
 func Terminal(err error) Result {
 	if err == nil {
 		err = fmt.Errorf("terminal failure")

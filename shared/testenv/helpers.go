@@ -61,7 +61,7 @@ func Poll(ctx context.Context, interval time.Duration, cond func(context.Context
 		select {
 		case <-ctx.Done():
 			if last != nil {
-				return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
+				return fmt.Errorf("%w (last error: %w)", ctx.Err(), last)
 			}
 			return ctx.Err()
 		case <-time.After(interval):
