@@ -218,11 +218,13 @@ func TestCacheSelectorsLimitWhatTheOperatorSees(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seen := make(chan []string, 1)
-	op := manager.Operator{
-		Name:          "cache-operator",
-		CacheByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{"app": "mine"})}},
-		Setup: func(mgr ctrl.Manager, _ logr.Logger) error {
+	mine := labels.SelectorFromSet(labels.Set{"app": "mine"})
+	for _, op := range []manager.Operator{
+		{Name: "cache-operator", CacheByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: mine}}},
+		{Name: "cache-operator", CacheLabelSelector: mine},
+	} {
+		seen := make(chan []string, 1)
+		op.Setup = func(mgr ctrl.Manager, _ logr.Logger) error {
 			return mgr.Add(ctrlmanager.RunnableFunc(func(ctx context.Context) error {
 				list := &corev1.ConfigMapList{}
 				if err := mgr.GetClient().List(ctx, list, client.InNamespace(ns)); err != nil {
@@ -235,16 +237,16 @@ func TestCacheSelectorsLimitWhatTheOperatorSees(t *testing.T) {
 				seen <- names
 				return nil
 			}))
-		},
-	}
-	runOperator(t, op, "--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", testenv.FreeAddr(t))
-	select {
-	case names := <-seen:
-		if !slices.Equal(names, []string{"mine"}) {
-			t.Errorf("the cache holds ConfigMaps %v, want only [mine]", names)
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("the operator's runnable never listed ConfigMaps")
+		runOperator(t, op, "--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", testenv.FreeAddr(t))
+		select {
+		case names := <-seen:
+			if !slices.Equal(names, []string{"mine"}) {
+				t.Errorf("with CacheByObject %v, CacheLabelSelector %v: the cache holds ConfigMaps %v, want only [mine]", op.CacheByObject, op.CacheLabelSelector, names)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("the operator's runnable never listed ConfigMaps")
+		}
 	}
 }
 
