@@ -210,3 +210,39 @@ func TestBlankDeviceUnderAnOldNameIsNeverTouched(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReleaseByNameMeansTheDeviceNowThere: after the names swapped and before anything
+// re-resolved the records, releasing a device by name releases the record whose identity that
+// device carries, not the record last seen under the name.
+func TestReleaseByNameMeansTheDeviceNowThere(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	a, b := newLoop(t, e.root, 512*mib), newLoop(t, e.root, 512*mib)
+	fileA, fileB := backingFile(t, a), backingFile(t, b)
+	ra, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("vol-a"), 0, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("vol-b"), 0, b)); err != nil {
+		t.Fatal(err)
+	}
+	unmountUnder(t, e.root)
+	detach(t, a)
+	detach(t, b)
+	attachAt(t, a, fileB)
+	attachAt(t, b, fileA)
+
+	rel, err := e.newServer().ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{a}, Wipe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rel.Released) != 1 || rel.Released[0].PvPath != e.pv("vol-b") || rel.Released[0].Device != a {
+		t.Fatalf("released %v, want only vol-b's record, on %s", rel.Released, a)
+	}
+	if sig := blkid(t, a); len(sig) != 0 {
+		t.Fatalf("%s (vol-b's disk) not wiped: %v", a, sig)
+	}
+	if sig := blkid(t, b); sig["UUID"] != ra.Disks[0].FilesystemUuid {
+		t.Fatalf("%s (vol-a's disk) was touched: %v, want UUID %s", b, sig, ra.Disks[0].FilesystemUuid)
+	}
+}

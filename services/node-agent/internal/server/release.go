@@ -62,7 +62,7 @@ func (s *Server) releaseKeys(ctx context.Context, req *nodeagentv1.ReleaseDisksR
 		if errors.Is(err, host.ErrNotAllowed) {
 			return nil, deviceNotFound(p, err)
 		}
-		name := p
+		name, carried := p, false
 		if err == nil {
 			name = d.Path
 			f, ok, err := s.observe(ctx, d.Path, mounts, boot)
@@ -72,8 +72,12 @@ func (s *Server) releaseKeys(ctx context.Context, req *nodeagentv1.ReleaseDisksR
 			for _, r := range recs {
 				if ok && identify(r, f, s.bootID) != matchNone {
 					add(r.FSUUID)
+					carried = true
 				}
 			}
+		}
+		if carried {
+			continue // the device there is a record's: the name means that one, not an old hint
 		}
 		for _, r := range recs {
 			if r.Device == name {
