@@ -195,3 +195,46 @@ func TestSlowProbeHoldsUpOnlyItsDevice(t *testing.T) {
 		t.Fatal("the slow device was not prepared once released")
 	}
 }
+
+// TestWritesRefuseOtherMedia: every host write checks, holding the device open, that the
+// media behind the name is still the one identified; a loop device re-attached to another file
+// under the same name is not written.
+func TestWritesRefuseOtherMedia(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	dev := newLoop(t, e.root, 512*mib)
+	identified, err := e.host.DiskByPath(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if identified.DiskSeq == 0 {
+		t.Fatalf("the kernel gives %s no disk sequence number: Linux 5.15 or later is needed", dev)
+	}
+	other := filepath.Join(e.root, "other.img")
+	if err := os.WriteFile(other, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(other, 512*mib); err != nil {
+		t.Fatal(err)
+	}
+	detach(t, dev)
+	attachAt(t, dev, other)
+	before := fileHash(t, other)
+	writes := map[string]func() error{
+		"mkfs.xfs": func() error { return e.host.MkfsXFS(ctx, identified, dev, server.XFSLabel, "6b1e2c1a-4f55-4c1e-9a51-2f0d4f7d9a11") },
+		"wipe":     func() error { return e.host.Wipe(ctx, identified, nil) },
+		"split": func() error {
+			_, _, err := e.host.PartitionSplit(ctx, identified, 50, "6b1e2c1a-4f55-4c1e-9a51-2f0d4f7d9a12")
+			return err
+		},
+		"mount": func() error { return e.host.MountXFS(identified, dev, e.opts.AgentRoot, filepath.Join(e.opts.AgentRoot, "m")) },
+	}
+	for name, write := range writes {
+		if err := write(); !errors.Is(err, host.ErrMediaChanged) {
+			t.Errorf("%s: %v, want %v", name, err, host.ErrMediaChanged)
+		}
+	}
+	if fileHash(t, other) != before {
+		t.Fatal("the other media was written")
+	}
+}
