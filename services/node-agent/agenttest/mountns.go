@@ -12,7 +12,7 @@ import (
 // mountNSEnv marks a test binary re-executed in its own mount namespace.
 const mountNSEnv = "AGENTTEST_MOUNTNS"
 
-// PrivateMountNamespace, called first in TestMain, re-runs the test binary under
+// PrivateMountNamespace is called first in TestMain: it re-runs the test binary under
 // "unshare --mount --propagation private" and exits with its status, so that every mount the
 // in-process agents make dies with the test process and never reaches the host. It returns
 // only in the re-executed binary. A goroutine-level unshare would not do: Go runs code and

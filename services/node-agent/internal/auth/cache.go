@@ -93,12 +93,6 @@ func (c *ttlCache[V]) put(key [32]byte, val V, expires time.Time) {
 	}
 }
 
-func (c *ttlCache[V]) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
-
 // CachedAuthenticator sits in front of the TokenReview authenticator. It refuses, without
 // asking the apiserver, what cannot be a token for this agent (not a JWT, another audience,
 // expired: the unverified claims can only make it refuse, never accept), and remembers review
@@ -138,7 +132,7 @@ func (c *CachedAuthenticator) Authenticate(ctx context.Context, token string) (I
 	now := c.Now()
 	claims, err := unverifiedClaims(token)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+		return Identity{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
 	}
 	if !slices.Contains(claims.Audience, c.audience) {
 		return Identity{}, fmt.Errorf("%w: its audience is not %s", ErrUnauthenticated, c.audience)
