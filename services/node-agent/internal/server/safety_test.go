@@ -221,13 +221,17 @@ func TestWritesRefuseOtherMedia(t *testing.T) {
 	attachAt(t, dev, other)
 	before := fileHash(t, other)
 	writes := map[string]func() error{
-		"mkfs.xfs": func() error { return e.host.MkfsXFS(ctx, identified, dev, server.XFSLabel, "6b1e2c1a-4f55-4c1e-9a51-2f0d4f7d9a11") },
-		"wipe":     func() error { return e.host.Wipe(ctx, identified, nil) },
+		"mkfs.xfs": func() error {
+			return e.host.MkfsXFS(ctx, identified, dev, server.XFSLabel, "6b1e2c1a-4f55-4c1e-9a51-2f0d4f7d9a11")
+		},
+		"wipe": func() error { return e.host.Wipe(ctx, identified, nil) },
 		"split": func() error {
 			_, _, err := e.host.PartitionSplit(ctx, identified, 50, "6b1e2c1a-4f55-4c1e-9a51-2f0d4f7d9a12")
 			return err
 		},
-		"mount": func() error { return e.host.MountXFS(identified, dev, e.opts.AgentRoot, filepath.Join(e.opts.AgentRoot, "m")) },
+		"mount": func() error {
+			return e.host.MountXFS(identified, dev, e.opts.AgentRoot, filepath.Join(e.opts.AgentRoot, "m"))
+		},
 	}
 	for name, write := range writes {
 		if err := write(); !errors.Is(err, host.ErrMediaChanged) {
