@@ -116,4 +116,4 @@ bench: controlplane ## Benchmarks (speed and memory targets).
 
 .PHONY: demo
 demo: controlplane runtime-tools build up ## Start the local cluster, install every chart, apply the samples, watch them (Ctrl-C stops).
-	cd tools && GOWORK=off go run ./cmd/demo --repo $(ROOT) $(DEMO_FLAGS)
+	cd tools && GOWORK=off go build -o $(ROOT)/.cache/bin/demo ./cmd/demo && $(ROOT)/.cache/bin/demo --repo $(ROOT) $(DEMO_FLAGS)

@@ -35,12 +35,9 @@ import (
 func installArgs(s service) []string {
 	args := []string{"install", s.name, filepath.Join(env.root, "charts", s.name),
 		"--namespace", s.namespace(), "--create-namespace"}
-	if env.local != nil {
-		// Pods share the host network: every listener binds its own pod address.
-		args = append(args, "--set", "bindPodIP=true")
-	}
-	// E2E_HELM_SET: more --set values for every chart, e.g. bindPodIP=true when
-	// E2E_KUBECONFIG names a local cluster (`make up`), whose pods share the host network;
+	// A plain install: on the local cluster the process runner binds the charts' host-less
+	// listen addresses to each pod's own address, as a pod's network namespace would.
+	// E2E_HELM_SET: more --set values for every chart (other clusters' needs);
 	// E2E_HELM_SET_<CHART> (NODE_AGENT, VALD_OPERATOR, ...) for one chart.
 	perChart := "E2E_HELM_SET_" + strings.ToUpper(strings.ReplaceAll(s.name, "-", "_"))
 	for _, kv := range strings.Fields(os.Getenv("E2E_HELM_SET") + " " + os.Getenv(perChart)) {
@@ -56,12 +53,14 @@ func installArgs(s service) []string {
 	case "node-agent":
 		if env.local != nil {
 			// Every simulated node is this host: each agent gets its own state and PV tree
-			// (the later --agent-root/--pv-root win; $(NODE_NAME) is expanded per pod).
+			// (the later --agent-root/--pv-root win; $(NODE_NAME) is expanded per pod). Its
+			// disks are the node's own loop devices: the runner's image rule adds
+			// --allow-loop-devices and --device-allow with them.
 			base := filepath.Join(env.workDir, "node-agent")
 			args = append(args,
 				"--set", "agentRoot="+filepath.Join(base, "agent"),
 				"--set", "pvRoot="+filepath.Join(base, "pv"),
-				"--set", "extraArgs={--allow-loop-devices,--agent-root="+filepath.Join(base, "agent", "$(NODE_NAME)")+",--pv-root="+filepath.Join(base, "pv", "$(NODE_NAME)")+"}")
+				"--set", "extraArgs={--agent-root="+filepath.Join(base, "agent", "$(NODE_NAME)")+",--pv-root="+filepath.Join(base, "pv", "$(NODE_NAME)")+"}")
 		}
 	}
 	return args
@@ -143,6 +142,36 @@ func TestControllersReady(t *testing.T) {
 			}
 		}
 		t.Fatal(err)
+	}
+}
+
+// TestPlainInstallSettles: after plain installs (no --set for the local cluster's sake)
+// every pod of every release runs without a single restart, and none has failed: no two
+// processes fought over a port, nothing crash-loops.
+func TestPlainInstallSettles(t *testing.T) {
+	for _, s := range services {
+		needInstalled(t, s.name)
+	}
+	ctx := t.Context()
+	for _, s := range services {
+		pods, err := env.client.CoreV1().Pods(s.namespace()).List(ctx, metav1.ListOptions{LabelSelector: selector(s.name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) == 0 {
+			t.Errorf("%s: no pods", s.name)
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodFailed {
+				t.Errorf("%s: pod %s Failed: %s", s.name, p.Name, p.Status.Message)
+			}
+			for _, c := range p.Status.ContainerStatuses {
+				if c.RestartCount > 0 {
+					t.Errorf("%s: pod %s container %s restarted %d times (last: %+v); log:\n%s",
+						s.name, p.Name, c.Name, c.RestartCount, c.LastTerminationState.Terminated, podLogTail(&p, 20))
+				}
+			}
+		}
 	}
 }
 
@@ -719,6 +748,9 @@ func TestKilledProcessPodReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("after SIGKILL of pid %d: unready seen=%v, %s, %s in all", pid, sawUnready, how, since(begin))
+	if env.local != nil && !strings.HasPrefix(how, "restarted in place") {
+		t.Errorf("the local cluster's runner %s; a kubelet restarts the container in place", how)
+	}
 }
 
 // containerPID finds the process of a pod's first container: the runner reports it as

@@ -299,6 +299,9 @@ func setup() (teardown func(), err error) {
 				fmt.Fprintf(os.Stderr, "e2e: down: %v\n%s", err, down.String())
 			}
 			teardownErr = leftovers(o.Dir, work)
+			if disks, err := localcluster.NodeDisks(o); err != nil || len(disks) > 0 {
+				teardownErr = errors.Join(teardownErr, fmt.Errorf("loop devices of the nodes left attached after down: %v (%v)", disks, err))
+			}
 			var kept []string
 			for _, p := range strings.Fields(string(hostMounts)) {
 				if exists(p) && !slices.Contains(kept, p) {

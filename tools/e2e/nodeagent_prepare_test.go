@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -29,6 +30,7 @@ import (
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/shared/nodeagent"
 	"github.com/opsuite/suite/shared/nodeagent/contract"
+	"github.com/opsuite/suite/tools/internal/localcluster"
 )
 
 // agentXFSLabel is the label the agent gives the filesystems it makes
@@ -44,15 +46,13 @@ const preparerNamespace = "e2e-disk-preparer"
 // call (a no-op), and releases it with wipe; a ServiceAccount without the binding is
 // refused with PermissionDenied.
 func TestNodeAgentPrepare(t *testing.T) {
-	needRunner(t, "loop devices on this host, seen by the agent processes through the host's /dev")
+	needRunner(t, "the local cluster's per-node loop devices")
 	needInstalled(t, "node-agent")
-	for _, tool := range []string{"losetup", "blkid"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found: %v", tool, err)
-		}
+	if _, err := exec.LookPath("blkid"); err != nil {
+		t.Fatalf("blkid not found: %v", err)
 	}
 	if os.Geteuid() != 0 {
-		t.Fatal("needs root: losetup, and the agent's mkfs and mounts")
+		t.Fatal("needs root: blkid on the device, and the agent's mkfs and mounts")
 	}
 	s := serviceByName("node-agent")
 	ctx := t.Context()
@@ -203,32 +203,18 @@ func TestNodeAgentPrepare(t *testing.T) {
 	}
 	t.Logf("calling the agent of node %s (pod %s at %s:%d, TLS name %s) as %s/%s", node, agentPod.Name, agentPod.Status.PodIP, port, serverName, preparerNamespace, bound)
 
-	// A 512 MiB sparse file on a loop device: the host's /dev is the agent's /dev.
-	dir := t.TempDir()
-	img := filepath.Join(dir, "disk.img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
+	// One of the node's own disks: the local cluster gives every node loop devices of its
+	// own, and the node's agent sees those alone (hostPath /dev is the node's, and the
+	// image rule passes --device-allow with exactly them).
+	disks, err := localcluster.NodeDisks(*env.local)
+	if err != nil || len(disks[node]) == 0 {
+		t.Fatalf("the local cluster attached no disks for node %s: %v (%v)", node, disks, err)
 	}
-	if err := f.Truncate(512 << 20); err != nil {
-		t.Fatal(err)
-	}
-	_ = f.Close()
-	out, err := exec.CommandContext(ctx, "losetup", "--find", "--show", img).CombinedOutput()
-	if err != nil {
-		t.Fatalf("losetup --find --show %s: %v: %s", img, err, out)
-	}
-	dev := strings.TrimSpace(string(out))
+	dev := disks[node][0]
 	pvPath := filepath.Join(env.workDir, "node-agent", "pv", node, "e2e-disk-preparer")
 	released := false
-	// Cleanups run last-in first-out: release through the agent (its mounts live in the
-	// agent's namespace), then detach the device; the temp dir goes after both.
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
-		}
-		_ = os.Remove(img)
-	})
+	// Release through the agent (its mounts live in the agent's namespace); the device
+	// itself goes with the cluster.
 	t.Cleanup(func() {
 		if released {
 			return
@@ -239,7 +225,7 @@ func TestNodeAgentPrepare(t *testing.T) {
 			t.Errorf("cleanup: releasing %s: %v", dev, err)
 		}
 	})
-	t.Logf("attached %s to a 512 MiB sparse file %s; PV path %s", dev, img, pvPath)
+	t.Logf("node %s owns %v; preparing %s, PV path %s", node, disks[node], dev, pvPath)
 
 	// Without the binding: authenticated, but refused.
 	config.Tokens = tokensFor(unbound, &deniedCalls)
@@ -332,6 +318,12 @@ func TestNodeAgentPrepare(t *testing.T) {
 	}
 	if !owned {
 		t.Errorf("the report does not show %s as the agent's xfs device", dev)
+	}
+	// The agent sees its node's disks and nothing else of the host.
+	for _, bd := range rep.Devices {
+		if !slices.Contains(disks[node], bd.Path) {
+			t.Errorf("the agent of %s reports %s, not one of its node's disks %v", node, bd.Path, disks[node])
+		}
 	}
 
 	// A repeat is a no-op with the same answer: same filesystem, not re-made.

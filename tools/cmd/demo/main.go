@@ -1,6 +1,8 @@
 // Command demo shows the suite on the local cluster: it installs every chart with Helm,
 // applies deploy/samples and prints them until interrupted. `make demo` starts the cluster
-// first (`make up`); Ctrl-C stops it again unless --keep-cluster is given.
+// first (`make up`); Ctrl-C stops it again unless --keep-cluster is given, and exits 0: a
+// requested stop is no failure (`make demo` runs the built binary, not `go run`, whose
+// own exit status would be 1 after an interrupt).
 package main
 
 import (
@@ -14,6 +16,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/opsuite/suite/tools/internal/localcluster"
 )
 
 func main() {
@@ -55,23 +59,47 @@ func run() error {
 		defer d.down()
 	}
 	for _, chart := range charts {
+		// Plain installs: the cluster's process runner gives every pod its own listen
+		// address, as a kubelet gives it its own network.
 		args := []string{"upgrade", "--install", chart, filepath.Join(root, "charts", chart),
-			"--namespace", chart, "--create-namespace", "--wait", "--timeout", "5m",
-			// Pods here are processes sharing the host's network: each binds its own address.
-			"--set", "bindPodIP=true"}
+			"--namespace", chart, "--create-namespace", "--wait", "--timeout", "5m"}
 		switch chart {
 		case "node-agent":
-			args = append(args, "--set", "poolLabelPrefix=node.opsuite.io")
+			// Every simulated node is this host: each agent keeps its state and PV tree in a
+			// directory of its node under the cluster's state ($(NODE_NAME) is expanded per
+			// pod; the later flags win). Its disks are its node's loop devices (the runner's
+			// image rule passes them).
+			base := filepath.Join(root, ".local", "state", "node-agent")
+			nodes, err := d.nodes()
+			if err != nil {
+				return err
+			}
+			for _, n := range nodes {
+				for _, sub := range []string{"agent", "pv"} {
+					if err := os.MkdirAll(filepath.Join(base, sub, n), 0o755); err != nil {
+						return err
+					}
+				}
+			}
+			args = append(args, "--set", "poolLabelPrefix=node.opsuite.io",
+				"--set", "agentRoot="+filepath.Join(base, "agent"), "--set", "pvRoot="+filepath.Join(base, "pv"),
+				"--set", "extraArgs={--agent-root="+filepath.Join(base, "agent", "$(NODE_NAME)")+",--pv-root="+filepath.Join(base, "pv", "$(NODE_NAME)")+"}")
 		case "vald-operator":
 			// No Vald Helm Operator runs here to bring its ValdRelease CRD.
 			args = append(args, "--set", "installValdReleaseCRD=true")
 		}
 		fmt.Printf("helm install %s\n", chart)
 		if err := d.tool(ctx, "helm", args...); err != nil {
+			if ctx.Err() != nil {
+				return nil // Ctrl-C: a requested stop, not a failure
+			}
 			return fmt.Errorf("installing chart %s: %w", chart, err)
 		}
 	}
 	if err := d.tool(ctx, "kubectl", "apply", "-f", filepath.Join(root, "deploy", "samples")); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("applying samples: %w", err)
 	}
 	fmt.Printf(`
@@ -118,6 +146,19 @@ func (d demo) tool(ctx context.Context, name string, args ...string) error {
 	cmd.Env = d.helmEnv
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
+}
+
+// nodes are the local cluster's node names, from the options `make up` saved.
+func (d demo) nodes() ([]string, error) {
+	o, err := localcluster.LoadOptions(filepath.Join(d.root, ".local"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the local cluster's options: %w", err)
+	}
+	names := make([]string, 0, len(o.Nodes))
+	for _, n := range o.Nodes {
+		names = append(names, n.Name)
+	}
+	return names, nil
 }
 
 func (d demo) down() {

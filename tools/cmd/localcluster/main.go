@@ -29,9 +29,9 @@ func main() {
 }
 
 type options struct {
-	dir, repoRoot, poolPrefix, poolNamespace string
-	portBase, general, agent, instance       int
-	keep, noRunner                           bool
+	dir, repoRoot, poolPrefix, poolNamespace  string
+	portBase, general, agent, instance, disks int
+	keep, noRunner                            bool
 }
 
 func run(args []string) error {
@@ -50,6 +50,7 @@ func run(args []string) error {
 	fs.IntVar(&opts.portBase, "port-base", 0, "first of six loopback ports (default 26443+10*instance)")
 	fs.IntVar(&opts.general, "general-nodes", 2, "number of nodes with pool type general")
 	fs.IntVar(&opts.agent, "agent-nodes", 2, "number of nodes with pool type agent")
+	fs.IntVar(&opts.disks, "disks-per-node", 2, "loop devices (1 GiB sparse files) each node owns; its pods' hostPath /dev shows those alone")
 	fs.StringVar(&opts.poolPrefix, "pool-label-prefix", "", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type (default node.opsuite.io)")
 	fs.StringVar(&opts.poolNamespace, "pool-namespace", "default", "value of <prefix>/namespace on every node")
 	fs.BoolVar(&opts.noRunner, "no-runner", false, "simulate every pod; run no processes")
@@ -86,6 +87,7 @@ func run(args []string) error {
 			o.PoolLabelPrefix = opts.poolPrefix
 		}
 		o.DisableRunner = opts.noRunner
+		o.DisksPerNode = opts.disks
 		self, err := os.Executable()
 		if err != nil {
 			return err
@@ -112,6 +114,11 @@ func run(args []string) error {
 			fmt.Printf("%8d %-28s %6d MiB\n", pid, strings.TrimSpace(string(comm)), rss>>20)
 		}
 		fmt.Printf("total RSS %d MiB; kubeconfig %s\n", total>>20, saved.Kubeconfig())
+		if disks, err := localcluster.NodeDisks(saved); err == nil {
+			for _, n := range saved.Nodes {
+				fmt.Printf("node %-20s disks %s\n", n.Name, strings.Join(disks[n.Name], " "))
+			}
+		}
 		return nil
 	}
 	return fmt.Errorf("unknown command %q", cmd)

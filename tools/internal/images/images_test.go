@@ -315,8 +315,7 @@ func TestBuildWithHostToolsRunsInImageRoot(t *testing.T) {
 		t.Fatalf("env %q lacks LD_LIBRARY_PATH", cfg.Config.Env)
 	}
 	if os.Geteuid() != 0 {
-		t.Log("not root: the image's blkid is checked for presence only, not run in a chroot")
-		return
+		t.Fatal("needs root to run the image's blkid in a chroot of the image's files; run the tests as root, as CI does")
 	}
 	root := t.TempDir()
 	for name, h := range hdrs {
