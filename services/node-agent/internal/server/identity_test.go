@@ -29,6 +29,18 @@ func attachAt(t *testing.T, dev, file string) {
 	}
 }
 
+// swapAfterReboot is a reboot after which two loop devices come back under each other's names:
+// the test's mounts are gone, a's file is attached as b and b's as a.
+func swapAfterReboot(t *testing.T, e *testEnv, a, b string) {
+	t.Helper()
+	fileA, fileB := backingFile(t, a), backingFile(t, b)
+	unmountUnder(t, e.root)
+	detach(t, a)
+	detach(t, b)
+	attachAt(t, a, fileB)
+	attachAt(t, b, fileA)
+}
+
 // mountedFile names the file behind whatever is mounted at target: the loop device's backing
 // file, through the partition's disk for a split device.
 func mountedFile(t *testing.T, e *testEnv, target string) string {
@@ -75,12 +87,7 @@ func TestDevicesFoundByIdentityAfterNamesSwap(t *testing.T) {
 		}
 	}
 
-	// Reboot: mounts gone, the disks come back in the other order.
-	unmountUnder(t, e.root)
-	detach(t, a)
-	detach(t, b)
-	attachAt(t, a, fileB)
-	attachAt(t, b, fileA)
+	swapAfterReboot(t, e, a, b)
 
 	srv := e.newServer()
 	if err := srv.Restore(ctx); err != nil {
@@ -218,7 +225,6 @@ func TestReleaseByNameMeansTheDeviceNowThere(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	a, b := newLoop(t, e.root, 512*mib), newLoop(t, e.root, 512*mib)
-	fileA, fileB := backingFile(t, a), backingFile(t, b)
 	ra, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("vol-a"), 0, a))
 	if err != nil {
 		t.Fatal(err)
@@ -226,11 +232,7 @@ func TestReleaseByNameMeansTheDeviceNowThere(t *testing.T) {
 	if _, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("vol-b"), 0, b)); err != nil {
 		t.Fatal(err)
 	}
-	unmountUnder(t, e.root)
-	detach(t, a)
-	detach(t, b)
-	attachAt(t, a, fileB)
-	attachAt(t, b, fileA)
+	swapAfterReboot(t, e, a, b)
 
 	rel, err := e.newServer().ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{a}, Wipe: true})
 	if err != nil {
