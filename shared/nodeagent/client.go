@@ -2,7 +2,8 @@
 // the agent's pod on a node (through the manager's cache), keeps one TLS connection per node
 // verified with the chart's CA, sends with every call a ServiceAccount token minted for that
 // node's agent alone (audience contract.Audience(node)), and retries calls the agent could not
-// take (Unavailable) and nothing else.
+// take (Unavailable) and nothing else. An operator makes its pool with NewForManager, from
+// AgentsFromEnv (the NODE_AGENT_* variables its chart sets) or Release.Agents.
 //
 // RBAC the caller's ServiceAccount needs: create serviceaccounts/token on itself (TokenRequester);
 // in the agent's namespace list and watch pods (PodResolver through a cache; get is enough for

@@ -236,7 +236,10 @@ func TestInCluster(t *testing.T) {
 	t.Run("NewForManager", func(t *testing.T) {
 		// The chart's release "node-agent": pods labelled by name and instance, CA in
 		// ConfigMap node-agent-ca; the manager runs as the caller.
-		release := nodeagent.Release{Namespace: agentNS, Name: "node-agent", Port: port}
+		agents := nodeagent.Release{Namespace: agentNS, Name: "node-agent", Port: port}.Agents()
+		if agents.CAConfigMap != caName || agents.Selector.String() != "app.kubernetes.io/instance=node-agent,app.kubernetes.io/name=node-agent" {
+			t.Fatalf("release node-agent: %+v", agents)
+		}
 		pod("node-agent-d", "node-d", "127.0.0.1", true, map[string]string{
 			"app.kubernetes.io/name": "node-agent", "app.kubernetes.io/instance": "node-agent",
 		})
@@ -246,7 +249,7 @@ func TestInCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pool, err := nodeagent.NewForManager(mgr, release, fast)
+		pool, err := nodeagent.NewForManager(mgr, agents, fast)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,6 +435,32 @@ func TestCASources(t *testing.T) {
 	for _, name := range []string{"no-name", "missing"} {
 		if _, _, err := (nodeagent.ConfigMapCA{Reader: env.Client, Namespace: "ca-test", Name: name}).CA(ctx); err == nil {
 			t.Fatalf("ConfigMap %s gave a CA", name)
+		}
+	}
+}
+
+func TestAgentsFromEnv(t *testing.T) {
+	set := func(kv map[string]string) {
+		for _, k := range []string{nodeagent.EnvNamespace, nodeagent.EnvSelector, nodeagent.EnvPort, nodeagent.EnvCAConfigMap, nodeagent.EnvCADir, nodeagent.EnvTokenFile} {
+			t.Setenv(k, kv[k])
+		}
+	}
+	set(map[string]string{
+		nodeagent.EnvNamespace: "opsuite-system", nodeagent.EnvSelector: "app.kubernetes.io/name=node-agent,app.kubernetes.io/instance=na",
+		nodeagent.EnvPort: "7443", nodeagent.EnvCAConfigMap: "na-node-agent-ca", nodeagent.EnvCADir: "/etc/node-agent-ca",
+		nodeagent.EnvTokenFile: "/var/run/secrets/node-agent/token",
+	})
+	a, err := nodeagent.AgentsFromEnv()
+	if err != nil || a.Namespace != "opsuite-system" || a.Port != 7443 || a.CAConfigMap != "na-node-agent-ca" ||
+		a.CADir != "/etc/node-agent-ca" || a.TokenFile != "/var/run/secrets/node-agent/token" ||
+		!a.Selector.Matches(labels.Set{"app.kubernetes.io/name": "node-agent", "app.kubernetes.io/instance": "na"}) {
+		t.Fatalf("%+v, %v", a, err)
+	}
+	set(map[string]string{nodeagent.EnvSelector: "a in (", nodeagent.EnvPort: "http"})
+	_, err = nodeagent.AgentsFromEnv()
+	for _, want := range []string{nodeagent.EnvNamespace, nodeagent.EnvSelector, nodeagent.EnvPort, nodeagent.EnvCAConfigMap} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
 		}
 	}
 }
