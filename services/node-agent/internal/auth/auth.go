@@ -158,8 +158,10 @@ func (p Policy) logCall(method string, id Identity, start time.Time, err error) 
 		return
 	}
 	code := status.Code(err)
+	// Refusals of callers without a valid token stay at debug: a flood of them must cost no
+	// more in logs than in reviews.
 	level := slog.LevelDebug
-	if code != codes.OK {
+	if code != codes.OK && code != codes.Unauthenticated {
 		level = slog.LevelInfo
 	}
 	p.Log.Log(context.Background(), level, "Handled call", "method", method, "user", id.User,

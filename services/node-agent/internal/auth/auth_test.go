@@ -104,4 +104,21 @@ func TestPolicy(t *testing.T) {
 	if !strings.Contains(logs.String(), "user=writer") {
 		t.Fatalf("calls are not logged with their caller:\n%s", logs.String())
 	}
+
+	// At info, a flood of calls without a valid token logs nothing; a denied caller does.
+	logs.Reset()
+	p.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	unary = p.Unary()
+	for range 100 {
+		if status.Code(call(report, "Bearer wrong")) != codes.Unauthenticated {
+			t.Fatal("a wrong token was accepted")
+		}
+	}
+	if logs.Len() != 0 {
+		t.Fatalf("unauthenticated calls logged at info:\n%s", logs.String())
+	}
+	_ = call(prepare, "Bearer reader-secret")
+	if !strings.Contains(logs.String(), "code=PermissionDenied") {
+		t.Fatalf("a denied call is not logged at info:\n%s", logs.String())
+	}
 }
