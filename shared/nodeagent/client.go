@@ -101,8 +101,9 @@ func (c *Client) EnsureSysctl(ctx context.Context, req *nodeagentv1.EnsureSysctl
 	return call(ctx, c, req, nodeagentv1.NodeAgentClient.EnsureSysctl)
 }
 
-// call runs one method with a timeout per attempt, retrying Unavailable only: every other
-// code is the agent's answer (a refusal, bad input, denied access) and would not change.
+// call runs one method with a timeout per attempt, retrying Unavailable only (and a
+// connection the pool closed): every other code is the agent's answer (a refusal, bad input,
+// denied access) and would not change.
 func call[Req, Resp any](ctx context.Context, c *Client, req Req, method func(nodeagentv1.NodeAgentClient, context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	var zero Resp
 	pause := c.opts.Backoff
@@ -119,7 +120,10 @@ func call[Req, Resp any](ctx context.Context, c *Client, req Req, method func(no
 		if err == nil {
 			return resp, nil
 		}
-		if status.Code(err) != codes.Unavailable || attempt >= c.opts.Attempts || ctx.Err() != nil {
+		// Canceled while the caller's context lives means the pool closed the connection under
+		// the call: the agent moved, and the next attempt reaches it where it is now.
+		retry := status.Code(err) == codes.Unavailable || status.Code(err) == codes.Canceled
+		if !retry || attempt >= c.opts.Attempts || ctx.Err() != nil {
 			return zero, err
 		}
 		jittered := pause/2 + rand.N(pause)

@@ -269,3 +269,70 @@ func TestOneConnectionPerNode(t *testing.T) {
 		t.Errorf("the pool holds %d connections, want 2", n)
 	}
 }
+
+// movingResolver is a node whose agent moves when told.
+type movingResolver struct {
+	mu   sync.Mutex
+	addr string
+}
+
+func (m *movingResolver) Address(context.Context, string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.addr, nil
+}
+
+func (m *movingResolver) move(addr string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.addr = addr
+}
+
+// blockingAgent holds every GetNodeReport until its context ends.
+type blockingAgent struct {
+	nodeagentv1.UnimplementedNodeAgentServer
+	started chan struct{}
+}
+
+func (b *blockingAgent) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNodeReportRequest) (*nodeagentv1.GetNodeReportResponse, error) {
+	b.started <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestCallFollowsAMovedAgent: a call in flight when the pool learns that the agent moved (and
+// closes the old connection) is retried at the new address, not failed as Canceled.
+func TestCallFollowsAMovedAgent(t *testing.T) {
+	pki := newPKI(t)
+	old := &blockingAgent{started: make(chan struct{}, 1)}
+	moved := &scriptedAgent{node: "node-a"}
+	r := &movingResolver{addr: serveTLS(t, old, pki.Cert, "127.0.0.1:0")}
+	newAddr := serveTLS(t, moved, pki.Cert, "127.0.0.1:0")
+	p := newPool(t, nodeagent.Config{Resolver: r, CA: nodeagent.StaticCA{Pool: pki.Pool, ServerName: serverName}, Tokens: &audienceTokens{}, Options: fast})
+
+	done := make(chan error, 1)
+	go func() {
+		rep, err := p.Node("node-a").GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
+		if err == nil && rep.NodeName != "node-a" {
+			err = errors.New("answered by " + rep.NodeName)
+		}
+		done <- err
+	}()
+	<-old.started
+	r.move(newAddr)
+	// Another call sees the move first and replaces the connection.
+	if _, err := p.Node("node-a").GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the call in flight during the move: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call in flight during the move never ended")
+	}
+	if calls, _, _ := moved.stats(); calls != 2 {
+		t.Fatalf("the moved agent got %d calls, want 2", calls)
+	}
+}
