@@ -3,17 +3,10 @@ package manager_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"flag"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,6 +17,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/opsuite/suite/shared/manager"
+	"github.com/opsuite/suite/shared/nodeagent/nodeagenttest"
 	"github.com/opsuite/suite/shared/testenv"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -132,43 +126,23 @@ func TestRunServesProbesAndTakesTheLease(t *testing.T) {
 	}
 }
 
-// writeCert writes a self-signed serving certificate for 127.0.0.1 as tls.crt and tls.key
-// into a new directory, as a mounted kubernetes.io/tls Secret looks, and returns both.
-func writeCert(t *testing.T) (dir string, cert *x509.Certificate) {
+// writeCert writes a serving certificate for 127.0.0.1, signed by a throwaway CA, as
+// tls.crt and tls.key into a new directory (as a mounted kubernetes.io/tls Secret looks),
+// and returns the directory, the CA pool and the certificate.
+func writeCert(t *testing.T) (dir string, roots *x509.CertPool, cert []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "demo-operator-metrics"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	pki, err := nodeagenttest.NewPKI("demo-operator-metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir = t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pki.CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pki.KeyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cert, err = x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, cert
+	return dir, pki.Pool, pki.Cert.Certificate[0]
 }
 
 // servedCert completes a TLS handshake with addr, verifying against roots when given,
@@ -190,14 +164,12 @@ func servedCert(t *testing.T, addr string, roots *x509.CertPool) *x509.Certifica
 }
 
 func TestMetricsServeTheMountedCertificate(t *testing.T) {
-	dir, cert := writeCert(t)
-	roots := x509.NewCertPool()
-	roots.AddCert(cert)
+	dir, roots, cert := writeCert(t)
 	addr := testenv.FreeAddr(t)
 	runOperator(t, manager.Operator{Name: "cert-operator"}, "--leader-elect=false", "--metrics-bind-address", addr,
 		"--health-probe-bind-address", testenv.FreeAddr(t), "--metrics-cert-dir", dir)
-	// Verified against the mounted certificate alone: a scraper can pin it.
-	if got := servedCert(t, addr, roots); !bytes.Equal(got.Raw, cert.Raw) {
+	// Verified against the Secret's CA: a scraper can check it.
+	if got := servedCert(t, addr, roots); !bytes.Equal(got.Raw, cert) {
 		t.Fatalf("metrics served %q, not the mounted certificate", got.Subject)
 	}
 
@@ -205,7 +177,7 @@ func TestMetricsServeTheMountedCertificate(t *testing.T) {
 	addr = testenv.FreeAddr(t)
 	runOperator(t, manager.Operator{Name: "cert-operator"}, "--leader-elect=false", "--metrics-bind-address", addr,
 		"--health-probe-bind-address", testenv.FreeAddr(t))
-	if got := servedCert(t, addr, nil); bytes.Equal(got.Raw, cert.Raw) {
+	if got := servedCert(t, addr, nil); bytes.Equal(got.Raw, cert) {
 		t.Fatal("the self-signed default served the mounted certificate")
 	}
 }

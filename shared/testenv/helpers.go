@@ -1,11 +1,13 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -322,4 +324,24 @@ func (c *countingSubResource) Patch(ctx context.Context, obj client.Object, patc
 func (c *countingSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	c.n.Add(1)
 	return c.SubResourceClient.Apply(ctx, obj, opts...)
+}
+
+// LogBuffer collects what code under test logs from several goroutines, for assertions on
+// the logs and for failure messages.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

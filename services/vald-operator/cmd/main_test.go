@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
@@ -16,24 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 )
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRunAgainstAPIServer runs the binary's entry point, flags and environment included,
 // against a real API server: a release converges, metrics and probes are served, and the
@@ -52,7 +32,7 @@ func TestRunAgainstAPIServer(t *testing.T) {
 
 	metricsAddr, probeAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- runWith(ctx, []string{
