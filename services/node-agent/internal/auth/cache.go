@@ -130,6 +130,11 @@ func NewCachedAuthenticator(next Authenticator, audience string, cfg CacheConfig
 // Authenticate implements Authenticator.
 func (c *CachedAuthenticator) Authenticate(ctx context.Context, token string) (Identity, error) {
 	now := c.Now()
+	// The cache first: its entries never outlive the token.
+	key := sha256.Sum256([]byte(token))
+	if r, ok := c.cache.get(key, now); ok {
+		return r.id, r.err
+	}
 	claims, err := unverifiedClaims(token)
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
@@ -139,10 +144,6 @@ func (c *CachedAuthenticator) Authenticate(ctx context.Context, token string) (I
 	}
 	if claims.Expiry != 0 && !now.Before(time.Unix(claims.Expiry, 0)) {
 		return Identity{}, fmt.Errorf("%w: it has expired", ErrUnauthenticated)
-	}
-	key := sha256.Sum256([]byte(token))
-	if r, ok := c.cache.get(key, now); ok {
-		return r.id, r.err
 	}
 	c.mu.Lock()
 	if r, ok := c.inflight[key]; ok {
