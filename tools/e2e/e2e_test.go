@@ -674,7 +674,9 @@ func TestTwoReplicasOneLeader(t *testing.T) {
 
 const killRelease = "veltrix-operator"
 
-func TestKilledProcessPodReplaced(t *testing.T) {
+// TestKilledProcessRecovers kills a controller's process: its pod turns unready and recovers,
+// on the local cluster by a restart in place (restartCount grows), as on a kubelet.
+func TestKilledProcessRecovers(t *testing.T) {
 	needRunner(t, "killing a container's process by pid")
 	needInstalled(t, killRelease)
 	s := serviceByName(killRelease)

@@ -299,8 +299,11 @@ func setup() (teardown func(), err error) {
 				fmt.Fprintf(os.Stderr, "e2e: down: %v\n%s", err, down.String())
 			}
 			teardownErr = leftovers(o.Dir, work)
-			if disks, err := localcluster.NodeDisks(o); err != nil || len(disks) > 0 {
-				teardownErr = errors.Join(teardownErr, fmt.Errorf("loop devices of the nodes left attached after down: %v (%v)", disks, err))
+			switch disks, err := localcluster.NodeDisks(o); {
+			case err != nil:
+				teardownErr = errors.Join(teardownErr, fmt.Errorf("listing the nodes' loop devices after down: %w", err))
+			case len(disks) > 0:
+				teardownErr = errors.Join(teardownErr, fmt.Errorf("loop devices of the nodes left attached after down: %v", disks))
 			}
 			var kept []string
 			for _, p := range strings.Fields(string(hostMounts)) {

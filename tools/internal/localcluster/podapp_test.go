@@ -491,20 +491,7 @@ func checkSecurityContext(ctx context.Context, t *testing.T, client kubernetes.I
 		FSGroup: ptr.To[int64](3000), RunAsNonRoot: ptr.To(true)}
 	pod.Spec.Volumes[1].Secret.DefaultMode = ptr.To[int32](0o400)
 	pod.Spec.Containers[0].LivenessProbe = nil
-	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}) }()
-	var ip string
-	waitFor(ctx, t, "podapp-user Ready", func() (bool, string) {
-		p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		ip = p.Status.PodIP
-		return podReady(p), fmt.Sprintf("%s %v", p.Status.Phase, p.Status.ContainerStatuses)
-	})
-	r := getReport(t, ip)
+	r := getReport(t, runReady(ctx, t, client, pod))
 	if r.UID != 1000 || r.GID != 2000 || !slices.Contains(r.Groups, 3000) {
 		t.Errorf("process runs as %d:%d groups %v, want 1000:2000 with group 3000", r.UID, r.GID, r.Groups)
 	}
@@ -563,20 +550,7 @@ func checkNodeDev(ctx context.Context, t *testing.T, client kubernetes.Interface
 	pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "dev", MountPath: "/dev"})
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "dev", VolumeSource: corev1.VolumeSource{
 		HostPath: &corev1.HostPathVolumeSource{Path: "/dev", Type: ptr.To(corev1.HostPathDirectory)}}})
-	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{}) }()
-	var ip string
-	waitFor(ctx, t, "podapp-dev Ready", func() (bool, string) {
-		p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		ip = p.Status.PodIP
-		return podReady(p), fmt.Sprintf("%s %v", p.Status.Phase, p.Status.ContainerStatuses)
-	})
-	r := getReport(t, ip)
+	r := getReport(t, runReady(ctx, t, client, pod))
 	var loops []string
 	for _, name := range r.Dev {
 		if strings.HasPrefix(name, "loop") || strings.HasPrefix(name, "sd") || strings.HasPrefix(name, "vd") || strings.HasPrefix(name, "nvme") {
@@ -591,6 +565,26 @@ func checkNodeDev(ctx context.Context, t *testing.T, client kubernetes.Interface
 	if !slices.Contains(r.Dev, "null") || !slices.Contains(r.Dev, "urandom") {
 		t.Errorf("/dev lacks null or urandom: %v", r.Dev)
 	}
+}
+
+// runReady creates pod in "default", deletes it when the test ends, waits until it is
+// Ready and returns its address.
+func runReady(ctx context.Context, t *testing.T, client kubernetes.Interface, pod *corev1.Pod) string {
+	t.Helper()
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{}) })
+	var ip string
+	waitFor(ctx, t, pod.Name+" Ready", func() (bool, string) {
+		p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ip = p.Status.PodIP
+		return podReady(p), fmt.Sprintf("%s %v", p.Status.Phase, p.Status.ContainerStatuses)
+	})
+	return ip
 }
 
 func getReport(t *testing.T, ip string) podAppReport {
