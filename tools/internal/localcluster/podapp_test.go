@@ -574,7 +574,9 @@ func runReady(ctx context.Context, t *testing.T, client kubernetes.Interface, po
 	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = client.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = client.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{})
+	})
 	var ip string
 	waitFor(ctx, t, pod.Name+" Ready", func() (bool, string) {
 		p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
