@@ -9,12 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/opsuite/suite/shared/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -109,10 +111,7 @@ func (s Set[O]) Sync(ctx context.Context, desired []O) (Outcome[O], error) {
 		key := client.ObjectKeyFromObject(want)
 		wanted[key] = true
 
-		live, ok := want.DeepCopyObject().(O)
-		if !ok {
-			return out, fmt.Errorf("children: deep copy of %T", want)
-		}
+		live := empty(want)
 		switch err := s.Client.Get(ctx, key, live); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -171,6 +170,17 @@ func (s Set[O]) prune(ctx context.Context, wanted map[client.ObjectKey]bool, out
 		log.FromContext(ctx).Info("Pruned "+kind, lowerFirst(kind), child.GetName())
 	}
 	return nil
+}
+
+// empty returns a new object of want's type (and kind, for unstructured ones), so reading
+// the live object never mixes in desired values.
+func empty[O client.Object](want O) O {
+	if u, ok := any(want).(*unstructured.Unstructured); ok {
+		fresh := &unstructured.Unstructured{}
+		fresh.SetGroupVersionKind(u.GroupVersionKind())
+		return any(fresh).(O)
+	}
+	return reflect.New(reflect.TypeOf(want).Elem()).Interface().(O)
 }
 
 func lowerFirst(s string) string {

@@ -144,6 +144,18 @@ func TestApplyOwnSkipAndPrune(t *testing.T) {
 	if v := f.get(t, "a").Data["value"]; v != "2" {
 		t.Errorf("changed value not applied: %q", v)
 	}
+
+	// A key the live object lacks is applied (reading the live object must not merge it
+	// into the desired one).
+	withKey := desired("a", "2")
+	withKey.Data["new"] = "n"
+	out, err = f.set.Sync(ctx, []*corev1.ConfigMap{withKey, desired("c", "1")})
+	if err != nil || len(out.Applied) != 1 {
+		t.Fatalf("sync with a new key: %+v, %v", out, err)
+	}
+	if v := f.get(t, "a").Data["new"]; v != "n" {
+		t.Errorf("new key not applied: %q", v)
+	}
 }
 
 func TestNeverPrunesOnEmptyOrAfterAFailure(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 )
 
@@ -53,5 +55,17 @@ func TestContains(t *testing.T) {
 		if got := Contains(tc.got, tc.want); got != tc.ok {
 			t.Errorf("%s: Contains = %v, want %v", tc.name, got, tc.ok)
 		}
+	}
+}
+
+func TestEmptyIsFreshOfTheSameKind(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Data: map[string]string{"k": "v"}}
+	if got := empty(cm); got == cm || got.Name != "" || got.Data != nil {
+		t.Errorf("empty(ConfigMap) = %+v", got)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"a": "b"}}}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "test.opsuite.io", Version: "v1", Kind: "Widget"})
+	if got := empty(u); got == u || got.GroupVersionKind() != u.GroupVersionKind() || got.Object["spec"] != nil {
+		t.Errorf("empty(Unstructured) = %+v", got.Object)
 	}
 }

@@ -46,8 +46,9 @@ type Config[O client.Object] struct {
 	// without error (a Terminal result included: the spec was fully judged).
 	ObserveGeneration func(obj O, generation int64)
 	// Finalizer, when set, is added to every object not being deleted (then the pass ends;
-	// the update's watch event starts the next one) and removed once Finalize returns
-	// Done for an object being deleted.
+	// the update's watch event starts the next one, so the controller must not filter
+	// metadata-only updates with a GenerationChangedPredicate) and removed once Finalize
+	// returns Done for an object being deleted.
 	Finalizer string
 	// Finalize cleans up what owner references cannot (external state). Optional.
 	Finalize func(ctx context.Context, obj O) (Result, error)
