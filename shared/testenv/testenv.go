@@ -1,6 +1,9 @@
 // Package testenv starts a real control plane (etcd and kube-apiserver, built by tools/
 // from the Go module proxy and cached under .cache/k8s) for integration tests, installs the
-// suite's CRDs and cleans up after test processes that were killed mid-run.
+// suite's CRDs and cleans up after test processes that were killed mid-run. Its helpers
+// serve every module's tests: StartManager, Eventually/WaitFor/WaitForObject/
+// WaitForCondition, Poll, WriteCounter, FreeAddr/FreePort, NewNamespace, Kubeconfig,
+// LogBuffer, and the Widget test kind.
 package testenv
 
 import (
