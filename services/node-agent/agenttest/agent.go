@@ -42,6 +42,10 @@ type Options struct {
 	// audience contract.Audience(Node), SubjectAccessReview on the node), as in a cluster. It
 	// also reads the Node's labels unless Labels is set.
 	REST *rest.Config
+	// ReviewCacheTTL, when set, is how long the agent reuses token and access reviews,
+	// allowed or denied (the agent's defaults: 10s and 5s); short, a test sees RBAC it
+	// changes at once.
+	ReviewCacheTTL time.Duration
 	// NoAuth serves without authentication and authorization (any token is accepted); only
 	// when REST is nil, and only if the test says so.
 	NoAuth bool
@@ -113,7 +117,7 @@ func Start(t testing.TB, o Options) *Agent {
 		if err != nil {
 			t.Fatal(err)
 		}
-		policy = kube.NewPolicy(cs, o.Node, auth.CacheConfig{}, o.Log)
+		policy = kube.NewPolicy(cs, o.Node, auth.CacheConfig{Allowed: o.ReviewCacheTTL, Denied: o.ReviewCacheTTL}, o.Log)
 		if a.labels == nil {
 			a.labels = &kube.NodeLabels{Client: cs, NodeName: o.Node, TTL: time.Second}
 		}

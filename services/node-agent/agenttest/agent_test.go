@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/services/node-agent/agenttest"
@@ -127,6 +128,56 @@ func TestPrepareThroughTheRealAgent(t *testing.T) {
 	replay := agenttest.Pool(t, nodeagent.StaticToken(tr.Status.Token), a, b)
 	if _, err := replay.Node("node-b").GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{}); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("node-a's token on node-b: %v", err)
+	}
+}
+
+// TestRBACChangesSeenWithAShortReviewCache: a test that binds a role after a denial sees it
+// on the next call when the agent's review cache is short.
+func TestRBACChangesSeenWithAShortReviewCache(t *testing.T) {
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns, sa = "late", "reader"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a := agenttest.Start(t, agenttest.Options{Node: "node-c", REST: env.Config, Labels: map[string]string{}, ReviewCacheTTL: time.Millisecond})
+	tokens, err := nodeagent.NewTokenRequester(env.Config, ns, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := agenttest.Pool(t, tokens, a).Node("node-c")
+	if _, err := c.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("before the binding: %v", err)
+	}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "late-reader"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{contract.Group}, Resources: []string{contract.Resource}, Verbs: []string{"get"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "late-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "late-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// RBAC reaches the apiserver's authorizer within moments; the agent's cache adds nothing.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := c.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.PermissionDenied || time.Now().After(deadline) {
+			t.Fatalf("after the binding: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
