@@ -32,10 +32,11 @@ const (
 // NodeAgent runs on every node and prepares it for the data planes: disks, sysctls and the
 // facts about the node that controllers need.
 //
-// Every call carries a ServiceAccount token (audience "node-agent") as
-// "authorization: Bearer <token>"; the agent checks it with a TokenReview and authorizes the
-// method with a SubjectAccessReview on the virtual resource "nodes" of the API group
-// "nodeagent.opsuite.io", named after the node:
+// Every call carries a ServiceAccount token whose audience names the agent's node,
+// "nodeagent.opsuite.io/<node>", as "authorization: Bearer <token>" (an agent refuses every
+// other audience, so a token is good on one node only); the agent checks it with a
+// TokenReview for that audience and authorizes the method with a SubjectAccessReview on the
+// virtual resource "nodes" of the API group "nodeagent.opsuite.io", named after the node:
 //
 //	GetNodeReport  get    nodes
 //	PrepareDisks   update nodes/disks
@@ -114,10 +115,11 @@ func (c *nodeAgentClient) EnsureSysctl(ctx context.Context, in *EnsureSysctlRequ
 // NodeAgent runs on every node and prepares it for the data planes: disks, sysctls and the
 // facts about the node that controllers need.
 //
-// Every call carries a ServiceAccount token (audience "node-agent") as
-// "authorization: Bearer <token>"; the agent checks it with a TokenReview and authorizes the
-// method with a SubjectAccessReview on the virtual resource "nodes" of the API group
-// "nodeagent.opsuite.io", named after the node:
+// Every call carries a ServiceAccount token whose audience names the agent's node,
+// "nodeagent.opsuite.io/<node>", as "authorization: Bearer <token>" (an agent refuses every
+// other audience, so a token is good on one node only); the agent checks it with a
+// TokenReview for that audience and authorizes the method with a SubjectAccessReview on the
+// virtual resource "nodes" of the API group "nodeagent.opsuite.io", named after the node:
 //
 //	GetNodeReport  get    nodes
 //	PrepareDisks   update nodes/disks
