@@ -15,7 +15,8 @@ import (
 
 // wildcardListeners returns the TCP ports pid listens on at every address (0.0.0.0 or
 // ::). All pods share the host's network, so such a listener takes the port on every pod
-// address and the next pod that binds it fails; containers must bind $(POD_IP).
+// address and the next pod that binds it fails; the image rule's ListenFlags bind the
+// flags it knows to the pod's address, anything else must bind $(POD_IP) itself.
 func wildcardListeners(pid int) []string {
 	inodes := map[string]bool{}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
@@ -55,7 +56,7 @@ func (w *podWorker) warnWildcardListeners(pod *corev1.Pod, c *container) {
 	if len(ports) == 0 {
 		return
 	}
-	msg := fmt.Sprintf("Container %s listens on %s at every address; bind to $(POD_IP) instead, or other pods cannot use the port.",
+	msg := fmt.Sprintf("Container %s listens on %s at every address; bind to $(POD_IP) or name the flag in the image rule's listenFlags, or other pods cannot use the port.",
 		c.spec.Name, strings.Join(ports, ", "))
 	w.r.log.Warn("Container listens on every address", "pod", w.key, "container", c.spec.Name, "ports", ports)
 	logPath := filepath.Join(w.r.cfg.LogDir, fmt.Sprintf("%s_%s_%s.log", pod.Namespace, pod.Name, c.spec.Name))
