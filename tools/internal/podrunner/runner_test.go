@@ -153,6 +153,8 @@ func TestRunnerRestartsInPlace(t *testing.T) {
 	if want := "crashing as 1000:1000"; !slices.Contains(strings.Split(string(log), "\n"), want) {
 		t.Errorf("container log lacks %q:\n%s", want, log)
 	}
+	checkInitCrashLoop(ctx, t, client)
+
 	st, err := os.Stat(filepath.Join(state, "pods", string(created.UID), "volumes", "token", "token"))
 	if err != nil {
 		t.Fatal(err)
@@ -160,4 +162,45 @@ func TestRunnerRestartsInPlace(t *testing.T) {
 	if sys := st.Sys().(*syscall.Stat_t); st.Mode().Perm() != 0o600 || sys.Uid != 1000 {
 		t.Errorf("token %v owned by %d, want 0600 of the pod's user 1000", st.Mode(), sys.Uid)
 	}
+}
+
+// checkInitCrashLoop: an init container that exits 1 is retried with back-off; the pod
+// stays Pending with the init container in CrashLoopBackOff and the others waiting in
+// PodInitializing, as a kubelet shows it.
+func checkInitCrashLoop(ctx context.Context, t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "init-crasher", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName: "node-a", AutomountServiceAccountToken: ptr.To(false),
+			InitContainers: []corev1.Container{{Name: "init", Image: "example.test/crasher:1", Args: []string{"crash"}}},
+			Containers:     []corev1.Container{{Name: "app", Image: "example.test/crasher:1", Args: []string{"crash"}}},
+		},
+	}
+	created, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	created.Status.PodIP = "127.251.0.2"
+	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 60*time.Second, "the init container in CrashLoopBackOff", func() (bool, string) {
+		p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(p.Status.InitContainerStatuses) != 1 || len(p.Status.ContainerStatuses) != 1 {
+			return false, fmt.Sprintf("statuses %+v %+v", p.Status.InitContainerStatuses, p.Status.ContainerStatuses)
+		}
+		ics, cs := p.Status.InitContainerStatuses[0], p.Status.ContainerStatuses[0]
+		last := ics.LastTerminationState.Terminated
+		ok := p.Status.Phase == corev1.PodPending && ics.RestartCount >= 1 && last != nil && last.ExitCode == 1 &&
+			ics.State.Waiting != nil && ics.State.Waiting.Reason == "CrashLoopBackOff" &&
+			cs.State.Waiting != nil && cs.State.Waiting.Reason == "PodInitializing"
+		return ok, fmt.Sprintf("%s init %+v, app %+v", p.Status.Phase, ics, cs.State)
+	})
 }

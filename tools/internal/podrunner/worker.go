@@ -53,9 +53,12 @@ type podWorker struct {
 	vols map[string]string
 	// waiting and waitingReason say why the pod is not started yet, for status.
 	waiting, waitingReason string
-	// initCrash backs off retries of a pod whose init container failed.
-	initCrash  crashBackoff
-	initFailed bool
+	// initCrash backs off retries of a pod whose init container failed; initRestarts
+	// counts the retries per init container, initFailure is the last failed one's status.
+	initCrash    crashBackoff
+	initFailed   bool
+	initRestarts map[string]int32
+	initFailure  *corev1.ContainerStatus
 	terminal   bool
 	lastStatus *corev1.PodStatus
 }
@@ -190,8 +193,15 @@ func (w *podWorker) run() {
 				w.containers, w.inits, w.tokens = nil, nil, nil
 				delay := time.Second
 				if w.initFailed {
-					delay = w.initCrash.next(time.Time{}, time.Time{})
+					// As the kubelet shows it: the init container in back-off (or ended,
+					// for restartPolicy Never), the others waiting for it.
 					w.initFailed = false
+					w.waiting, w.waitingReason = "", "PodInitializing"
+					delay = w.initCrash.next(time.Time{}, time.Time{})
+					if f := w.initFailure; !w.terminal && delay > 0 {
+						f.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+							Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, f.Name, pod.Name, pod.Namespace, pod.UID)}}
+					}
 				}
 				nextSetup = time.Now().Add(delay)
 				w.reportStatus(pod)
@@ -248,6 +258,7 @@ func (w *podWorker) start(pod *corev1.Pod) error {
 		if !ct.managed {
 			continue
 		}
+		ct.restarts = w.initRestarts[ct.spec.Name]
 		if err := w.startContainer(pod, ct); err != nil {
 			return err
 		}
@@ -264,6 +275,16 @@ func (w *podWorker) start(pod *corev1.Pod) error {
 				w.terminal = true
 			}
 			w.initFailed = true
+			w.exited(pod, ct)
+			cs := w.containerStatus(ct)
+			if !w.terminal {
+				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+				if w.initRestarts == nil {
+					w.initRestarts = map[string]int32{}
+				}
+				w.initRestarts[ct.spec.Name]++
+			}
+			w.initFailure = &cs
 			return fmt.Errorf("init container %s exited with %d", ct.spec.Name, ct.exitCode)
 		}
 	}
@@ -782,6 +803,9 @@ func (w *podWorker) desiredStatus(pod *corev1.Pod) corev1.PodStatus {
 		for _, c := range pod.Spec.Containers {
 			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: truncate(w.waiting)}}})
+		}
+		if w.initFailure != nil {
+			st.InitContainerStatuses = []corev1.ContainerStatus{*w.initFailure}
 		}
 		if w.terminal {
 			st.Phase = corev1.PodFailed
