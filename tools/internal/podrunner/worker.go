@@ -59,8 +59,8 @@ type podWorker struct {
 	initFailed   bool
 	initRestarts map[string]int32
 	initFailure  *corev1.ContainerStatus
-	terminal   bool
-	lastStatus *corev1.PodStatus
+	terminal     bool
+	lastStatus   *corev1.PodStatus
 }
 
 type container struct {
