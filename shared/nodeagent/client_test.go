@@ -78,14 +78,7 @@ var fast = nodeagent.Options{Timeout: 5 * time.Second, Attempts: 4, Backoff: tim
 
 const serverName = "node-agent.opsuite-system.svc"
 
-func newPKI(t *testing.T) *nodeagenttest.PKI {
-	t.Helper()
-	p, err := nodeagenttest.NewPKI(serverName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func newPKI(t *testing.T) *nodeagenttest.PKI { return nodeagenttest.MustPKI(t, serverName) }
 
 // serveTLS serves an agent on host (an address of 127.0.0.0/8, port 0 for any) with the
 // given certificate.

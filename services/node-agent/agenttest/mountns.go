@@ -47,3 +47,7 @@ func PrivateMountNamespace() {
 		os.Exit(1)
 	}
 }
+
+// InPrivateMountNamespace reports whether this binary is the one PrivateMountNamespace
+// re-ran, so a test about to mount can refuse to touch the host's mount table.
+func InPrivateMountNamespace() bool { return os.Getenv(mountNSEnv) != "" }

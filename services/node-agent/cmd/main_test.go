@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/x509"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -231,16 +230,10 @@ func writeKubeconfig(t *testing.T, dir string) string {
 
 func writePKI(t *testing.T, dir string) (*x509.CertPool, string, string) {
 	t.Helper()
-	pki, err := nodeagenttest.NewPKI("node-agent.opsuite-system.svc")
+	pki := nodeagenttest.MustPKI(t, "node-agent.opsuite-system.svc")
+	files, err := pki.WriteFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, pki.CertPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pki.KeyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return pki.Pool, certFile, keyFile
+	return pki.Pool, files.Cert, files.Key
 }

@@ -13,6 +13,9 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
+	"testing"
 	"time"
 )
 
@@ -75,4 +78,32 @@ func NewPKI(serverName string) (*PKI, error) {
 		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 	}, nil
+}
+
+// MustPKI is NewPKI for a test, which it fails on error.
+func MustPKI(t testing.TB, serverName string) *PKI {
+	t.Helper()
+	p, err := NewPKI(serverName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Files are the paths WriteFiles wrote.
+type Files struct {
+	CA, Cert, Key string
+}
+
+// WriteFiles writes the CA, the certificate and its key as PEM into dir, named as the keys of a
+// kubernetes.io/tls Secret with its CA (ca.crt, tls.crt, tls.key), which is how the agent and
+// the operators mount them.
+func (p *PKI) WriteFiles(dir string) (Files, error) {
+	f := Files{CA: filepath.Join(dir, "ca.crt"), Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key")}
+	for path, data := range map[string][]byte{f.CA: p.CAPEM, f.Cert: p.CertPEM, f.Key: p.KeyPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return Files{}, err
+		}
+	}
+	return f, nil
 }

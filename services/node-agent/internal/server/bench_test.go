@@ -18,7 +18,7 @@ func BenchmarkGetNodeReport(b *testing.B) {
 	ctx := context.Background()
 	e := newEnv(b)
 	newLoop(b, e.root, 512*mib) // one blank device besides the machine's own
-	pki := newPKI(b)
+	pki, _ := newPKI(b)
 	c := dialAgent(b, serveAgent(b, e.srv, pki), pki, "reader-token")
 	if _, err := c.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{}); err != nil { // connect
 		b.Fatal(err)

@@ -2,17 +2,8 @@ package server_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,6 +11,7 @@ import (
 	"github.com/opsuite/suite/services/node-agent/internal/auth"
 	"github.com/opsuite/suite/services/node-agent/internal/server"
 	"github.com/opsuite/suite/shared/nodeagent"
+	"github.com/opsuite/suite/shared/nodeagent/nodeagenttest"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
@@ -27,57 +19,16 @@ import (
 
 const agentName = "node-agent.opsuite-system.svc"
 
-// testPKI is a CA and a server certificate for the agent's service name, also written as PEM
+// newPKI is a CA and a server certificate for the agent's service name, also written as PEM
 // files for grpcurl.
-type testPKI struct {
-	pool     *x509.CertPool
-	cert     tls.Certificate
-	caFile   string
-	certFile string
-	keyFile  string
-}
-
-func newPKI(t testing.TB) testPKI {
+func newPKI(t testing.TB) (*nodeagenttest.PKI, nodeagenttest.Files) {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "node-agent-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	pki := nodeagenttest.MustPKI(t, agentName)
+	files, err := pki.WriteFiles(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: agentName}, DNSNames: []string{agentName},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	dir := t.TempDir()
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	p := testPKI{
-		pool: pool, cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
-		caFile: filepath.Join(dir, "ca.crt"), certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"),
-	}
-	for file, block := range map[string]*pem.Block{
-		p.caFile: {Type: "CERTIFICATE", Bytes: caDER}, p.certFile: {Type: "CERTIFICATE", Bytes: der},
-		p.keyFile: {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return p
+	return pki, files
 }
 
 // staticTokens stands in for TokenReview and SubjectAccessReview where the apiserver is not
@@ -99,24 +50,24 @@ func (s staticTokens) Authorize(_ context.Context, id auth.Identity, a auth.Attr
 var testTokens = staticTokens{"admin-token": {User: "admin"}, "reader-token": {User: "reader"}}
 
 // serveAgent runs the agent's full gRPC stack (TLS, auth, health, reflection) on 127.0.0.1.
-func serveAgent(t testing.TB, srv *server.Server, pki testPKI) string {
+func serveAgent(t testing.TB, srv *server.Server, pki *nodeagenttest.PKI) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	gs := server.NewGRPCServer(srv, auth.Policy{Authn: testTokens, Authz: testTokens},
-		credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pki.cert}}), server.NewHealth())
+		credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pki.Cert}}), server.NewHealth())
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	return lis.Addr().String()
 }
 
-func dialAgent(t testing.TB, addr string, pki testPKI, token string) *nodeagent.Client {
+func dialAgent(t testing.TB, addr string, pki *nodeagenttest.PKI, token string) *nodeagent.Client {
 	t.Helper()
 	p, err := nodeagent.NewPool(nodeagent.Config{
 		Resolver: nodeagent.StaticResolver{"node-a": addr},
-		CA:       nodeagent.StaticCA{Pool: pki.pool, ServerName: agentName},
+		CA:       nodeagent.StaticCA{Pool: pki.Pool, ServerName: agentName},
 		Tokens:   nodeagent.StaticToken(token),
 		Options:  nodeagent.Options{Timeout: time.Minute, Attempts: 2, Backoff: 10 * time.Millisecond},
 	})
@@ -130,7 +81,7 @@ func dialAgent(t testing.TB, addr string, pki testPKI, token string) *nodeagent.
 func TestOverTheNetwork(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	pki := newPKI(t)
+	pki, _ := newPKI(t)
 	addr := serveAgent(t, e.srv, pki)
 	dev := newLoop(t, e.root, 512*mib)
 

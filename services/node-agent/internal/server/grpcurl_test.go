@@ -43,7 +43,7 @@ func grpcurlPath(t *testing.T) string {
 func TestGRPCurl(t *testing.T) {
 	bin := grpcurlPath(t)
 	e := newEnv(t)
-	pki := newPKI(t)
+	pki, files := newPKI(t)
 	addr := serveAgent(t, e.srv, pki)
 
 	run := func(args ...string) (string, error) {
@@ -65,7 +65,7 @@ func TestGRPCurl(t *testing.T) {
 	}
 
 	// Verified TLS, as a careful operator would run it.
-	out, err = run("-cacert", pki.caFile, "-servername", agentName, "-H", "authorization: Bearer reader-token",
+	out, err = run("-cacert", files.CA, "-servername", agentName, "-H", "authorization: Bearer reader-token",
 		"-d", "{}", addr, "nodeagent.v1.NodeAgent/GetNodeReport")
 	if err != nil || !strings.Contains(out, `"nodeName": "node-a"`) || !strings.Contains(out, `"vm.max_map_count"`) {
 		t.Fatalf("grpcurl GetNodeReport: %v\n%s", err, out)
@@ -89,7 +89,7 @@ func TestGRPCurl(t *testing.T) {
 
 	// Health itself answers without a token, for probes (grpcurl needs one for reflection).
 	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(
-		credentials.NewTLS(&tls.Config{RootCAs: pki.pool, ServerName: agentName})))
+		credentials.NewTLS(&tls.Config{RootCAs: pki.Pool, ServerName: agentName})))
 	if err != nil {
 		t.Fatal(err)
 	}

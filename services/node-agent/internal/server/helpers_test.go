@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opsuite/suite/services/node-agent/agenttest"
 	"github.com/opsuite/suite/services/node-agent/internal/host"
 	"github.com/opsuite/suite/services/node-agent/internal/server"
 	"golang.org/x/sys/unix"
@@ -37,7 +38,7 @@ var testTools = map[string]string{
 // requireTools fails (never skips) when a command is missing, naming the package to install.
 func requireTools(t testing.TB) {
 	t.Helper()
-	if os.Getenv("NODEAGENT_TEST_MOUNTNS") == "" {
+	if !agenttest.InPrivateMountNamespace() {
 		t.Fatal("not running in the private mount namespace TestMain sets up")
 	}
 	for tool, pkg := range testTools {
