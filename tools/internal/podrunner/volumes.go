@@ -51,10 +51,12 @@ func (w *podWorker) prepareVolumes(ctx context.Context, pod *corev1.Pod) (map[st
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 			dir = path
-			// The kubelet gives a volume that supports ownership to the fsGroup.
-			if own.fsGroup != nil {
+			// Made like an emptyDir; an existing one is given to the fsGroup, as the kubelet
+			// gives a volume that supports ownership.
+			_, statErr := os.Stat(dir)
+			if os.IsNotExist(statErr) || own.fsGroup != nil {
 				mode, uid, gid := dirAttrs(true, nil, own)
-				if err := chownMode(dir, mode, uid, gid); err != nil {
+				if err := mkdirOwned(dir, mode, uid, gid); err != nil {
 					return nil, err
 				}
 			}
@@ -124,14 +126,7 @@ func (r *Runner) claimPath(ctx context.Context, ns, claim string) (string, error
 	if pv.Spec.HostPath != nil {
 		path = pv.Spec.HostPath.Path
 	}
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	// As the local-path provisioner kwok's volume stages stand in for makes it.
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		return "", err
-	}
-	return path, os.Chmod(path, 0o777)
+	return path, nil
 }
 
 func (r *Runner) configMapFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, opt *bool) (map[string]fileContent, error) {
