@@ -5,6 +5,7 @@ module github.com/opsuite/suite/api
 go 1.26.0
 
 require (
+	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2
 )

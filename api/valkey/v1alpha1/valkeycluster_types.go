@@ -1,48 +1,340 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ValkeyClusterSpec is the desired state of a ValkeyCluster. Its product issue fills it in.
+// ValkeyClusterSpec is the desired state of a sharded Valkey cluster. Its field names and
+// shapes are those of valkey-io/valkey-operator's v1alpha1, so a manifest written for that
+// operator applies here unchanged; fields it lacks are marked "Not in upstream".
+//
+// Rules that compare with the stored object protect data: a PVC cannot follow a new
+// storage class, and dropping persistence would drop every node's data.
+// +kubebuilder:validation:XValidation:rule="self.shards * ((has(self.replicas) ? self.replicas : 0) + 1) <= 1000",message="shards × (replicas + 1) must not exceed 1000 nodes, Valkey's cluster bus does not scale past that: lower shards or replicas"
+// +kubebuilder:validation:XValidation:rule="!(has(self.persistence) && has(self.workloadType) && self.workloadType == 'Deployment')",message="persistence needs workloadType StatefulSet: remove workloadType Deployment or remove persistence"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistence) || has(self.persistence)",message="persistence cannot be removed once set: every node's data lives on it; create a new cluster instead"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.persistence) || !has(self.persistence)",message="persistence cannot be added to a running cluster: create a new cluster with persistence"
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(oldSelf.persistence) || quantity(self.persistence.size).compareTo(quantity(oldSelf.persistence.size)) >= 0",message="persistence.size can only grow (a PVC cannot shrink): set it back to at least its previous value"
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(oldSelf.persistence) || (has(self.persistence.storageClassName) == has(oldSelf.persistence.storageClassName) && (!has(self.persistence.storageClassName) || self.persistence.storageClassName == oldSelf.persistence.storageClassName))",message="persistence.storageClassName is immutable (existing PVCs cannot move to another class): set it back to its previous value"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.networking) || !has(self.networking.tls)",message="TLS is configured twice: keep either spec.tls or spec.networking.tls, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.networking) || !has(self.networking.discovery) || !has(self.networking.discovery.preferredEndpointType) || self.networking.discovery.preferredEndpointType != 'Hostname' || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="networking.discovery.preferredEndpointType Hostname needs stable pod names: use workloadType StatefulSet (the default)"
 type ValkeyClusterSpec struct {
-	// Replicas is the number of members.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:default=3
-	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
-	// Image is the container image of the data plane.
+	// Image is the Valkey server image; empty means the operator's default.
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Image string `json:"image,omitempty"`
+
+	// ImagePullSecrets name Secrets in the cluster's namespace for pulling every image of
+	// its pods (server, exporter, extra containers).
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// Shards is the number of primaries the 16384 slots are spread over. Fewer than 3
+	// is accepted, but such a cluster cannot fail over by majority, and the operator says
+	// so in the ConfigurationWarning condition.
+	// +kubebuilder:validation:XValidation:rule="self >= 1",message="shards must be at least 1: every cluster needs a primary to own the slots"
+	// +required
+	Shards int32 `json:"shards"`
+
+	// Replicas is the number of replicas of each shard's primary.
+	// +kubebuilder:validation:XValidation:rule="self >= 0",message="replicas must be 0 or more (replicas per shard, not counting the primary)"
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Resources of the Valkey server container of every node.
+	// +kubebuilder:validation:XValidation:rule="['cpu', 'memory'].all(r, !has(self.requests) || !has(self.limits) || !(r in self.requests) || !(r in self.limits) || quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) <= 0)",message="resources.requests must not exceed resources.limits for cpu and memory: raise the limit or lower the request"
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Scheduling is where the nodes' pods may run and how they spread.
+	// +optional
+	Scheduling *SchedulingSpec `json:"scheduling,omitempty"`
+
+	// Exporter is the Prometheus exporter sidecar of every node.
+	// +kubebuilder:default:={enabled:true}
+	// +optional
+	Exporter ExporterSpec `json:"exporter,omitempty"`
+
+	// WorkloadType is the kind each ValkeyNode runs its pod with. Fixed at creation.
+	// +kubebuilder:default=StatefulSet
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="workloadType is immutable: create a new cluster to change it"
+	// +optional
+	WorkloadType WorkloadType `json:"workloadType,omitempty"`
+
+	// Persistence gives every node a PVC for its data (RDB/AOF and nodes.conf).
+	// +optional
+	Persistence *PersistenceSpec `json:"persistence,omitempty"`
+
+	// Users are ACL users created on every node. Names starting with '_' are the
+	// operator's own.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=128
+	// +optional
+	Users []UserACLSpec `json:"users,omitempty"`
+
+	// Containers are merged by name into the pod's containers ("server",
+	// "metrics-exporter"); other names are added as sidecars.
+	// +optional
+	Containers []corev1.Container `json:"containers,omitempty"`
+
+	// Config holds valkey.conf directives applied to every node. Directives the operator
+	// owns (cluster mode, ports, addresses, data directory, TLS files, ACL and replication
+	// credentials) are refused: use the dedicated fields.
+	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z0-9][A-Za-z0-9._-]*$') && size(k) <= 128)",message="config keys are valkey.conf directive names such as maxmemory-policy: letters, digits, '.', '-' and '_' only"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii() in ['cluster-enabled', 'cluster-config-file', 'port', 'cluster-port', 'bind', 'dir', 'daemonize', 'include', 'replicaof', 'slaveof', 'rename-command', 'cluster-announce-ip', 'cluster-announce-port', 'cluster-announce-bus-port', 'cluster-announce-tls-port', 'cluster-announce-hostname', 'cluster-preferred-endpoint-type']))",message="config must not set cluster-enabled, cluster-config-file, port, cluster-port, bind, dir, daemonize, include, replicaof, slaveof, rename-command, cluster-announce-* or cluster-preferred-endpoint-type: the operator sets them to run the node in cluster mode; remove the key"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii() in ['aclfile', 'requirepass', 'masterauth', 'masteruser', 'primaryauth', 'primaryuser']))",message="config must not set aclfile, requirepass, masterauth or masteruser: declare users in spec.users; the operator manages replication credentials"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii() in ['tls-port', 'tls-cert-file', 'tls-key-file', 'tls-ca-cert-file', 'tls-ca-cert-dir', 'tls-client-cert-file', 'tls-client-key-file', 'tls-cluster', 'tls-replication']))",message="config must not set tls-port, tls-*-file, tls-ca-cert-dir, tls-cluster or tls-replication: configure TLS in spec.tls"
+	// +optional
+	Config map[string]ConfigValue `json:"config,omitempty"`
+
+	// TerminationGracePeriodSeconds is the pods' grace period. A primary hands its shard
+	// to a replica on SIGTERM, so it must outlast cluster-manual-failover-timeout; unset,
+	// the operator derives a safe value; a shorter one is applied and reported in the
+	// ConfigurationWarning condition (GracePeriodTooShort).
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 86400",message="terminationGracePeriodSeconds must be between 1 and 86400 seconds; leave it unset for the operator's safe default"
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+
+	// TLS turns on TLS for clients, replication and the cluster bus.
+	// +optional
+	TLS *TLSConfig `json:"tls,omitempty"`
+
+	// Networking is how clients and peers reach the nodes.
+	// +optional
+	Networking *NetworkingSpec `json:"networking,omitempty"`
+
+	// PodDisruptionBudget is the operator's PodDisruptionBudget for the cluster; unset
+	// means mode Cluster.
+	// +optional
+	PodDisruptionBudget *PodDisruptionBudgetConfig `json:"podDisruptionBudget,omitempty"`
+
+	// PodSecurityContext replaces the operator's default pod security context.
+	// +optional
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
 }
 
-// ValkeyClusterStatus is the observed state of a ValkeyCluster.
+// PDBMode is how the operator manages PodDisruptionBudgets.
+// +kubebuilder:validation:Enum=Cluster;Disabled
+type PDBMode string
+
+const (
+	// PDBModeCluster is one budget over all the cluster's pods with maxUnavailable 1.
+	PDBModeCluster PDBMode = "Cluster"
+	// PDBModeDisabled is no budget; an existing one is deleted.
+	PDBModeDisabled PDBMode = "Disabled"
+)
+
+// PodDisruptionBudgetConfig is the operator-managed PodDisruptionBudget.
+type PodDisruptionBudgetConfig struct {
+	// Mode is the budget policy.
+	// +kubebuilder:default=Cluster
+	// +optional
+	Mode PDBMode `json:"mode,omitempty"`
+}
+
+// SchedulingSpec is copied onto every node's pod.
+type SchedulingSpec struct {
+	// Tolerations of the pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// NodeSelector of the pods; Kubernetes ANDs it with affinity.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Affinity of the pods, used as given.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// TopologySpreadConstraints of the pods, used as given.
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// PriorityClassName names an existing PriorityClass for the pods.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// Node spreads pods over nodes (kubernetes.io/hostname); unset means no spreading.
+	// +optional
+	Node *NodeScheduling `json:"node,omitempty"`
+
+	// Zone spreads or pins pods over zones (topology.kubernetes.io/zone).
+	// +optional
+	Zone *ZoneScheduling `json:"zone,omitempty"`
+}
+
+// SpreadMode is how hard a spread is enforced.
+// +kubebuilder:validation:Enum=Disabled;Preferred;Required
+type SpreadMode string
+
+const (
+	// SpreadDisabled adds no constraint.
+	SpreadDisabled SpreadMode = "Disabled"
+	// SpreadPreferred biases placement but never leaves a pod Pending.
+	SpreadPreferred SpreadMode = "Preferred"
+	// SpreadRequired leaves a pod Pending rather than break the spread.
+	SpreadRequired SpreadMode = "Required"
+)
+
+// SpreadConstraint is one spread dimension.
+type SpreadConstraint struct {
+	// Mode of this dimension; unset means Disabled.
+	// +optional
+	Mode SpreadMode `json:"mode,omitempty"`
+}
+
+// NodeScheduling groups the node-axis constraints.
+type NodeScheduling struct {
+	// Spread of the cluster's pods over nodes.
+	// +optional
+	Spread NodeSpread `json:"spread,omitempty"`
+}
+
+// NodeSpread says which pods must not share a node.
+type NodeSpread struct {
+	// Shard keeps the members of one shard on different nodes, so losing a node loses
+	// at most one member of each shard.
+	// +optional
+	Shard SpreadConstraint `json:"shard,omitempty"`
+	// Primaries spreads the shards' first members (the intended primaries) over nodes.
+	// +optional
+	Primaries SpreadConstraint `json:"primaries,omitempty"`
+	// Pods spreads all the cluster's pods over nodes.
+	// +optional
+	Pods SpreadConstraint `json:"pods,omitempty"`
+}
+
+// ZoneScheduling groups the zone-axis constraints.
+// +kubebuilder:validation:XValidation:rule="!has(self.pinning) || !has(self.spread) || [has(self.spread.shard) && has(self.spread.shard.mode) ? self.spread.shard.mode : 'Disabled', has(self.spread.primaries) && has(self.spread.primaries.mode) ? self.spread.primaries.mode : 'Disabled', has(self.spread.pods) && has(self.spread.pods.mode) ? self.spread.pods.mode : 'Disabled'].all(m, m == 'Disabled')",message="zone.pinning already fixes every pod's zone: set every zone.spread mode to Disabled or remove zone.pinning"
+type ZoneScheduling struct {
+	// Spread of the cluster's pods over zones.
+	// +optional
+	Spread ZoneSpread `json:"spread,omitempty"`
+	// Pinning assigns each pod a fixed zone instead of spreading.
+	// +optional
+	Pinning *ZonePinning `json:"pinning,omitempty"`
+}
+
+// ZoneSpread says how pods balance over zones.
+type ZoneSpread struct {
+	// Shard balances the members of each shard over zones.
+	// +optional
+	Shard SpreadConstraint `json:"shard,omitempty"`
+	// Primaries balances the shards' first members over zones.
+	// +optional
+	Primaries SpreadConstraint `json:"primaries,omitempty"`
+	// Pods balances all the cluster's pods over zones.
+	// +optional
+	Pods SpreadConstraint `json:"pods,omitempty"`
+}
+
+// ZonePinning places the pod of shard s, member n in zones[(s+n) % len(zones)], so a
+// shard's members walk the list from different starting points.
+type ZonePinning struct {
+	// Zones in round-robin order; each a label value, listed once.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.all(z, self.exists_one(y, y == z))",message="zone.pinning.zones must list each zone once: a repeated zone skews the round-robin"
+	// +listType=atomic
+	Zones []string `json:"zones"`
+}
+
+// NetworkingSpec is how clients and peers reach the nodes.
+type NetworkingSpec struct {
+	// ClusterDomain is the kubelet's DNS suffix, used in announced hostnames.
+	// +kubebuilder:default="cluster.local"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +optional
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+
+	// Discovery is what nodes announce to clients (MOVED/ASK, CLUSTER SLOTS/SHARDS).
+	// +optional
+	Discovery *DiscoverySpec `json:"discovery,omitempty"`
+
+	// TLS in upstream's newer place; equivalent to spec.tls, set only one of them.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+}
+
+// PreferredEndpointType is valkey's cluster-preferred-endpoint-type.
+// +kubebuilder:validation:Enum=IP;Hostname
+type PreferredEndpointType string
+
+const (
+	// PreferredEndpointTypeIP announces pod IPs.
+	PreferredEndpointTypeIP PreferredEndpointType = "IP"
+	// PreferredEndpointTypeHostname announces each pod's DNS name under the headless
+	// Service, which a certificate with DNS SANs can cover.
+	PreferredEndpointTypeHostname PreferredEndpointType = "Hostname"
+)
+
+// DiscoverySpec is how nodes announce themselves.
+type DiscoverySpec struct {
+	// PreferredEndpointType is what nodes announce.
+	// +kubebuilder:default=IP
+	// +optional
+	PreferredEndpointType PreferredEndpointType `json:"preferredEndpointType,omitempty"`
+}
+
+// ValkeyClusterStatus is the observed state, as the product document describes it.
 type ValkeyClusterStatus struct {
-	// ObservedGeneration is the generation the status was computed from.
+	// State summarizes the conditions: Degraded=True gives Degraded, else Ready=True
+	// Ready, else Progressing=True Reconciling, else Failed; Initializing until the
+	// operator first writes status.
+	// +kubebuilder:default=Initializing
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// State summarizes the conditions.
+	State ClusterState `json:"state,omitempty"`
+
+	// Reason is the CamelCase reason of the condition that decided State.
 	// +optional
-	State string `json:"state,omitempty"`
-	// Conditions describe the current state.
+	Reason string `json:"reason,omitempty"`
+
+	// Message explains State for people.
 	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Shards is the number of shards found in the running cluster.
+	// +kubebuilder:default=0
+	// +optional
+	Shards int32 `json:"shards,omitempty"`
+
+	// ReadyShards is the number of shards with a primary and all their replicas.
+	// +kubebuilder:default=0
+	// +optional
+	ReadyShards int32 `json:"readyShards,omitempty"`
+
+	// Conditions are Ready, Progressing, Degraded, ClusterFormed, SlotsAssigned and
+	// ConfigurationWarning (see the Condition* and Reason* constants).
 	// +listType=map
 	// +listMapKey=type
+	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// ValkeyCluster is a sharded Valkey cluster.
+// ValkeyCluster is a Valkey cluster in cluster mode: shards × (1 + replicas) nodes, each
+// a ValkeyNode the operator creates.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkc,categories=opsuite
-// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
-// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`,description="Summary state"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the cluster is in that state"
+// +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`,description="Desired shards"
+// +kubebuilder:printcolumn:name="Ready Shards",type=integer,JSONPath=`.status.readyShards`,description="Shards with a primary and all their replicas"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValkeyCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ValkeyClusterSpec   `json:"spec,omitempty"`
+	// +required
+	Spec ValkeyClusterSpec `json:"spec"`
+	// +kubebuilder:default:={state: "Initializing", shards: 0, readyShards: 0}
+	// +optional
 	Status ValkeyClusterStatus `json:"status,omitempty"`
 }
 

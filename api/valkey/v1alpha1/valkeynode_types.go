@@ -1,48 +1,174 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ValkeyNodeSpec is the desired state of a ValkeyNode. Its product issue fills it in.
+// NodeRole is a Valkey replication role.
+// +kubebuilder:validation:Enum=primary;replica
+type NodeRole string
+
+const (
+	// RolePrimary owns slots.
+	RolePrimary NodeRole = "primary"
+	// RoleReplica replicates a primary.
+	RoleReplica NodeRole = "replica"
+)
+
+// ValkeyNodeSpec is one member of a ValkeyCluster: its position, and what it inherits from
+// the cluster's spec. The operator writes it; people should edit the ValkeyCluster.
+// +kubebuilder:validation:XValidation:rule="!(has(self.persistence) && has(self.workloadType) && self.workloadType == 'Deployment')",message="persistence needs workloadType StatefulSet"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.persistence) == has(self.persistence)",message="persistence cannot be added or removed on a ValkeyNode: its PVC holds the node's data"
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(oldSelf.persistence) || quantity(self.persistence.size).compareTo(quantity(oldSelf.persistence.size)) >= 0",message="persistence.size can only grow (a PVC cannot shrink)"
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(oldSelf.persistence) || (has(self.persistence.storageClassName) == has(oldSelf.persistence.storageClassName) && (!has(self.persistence.storageClassName) || self.persistence.storageClassName == oldSelf.persistence.storageClassName))",message="persistence.storageClassName is immutable"
 type ValkeyNodeSpec struct {
-	// Replicas is the number of members.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:default=3
+	// ClusterName is the ValkeyCluster this node belongs to (also its controller owner).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterName is immutable: a node never moves to another cluster"
+	// +required
+	ClusterName string `json:"clusterName"`
+
+	// ShardIndex is the shard (0-based) this node belongs to.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="shardIndex is immutable: a node never moves to another shard"
+	// +required
+	ShardIndex int32 `json:"shardIndex"`
+
+	// NodeIndex is the node's position (0-based) within its shard; 0 is created as the
+	// primary.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeIndex is immutable"
+	// +required
+	NodeIndex int32 `json:"nodeIndex"`
+
+	// RoleHint is the role the node is created for; after failovers the running role
+	// (status.role) may differ, and the operator does not fight it.
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
-	// Image is the container image of the data plane.
+	RoleHint NodeRole `json:"roleHint,omitempty"`
+
+	// Image is the Valkey server image.
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Image string `json:"image,omitempty"`
+
+	// ImagePullSecrets for the pod.
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// WorkloadType runs the pod; fixed at creation.
+	// +kubebuilder:default=StatefulSet
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="workloadType is immutable"
+	// +optional
+	WorkloadType WorkloadType `json:"workloadType,omitempty"`
+
+	// Persistence is the node's PVC.
+	// +optional
+	Persistence *PersistenceSpec `json:"persistence,omitempty"`
+
+	// Resources of the server container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// NodeSelector of the pod.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Affinity of the pod.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// Tolerations of the pod.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// TopologySpreadConstraints of the pod.
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// PriorityClassName of the pod.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// Exporter sidecar.
+	// +optional
+	Exporter ExporterSpec `json:"exporter,omitempty"`
+
+	// ServerConfigMapName names the ConfigMap with the node's valkey.conf and scripts.
+	// +optional
+	ServerConfigMapName string `json:"serverConfigMapName,omitempty"`
+
+	// UsersACLSecretName names the Secret with the ACL file the node loads.
+	// +optional
+	UsersACLSecretName string `json:"usersACLSecretName,omitempty"`
+
+	// Containers merged into the pod's containers by name.
+	// +optional
+	Containers []corev1.Container `json:"containers,omitempty"`
+
+	// TLS of the node; its certificate Secret is resolved by the cluster.
+	// +optional
+	TLS *TLSConfig `json:"tls,omitempty"`
+
+	// TerminationGracePeriodSeconds of the pod.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+
+	// PodSecurityContext of the pod.
+	// +optional
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
 }
 
-// ValkeyNodeStatus is the observed state of a ValkeyNode.
+// ValkeyNodeStatus is the observed state of one member.
 type ValkeyNodeStatus struct {
 	// ObservedGeneration is the generation the status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// State summarizes the conditions.
+
+	// Ready mirrors the Ready condition, for the printer column.
 	// +optional
-	State string `json:"state,omitempty"`
-	// Conditions describe the current state.
+	Ready bool `json:"ready,omitempty"`
+
+	// PodName is the node's pod.
 	// +optional
+	PodName string `json:"podName,omitempty"`
+
+	// PodIP is the pod's address.
+	// +optional
+	PodIP string `json:"podIP,omitempty"`
+
+	// Role is the node's running replication role, as Valkey reports it.
+	// +optional
+	Role NodeRole `json:"role,omitempty"`
+
+	// Conditions are Ready, PersistentVolumeClaimReady, PersistentVolumeClaimSizeReady and
+	// LiveConfigApplied (see the NodeCondition* and NodeReason* constants).
 	// +listType=map
 	// +listMapKey=type
+	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// ValkeyNode is one Valkey server of a ValkeyCluster.
+// ValkeyNode is one member of a ValkeyCluster: one pod and, with persistence, one PVC,
+// owned by the cluster. Internal: the operator creates and changes it.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkn,categories=opsuite
-// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
-// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.role`,description="Running replication role"
+// +kubebuilder:printcolumn:name="Shard",type=integer,JSONPath=`.spec.shardIndex`
+// +kubebuilder:printcolumn:name="Ready",type=boolean,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`,priority=1
+// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.podIP`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValkeyNode struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ValkeyNodeSpec   `json:"spec,omitempty"`
+	// +required
+	Spec ValkeyNodeSpec `json:"spec"`
+	// +optional
 	Status ValkeyNodeStatus `json:"status,omitempty"`
 }
 

@@ -1,0 +1,114 @@
+package v1alpha1
+
+// ClusterState is the one-word summary in status.state.
+// +kubebuilder:validation:Enum=Initializing;Reconciling;Ready;Degraded;Failed
+type ClusterState string
+
+// The summary states, derived from the conditions in this priority: Degraded=True,
+// Ready=True, Progressing=True, otherwise Failed. Initializing is the CRD default, seen
+// only before the operator's first status write.
+const (
+	StateInitializing ClusterState = "Initializing"
+	StateReconciling  ClusterState = "Reconciling"
+	StateReady        ClusterState = "Ready"
+	StateDegraded     ClusterState = "Degraded"
+	StateFailed       ClusterState = "Failed"
+)
+
+// ValkeyCluster condition types.
+const (
+	// ConditionReady: every shard has its primary and replicas, all slots are served.
+	ConditionReady = "Ready"
+	// ConditionProgressing: the operator is creating, scaling or updating the cluster.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded (negative polarity): impaired but may still serve traffic.
+	ConditionDegraded = "Degraded"
+	// ConditionClusterFormed: every node has joined in the desired shard/replica layout.
+	ConditionClusterFormed = "ClusterFormed"
+	// ConditionSlotsAssigned: all 16384 slots are owned by primaries.
+	ConditionSlotsAssigned = "SlotsAssigned"
+	// ConditionConfigurationWarning (negative polarity): a risky spec value was accepted
+	// and applied.
+	ConditionConfigurationWarning = "ConfigurationWarning"
+)
+
+// ValkeyCluster condition reasons. A reason that is also an event reason is emitted with
+// the same string.
+const (
+	// Ready=False: infrastructure the cluster needs could not be written or read.
+	ReasonServiceError             = "ServiceError"
+	ReasonConfigMapError           = "ConfigMapError"
+	ReasonUsersACLError            = "UsersACLError"
+	ReasonSystemUsersACLError      = "SystemUsersACLError"
+	ReasonValkeyNodeError          = "ValkeyNodeError"
+	ReasonValkeyNodeListError      = "ValkeyNodeListError"
+	ReasonPodDisruptionBudgetError = "PodDisruptionBudgetError"
+
+	// Ready=False or Progressing=True: work under way.
+	ReasonReconciling   = "Reconciling"
+	ReasonUpdatingNodes = "UpdatingNodes"
+
+	// Ready=False and ClusterFormed=False: members still missing.
+	ReasonMissingShards   = "MissingShards"
+	ReasonMissingReplicas = "MissingReplicas"
+
+	// Ready=False and Degraded=True: the scheduler cannot place a pod.
+	ReasonPodUnschedulable = "PodUnschedulable"
+
+	// Ready=True.
+	ReasonClusterHealthy = "ClusterHealthy"
+
+	// Progressing.
+	ReasonInitializing      = "Initializing"
+	ReasonAddingNodes       = "AddingNodes"
+	ReasonRebalancingSlots  = "RebalancingSlots"
+	ReasonReconcileComplete = "ReconcileComplete"
+
+	// Degraded=True.
+	ReasonNodeAddFailed   = "NodeAddFailed"
+	ReasonRebalanceFailed = "RebalanceFailed"
+
+	// ClusterFormed=True. The document's reason table calls it "ClusterFormed", its
+	// examples (and upstream) set TopologyComplete; we set the latter.
+	ReasonTopologyComplete = "TopologyComplete"
+
+	// SlotsAssigned.
+	ReasonAllSlotsAssigned = "AllSlotsAssigned"
+	ReasonSlotsUnassigned  = "SlotsUnassigned"
+
+	// ConfigurationWarning=True: terminationGracePeriodSeconds is below
+	// cluster-manual-failover-timeout plus a buffer.
+	ReasonGracePeriodTooShort = "GracePeriodTooShort"
+)
+
+// ValkeyNode condition types.
+const (
+	// NodeConditionReady: the pod runs, is ready, and its workload is rolled out.
+	NodeConditionReady = "Ready"
+	// NodeConditionPersistentVolumeClaimReady: the node's PVC exists and is Bound.
+	NodeConditionPersistentVolumeClaimReady = "PersistentVolumeClaimReady"
+	// NodeConditionPersistentVolumeClaimSizeReady: the PVC's capacity reaches
+	// spec.persistence.size.
+	NodeConditionPersistentVolumeClaimSizeReady = "PersistentVolumeClaimSizeReady"
+	// NodeConditionLiveConfigApplied: the live-settable keys of the config were applied
+	// with CONFIG SET. Absent when there are none, which counts as True. False blocks the
+	// cluster's one-at-a-time progress past this node.
+	NodeConditionLiveConfigApplied = "LiveConfigApplied"
+)
+
+// ValkeyNode condition reasons.
+const (
+	NodeReasonPodRunning  = "PodRunning"
+	NodeReasonPodNotReady = "PodNotReady"
+
+	NodeReasonPersistentVolumeClaimPending = "PersistentVolumeClaimPending"
+	NodeReasonPersistentVolumeClaimBound   = "PersistentVolumeClaimBound"
+
+	NodeReasonPersistentVolumeClaimSizeSatisfied    = "PersistentVolumeClaimSizeSatisfied"
+	NodeReasonPersistentVolumeClaimResizePending    = "PersistentVolumeClaimResizePending"
+	NodeReasonPersistentVolumeClaimResizeInProgress = "PersistentVolumeClaimResizeInProgress"
+	NodeReasonPersistentVolumeClaimResizeInfeasible = "PersistentVolumeClaimResizeInfeasible"
+
+	NodeReasonApplied     = "Applied"
+	NodeReasonApplyFailed = "ApplyFailed"
+)

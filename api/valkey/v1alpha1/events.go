@@ -1,0 +1,58 @@
+package v1alpha1
+
+// Event reasons the operator emits, on transitions only. Warning events are marked; the
+// rest are Normal.
+const (
+	// Infrastructure.
+	EventServiceCreated             = "ServiceCreated"
+	EventServiceUpdateFailed        = "ServiceUpdateFailed" // Warning
+	EventConfigMapCreated           = "ConfigMapCreated"
+	EventConfigMapUpdateFailed      = "ConfigMapUpdateFailed" // Warning
+	EventValkeyNodeCreated          = "ValkeyNodeCreated"
+	EventValkeyNodeUpdated          = "ValkeyNodeUpdated"
+	EventValkeyNodeFailed           = "ValkeyNodeFailed" // Warning
+	EventPodDisruptionBudgetCreated = "PodDisruptionBudgetCreated"
+	EventPodDisruptionBudgetUpdated = "PodDisruptionBudgetUpdated"
+	EventPodDisruptionBudgetDeleted = "PodDisruptionBudgetDeleted"
+
+	// Topology.
+	EventClusterMeetBatch      = "ClusterMeetBatch"
+	EventClusterMeetFailed     = "ClusterMeetFailed" // Warning
+	EventPrimariesCreated      = "PrimariesCreated"
+	EventPrimaryCreated        = "PrimaryCreated"
+	EventSlotAssignmentFailed  = "SlotAssignmentFailed" // Warning
+	EventReplicasAttached      = "ReplicasAttached"
+	EventReplicaCreated        = "ReplicaCreated"
+	EventReplicaCreationFailed = "ReplicaCreationFailed" // Warning
+
+	// Scale-out rebalancing.
+	EventSlotsRebalancing      = "SlotsRebalancing"
+	EventSlotsRebalancePending = "SlotsRebalancePending"
+	EventSlotRebalanceFailed   = "SlotRebalanceFailed" // Warning
+
+	// Scale-in.
+	EventSlotsDraining     = "SlotsDraining"
+	EventValkeyNodeDeleted = "ValkeyNodeDeleted"
+	EventDrainFailed       = "DrainFailed" // Warning
+
+	// Proactive failover.
+	EventFailoverInitiated = "FailoverInitiated"
+	EventFailoverFailed    = "FailoverFailed"  // Warning
+	EventFailoverTimeout   = "FailoverTimeout" // Warning
+	EventFailoverCompleted = "FailoverCompleted"
+
+	// Recovery and maintenance.
+	EventReplicasTakenOver     = "ReplicasTakenOver"
+	EventStaleNodeForgotten    = "StaleNodeForgotten"
+	EventNodeForgetFailed      = "NodeForgetFailed" // Warning
+	EventWaitingForShards      = "WaitingForShards"
+	EventWaitingForReplicas    = "WaitingForReplicas"
+	EventClusterReady          = "ClusterReady"
+	EventLiveConfigApplyFailed = "LiveConfigApplyFailed" // Warning
+
+	// Users.
+	EventInternalSecretsCreated        = "InternalSecretsCreated"
+	EventInternalSecretsUpdated        = "InternalSecretsUpdated"
+	EventInternalSecretsCreationFailed = "InternalSecretsCreationFailed" // Warning
+	EventInternalSecretsUpdateFailed   = "InternalSecretsUpdateFailed"   // Warning
+)
