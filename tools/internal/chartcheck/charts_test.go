@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -507,7 +508,7 @@ func TestNodeAgentChartRenders(t *testing.T) {
 
 	secret := into[corev1.Secret](t, mustFind(t, objs, "Secret", full+"-tls"))
 	if secret.Type != corev1.SecretTypeTLS || len(secret.Data["tls.crt"]) == 0 || len(secret.Data["tls.key"]) == 0 || len(secret.Data["ca.crt"]) == 0 {
-		t.Errorf("TLS Secret type %s keys %v", secret.Type, keys(secret.Data))
+		t.Errorf("TLS Secret type %s keys %v", secret.Type, slices.Sorted(maps.Keys(secret.Data)))
 	}
 	var tlsVolume bool
 	for _, v := range pod.Volumes {
@@ -567,15 +568,6 @@ func hasRule(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 		}
 	}
 	return false
-}
-
-func keys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // TestValdChartPassesOperatorConfiguration checks that chart values reach the operator as

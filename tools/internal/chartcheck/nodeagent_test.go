@@ -1,6 +1,7 @@
 package chartcheck
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -218,7 +219,7 @@ func TestNodeAgentRolesOperatorsBindExist(t *testing.T) {
 			client := into[rbacv1.ClusterRole](t, mustFind(t, agentObjs, "ClusterRole", rb.RoleRef.Name))
 			cm := into[corev1.ConfigMap](t, mustFind(t, agentObjs, "ConfigMap", tc.fullname+"-ca"))
 			if cm.Namespace != rb.Namespace || cm.Data["ca.crt"] == "" || cm.Data["serverName"] == "" {
-				t.Errorf("CA ConfigMap %s/%s keys %v; the operator's RoleBinding is in %s", cm.Namespace, cm.Name, keys(cm.Data), rb.Namespace)
+				t.Errorf("CA ConfigMap %s/%s keys %v; the operator's RoleBinding is in %s", cm.Namespace, cm.Name, slices.Sorted(maps.Keys(cm.Data)), rb.Namespace)
 			}
 			var readsCA bool
 			for _, r := range client.Rules {

@@ -114,6 +114,22 @@ through the API (NODE_AGENT_CA_CONFIGMAP).
 {{- end }}
 {{- end }}
 
+{{/*
+Whether the agent's namespace is there for the RoleBinding <fullname>-node-agent-client:
+- "found": it exists, or it is the release's own namespace (helm makes that one first);
+- "missing": a live cluster lacks it, so a binding into it would fail the whole install;
+- "offline": no cluster to ask (helm template, lint, a client-side dry run: lookup returns
+  nothing there). A live cluster always has the namespace default, so an empty lookup of it
+  and of the release namespace means no cluster; the binding renders, as with the agent.
+*/}}
+{{- define "opsuite-lib.nodeAgent.namespaceState" -}}
+{{- $ns := .Values.nodeAgent.namespace }}
+{{- if or (eq $ns .Release.Namespace) (lookup "v1" "Namespace" "" $ns) }}found
+{{- else if or (lookup "v1" "Namespace" "" "default") (lookup "v1" "Namespace" "" .Release.Namespace) }}missing
+{{- else }}offline
+{{- end }}
+{{- end }}
+
 {{/* NOTES lines on the node-agent wiring, empty when nodeAgent.enabled is off. */}}
 {{- define "opsuite-lib.notes.nodeAgent" -}}
 {{- if .Values.nodeAgent.enabled }}
@@ -122,5 +138,13 @@ through the API (NODE_AGENT_CA_CONFIGMAP).
 The operator calls the node agent {{ $agent }} in namespace {{ .Values.nodeAgent.namespace }}
 (roles {{ $agent }}-preparer and {{ $agent }}-client, CA ConfigMap {{ $agent }}-ca). Check it runs:
   kubectl -n {{ .Values.nodeAgent.namespace }} get pods -l {{ printf "app.kubernetes.io/name=node-agent,app.kubernetes.io/instance=%s" .Values.nodeAgent.release }}
+{{- if and .Values.rbac.create (eq (include "opsuite-lib.nodeAgent.namespaceState" .) "missing") }}
+
+NODE AGENT NOT FOUND: namespace {{ .Values.nodeAgent.namespace }} does not exist, so the node agent is not
+installed there and the RoleBinding {{ include "opsuite-lib.fullname" . }}-node-agent-client (find the agent pods,
+read its CA) was left out: the operator runs, but cannot call the agent. Install the node agent
+(charts/node-agent, release {{ .Values.nodeAgent.release }} in namespace {{ .Values.nodeAgent.namespace }}), then bind it with
+  helm upgrade {{ .Release.Name }} <this chart> -n {{ .Release.Namespace }} --reuse-values
+{{- end }}
 {{- end }}
 {{- end }}

@@ -77,8 +77,9 @@ With nodeAgent.enabled (and rbac.create), what calling the node agent takes
   ConfigMap <agent>-ca;
 - create on serviceaccounts/token for the operator's own ServiceAccount only: it requests
   per-node tokens (audience nodeagent.opsuite.io/<node>) with the TokenRequest API.
-The agent's namespace must exist before this chart is installed (the agent is installed
-first).
+The RoleBinding renders only where the agent's namespace exists (or no cluster can be asked,
+see opsuite-lib.nodeAgent.namespaceState): installed before the agent, the release works
+unbound, its NOTES say so, and a `helm upgrade` once the agent is installed binds it.
 */ -}}
 {{- define "opsuite-lib.nodeAgentRBAC" -}}
 {{- if and .Values.rbac.create .Values.nodeAgent.enabled }}
@@ -99,6 +100,7 @@ subjects:
   - kind: ServiceAccount
     name: {{ $sa }}
     namespace: {{ .Release.Namespace }}
+{{- if ne (include "opsuite-lib.nodeAgent.namespaceState" .) "missing" }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -115,6 +117,7 @@ subjects:
   - kind: ServiceAccount
     name: {{ $sa }}
     namespace: {{ .Release.Namespace }}
+{{- end }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
