@@ -132,9 +132,11 @@ type UserACLSpec struct {
 	Name string `json:"name"`
 
 	// Enabled lets the user log in ("on"); false keeps its rules but refuses logins.
+	// A pointer, so that a Go client can send false (a bool false would be omitted and
+	// defaulted back to true).
 	// +kubebuilder:default=true
 	// +optional
-	Enabled bool `json:"enabled,omitempty"`
+	Enabled *bool `json:"enabled,omitempty"`
 
 	// PasswordSecret is where the user's passwords are; several keys allow rotation.
 	// +optional

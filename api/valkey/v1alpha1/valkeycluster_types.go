@@ -17,6 +17,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.persistence) || !has(self.persistence)",message="persistence cannot be added to a running cluster: create a new cluster with persistence"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(oldSelf.persistence) || quantity(self.persistence.size).compareTo(quantity(oldSelf.persistence.size)) >= 0",message="persistence.size can only grow (a PVC cannot shrink): set it back to at least its previous value"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(oldSelf.persistence) || (has(self.persistence.storageClassName) == has(oldSelf.persistence.storageClassName) && (!has(self.persistence.storageClassName) || self.persistence.storageClassName == oldSelf.persistence.storageClassName))",message="persistence.storageClassName is immutable (existing PVCs cannot move to another class): set it back to its previous value"
+// +kubebuilder:validation:XValidation:rule="!has(self.scheduling) || !(has(self.tolerations) || has(self.nodeSelector) || has(self.affinity))",message="scheduling is configured twice: move spec.tolerations, spec.nodeSelector and spec.affinity into spec.scheduling"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.networking) || !has(self.networking.tls)",message="TLS is configured twice: keep either spec.tls or spec.networking.tls, not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.networking) || !has(self.networking.discovery) || !has(self.networking.discovery.preferredEndpointType) || self.networking.discovery.preferredEndpointType != 'Hostname' || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="networking.discovery.preferredEndpointType Hostname needs stable pod names: use workloadType StatefulSet (the default)"
 type ValkeyClusterSpec struct {
@@ -50,6 +51,19 @@ type ValkeyClusterSpec struct {
 	// Scheduling is where the nodes' pods may run and how they spread.
 	// +optional
 	Scheduling *SchedulingSpec `json:"scheduling,omitempty"`
+
+	// Tolerations is upstream's earlier place for scheduling.tolerations; accepted so
+	// older manifests apply, but not together with spec.scheduling.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// NodeSelector is upstream's earlier place for scheduling.nodeSelector.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Affinity is upstream's earlier place for scheduling.affinity.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
 	// Exporter is the Prometheus exporter sidecar of every node.
 	// +kubebuilder:default:={enabled:true}

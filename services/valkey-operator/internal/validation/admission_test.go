@@ -154,6 +154,10 @@ func TestClusterAdmission(t *testing.T) {
 			c.Spec.WorkloadType = valkeyv1.WorkloadTypeDeployment
 			c.Spec.Networking = &valkeyv1.NetworkingSpec{Discovery: &valkeyv1.DiscoverySpec{PreferredEndpointType: valkeyv1.PreferredEndpointTypeHostname}}
 		}, want: "preferredEndpointType Hostname needs stable pod names"},
+		{name: "scheduling twice", mutate: func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Scheduling = &valkeyv1.SchedulingSpec{PriorityClassName: "high"}
+			c.Spec.NodeSelector = map[string]string{"pool": "valkey"}
+		}, want: "scheduling is configured twice"},
 		{name: "pdb mode", mutate: func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.PodDisruptionBudget = &valkeyv1.PodDisruptionBudgetConfig{Mode: "Managed"}
 		}, want: `spec.podDisruptionBudget.mode: Unsupported value: "Managed"`},
@@ -293,6 +297,27 @@ func TestNodeAdmission(t *testing.T) {
 	}
 }
 
+// TestDisabledUserSurvivesDefaulting: a Go client can store enabled: false; the CRD
+// default (true) applies only when the field is absent.
+func TestDisabledUserSurvivesDefaulting(t *testing.T) {
+	ctx := context.Background()
+	c := validCluster(testenv.NewNamespace(t, env.Client, "vkc-"))
+	c.Spec.Users = []valkeyv1.UserACLSpec{{Name: "off", Enabled: ptr.To(false)}, {Name: "on"}}
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	got := &valkeyv1.ValkeyCluster{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Users[0].IsEnabled() || got.Spec.Users[1].Enabled == nil || !*got.Spec.Users[1].Enabled {
+		t.Errorf("stored users %+v %+v: want off disabled, on defaulted to enabled", got.Spec.Users[0], got.Spec.Users[1])
+	}
+	if got.Status.State != valkeyv1.StateInitializing {
+		t.Errorf("status.state of a new cluster is %q, want the CRD default Initializing", got.Status.State)
+	}
+}
+
 // expectAdmission checks the API server's answer: accepted when want is empty, otherwise
 // refused as Invalid with want in the message.
 func expectAdmission(t *testing.T, err error, want string) {
@@ -312,7 +337,7 @@ func expectAdmission(t *testing.T, err error, want string) {
 // as written (nothing pruned or rewritten; only defaults added).
 func TestUpstreamManifestsApplyUnchanged(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Client, "vkc-")
-	for _, path := range []string{"testdata/upstream-full.yaml", "testdata/upstream-tls.yaml", "../../../../deploy/samples/valkey.yaml"} {
+	for _, path := range []string{"testdata/upstream-full.yaml", "testdata/upstream-tls.yaml", "testdata/upstream-legacy.yaml", "../../../../deploy/samples/valkey.yaml"} {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			for _, sent := range readManifests(t, path) {
 				sent.SetNamespace(ns)
