@@ -473,6 +473,12 @@ func TestKubectlShowsSummary(t *testing.T) {
 	if len(got) != len(want)+1 || !reflect.DeepEqual(got[:len(want)], want) {
 		t.Errorf("kubectl get vkn printed %q, want %v then <age>", got, want)
 	}
+	// The CRDs carry full Pod schemas (affinity, containers); kubectl's client-side apply
+	// stores the whole object in an annotation, limited to 256 KiB. A dry run on the server
+	// checks they still fit, so `kubectl apply -f deploy/crds` keeps working.
+	for _, crd := range []string{"valkey.io_valkeyclusters.yaml", "valkey.io_valkeynodes.yaml"} {
+		run("apply", "--dry-run=server", "-f", filepath.Join("..", "..", "..", "..", "deploy", "crds", crd))
+	}
 	if out := run("get", "opsuite", "-o", "name"); !strings.Contains(out, "valkeycluster.valkey.io/shown") || !strings.Contains(out, "valkeynode.valkey.io/shown-1-0") {
 		t.Errorf("kubectl get opsuite lists %q, want both kinds", out)
 	}
