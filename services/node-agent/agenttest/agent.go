@@ -129,7 +129,7 @@ func Start(t testing.TB, o Options) *Agent {
 	go func() { _ = gs.Serve(a.lis) }()
 	t.Cleanup(func() {
 		gs.Stop()
-		unmountUnder(t, root)
+		UnmountUnder(t, root)
 	})
 	return a
 }

@@ -1,9 +1,7 @@
 package agenttest
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -11,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opsuite/suite/services/node-agent/internal/host"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,7 +35,7 @@ func (a *Agent) AttachLoop(size int64) string {
 	dev := strings.TrimSpace(string(out))
 	a.loops = append(a.loops, dev)
 	a.t.Cleanup(func() {
-		unmountUnder(a.t, a.Root)
+		UnmountUnder(a.t, a.Root)
 		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
 			a.t.Errorf("agenttest: detaching %s: %v: %s", dev, err, out)
 		}
@@ -46,25 +45,28 @@ func (a *Agent) AttachLoop(size int64) string {
 	return dev
 }
 
-// unmountUnder unmounts, deepest first, everything mounted under dir in this mount namespace.
-func unmountUnder(t testing.TB, dir string) {
+// MountPoints lists the mount points of this mount namespace (/proc/self/mountinfo).
+func MountPoints(t testing.TB) []string {
 	t.Helper()
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := host.ReadMountInfo("/proc/self/mountinfo")
 	if err != nil {
-		t.Error(err)
-		return
+		t.Fatal(err)
 	}
-	defer f.Close()
+	points := make([]string, len(mounts))
+	for i, m := range mounts {
+		points[i] = m.MountPoint
+	}
+	return points
+}
+
+// UnmountUnder unmounts, deepest first, everything mounted at or under dir in this mount
+// namespace.
+func UnmountUnder(t testing.TB, dir string) {
+	t.Helper()
 	var targets []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// Field 5 is the mount point, with spaces and the like octal-escaped.
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 {
-			m := unescapeMountPoint(fields[4])
-			if m == dir || strings.HasPrefix(m, dir+"/") {
-				targets = append(targets, m)
-			}
+	for _, m := range MountPoints(t) {
+		if m == dir || strings.HasPrefix(m, dir+"/") {
+			targets = append(targets, m)
 		}
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(targets)))
@@ -73,20 +75,4 @@ func unmountUnder(t testing.TB, dir string) {
 			t.Errorf("agenttest: unmounting %s: %v", m, err)
 		}
 	}
-}
-
-func unescapeMountPoint(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var c byte
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
-				b.WriteByte(c)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

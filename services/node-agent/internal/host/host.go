@@ -364,14 +364,14 @@ type Mount struct {
 }
 
 // Mounts reads the agent's own mount table.
-func (h *Host) Mounts() ([]Mount, error) { return readMountInfo(h.cfg.MountInfo) }
+func (h *Host) Mounts() ([]Mount, error) { return ReadMountInfo(h.cfg.MountInfo) }
 
 // BootDisks names the disks that hold the host's /, /boot or /boot/efi, from the host's
 // mount table (the agent's own "/" is a container overlay).
 func (h *Host) BootDisks() (map[string]bool, error) {
 	boot := map[string]bool{}
 	for _, table := range []string{h.cfg.BootMountInfo, h.cfg.MountInfo} {
-		mounts, err := readMountInfo(table)
+		mounts, err := ReadMountInfo(table)
 		if err != nil {
 			continue // either table may be unreadable; the other still answers
 		}
@@ -399,7 +399,8 @@ func (h *Host) diskOfMajMin(majmin string) string {
 	return filepath.Base(link)
 }
 
-func readMountInfo(path string) ([]Mount, error) {
+// ReadMountInfo parses a mountinfo table (proc(5)), octal escapes undone.
+func ReadMountInfo(path string) ([]Mount, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading mount table: %w", err)

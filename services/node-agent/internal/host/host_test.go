@@ -19,7 +19,7 @@ bad line
 	if err := os.WriteFile(p, []byte(table), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, err := readMountInfo(p)
+	m, err := ReadMountInfo(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/node-agent/agenttest"
 	"github.com/opsuite/suite/services/node-agent/internal/server"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -70,7 +71,7 @@ func TestPrepareWholeDeviceIsIdempotent(t *testing.T) {
 	}
 	// Only one mount each, not one per call.
 	n := 0
-	for _, m := range mountTable(t) {
+	for _, m := range agenttest.MountPoints(t) {
 		if m == d.PvPath {
 			n++
 		}
@@ -120,7 +121,7 @@ func TestRestartKeepsStateAndRestoresMounts(t *testing.T) {
 	}
 
 	// A reboot: every mount gone, the agent starts again from its state file.
-	unmountUnder(t, e.root)
+	agenttest.UnmountUnder(t, e.root)
 	if isMounted(t, d.PvPath) {
 		t.Fatal("still mounted after the simulated reboot")
 	}
@@ -147,7 +148,7 @@ func TestRestartKeepsStateAndRestoresMounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, m := range mountTable(t) {
+	for _, m := range agenttest.MountPoints(t) {
 		if m == d.PvPath {
 			n++
 		}
@@ -207,7 +208,7 @@ func TestSplitTwentyEighty(t *testing.T) {
 	}
 
 	// Restart after a reboot restores the split device too.
-	unmountUnder(t, e.root)
+	agenttest.UnmountUnder(t, e.root)
 	if err := e.newServer().Restore(ctx); err != nil {
 		t.Fatal(err)
 	}

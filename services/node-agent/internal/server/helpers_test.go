@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,14 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/opsuite/suite/services/node-agent/agenttest"
 	"github.com/opsuite/suite/services/node-agent/internal/host"
 	"github.com/opsuite/suite/services/node-agent/internal/server"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -79,7 +77,7 @@ func newEnv(t testing.TB, mutate ...func(*server.Options)) *testEnv {
 	e.srv = e.newServer()
 	// Loop devices attached later unmount before detaching (cleanups run last-in first-out);
 	// this one catches mounts made without a loop device.
-	t.Cleanup(func() { unmountUnder(t, root) })
+	t.Cleanup(func() { agenttest.UnmountUnder(t, root) })
 	return e
 }
 
@@ -124,7 +122,7 @@ func attachLoop(t testing.TB, root string, size int64) (string, func()) {
 	}
 	dev := strings.TrimSpace(string(out))
 	return dev, func() {
-		unmountUnder(t, root)
+		agenttest.UnmountUnder(t, root)
 		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
 			t.Errorf("detaching %s: %v: %s", dev, err, out)
 		}
@@ -132,48 +130,9 @@ func attachLoop(t testing.TB, root string, size int64) (string, func()) {
 	}
 }
 
-// unmountUnder unmounts, deepest first, everything mounted under dir in this namespace.
-func unmountUnder(t testing.TB, dir string) {
-	t.Helper()
-	var targets []string
-	for _, m := range mountTable(t) {
-		if m == dir || strings.HasPrefix(m, dir+"/") {
-			targets = append(targets, m)
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(targets)))
-	for _, m := range targets {
-		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && err != unix.EINVAL {
-			t.Errorf("unmounting %s: %v", m, err)
-		}
-	}
-}
-
-func mountTable(t testing.TB) []string {
-	t.Helper()
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 {
-			out = append(out, fields[4])
-		}
-	}
-	return out
-}
-
 func isMounted(t testing.TB, target string) bool {
-	for _, m := range mountTable(t) {
-		if m == target {
-			return true
-		}
-	}
-	return false
+	t.Helper()
+	return slices.Contains(agenttest.MountPoints(t), target)
 }
 
 // blkid returns what blkid -p sees on a device: KEY=value pairs, empty when nothing.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/node-agent/agenttest"
 	"google.golang.org/grpc/codes"
 )
 
@@ -34,7 +35,7 @@ func attachAt(t *testing.T, dev, file string) {
 func swapAfterReboot(t *testing.T, e *testEnv, a, b string) {
 	t.Helper()
 	fileA, fileB := backingFile(t, a), backingFile(t, b)
-	unmountUnder(t, e.root)
+	agenttest.UnmountUnder(t, e.root)
 	detach(t, a)
 	detach(t, b)
 	attachAt(t, a, fileB)
@@ -150,7 +151,7 @@ func TestBlankDeviceUnderAnOldNameIsNeverTouched(t *testing.T) {
 	if _, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("vol"), 0, dev)); err != nil {
 		t.Fatal(err)
 	}
-	unmountUnder(t, e.root)
+	agenttest.UnmountUnder(t, e.root)
 	detach(t, dev)
 	preparedHash := fileHash(t, prepared)
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/node-agent/agenttest"
 	"github.com/opsuite/suite/services/node-agent/internal/server"
 	"google.golang.org/grpc/codes"
 )
@@ -151,7 +152,7 @@ func TestRestoreNeverReformatsAReplacedDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reboot, and the device name now points at another filesystem.
-	unmountUnder(t, e.root)
+	agenttest.UnmountUnder(t, e.root)
 	mustRun(t, "mkfs.xfs", "-q", "-f", "-L", "someone", dev)
 	srv := e.newServer()
 	if err := srv.Restore(ctx); err == nil {
