@@ -2,7 +2,6 @@ package agenttest_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -101,9 +100,8 @@ func TestPrepareThroughTheRealAgent(t *testing.T) {
 	if len(resp.Disks) != 1 || resp.Disks[0].State != "ready" || resp.Disks[0].FilesystemUuid == "" {
 		t.Fatalf("prepared %v", resp.Disks)
 	}
-	out, err := exec.Command("blkid", "-p", "-o", "value", "-s", "TYPE", dev).Output()
-	if err != nil || strings.TrimSpace(string(out)) != "xfs" {
-		t.Fatalf("blkid -p %s: %q, %v; want xfs", dev, out, err)
+	if typ := agenttest.Blkid(t, dev)["TYPE"]; typ != "xfs" {
+		t.Fatalf("blkid -p %s: TYPE %q, want xfs", dev, typ)
 	}
 
 	// A restart restores the same disk, as after the pod restarts.

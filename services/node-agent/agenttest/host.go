@@ -76,3 +76,23 @@ func UnmountUnder(t testing.TB, dir string) {
 		}
 	}
 }
+
+// Blkid returns what `blkid -p` sees on a device (KEY=value pairs, empty when it finds
+// nothing): a look at the device that does not go through the agent's own probing.
+func Blkid(t testing.TB, dev string) map[string]string {
+	t.Helper()
+	out, err := exec.Command("blkid", "-p", "-o", "export", dev).Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() == 2 {
+		return map[string]string{}
+	}
+	if err != nil {
+		t.Fatalf("blkid -p %s: %v", dev, err)
+	}
+	kv := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			kv[k] = v
+		}
+	}
+	return kv
+}

@@ -38,7 +38,7 @@ func TestPrepareWholeDeviceIsIdempotent(t *testing.T) {
 	if d.Device != dev || d.XfsDevice != dev || d.PvPath != e.pv("vol-a") || d.State != "ready" || d.RawDevice != "" {
 		t.Fatalf("unexpected result %v", d)
 	}
-	sig := blkid(t, dev)
+	sig := agenttest.Blkid(t, dev)
 	if sig["TYPE"] != "xfs" || sig["LABEL"] != server.XFSLabel || sig["UUID"] != d.FilesystemUuid {
 		t.Fatalf("blkid -p %s = %v, want xfs labelled %s with UUID %s", dev, sig, server.XFSLabel, d.FilesystemUuid)
 	}
@@ -63,7 +63,7 @@ func TestPrepareWholeDeviceIsIdempotent(t *testing.T) {
 	if !proto.Equal(resp, again) {
 		t.Fatalf("repeat differs:\n%v\n%v", resp, again)
 	}
-	if got := blkid(t, dev)["UUID"]; got != d.FilesystemUuid {
+	if got := agenttest.Blkid(t, dev)["UUID"]; got != d.FilesystemUuid {
 		t.Fatalf("repeat re-made the filesystem: UUID %s, want %s", got, d.FilesystemUuid)
 	}
 	if _, err := os.Stat(filepath.Join(d.PvPath, "probe")); err != nil {
@@ -178,13 +178,13 @@ func TestSplitTwentyEighty(t *testing.T) {
 	if f := float64(d.RawSizeBytes) / total; f < 0.79 || f > 0.81 {
 		t.Fatalf("raw partition is %.3f of the device, want 0.80", f)
 	}
-	if pt := blkid(t, dev)["PTTYPE"]; pt != "gpt" {
+	if pt := agenttest.Blkid(t, dev)["PTTYPE"]; pt != "gpt" {
 		t.Fatalf("PTTYPE %q, want gpt", pt)
 	}
-	if sig := blkid(t, d.XfsDevice); sig["TYPE"] != "xfs" || sig["UUID"] != d.FilesystemUuid {
+	if sig := agenttest.Blkid(t, d.XfsDevice); sig["TYPE"] != "xfs" || sig["UUID"] != d.FilesystemUuid {
 		t.Fatalf("blkid -p %s = %v", d.XfsDevice, sig)
 	}
-	if sig := blkid(t, d.RawDevice); sig["TYPE"] != "" {
+	if sig := agenttest.Blkid(t, d.RawDevice); sig["TYPE"] != "" {
 		t.Fatalf("raw partition carries %v", sig)
 	}
 	if !isMounted(t, d.PvPath) {
@@ -222,7 +222,7 @@ func TestSplitBelowXFSMinimumIsRefused(t *testing.T) {
 	dev := newLoop(t, e.root, 512*mib)
 	_, err := e.srv.PrepareDisks(context.Background(), prepareReq(e.pv("v"), 20, dev))
 	wantCode(t, err, codes.FailedPrecondition, dev, "300 MiB")
-	if sig := blkid(t, dev); len(sig) != 0 {
+	if sig := agenttest.Blkid(t, dev); len(sig) != 0 {
 		t.Fatalf("refused device was written: %v", sig)
 	}
 }
@@ -248,7 +248,7 @@ func TestRelease(t *testing.T) {
 	}
 	// Without wipe the filesystem stays, and the agent, having forgotten it, treats it as
 	// someone else's.
-	if sig := blkid(t, dev); sig["TYPE"] != "xfs" {
+	if sig := agenttest.Blkid(t, dev); sig["TYPE"] != "xfs" {
 		t.Fatalf("release without wipe changed the device: %v", sig)
 	}
 	rep, err := e.srv.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
@@ -281,7 +281,7 @@ func TestReleaseWithWipe(t *testing.T) {
 	if err != nil || len(rel.Released) != 1 {
 		t.Fatalf("release: %v, %v", rel, err)
 	}
-	if sig := blkid(t, dev); len(sig) != 0 {
+	if sig := agenttest.Blkid(t, dev); len(sig) != 0 {
 		t.Fatalf("after wipe blkid -p %s = %v, want nothing", dev, sig)
 	}
 	if _, err := os.Stat(dev + "p1"); err == nil {
@@ -314,7 +314,7 @@ func TestReleaseRefusesDeviceStillInUse(t *testing.T) {
 	if !isMounted(t, resp.Disks[0].PvPath) {
 		t.Fatal("mounts not put back after a refused release")
 	}
-	if sig := blkid(t, dev); sig["TYPE"] != "xfs" {
+	if sig := agenttest.Blkid(t, dev); sig["TYPE"] != "xfs" {
 		t.Fatalf("refused release changed the device: %v", sig)
 	}
 	if err := unix.Unmount(podVol, 0); err != nil {
@@ -360,10 +360,10 @@ func TestRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dev := newLoop(t, e.root, 512*mib)
 			c.setup(t, dev)
-			before := blkid(t, dev)
+			before := agenttest.Blkid(t, dev)
 			_, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("v"), 0, dev))
 			wantCode(t, err, codes.FailedPrecondition, "device "+dev, c.reason)
-			if after := blkid(t, dev); !equalMaps(before, after) {
+			if after := agenttest.Blkid(t, dev); !equalMaps(before, after) {
 				t.Fatalf("refused device changed: %v -> %v", before, after)
 			}
 			if _, err := os.Stat(e.pv("v")); err == nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -133,25 +132,6 @@ func attachLoop(t testing.TB, root string, size int64) (string, func()) {
 func isMounted(t testing.TB, target string) bool {
 	t.Helper()
 	return slices.Contains(agenttest.MountPoints(t), target)
-}
-
-// blkid returns what blkid -p sees on a device: KEY=value pairs, empty when nothing.
-func blkid(t testing.TB, dev string) map[string]string {
-	t.Helper()
-	out, err := exec.Command("blkid", "-p", "-o", "export", dev).Output()
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() == 2 {
-		return map[string]string{}
-	}
-	if err != nil {
-		t.Fatalf("blkid -p %s: %v", dev, err)
-	}
-	kv := map[string]string{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			kv[k] = v
-		}
-	}
-	return kv
 }
 
 func mustRun(t testing.TB, name string, args ...string) {

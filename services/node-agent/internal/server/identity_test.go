@@ -112,8 +112,8 @@ func TestDevicesFoundByIdentityAfterNamesSwap(t *testing.T) {
 		if p.State != "ready" || p.Device != want[p.PvPath] {
 			t.Fatalf("report %v, want %s on %s and ready", p, p.PvPath, want[p.PvPath])
 		}
-		if p.PvPath == e.pv("vol-b") && !strings.EqualFold(p.DiskGuid, blkid(t, a)["PTUUID"]) {
-			t.Fatalf("disk GUID %q reported, %q on the disk", p.DiskGuid, blkid(t, a)["PTUUID"])
+		if p.PvPath == e.pv("vol-b") && !strings.EqualFold(p.DiskGuid, agenttest.Blkid(t, a)["PTUUID"]) {
+			t.Fatalf("disk GUID %q reported, %q on the disk", p.DiskGuid, agenttest.Blkid(t, a)["PTUUID"])
 		}
 	}
 	if len(rep.Prepared) != 2 {
@@ -133,10 +133,10 @@ func TestDevicesFoundByIdentityAfterNamesSwap(t *testing.T) {
 	if _, err := e.newServer().ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{PvPath: e.pv("vol-a"), Wipe: true}); err != nil {
 		t.Fatal(err)
 	}
-	if sig := blkid(t, b); len(sig) != 0 {
+	if sig := agenttest.Blkid(t, b); len(sig) != 0 {
 		t.Fatalf("vol-a's device %s still carries %v", b, sig)
 	}
-	if sig := blkid(t, a); sig["PTTYPE"] != "gpt" || blkid(t, a+"p1")["TYPE"] != "xfs" {
+	if sig := agenttest.Blkid(t, a); sig["PTTYPE"] != "gpt" || agenttest.Blkid(t, a+"p1")["TYPE"] != "xfs" {
 		t.Fatalf("vol-b's device %s was touched: %v", a, sig)
 	}
 }
@@ -242,10 +242,10 @@ func TestReleaseByNameMeansTheDeviceNowThere(t *testing.T) {
 	if len(rel.Released) != 1 || rel.Released[0].PvPath != e.pv("vol-b") || rel.Released[0].Device != a {
 		t.Fatalf("released %v, want only vol-b's record, on %s", rel.Released, a)
 	}
-	if sig := blkid(t, a); len(sig) != 0 {
+	if sig := agenttest.Blkid(t, a); len(sig) != 0 {
 		t.Fatalf("%s (vol-b's disk) not wiped: %v", a, sig)
 	}
-	if sig := blkid(t, b); sig["UUID"] != ra.Disks[0].FilesystemUuid {
+	if sig := agenttest.Blkid(t, b); sig["UUID"] != ra.Disks[0].FilesystemUuid {
 		t.Fatalf("%s (vol-a's disk) was touched: %v, want UUID %s", b, sig, ra.Disks[0].FilesystemUuid)
 	}
 }

@@ -75,7 +75,7 @@ func TestInterruptedPreparationResumesOnItsOwnMedia(t *testing.T) {
 	if d := resp.Disks[0]; d.State != "ready" || d.FilesystemUuid != interruptedUUID || !isMounted(t, d.PvPath) {
 		t.Fatalf("unexpected %v", d)
 	}
-	if got := blkid(t, dev)["UUID"]; got != interruptedUUID {
+	if got := agenttest.Blkid(t, dev)["UUID"]; got != interruptedUUID {
 		t.Fatalf("UUID %s, want the reserved %s", got, interruptedUUID)
 	}
 }
@@ -138,7 +138,7 @@ func TestInterruptedPreparationOnAChangedDeviceIsRefused(t *testing.T) {
 	writeState(t, e, 1, interrupted(e, dev))
 	_, err := e.newServer().PrepareDisks(ctx, prepareReq(e.pv("vol"), 0, dev))
 	wantCode(t, err, codes.FailedPrecondition, "device "+dev, "no longer carries what the agent wrote there")
-	if got := blkid(t, dev)["TYPE"]; got != "ext4" {
+	if got := agenttest.Blkid(t, dev)["TYPE"]; got != "ext4" {
 		t.Fatalf("the other disk was touched: TYPE %q", got)
 	}
 }
@@ -161,7 +161,7 @@ func TestRestoreNeverReformatsAReplacedDevice(t *testing.T) {
 	if isMounted(t, resp.Disks[0].PvPath) {
 		t.Fatal("the foreign filesystem was bind-mounted to the PV path")
 	}
-	if got := blkid(t, dev)["LABEL"]; got != "someone" {
+	if got := agenttest.Blkid(t, dev)["LABEL"]; got != "someone" {
 		t.Fatalf("the device was reformatted: label %q", got)
 	}
 	rep, err := srv.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
@@ -177,7 +177,7 @@ func TestRestoreNeverReformatsAReplacedDevice(t *testing.T) {
 	if _, err := srv.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := blkid(t, dev)["LABEL"]; got != "someone" {
+	if got := agenttest.Blkid(t, dev)["LABEL"]; got != "someone" {
 		t.Fatalf("release touched the device: label %q", got)
 	}
 }

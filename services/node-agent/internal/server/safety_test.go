@@ -12,6 +12,7 @@ import (
 	"time"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/node-agent/agenttest"
 	"github.com/opsuite/suite/services/node-agent/internal/host"
 	"github.com/opsuite/suite/services/node-agent/internal/server"
 	"google.golang.org/grpc/codes"
@@ -51,7 +52,7 @@ func TestSymlinkUnderPVRootIsRefused(t *testing.T) {
 	if isMounted(t, outside) {
 		t.Fatal("the directory outside the root is a mount point")
 	}
-	if sig := blkid(t, dev); len(sig) != 0 {
+	if sig := agenttest.Blkid(t, dev); len(sig) != 0 {
 		t.Fatalf("the device was written: %v", sig)
 	}
 	if rep, err := e.srv.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{}); err != nil || len(rep.Prepared) != 0 {
@@ -101,7 +102,7 @@ func TestDeviceOutsideAllowlistIsInvisible(t *testing.T) {
 	wantCode(t, err, codes.FailedPrecondition, "1 eligible devices match the selector, 2 requested")
 	_, err = e.srv.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{out}, Wipe: true})
 	wantCode(t, err, codes.NotFound, out, "outside this agent's device allowlist")
-	if sig := blkid(t, out); len(sig) != 0 {
+	if sig := agenttest.Blkid(t, out); len(sig) != 0 {
 		t.Fatalf("the device outside the allowlist was written: %v", sig)
 	}
 	// The allowed one works as ever.
