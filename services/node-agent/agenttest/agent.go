@@ -3,7 +3,9 @@
 // temporary directory, loop devices allowed, behind the real gRPC stack (TLS, the
 // authentication and authorization interceptor against a given apiserver) over an in-memory
 // listener, reached through a shared/nodeagent Pool. Tests that prepare disks must run as
-// root, in a private mount namespace (PrivateMountNamespace in TestMain).
+// root, in a private mount namespace (PrivateMountNamespace in TestMain). The agent's own
+// tests share its host helpers too: MountPoints, UnmountUnder and Blkid look at mounts and
+// devices without going through the agent.
 package agenttest
 
 import (
