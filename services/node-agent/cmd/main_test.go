@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,8 +24,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 var env *testenv.Env
@@ -85,35 +82,24 @@ func TestOptionsValidation(t *testing.T) {
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	caPool, certFile, keyFile := writePKI(t, dir)
-	kubeconfig := writeKubeconfig(t, dir)
+	kubeconfig := env.Kubeconfig(t)
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tok := serviceAccountToken(t, cs)
 
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
-	hlis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	healthAddr := hlis.Addr().String()
-	hlis.Close()
+	addr, healthAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs bytes.Buffer
+	var logs testenv.LogBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{
 			"--listen", addr, "--health-listen", healthAddr, "--tls-cert", certFile, "--tls-key", keyFile, "--node-name", "node-run",
 			"--kubeconfig", kubeconfig, "--agent-root", filepath.Join(dir, "agent"), "--pv-root", filepath.Join(dir, "pv"),
 			"--log-level", "debug",
-		}, &syncWriter{w: &logs})
+		}, &logs)
 	}()
 
 	pool, err := nodeagent.NewPool(nodeagent.Config{
@@ -165,20 +151,6 @@ func TestRun(t *testing.T) {
 	}
 }
 
-type syncWriter struct {
-	mu chan struct{}
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	if s.mu == nil {
-		s.mu = make(chan struct{}, 1)
-	}
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.w.Write(p)
-}
-
 func serviceAccountToken(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
 	ctx := context.Background()
@@ -211,21 +183,6 @@ func serviceAccountToken(t *testing.T, cs kubernetes.Interface) string {
 		t.Fatal(err)
 	}
 	return tr.Status.Token
-}
-
-func writeKubeconfig(t *testing.T, dir string) string {
-	t.Helper()
-	c := env.Config
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
-	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
-	cfg.CurrentContext = "test"
-	path := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 func writePKI(t *testing.T, dir string) (*x509.CertPool, string, string) {
