@@ -50,6 +50,19 @@ func FreePort(t testing.TB) int {
 	return n
 }
 
+// PortsFree reports, as an error naming the first taken one, whether the n loopback ports
+// from first on can all be bound now (a local cluster's fixed port range, say).
+func PortsFree(first, n int) error {
+	for p := first; p < first+n; p++ {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			return fmt.Errorf("port %d is taken: %w", p, err)
+		}
+		_ = l.Close()
+	}
+	return nil
+}
+
 // Poll calls cond every interval until it reports done, returns an error, or ctx ends;
 // then the error says what cond last reported.
 func Poll(ctx context.Context, interval time.Duration, cond func(context.Context) (bool, error)) error {

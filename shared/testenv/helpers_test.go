@@ -27,6 +27,21 @@ func TestFreeAddrAndPortAreBindable(t *testing.T) {
 	}
 }
 
+func TestPortsFree(t *testing.T) {
+	port := testenv.FreePort(t)
+	if err := testenv.PortsFree(port, 1); err != nil {
+		t.Fatalf("a free port reported taken: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	if err := testenv.PortsFree(port, 1); err == nil || !strings.Contains(err.Error(), "port "+strconv.Itoa(port)+" is taken") {
+		t.Errorf("a range holding a bound port: %v", err)
+	}
+}
+
 func TestPoll(t *testing.T) {
 	calls := 0
 	err := testenv.Poll(context.Background(), time.Millisecond, func(context.Context) (bool, error) {
