@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/opsuite/suite/shared/testenv"
 	"github.com/opsuite/suite/tools/internal/localcluster"
 )
 
@@ -273,12 +273,8 @@ func setup() (teardown func(), err error) {
 			return cleanWork, fmt.Errorf("E2E_PORT_BASE=%q: %w", v, err)
 		}
 	}
-	for p := o.PortBase; p < o.PortBase+6; p++ {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			return cleanWork, fmt.Errorf("port %d is taken; the e2e cluster uses %d-%d (set E2E_INSTANCE or E2E_PORT_BASE): %w", p, o.PortBase, o.PortBase+5, err)
-		}
-		l.Close()
+	if err := testenv.PortsFree(o.PortBase, 6); err != nil {
+		return cleanWork, fmt.Errorf("the e2e cluster uses ports %d-%d (set E2E_INSTANCE or E2E_PORT_BASE): %w", o.PortBase, o.PortBase+5, err)
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/opsuite/suite/shared/testenv"
 	"github.com/opsuite/suite/tools/internal/localcluster"
 )
 
@@ -49,17 +50,7 @@ func TestMain(m *testing.M) {
 // freeInstance returns the first cluster instance from 5 on whose ports are all free.
 func freeInstance(t testing.TB) int {
 	for i := 5; i < 60; i++ {
-		base := localcluster.InstanceOptions("/", i).PortBase
-		free := true
-		for p := base; p < base+6 && free; p++ {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-			if err != nil {
-				free = false
-				continue
-			}
-			l.Close()
-		}
-		if free {
+		if testenv.PortsFree(localcluster.InstanceOptions("/", i).PortBase, 6) == nil {
 			return i
 		}
 	}
