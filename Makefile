@@ -40,9 +40,12 @@ help: ## List the targets.
 K8S_VERSION := $(shell sed -n 's/^k8s_version=//p' tools/build-controlplane.sh)
 
 # Without these, helm assumes Kubernetes v1.20 and `helm template` fails the charts' kubeVersion.
-HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=v3.22.0 \
-	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37 \
-	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37
+K8S_MAJOR := $(word 1,$(subst ., ,$(K8S_VERSION:v%=%)))
+K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VERSION:v%=%)))
+HELM_VERSION := $(shell awk '$$1 == "helm.sh/helm/v3" {print $$2; exit}' tools/go.mod)
+HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$(K8S_MAJOR) -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(K8S_MINOR) \
+	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$(K8S_MAJOR) -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(K8S_MINOR)
 
 $(BIN)/.runtime-stamp: tools/go.mod tools/go.sum
 	@mkdir -p $(BIN)
