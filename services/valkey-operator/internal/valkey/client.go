@@ -1,0 +1,295 @@
+package valkey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	valkeygo "github.com/valkey-io/valkey-go"
+)
+
+// Capabilities are the optional cluster commands a member offers; Debian's redis-server
+// 7.0 has none of them, Valkey 8 and 9 add them.
+type Capabilities struct {
+	Server         string // "redis" or "valkey"
+	Version        string
+	MyShardID      bool // CLUSTER MYSHARDID
+	SetSlotTimeout bool // CLUSTER SETSLOT ... TIMEOUT (Valkey 8.0+)
+	MigrateSlots   bool // CLUSTER MIGRATESLOTS (atomic slot migration)
+}
+
+// FailoverMode picks CLUSTER FAILOVER's flavour.
+type FailoverMode string
+
+// Failover modes.
+const (
+	FailoverDefault  FailoverMode = ""
+	FailoverForce    FailoverMode = "FORCE"
+	FailoverTakeover FailoverMode = "TAKEOVER"
+)
+
+// Conn is one member's admin connection: the narrow set of commands the operator sends.
+type Conn interface {
+	Addr() string
+	ClusterNodes(ctx context.Context) (View, error)
+	ClusterInfo(ctx context.Context) (map[string]string, error)
+	ClusterShards(ctx context.Context) ([]Shard, error)
+	Capabilities(ctx context.Context) (Capabilities, error)
+	Meet(ctx context.Context, addr string, busPort int) error
+	AddSlotsRange(ctx context.Context, ranges ...SlotRange) error
+	Replicate(ctx context.Context, primaryID string) error
+	SetSlotImporting(ctx context.Context, slot int, fromID string) error
+	SetSlotMigrating(ctx context.Context, slot int, toID string) error
+	SetSlotNode(ctx context.Context, slot int, ownerID string) error
+	SetSlotStable(ctx context.Context, slot int) error
+	// MigrateSlotKeys moves up to batch keys of slot to addr with one MIGRATE and returns
+	// how many it moved; 0 means the slot is empty here.
+	MigrateSlotKeys(ctx context.Context, slot int, addr string, batch int) (int, error)
+	Forget(ctx context.Context, id string) error
+	Failover(ctx context.Context, mode FailoverMode) error
+	Close()
+}
+
+// Shard is one entry of CLUSTER SHARDS.
+type Shard struct {
+	Slots []SlotRange
+	Nodes []ShardNode
+}
+
+// ShardNode is a member as CLUSTER SHARDS describes it.
+type ShardNode struct {
+	ID                string
+	IP                string
+	Port              int
+	Role              string // master or replica
+	Health            string // online, failed, loading
+	ReplicationOffset int64
+}
+
+// Options are what Dial needs beyond the address.
+type Options struct {
+	Username, Password string
+	DialTimeout        time.Duration
+}
+
+type conn struct {
+	addr string
+	c    valkeygo.Client
+}
+
+// Dial opens an admin connection to the single member at addr; it never follows the
+// cluster topology, so every command lands on exactly that member.
+func Dial(addr string, o Options) (Conn, error) {
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{
+		InitAddress:       []string{addr},
+		ForceSingleClient: true,
+		DisableCache:      true,
+		DisableRetry:      true,
+		Username:          o.Username,
+		Password:          o.Password,
+		Dialer:            net.Dialer{Timeout: o.DialTimeout},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+	}
+	return &conn{addr: addr, c: c}, nil
+}
+
+func (c *conn) Addr() string { return c.addr }
+func (c *conn) Close()       { c.c.Close() }
+
+func (c *conn) do(ctx context.Context, args ...string) valkeygo.ValkeyResult {
+	return c.c.Do(ctx, c.c.B().Arbitrary(args[0]).Args(args[1:]...).Build())
+}
+
+func (c *conn) ok(ctx context.Context, args ...string) error {
+	if err := c.do(ctx, args...).Error(); err != nil {
+		return fmt.Errorf("%s on %s: %w", strings.Join(args[:min(len(args), 2)], " "), c.addr, err)
+	}
+	return nil
+}
+
+func (c *conn) text(ctx context.Context, args ...string) (string, error) {
+	s, err := c.do(ctx, args...).ToString()
+	if err != nil {
+		return "", fmt.Errorf("%s on %s: %w", strings.Join(args, " "), c.addr, err)
+	}
+	return StripVerbatim(s), nil
+}
+
+func (c *conn) ClusterNodes(ctx context.Context) (View, error) {
+	s, err := c.text(ctx, "CLUSTER", "NODES")
+	if err != nil {
+		return View{}, err
+	}
+	return ParseNodes(c.addr, s)
+}
+
+func (c *conn) ClusterInfo(ctx context.Context) (map[string]string, error) {
+	s, err := c.text(ctx, "CLUSTER", "INFO")
+	if err != nil {
+		return nil, err
+	}
+	return ParseInfo(s), nil
+}
+
+func (c *conn) ClusterShards(ctx context.Context) ([]Shard, error) {
+	arr, err := c.do(ctx, "CLUSTER", "SHARDS").ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER SHARDS on %s: %w", c.addr, err)
+	}
+	out := make([]Shard, 0, len(arr))
+	for _, e := range arr {
+		m, err := e.AsMap()
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER SHARDS on %s: %w", c.addr, err)
+		}
+		var sh Shard
+		if slots, ok := m["slots"]; ok {
+			ints, err := slots.AsIntSlice()
+			if err != nil {
+				return nil, fmt.Errorf("CLUSTER SHARDS slots on %s: %w", c.addr, err)
+			}
+			for i := 0; i+1 < len(ints); i += 2 {
+				sh.Slots = append(sh.Slots, SlotRange{Start: int(ints[i]), End: int(ints[i+1])})
+			}
+		}
+		if nodes, ok := m["nodes"]; ok {
+			list, err := nodes.ToArray()
+			if err != nil {
+				return nil, fmt.Errorf("CLUSTER SHARDS nodes on %s: %w", c.addr, err)
+			}
+			for _, ne := range list {
+				nm, err := ne.AsMap()
+				if err != nil {
+					return nil, fmt.Errorf("CLUSTER SHARDS node on %s: %w", c.addr, err)
+				}
+				str := func(k string) string {
+					m := nm[k]
+					v, _ := m.ToString()
+					return v
+				}
+				num := func(k string) int64 {
+					m := nm[k]
+					v, _ := m.AsInt64()
+					return v
+				}
+				sn := ShardNode{ID: str("id"), IP: str("ip"), Port: int(num("port")), Role: str("role"),
+					Health: str("health"), ReplicationOffset: num("replication-offset")}
+				sh.Nodes = append(sh.Nodes, sn)
+			}
+		}
+		out = append(out, sh)
+	}
+	return out, nil
+}
+
+// Capabilities asks the server rather than trusting a version number where it can:
+// COMMAND INFO answers nil for a subcommand the server lacks.
+func (c *conn) Capabilities(ctx context.Context) (Capabilities, error) {
+	s, err := c.text(ctx, "INFO", "server")
+	if err != nil {
+		return Capabilities{}, err
+	}
+	info := ParseInfo(s)
+	caps := Capabilities{Server: "redis", Version: info["redis_version"]}
+	if v, ok := info["valkey_version"]; ok {
+		caps.Server, caps.Version = "valkey", v
+	}
+	arr, err := c.do(ctx, "COMMAND", "INFO", "cluster|myshardid", "cluster|migrateslots").ToArray()
+	if err != nil {
+		return Capabilities{}, fmt.Errorf("COMMAND INFO on %s: %w", c.addr, err)
+	}
+	present := func(i int) bool { return i < len(arr) && !arr[i].IsNil() }
+	caps.MyShardID, caps.MigrateSlots = present(0), present(1)
+	// SETSLOT's TIMEOUT argument has no command of its own to look up; it came with Valkey 8.
+	caps.SetSlotTimeout = caps.Server == "valkey" && majorAtLeast(caps.Version, 8)
+	return caps, nil
+}
+
+func majorAtLeast(version string, major int) bool {
+	head, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(head)
+	return err == nil && n >= major
+}
+
+func (c *conn) Meet(ctx context.Context, addr string, busPort int) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("meet address %q: %w", addr, err)
+	}
+	args := []string{"CLUSTER", "MEET", host, port}
+	if busPort != 0 {
+		args = append(args, strconv.Itoa(busPort))
+	}
+	return c.ok(ctx, args...)
+}
+
+func (c *conn) AddSlotsRange(ctx context.Context, ranges ...SlotRange) error {
+	if len(ranges) == 0 {
+		return errors.New("ADDSLOTSRANGE needs at least one range")
+	}
+	args := []string{"CLUSTER", "ADDSLOTSRANGE"}
+	for _, r := range ranges {
+		args = append(args, strconv.Itoa(r.Start), strconv.Itoa(r.End))
+	}
+	return c.ok(ctx, args...)
+}
+
+func (c *conn) Replicate(ctx context.Context, primaryID string) error {
+	return c.ok(ctx, "CLUSTER", "REPLICATE", primaryID)
+}
+
+func (c *conn) SetSlotImporting(ctx context.Context, slot int, fromID string) error {
+	return c.ok(ctx, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "IMPORTING", fromID)
+}
+
+func (c *conn) SetSlotMigrating(ctx context.Context, slot int, toID string) error {
+	return c.ok(ctx, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "MIGRATING", toID)
+}
+
+func (c *conn) SetSlotNode(ctx context.Context, slot int, ownerID string) error {
+	return c.ok(ctx, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", ownerID)
+}
+
+func (c *conn) SetSlotStable(ctx context.Context, slot int) error {
+	return c.ok(ctx, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "STABLE")
+}
+
+func (c *conn) MigrateSlotKeys(ctx context.Context, slot int, addr string, batch int) (int, error) {
+	keys, err := c.do(ctx, "CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.Itoa(batch)).AsStrSlice()
+	if err != nil {
+		return 0, fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", slot, c.addr, err)
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, fmt.Errorf("migrate address %q: %w", addr, err)
+	}
+	// REPLACE makes a retried batch idempotent after an interrupted earlier attempt.
+	args := append([]string{"MIGRATE", host, port, "", "0", "10000", "REPLACE", "KEYS"}, keys...)
+	if err := c.do(ctx, args...).Error(); err != nil {
+		return 0, fmt.Errorf("MIGRATE slot %d from %s to %s: %w", slot, c.addr, addr, err)
+	}
+	return len(keys), nil
+}
+
+func (c *conn) Forget(ctx context.Context, id string) error {
+	return c.ok(ctx, "CLUSTER", "FORGET", id)
+}
+
+func (c *conn) Failover(ctx context.Context, mode FailoverMode) error {
+	if mode == FailoverDefault {
+		return c.ok(ctx, "CLUSTER", "FAILOVER")
+	}
+	return c.ok(ctx, "CLUSTER", "FAILOVER", string(mode))
+}

@@ -1,0 +1,370 @@
+// Package valkey is the operator's only door to the data plane: it parses what a member
+// says about the cluster (CLUSTER NODES, CLUSTER INFO, INFO) into plain values and, in
+// client.go, talks to one member at a time through valkey-go behind the Conn interface.
+package valkey
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// SlotCount is the fixed number of hash slots in a cluster.
+const SlotCount = 16384
+
+// SlotRange is an inclusive range of hash slots.
+type SlotRange struct {
+	Start, End int
+}
+
+// Len is the number of slots in the range.
+func (r SlotRange) Len() int { return r.End - r.Start + 1 }
+
+func (r SlotRange) String() string {
+	if r.Start == r.End {
+		return strconv.Itoa(r.Start)
+	}
+	return fmt.Sprintf("%d-%d", r.Start, r.End)
+}
+
+// Node is one line of CLUSTER NODES: a member as the answering member sees it.
+type Node struct {
+	ID        string
+	Addr      string // host:port clients use
+	BusPort   int
+	Myself    bool
+	Primary   bool
+	Replica   bool
+	Fail      bool // FAIL agreed by a majority of primaries
+	PFail     bool // suspected by the answering member only
+	Handshake bool
+	NoAddr    bool
+	// PrimaryID is the primary this replica follows, "" for a primary.
+	PrimaryID   string
+	ConfigEpoch uint64
+	Connected   bool
+	Slots       []SlotRange
+	// Migrating and Importing map a slot to the peer node id; CLUSTER NODES lists them only
+	// on the answering member's own line.
+	Migrating map[int]string
+	Importing map[int]string
+}
+
+// SlotTotal is how many slots the node serves.
+func (n Node) SlotTotal() int {
+	t := 0
+	for _, r := range n.Slots {
+		t += r.Len()
+	}
+	return t
+}
+
+// Healthy is a node the answering member can talk to and nobody suspects.
+func (n Node) Healthy() bool {
+	return n.Connected && !n.Fail && !n.PFail && !n.Handshake && !n.NoAddr
+}
+
+// View is one member's CLUSTER NODES answer.
+type View struct {
+	// Addr is where the answer came from (the address the operator dialled).
+	Addr  string
+	Nodes []Node
+}
+
+// StripVerbatim removes the RESP3 verbatim-string format prefix ("txt:") that valkey-go
+// keeps on CLUSTER NODES, CLUSTER INFO and INFO replies.
+func StripVerbatim(s string) string {
+	if len(s) >= 4 && s[3] == ':' && (strings.HasPrefix(s, "txt:") || strings.HasPrefix(s, "mkd:")) {
+		return s[4:]
+	}
+	return s
+}
+
+// ParseNodes parses a CLUSTER NODES reply as answered by the member at addr.
+func ParseNodes(addr, text string) (View, error) {
+	v := View{Addr: addr}
+	for i, line := range strings.Split(StripVerbatim(text), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		n, err := parseNodeLine(line)
+		if err != nil {
+			return View{}, fmt.Errorf("CLUSTER NODES from %s, line %d: %w", addr, i+1, err)
+		}
+		v.Nodes = append(v.Nodes, n)
+	}
+	if _, ok := v.Myself(); !ok {
+		return View{}, fmt.Errorf("CLUSTER NODES from %s has no myself line", addr)
+	}
+	return v, nil
+}
+
+func parseNodeLine(line string) (Node, error) {
+	f := strings.Fields(line)
+	if len(f) < 8 {
+		return Node{}, fmt.Errorf("%d fields, want at least 8", len(f))
+	}
+	n := Node{ID: f[0], Connected: f[7] == "connected"}
+	// ip:port@cport[,hostname]
+	addr := f[1]
+	if i := strings.IndexByte(addr, ','); i >= 0 {
+		addr = addr[:i]
+	}
+	if i := strings.IndexByte(addr, '@'); i >= 0 {
+		bus, err := strconv.Atoi(addr[i+1:])
+		if err != nil {
+			return Node{}, fmt.Errorf("bus port in %q: %w", f[1], err)
+		}
+		n.BusPort, addr = bus, addr[:i]
+	}
+	n.Addr = addr
+	for _, fl := range strings.Split(f[2], ",") {
+		switch fl {
+		case "myself":
+			n.Myself = true
+		case "master":
+			n.Primary = true
+		case "slave":
+			n.Replica = true
+		case "fail":
+			n.Fail = true
+		case "fail?":
+			n.PFail = true
+		case "handshake":
+			n.Handshake = true
+		case "noaddr":
+			n.NoAddr = true
+		}
+	}
+	if f[3] != "-" {
+		n.PrimaryID = f[3]
+	}
+	epoch, err := strconv.ParseUint(f[6], 10, 64)
+	if err != nil {
+		return Node{}, fmt.Errorf("config epoch %q: %w", f[6], err)
+	}
+	n.ConfigEpoch = epoch
+	for _, s := range f[8:] {
+		if err := n.addSlotField(s); err != nil {
+			return Node{}, err
+		}
+	}
+	return n, nil
+}
+
+func (n *Node) addSlotField(s string) error {
+	if strings.HasPrefix(s, "[") {
+		body := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+		if i := strings.Index(body, "->-"); i >= 0 {
+			slot, err := strconv.Atoi(body[:i])
+			if err != nil {
+				return fmt.Errorf("migrating slot %q: %w", s, err)
+			}
+			if n.Migrating == nil {
+				n.Migrating = map[int]string{}
+			}
+			n.Migrating[slot] = body[i+3:]
+			return nil
+		}
+		if i := strings.Index(body, "-<-"); i >= 0 {
+			slot, err := strconv.Atoi(body[:i])
+			if err != nil {
+				return fmt.Errorf("importing slot %q: %w", s, err)
+			}
+			if n.Importing == nil {
+				n.Importing = map[int]string{}
+			}
+			n.Importing[slot] = body[i+3:]
+			return nil
+		}
+		return fmt.Errorf("slot state %q not understood", s)
+	}
+	lo, hi, isRange := strings.Cut(s, "-")
+	start, err := strconv.Atoi(lo)
+	if err != nil {
+		return fmt.Errorf("slot %q: %w", s, err)
+	}
+	end := start
+	if isRange {
+		if end, err = strconv.Atoi(hi); err != nil {
+			return fmt.Errorf("slot %q: %w", s, err)
+		}
+	}
+	if start < 0 || end >= SlotCount || start > end {
+		return fmt.Errorf("slot %q out of range", s)
+	}
+	n.Slots = append(n.Slots, SlotRange{Start: start, End: end})
+	return nil
+}
+
+// Myself is the answering member's own line.
+func (v View) Myself() (Node, bool) {
+	for _, n := range v.Nodes {
+		if n.Myself {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Node finds a node by id.
+func (v View) Node(id string) (Node, bool) {
+	for _, n := range v.Nodes {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// ByAddr finds the node announced at addr (host:port), skipping nodes still in handshake.
+func (v View) ByAddr(addr string) (Node, bool) {
+	for _, n := range v.Nodes {
+		if n.Addr == addr && !n.Handshake {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Owners is the owner node id of every slot, "" where unassigned.
+func (v View) Owners() [SlotCount]string {
+	var o [SlotCount]string
+	for _, n := range v.Nodes {
+		for _, r := range n.Slots {
+			for s := r.Start; s <= r.End; s++ {
+				o[s] = n.ID
+			}
+		}
+	}
+	return o
+}
+
+// Primaries are the primaries this member knows, sorted by id.
+func (v View) Primaries() []Node {
+	var out []Node
+	for _, n := range v.Nodes {
+		if n.Primary {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// ReplicasOf are the replicas of primaryID this member knows, sorted by id.
+func (v View) ReplicasOf(primaryID string) []Node {
+	var out []Node
+	for _, n := range v.Nodes {
+		if n.Replica && n.PrimaryID == primaryID {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Failed are the nodes this member marks fail or fail?.
+func (v View) Failed() []Node {
+	var out []Node
+	for _, n := range v.Nodes {
+		if n.Fail || n.PFail {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Snapshot is what the operator observed in one pass: the views of the members it reached.
+type Snapshot struct {
+	Views []View
+}
+
+// View returns the view answered by the member at addr.
+func (s Snapshot) View(addr string) (View, bool) {
+	for _, v := range s.Views {
+		if v.Addr == addr {
+			return v, true
+		}
+	}
+	return View{}, false
+}
+
+// Agree reports whether every view names the same owner for every slot; it is the
+// precondition for moving slots or failing over (a stale epoch gets the command refused).
+func (s Snapshot) Agree() bool {
+	if len(s.Views) == 0 {
+		return true
+	}
+	first := s.Views[0].Owners()
+	for _, v := range s.Views[1:] {
+		if v.Owners() != first {
+			return false
+		}
+	}
+	return true
+}
+
+// SlotMove is a slot some member is moving: From has it MIGRATING and/or To has it IMPORTING.
+type SlotMove struct {
+	Slot     int
+	From, To string // node ids
+}
+
+// Moves are the slots in a migrating or importing state on any member, sorted by slot;
+// a half-done move shows on one side only.
+func (s Snapshot) Moves() []SlotMove {
+	bySlot := map[int]SlotMove{}
+	for _, v := range s.Views {
+		me, _ := v.Myself()
+		for slot, to := range me.Migrating {
+			m := bySlot[slot]
+			m.Slot, m.From, m.To = slot, me.ID, to
+			bySlot[slot] = m
+		}
+		for slot, from := range me.Importing {
+			m := bySlot[slot]
+			m.Slot, m.To = slot, me.ID
+			if m.From == "" {
+				m.From = from
+			}
+			bySlot[slot] = m
+		}
+	}
+	out := make([]SlotMove, 0, len(bySlot))
+	for _, m := range bySlot {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Slot < out[j].Slot })
+	return out
+}
+
+// Ranges compresses sorted slots into contiguous ranges.
+func Ranges(slots []int) []SlotRange {
+	var out []SlotRange
+	for _, s := range slots {
+		if len(out) > 0 && out[len(out)-1].End == s-1 {
+			out[len(out)-1].End = s
+			continue
+		}
+		out = append(out, SlotRange{Start: s, End: s})
+	}
+	return out
+}
+
+// ParseInfo parses CLUSTER INFO or INFO into key/value pairs (section headers dropped).
+func ParseInfo(text string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(StripVerbatim(text), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}

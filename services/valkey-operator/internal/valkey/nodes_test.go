@@ -1,0 +1,148 @@
+package valkey
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+const (
+	id1 = "9146236debb555c97c0ea47b41294ad3b84c215f"
+	id2 = "bf2a7dcd3d46bfabd2e63c54fac63b916b8ffc32"
+	id3 = "c57d880068a0a84d8a6b270cd542d77d1aa3253e"
+	id4 = "b7cc410b6285bd6b9d1097c0163eca37d07d0d16"
+)
+
+// The testdata files are CLUSTER NODES captured from Debian's redis-server 7.0.15: four
+// members, slot 100 half-moved from 17101 to 17102, 17104 replicating 17101, and (in
+// nodes-fail.txt) 17103 killed.
+func load(t *testing.T, file, addr string, verbatim bool) View {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if verbatim {
+		text = "txt:" + text
+	}
+	v, err := ParseNodes(addr, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestParseNodesCapturedOutput(t *testing.T) {
+	v := load(t, "nodes-17101.txt", "127.0.0.1:17101", true)
+	if len(v.Nodes) != 4 {
+		t.Fatalf("nodes = %d, want 4", len(v.Nodes))
+	}
+	me, ok := v.Myself()
+	if !ok || me.ID != id1 || me.Addr != "127.0.0.1:17101" || me.BusPort != 27101 || !me.Primary || me.ConfigEpoch != 1 {
+		t.Fatalf("myself = %+v", me)
+	}
+	if !reflect.DeepEqual(me.Slots, []SlotRange{{0, 8000}}) || me.Migrating[100] != id2 {
+		t.Fatalf("myself slots %v migrating %v", me.Slots, me.Migrating)
+	}
+	n2, _ := v.Node(id2)
+	if !reflect.DeepEqual(n2.Slots, []SlotRange{{8001, 16000}, {16002, 16383}}) || n2.SlotTotal() != 8382 {
+		t.Fatalf("node 2 slots %v", n2.Slots)
+	}
+	if got := v.ReplicasOf(id1); len(got) != 1 || got[0].ID != id4 || got[0].PrimaryID != id1 || !got[0].Replica {
+		t.Fatalf("replicas of 1 = %+v", got)
+	}
+	if p := v.Primaries(); len(p) != 3 {
+		t.Fatalf("primaries = %d, want 3", len(p))
+	}
+	owners := v.Owners()
+	if owners[0] != id1 || owners[8001] != id2 || owners[16001] != "" || owners[16383] != id2 {
+		t.Fatal("owners wrong")
+	}
+	if len(v.Failed()) != 0 {
+		t.Fatal("no node should be failed")
+	}
+	if n, ok := v.ByAddr("127.0.0.1:17103"); !ok || n.ID != id3 || n.SlotTotal() != 0 {
+		t.Fatalf("by addr = %+v", n)
+	}
+}
+
+func TestParseNodesFailedAndImporting(t *testing.T) {
+	f := load(t, "nodes-fail.txt", "127.0.0.1:17101", false)
+	failed := f.Failed()
+	if len(failed) != 1 || failed[0].ID != id3 || !failed[0].Fail || failed[0].Connected || failed[0].Healthy() {
+		t.Fatalf("failed = %+v", failed)
+	}
+	v2 := load(t, "nodes-17102.txt", "127.0.0.1:17102", true)
+	me, _ := v2.Myself()
+	if me.ID != id2 || me.Importing[100] != id1 {
+		t.Fatalf("importing = %v", me.Importing)
+	}
+	s := Snapshot{Views: []View{load(t, "nodes-17101.txt", "127.0.0.1:17101", true), v2,
+		load(t, "nodes-17104.txt", "127.0.0.1:17104", false)}}
+	if got := s.Moves(); !reflect.DeepEqual(got, []SlotMove{{Slot: 100, From: id1, To: id2}}) {
+		t.Fatalf("moves = %+v", got)
+	}
+	if !s.Agree() {
+		t.Fatal("all three views name the same owners")
+	}
+	// One member that already took slot 100 disagrees with the rest.
+	me.Slots = append(me.Slots, SlotRange{100, 100})
+	v2.Nodes[0] = me
+	for i, n := range v2.Nodes {
+		if n.ID == id1 {
+			v2.Nodes[i].Slots = []SlotRange{{0, 99}, {101, 8000}}
+		}
+	}
+	s.Views[1] = v2
+	if s.Agree() {
+		t.Fatal("a member claiming slot 100 must break agreement")
+	}
+}
+
+func TestParseNodesRejectsGarbage(t *testing.T) {
+	for name, text := range map[string]string{
+		"no myself":   id2 + " 127.0.0.1:1@2 master - 0 0 1 connected 0-5\n",
+		"short line":  id1 + " 127.0.0.1:1@2 myself,master -\n",
+		"bad slot":    id1 + " 127.0.0.1:1@2 myself,master - 0 0 1 connected 0-99999\n",
+		"bad epoch":   id1 + " 127.0.0.1:1@2 myself,master - 0 0 x connected\n",
+		"bad state":   id1 + " 127.0.0.1:1@2 myself,master - 0 0 1 connected [5-?-x]\n",
+		"reversed":    id1 + " 127.0.0.1:1@2 myself,master - 0 0 1 connected 9-3\n",
+		"bad busport": id1 + " 127.0.0.1:1@x myself,master - 0 0 1 connected\n",
+	} {
+		if _, err := ParseNodes("a", text); err == nil {
+			t.Errorf("%s: parsed without error", name)
+		}
+	}
+}
+
+func TestParseInfoVerbatim(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "info.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := ParseInfo("txt:" + string(b))
+	if info["cluster_state"] != "fail" || info["cluster_slots_assigned"] != "16383" || info["cluster_known_nodes"] != "4" {
+		t.Fatalf("info = %v", info)
+	}
+	if StripVerbatim("txt:# Server") != "# Server" || StripVerbatim("plain") != "plain" {
+		t.Fatal("StripVerbatim")
+	}
+}
+
+func TestRangesAndHostname(t *testing.T) {
+	if got := Ranges([]int{1, 2, 3, 7, 9, 10}); !reflect.DeepEqual(got, []SlotRange{{1, 3}, {7, 7}, {9, 10}}) {
+		t.Fatalf("ranges = %v", got)
+	}
+	v, err := ParseNodes("a", id1+" 10.0.0.1:6379@16379,pod-0.svc myself,master - 0 0 3 connected 5\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if me, _ := v.Myself(); me.Addr != "10.0.0.1:6379" || me.BusPort != 16379 || me.Slots[0] != (SlotRange{5, 5}) {
+		t.Fatalf("myself = %+v", me)
+	}
+	if !majorAtLeast("8.1.0", 8) || majorAtLeast("7.2.4", 8) {
+		t.Fatal("majorAtLeast")
+	}
+}
