@@ -81,8 +81,7 @@ func run() error {
 					}
 				}
 			}
-			args = append(args, "--set", "poolLabelPrefix=node.opsuite.io",
-				"--set", "agentRoot="+filepath.Join(base, "agent"), "--set", "pvRoot="+filepath.Join(base, "pv"),
+			args = append(args, "--set", "agentRoot="+filepath.Join(base, "agent"), "--set", "pvRoot="+filepath.Join(base, "pv"),
 				"--set", "extraArgs={--agent-root="+filepath.Join(base, "agent", "$(NODE_NAME)")+",--pv-root="+filepath.Join(base, "pv", "$(NODE_NAME)")+"}")
 		case "vald-operator":
 			// No Vald Helm Operator runs here to bring its ValdRelease CRD.

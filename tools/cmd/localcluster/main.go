@@ -51,7 +51,7 @@ func run(args []string) error {
 	fs.IntVar(&opts.general, "general-nodes", 2, "number of nodes with pool type general")
 	fs.IntVar(&opts.agent, "agent-nodes", 2, "number of nodes with pool type agent")
 	fs.IntVar(&opts.disks, "disks-per-node", 2, "loop devices (1 GiB sparse files) each node owns; its pods' hostPath /dev shows those alone")
-	fs.StringVar(&opts.poolPrefix, "pool-label-prefix", "", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type (default node.opsuite.io)")
+	fs.StringVar(&opts.poolPrefix, "pool-label-prefix", "", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type (default pool.opsuite.io, the charts' default)")
 	fs.StringVar(&opts.poolNamespace, "pool-namespace", "default", "value of <prefix>/namespace on every node")
 	fs.BoolVar(&opts.noRunner, "no-runner", false, "simulate every pod; run no processes")
 	fs.BoolVar(&opts.keep, "keep", false, "down: keep state, logs and kubeconfig")

@@ -90,7 +90,7 @@ func InstanceOptions(repoRoot string, i int) Options {
 		ServiceCIDR:     fmt.Sprintf("127.%d.0.0/16", 2+4*i),
 		NodeIPPrefix:    fmt.Sprintf("127.%d.0.", 3+4*i),
 		Nodes:           DefaultNodes("default", 2, 2, fmt.Sprintf("127.%d.0.", 3+4*i)),
-		PoolLabelPrefix: "node.opsuite.io",
+		PoolLabelPrefix: "pool.opsuite.io",
 		ImageRules:      podrunner.DefaultImageRules(filepath.Join(repoRoot, "bin")),
 		DisksPerNode:    2,
 		DiskSizeBytes:   1 << 30,

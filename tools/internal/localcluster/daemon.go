@@ -183,6 +183,7 @@ func RunDaemon(o Options) error {
 			NodeVars:      nodeVars,
 			NodeDevices:   nodeDevices,
 			NodeDevDir:    o.NodeDevDir(),
+			NodeRootDir:   o.NodeRootDir(),
 			Log:           log.With("component", "runner"),
 		})
 		if err != nil {

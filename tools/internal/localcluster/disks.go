@@ -22,6 +22,10 @@ func (o *Options) DiskDir() string { return filepath.Join(o.StateDir(), "disks")
 // NodeDevDir holds each node's /dev (podrunner.Config.NodeDevDir).
 func (o *Options) NodeDevDir() string { return filepath.Join(o.StateDir(), "dev") }
 
+// NodeRootDir holds each node's own filesystem for hostPath volumes
+// (podrunner.Config.NodeRootDir), kept with the state like a node's disk.
+func (o *Options) NodeRootDir() string { return filepath.Join(o.StateDir(), "nodes") }
+
 // attachDisks gives every node DisksPerNode loop devices over sparse files, made once and
 // kept with the state; devices still attached from a daemon that died are reused. It
 // returns each node's devices.

@@ -18,19 +18,32 @@ var basicDevices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // devLinks are /dev's usual symbolic links.
 var devLinks = map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"}
 
-// hostPath maps a hostPath volume of a pod on node to the host: /dev and below it are the
-// node's own device directory when the runner keeps one (NodeDevDir), every other path is
-// the host's (all simulated nodes are this host).
+// hostPath maps a hostPath volume of a pod on node to the host. Each simulated node has a
+// filesystem of its own, as a real node has: /dev and below it are the node's own device
+// directory (NodeDevDir: its disks only), /proc and /sys are the host kernel's (one kernel
+// runs every node), and any other path lives under <NodeRootDir>/<node>, so that the agents
+// of two nodes never share a state file or a PV root. Without those directories configured
+// a path is the host's.
 func (r *Runner) hostPath(node, path string) string {
 	clean := filepath.Clean(path)
-	if r.cfg.NodeDevDir == "" || (clean != "/dev" && !strings.HasPrefix(clean, "/dev/")) {
+	switch {
+	case under(clean, "/dev"):
+		if r.cfg.NodeDevDir == "" {
+			return path
+		}
+		if err := r.syncNodeDev(node); err != nil {
+			r.log.Warn("Failed to prepare the node's /dev", "node", node, "err", err)
+		}
+		return filepath.Join(r.nodeDevDir(node), strings.TrimPrefix(clean, "/dev"))
+	case under(clean, "/proc"), under(clean, "/sys"), r.cfg.NodeRootDir == "":
 		return path
+	default:
+		return filepath.Join(r.cfg.NodeRootDir, node, clean)
 	}
-	if err := r.syncNodeDev(node); err != nil {
-		r.log.Warn("Failed to prepare the node's /dev", "node", node, "err", err)
-	}
-	return filepath.Join(r.nodeDevDir(node), strings.TrimPrefix(clean, "/dev"))
 }
+
+// under reports whether the clean absolute path p is dir or below it.
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 func (r *Runner) nodeDevDir(node string) string { return filepath.Join(r.cfg.NodeDevDir, node) }
 

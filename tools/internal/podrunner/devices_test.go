@@ -142,3 +142,28 @@ func TestWriteFilesOwnership(t *testing.T) {
 	check("sub", os.ModeDir|os.ModeSetgid|0o755, 0, 4000)
 	check(".", os.ModeDir|os.ModeSetgid|0o755, 0, 4000)
 }
+
+// Every path but the kernel's and /dev lives in the node's own root, so two nodes' pods
+// (two node agents' state files, say) never share a host directory.
+func TestHostPathPerNode(t *testing.T) {
+	root := t.TempDir()
+	r := &Runner{cfg: Config{NodeRootDir: root}, log: slog.Default()}
+	for _, c := range []struct{ node, path, want string }{
+		{"node-a", "/var/lib/opsuite-node-agent", filepath.Join(root, "node-a", "var/lib/opsuite-node-agent")},
+		{"node-b", "/var/lib/opsuite-node-agent/", filepath.Join(root, "node-b", "var/lib/opsuite-node-agent")},
+		{"node-a", "/mnt/../mnt/opsuite", filepath.Join(root, "node-a", "mnt/opsuite")},
+		{"node-a", "/proc", "/proc"},
+		{"node-a", "/proc/sys/vm", "/proc/sys/vm"},
+		{"node-a", "/sys/block", "/sys/block"},
+		{"node-a", "/system", filepath.Join(root, "node-a", "system")},
+		{"node-a", "/dev", "/dev"}, // no NodeDevDir: the host's
+	} {
+		if got := r.hostPath(c.node, c.path); got != c.want {
+			t.Errorf("hostPath(%s, %s) = %s, want %s", c.node, c.path, got, c.want)
+		}
+	}
+	r.cfg.NodeRootDir = ""
+	if got := r.hostPath("node-a", "/var/lib/x"); got != "/var/lib/x" {
+		t.Errorf("without NodeRootDir hostPath = %s, want the host's path", got)
+	}
+}

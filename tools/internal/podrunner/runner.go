@@ -58,6 +58,10 @@ type Config struct {
 	// devices and the node's own disks with their partitions, never the host's other disks.
 	NodeDevices map[string][]string
 	NodeDevDir  string
+	// NodeRootDir, when set, holds each node's own filesystem: a hostPath other than /dev,
+	// /proc and /sys is <NodeRootDir>/<node>/<path>, never the host's path shared by all
+	// simulated nodes.
+	NodeRootDir string
 	Log         *slog.Logger
 }
 
