@@ -1,0 +1,601 @@
+// Package planner turns a desired cluster shape and an observed snapshot into the ordered
+// data-plane commands that move the cluster one step closer to it. It does no I/O: the
+// caller executes the steps, stops at the first error, observes again and plans again, so
+// every multi-step operation resumes from whatever state an interruption left.
+package planner
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+)
+
+// Member is one node that should be part of the cluster.
+type Member struct {
+	Addr    string // host:port clients and the operator use
+	BusPort int    // 0: the server default (port + 10000)
+	Host    string // the machine it runs on; replicas go to primaries on other hosts
+}
+
+// Desired is the shape the cluster should have.
+type Desired struct {
+	Shards   int
+	Replicas int // per shard
+	Members  []Member
+	// MoveBatch caps how many slots one pass moves between two primaries (default 256).
+	MoveBatch int
+}
+
+// Op names a data-plane command.
+type Op string
+
+// The operations a plan is made of; each maps to one command on the member named by On
+// (MigrateKeys to repeated GETKEYSINSLOT+MIGRATE until the slot is empty there).
+const (
+	Meet             Op = "Meet"             // CLUSTER MEET Addr BusPort
+	AddSlots         Op = "AddSlots"         // CLUSTER ADDSLOTSRANGE Ranges
+	Replicate        Op = "Replicate"        // CLUSTER REPLICATE NodeID
+	SetSlotImporting Op = "SetSlotImporting" // CLUSTER SETSLOT Slot IMPORTING NodeID
+	SetSlotMigrating Op = "SetSlotMigrating" // CLUSTER SETSLOT Slot MIGRATING NodeID
+	MigrateKeys      Op = "MigrateKeys"      // MIGRATE every key of Slot to Addr
+	SetSlotNode      Op = "SetSlotNode"      // CLUSTER SETSLOT Slot NODE NodeID
+	SetSlotStable    Op = "SetSlotStable"    // CLUSTER SETSLOT Slot STABLE
+	Forget           Op = "Forget"           // CLUSTER FORGET NodeID
+	// Reset turns a replica nobody needs into an empty primary (CLUSTER RESET SOFT); it
+	// forgets every peer and is met again on the next pass.
+	Reset Op = "Reset"
+)
+
+// Step is one command for one member.
+type Step struct {
+	Op      Op
+	On      string // address of the member that runs it
+	Addr    string
+	BusPort int
+	NodeID  string
+	Slot    int
+	Ranges  []valkey.SlotRange
+}
+
+func (s Step) String() string {
+	switch s.Op {
+	case Meet:
+		return fmt.Sprintf("%s: MEET %s", s.On, s.Addr)
+	case AddSlots:
+		return fmt.Sprintf("%s: ADDSLOTSRANGE %v", s.On, s.Ranges)
+	case MigrateKeys:
+		return fmt.Sprintf("%s: MIGRATE slot %d to %s", s.On, s.Slot, s.Addr)
+	case Replicate, Forget:
+		return fmt.Sprintf("%s: %s %s", s.On, s.Op, s.NodeID)
+	default:
+		return fmt.Sprintf("%s: %s %d %s", s.On, s.Op, s.Slot, s.NodeID)
+	}
+}
+
+// Plan is one pass's ordered steps. Wait, when set, says why the cluster cannot go
+// further until something outside the plan happens (gossip, a member coming back).
+type Plan struct {
+	Steps []Step
+	Wait  string
+}
+
+// Converged is a cluster with the desired shape: nothing to do, nothing to wait for.
+func (p Plan) Converged() bool { return len(p.Steps) == 0 && p.Wait == "" }
+
+type state struct {
+	d       Desired
+	s       valkey.Snapshot
+	members []Member
+	isMem   map[string]bool   // member id
+	idOf    map[string]string // member addr -> id
+	addrOf  map[string]string // any id -> addr
+	hostOf  map[string]string // member id -> host
+	seed    valkey.View
+	plan    Plan
+	reset   map[string]bool                      // member addresses reset in this pass
+	owners  map[string]*[valkey.SlotCount]string // per view address, computed once
+}
+
+// Compute plans the next pass. The snapshot must hold a view from every desired member and
+// from every non-member node that still owns slots (it is drained before it is forgotten).
+func Compute(d Desired, s valkey.Snapshot) Plan {
+	if d.MoveBatch <= 0 {
+		d.MoveBatch = 256
+	}
+	st := &state{d: d, s: s, isMem: map[string]bool{}, idOf: map[string]string{},
+		addrOf: map[string]string{}, hostOf: map[string]string{}, reset: map[string]bool{}, owners: map[string]*[valkey.SlotCount]string{}}
+	st.members = append([]Member(nil), d.Members...)
+	sort.Slice(st.members, func(i, j int) bool { return st.members[i].Addr < st.members[j].Addr })
+	for _, v := range s.Views {
+		for _, n := range v.Nodes {
+			if !n.Handshake {
+				st.addrOf[n.ID] = n.Addr
+			}
+		}
+	}
+	for _, v := range s.Views {
+		if me, ok := v.Myself(); ok {
+			st.addrOf[me.ID] = v.Addr
+		}
+	}
+	for _, m := range st.members {
+		v, ok := s.View(m.Addr)
+		if !ok {
+			return Plan{Wait: fmt.Sprintf("member %s was not observed", m.Addr)}
+		}
+		me, _ := v.Myself()
+		st.idOf[m.Addr], st.isMem[me.ID], st.hostOf[me.ID] = me.ID, true, m.Host
+	}
+	if len(st.members) == 0 {
+		return Plan{Wait: "no members"}
+	}
+	if !st.meet() {
+		return st.plan
+	}
+	if moves := s.Moves(); len(moves) > 0 {
+		st.finishMoves(moves)
+		return st.plan
+	}
+	if !st.agree() {
+		return Plan{Wait: "members do not agree on slot owners yet"}
+	}
+	primaries, draining := st.choosePrimaries()
+	if !st.assignUnowned(primaries) {
+		st.rebalance(primaries, draining)
+	}
+	st.replicas(primaries)
+	st.forget()
+	return st.plan
+}
+
+// agree reports whether every member names the same owner for every slot: moving slots
+// or failing over before that gets refused for a stale epoch. Non-members are left out, a
+// removed node that was reset knows nothing and must not block its own forgetting.
+func (st *state) agree() bool {
+	var first *[valkey.SlotCount]string
+	for _, m := range st.members {
+		v, _ := st.s.View(m.Addr)
+		o := st.ownersIn(v)
+		if first == nil {
+			first = o
+		} else if *o != *first {
+			return false
+		}
+	}
+	return true
+}
+
+// ownersIn is the slot owner table of one view, computed once per pass (moves ask for it
+// per slot).
+func (st *state) ownersIn(v valkey.View) *[valkey.SlotCount]string {
+	if o, ok := st.owners[v.Addr]; ok {
+		return o
+	}
+	o := v.Owners()
+	st.owners[v.Addr] = &o
+	return &o
+}
+
+func (st *state) add(s Step) { st.plan.Steps = append(st.plan.Steps, s) }
+
+// meet picks the member that already knows most members as seed, has it meet the others,
+// and reports whether every member now knows every other (gossip finished).
+func (st *state) meet() bool {
+	best := -1
+	for _, m := range st.members {
+		v, _ := st.s.View(m.Addr)
+		known := 0
+		for _, o := range st.members {
+			if _, ok := v.Node(st.idOf[o.Addr]); ok {
+				known++
+			}
+		}
+		if known > best {
+			best, st.seed = known, v
+		}
+	}
+	seedMe, _ := st.seed.Myself()
+	var seedBus int
+	for _, m := range st.members {
+		if m.Addr == st.seed.Addr {
+			seedBus = m.BusPort
+		}
+	}
+	for _, m := range st.members {
+		if _, ok := st.seed.Node(st.idOf[m.Addr]); !ok {
+			st.add(Step{Op: Meet, On: st.seed.Addr, Addr: m.Addr, BusPort: m.BusPort})
+			continue
+		}
+		// A member that was reset forgot the seed while the seed still knows it; only a
+		// MEET from its side brings it back (peers ignore pings from strangers).
+		if v, _ := st.s.View(m.Addr); m.Addr != st.seed.Addr {
+			if _, ok := v.Node(seedMe.ID); !ok {
+				st.add(Step{Op: Meet, On: m.Addr, Addr: st.seed.Addr, BusPort: seedBus})
+			}
+		}
+	}
+	// A removed node still holding slots that the members lost track of (say the only
+	// member knowing it was reset) is met again so its slots are drained, not reassigned
+	// empty elsewhere.
+	for _, v := range st.s.Views {
+		me, _ := v.Myself()
+		if st.isMem[me.ID] || me.SlotTotal() == 0 {
+			continue
+		}
+		if _, ok := st.seed.Node(me.ID); !ok {
+			st.add(Step{Op: Meet, On: st.seed.Addr, Addr: v.Addr, BusPort: me.BusPort})
+		}
+	}
+	if len(st.plan.Steps) > 0 {
+		st.plan.Wait = "waiting for new members to join by gossip"
+		return false
+	}
+	for _, m := range st.members {
+		v, _ := st.s.View(m.Addr)
+		for _, o := range st.members {
+			if n, ok := v.Node(st.idOf[o.Addr]); !ok || n.Handshake {
+				st.plan.Wait = fmt.Sprintf("%s does not know %s yet", m.Addr, o.Addr)
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (st *state) view(id string) (valkey.View, bool) {
+	return st.s.View(st.addrOf[id])
+}
+
+// finishMoves completes every half-done slot move towards its destination: nothing is
+// rolled back, so a killed rebalance never leaves keys split over two owners.
+func (st *state) finishMoves(moves []valkey.SlotMove) {
+	var tail []Step
+	for _, m := range moves {
+		toV, toOK := st.view(m.To)
+		fromV, fromOK := st.view(m.From)
+		if !toOK || !fromOK {
+			// One side is gone: the move cannot finish, clear the state on the side we have.
+			side := fromV
+			if toOK {
+				side = toV
+			}
+			if side.Addr != "" {
+				st.add(Step{Op: SetSlotStable, On: side.Addr, Slot: m.Slot})
+			}
+			continue
+		}
+		head, rest := st.moveSteps(m.Slot, m.From, m.To, fromV, toV)
+		for _, s := range head {
+			st.add(s)
+		}
+		tail = append(tail, rest...)
+	}
+	for _, s := range tail {
+		st.add(s)
+	}
+}
+
+// moveSteps are the steps still missing to move slot from -> to, given both sides' views:
+// head marks the slot on both sides, tail moves the keys and settles the owner everywhere.
+func (st *state) moveSteps(slot int, from, to string, fromV, toV valkey.View) (head, tail []Step) {
+	toMe, _ := toV.Myself()
+	fromMe, _ := fromV.Myself()
+	toOwns := st.ownersIn(toV)[slot] == to
+	fromOwns := st.ownersIn(fromV)[slot] == from
+	if !toOwns {
+		if toMe.Importing[slot] != from {
+			head = append(head, Step{Op: SetSlotImporting, On: toV.Addr, Slot: slot, NodeID: from})
+		}
+		if fromOwns && fromMe.Migrating[slot] != to {
+			head = append(head, Step{Op: SetSlotMigrating, On: fromV.Addr, Slot: slot, NodeID: to})
+		}
+		if fromOwns {
+			tail = append(tail, Step{Op: MigrateKeys, On: fromV.Addr, Slot: slot, Addr: toV.Addr})
+		}
+		tail = append(tail, Step{Op: SetSlotNode, On: toV.Addr, Slot: slot, NodeID: to})
+	}
+	if st.ownersIn(fromV)[slot] != to || fromMe.Migrating[slot] != "" {
+		tail = append(tail, Step{Op: SetSlotNode, On: fromV.Addr, Slot: slot, NodeID: to})
+	}
+	// Every other primary learns the owner now rather than by gossip, so clients that
+	// land there are redirected at once.
+	for _, v := range st.s.Views {
+		me, _ := v.Myself()
+		if me.ID == from || me.ID == to || !me.Primary {
+			continue
+		}
+		if st.ownersIn(v)[slot] != to {
+			tail = append(tail, Step{Op: SetSlotNode, On: v.Addr, Slot: slot, NodeID: to})
+		}
+	}
+	return head, tail
+}
+
+type primary struct {
+	id    string
+	count int
+	first int // lowest slot owned, SlotCount when none
+}
+
+// choosePrimaries keeps the members already owning slots (ordered by their lowest slot),
+// drains owners beyond the shard count and non-members, and promotes empty primaries,
+// spread over hosts, when shards are missing.
+func (st *state) choosePrimaries() (primaries, draining []primary) {
+	owners := st.ownersIn(st.seed)
+	byID := map[string]*primary{}
+	var all []*primary
+	for s, id := range owners {
+		if id == "" {
+			continue
+		}
+		p, ok := byID[id]
+		if !ok {
+			p = &primary{id: id, first: s}
+			byID[id] = p
+			all = append(all, p)
+		}
+		p.count++
+	}
+	for _, p := range all {
+		if st.isMem[p.id] && len(primaries) < st.d.Shards {
+			primaries = append(primaries, *p)
+		} else {
+			draining = append(draining, *p)
+		}
+	}
+	usedHost := map[string]bool{}
+	for _, p := range primaries {
+		usedHost[st.hostOf[p.id]] = true
+	}
+	var candidates []string
+	for _, m := range st.members {
+		id := st.idOf[m.Addr]
+		v, _ := st.s.View(m.Addr)
+		me, _ := v.Myself()
+		if _, owns := byID[id]; owns || !me.Primary {
+			continue
+		}
+		candidates = append(candidates, id)
+	}
+	for len(primaries) < st.d.Shards && len(candidates) > 0 {
+		pick := 0
+		for i, id := range candidates {
+			if !usedHost[st.hostOf[id]] {
+				pick = i
+				break
+			}
+		}
+		id := candidates[pick]
+		candidates = append(candidates[:pick], candidates[pick+1:]...)
+		usedHost[st.hostOf[id]] = true
+		primaries = append(primaries, primary{id: id, first: valkey.SlotCount})
+	}
+	if len(primaries) < st.d.Shards {
+		st.resetSpareReplicas(primaries, byID, st.d.Shards-len(primaries))
+	}
+	if len(primaries) < st.d.Shards {
+		st.plan.Wait = fmt.Sprintf("%d shards wanted, only %d members can be primaries", st.d.Shards, len(primaries))
+	}
+	return primaries, draining
+}
+
+// resetSpareReplicas frees up to want member replicas that follow no kept primary, or are
+// beyond the replica count of theirs, so they can become primaries.
+func (st *state) resetSpareReplicas(primaries []primary, owners map[string]*primary, want int) {
+	kept := map[string]int{}
+	for _, p := range primaries {
+		kept[p.id] = 0
+	}
+	for _, m := range st.members {
+		if want == 0 {
+			return
+		}
+		v, _ := st.s.View(m.Addr)
+		me, _ := v.Myself()
+		if !me.Replica || owners[me.ID] != nil {
+			continue
+		}
+		if n, ok := kept[me.PrimaryID]; ok && n < st.d.Replicas {
+			kept[me.PrimaryID]++
+			continue
+		}
+		st.add(Step{Op: Reset, On: m.Addr})
+		st.reset[m.Addr] = true
+		want--
+	}
+}
+
+func quota(i, n int) int {
+	q := valkey.SlotCount / n
+	if i < valkey.SlotCount%n {
+		q++
+	}
+	return q
+}
+
+// assignUnowned gives every unassigned slot, in contiguous runs, to the primaries furthest
+// below their even share; it reports whether there were any.
+func (st *state) assignUnowned(primaries []primary) bool {
+	if len(primaries) == 0 {
+		return false
+	}
+	owners := st.ownersIn(st.seed)
+	counts := make([]int, len(primaries))
+	for i, p := range primaries {
+		counts[i] = p.count
+	}
+	got := make([][]int, len(primaries))
+	cur := -1
+	for s, id := range owners {
+		if id != "" {
+			cur = -1
+			continue
+		}
+		if cur < 0 || counts[cur] >= quota(cur, len(primaries)) {
+			cur = 0
+			for i := range primaries {
+				if quota(i, len(primaries))-counts[i] > quota(cur, len(primaries))-counts[cur] {
+					cur = i
+				}
+			}
+		}
+		got[cur] = append(got[cur], s)
+		counts[cur]++
+	}
+	any := false
+	for i, slots := range got {
+		if len(slots) > 0 {
+			any = true
+			st.add(Step{Op: AddSlots, On: st.addrOf[primaries[i].id], Ranges: valkey.Ranges(slots)})
+		}
+	}
+	return any
+}
+
+// rebalance moves one batch of slots: from a draining owner first, else from the fullest
+// primary to the emptiest, until every primary holds floor or ceil of 16384/shards.
+func (st *state) rebalance(primaries, draining []primary) {
+	n := len(primaries)
+	if n == 0 {
+		return
+	}
+	floor, ceil := valkey.SlotCount/n, (valkey.SlotCount+n-1)/n
+	lo, hi := 0, 0
+	for i, p := range primaries {
+		if p.count < primaries[lo].count {
+			lo = i
+		}
+		if p.count > primaries[hi].count {
+			hi = i
+		}
+	}
+	var donor primary
+	var count int
+	switch {
+	case len(draining) > 0:
+		donor = draining[0]
+		count = min(donor.count, max(ceil-primaries[lo].count, 1))
+	case primaries[hi].count > ceil || primaries[lo].count < floor:
+		donor = primaries[hi]
+		excess := donor.count - ceil
+		if primaries[lo].count < floor {
+			excess = donor.count - floor
+		}
+		deficit := floor - primaries[lo].count
+		if donor.count > ceil {
+			deficit = ceil - primaries[lo].count
+		}
+		count = min(excess, deficit)
+	default:
+		return
+	}
+	count = min(count, st.d.MoveBatch)
+	if count <= 0 || donor.id == primaries[lo].id {
+		return
+	}
+	to := primaries[lo].id
+	fromV, ok := st.view(donor.id)
+	if !ok {
+		st.plan.Wait = fmt.Sprintf("node %s owns slots but was not observed", donor.id)
+		return
+	}
+	toV, _ := st.view(to)
+	owners := st.ownersIn(st.seed)
+	var head, tail []Step
+	// The donor's highest slots go, so both sides keep contiguous ranges.
+	for s := valkey.SlotCount - 1; s >= 0 && count > 0; s-- {
+		if owners[s] != donor.id {
+			continue
+		}
+		count--
+		h, t := st.moveSteps(s, donor.id, to, fromV, toV)
+		head, tail = append(head, h...), append(tail, t...)
+	}
+	for _, s := range append(head, tail...) {
+		st.add(s)
+	}
+}
+
+// replicas attaches members that serve no shard to the primaries short of replicas,
+// preferring a primary on another host.
+func (st *state) replicas(primaries []primary) {
+	have := map[string]int{}
+	isPrimary := map[string]bool{}
+	for _, p := range primaries {
+		isPrimary[p.id] = true
+	}
+	owns := map[string]bool{}
+	for _, id := range st.ownersIn(st.seed) {
+		owns[id] = true
+	}
+	var free []Member
+	for _, m := range st.members {
+		id := st.idOf[m.Addr]
+		if isPrimary[id] || owns[id] || st.reset[m.Addr] {
+			continue
+		}
+		v, _ := st.s.View(m.Addr)
+		me, _ := v.Myself()
+		if me.Replica && isPrimary[me.PrimaryID] && have[me.PrimaryID] < st.d.Replicas {
+			have[me.PrimaryID]++
+			continue
+		}
+		free = append(free, m)
+	}
+	for _, m := range free {
+		best := -1
+		for i, p := range primaries {
+			if have[p.id] >= st.d.Replicas {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			b := primaries[best]
+			sameB, sameP := st.hostOf[b.id] == m.Host, st.hostOf[p.id] == m.Host
+			if (sameB && !sameP) || (sameB == sameP && have[p.id] < have[b.id]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		v, _ := st.s.View(m.Addr)
+		if me, _ := v.Myself(); me.PrimaryID == primaries[best].id {
+			have[primaries[best].id]++
+			continue
+		}
+		have[primaries[best].id]++
+		st.add(Step{Op: Replicate, On: m.Addr, NodeID: primaries[best].id})
+	}
+}
+
+// forget removes nodes that are not members, own no slots and are followed by no member,
+// from every member that still lists them.
+func (st *state) forget() {
+	owns := map[string]bool{}
+	for _, id := range st.ownersIn(st.seed) {
+		owns[id] = true
+	}
+	followed := map[string]bool{}
+	for _, m := range st.members {
+		v, _ := st.s.View(m.Addr)
+		if me, _ := v.Myself(); me.Replica {
+			followed[me.PrimaryID] = true
+		}
+	}
+	for _, m := range st.members {
+		if st.reset[m.Addr] {
+			continue
+		}
+		v, _ := st.s.View(m.Addr)
+		for _, n := range v.Nodes {
+			if n.Myself || n.Handshake || st.isMem[n.ID] || owns[n.ID] || followed[n.ID] {
+				continue
+			}
+			st.add(Step{Op: Forget, On: m.Addr, NodeID: n.ID})
+		}
+	}
+}

@@ -1,0 +1,437 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+)
+
+// simNode models what the planner relies on of a cluster member: who it knows, what it
+// believes about slot owners, its own slot states and keys, and the refusals a real server
+// gives (busy slot, keys left behind, forgetting its primary, ...).
+type simNode struct {
+	id, addr, host       string
+	replicaOf            string
+	knows, banned        map[string]bool
+	view                 [valkey.SlotCount]string
+	migrating, importing map[int]string
+	keys                 map[int]int
+}
+
+type sim struct {
+	nodes  map[string]*simNode // by addr
+	claim  [valkey.SlotCount]string
+	nextID int
+	ids    map[string]*simNode
+	keys   map[int]int // keys written per slot, to check none is lost
+}
+
+func newSim() *sim {
+	return &sim{nodes: map[string]*simNode{}, keys: map[int]int{}, ids: map[string]*simNode{}}
+}
+
+func (c *sim) ensure(m Member) {
+	if _, ok := c.nodes[m.Addr]; ok {
+		return
+	}
+	c.nextID++
+	c.nodes[m.Addr] = &simNode{id: fmt.Sprintf("%040d", c.nextID), addr: m.Addr, host: m.Host,
+		knows: map[string]bool{}, banned: map[string]bool{}, migrating: map[int]string{},
+		importing: map[int]string{}, keys: map[int]int{}}
+	c.ids[c.nodes[m.Addr].id] = c.nodes[m.Addr]
+}
+
+func (c *sim) byID(id string) *simNode {
+	n := c.ids[id]
+	if n == nil || c.nodes[n.addr] != n {
+		return nil
+	}
+	return n
+}
+
+func (n *simNode) owned() int {
+	t := 0
+	for _, o := range n.view {
+		if o == n.id {
+			t++
+		}
+	}
+	return t
+}
+
+var errRefused = errors.New("refused")
+
+func refuse(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errRefused, fmt.Sprintf(format, a...))
+}
+
+func (c *sim) apply(s Step) error {
+	on := c.nodes[s.On]
+	if on == nil {
+		return refuse("no node at %s", s.On)
+	}
+	switch s.Op {
+	case Meet:
+		t := c.nodes[s.Addr]
+		if t == nil || t == on {
+			return refuse("meet %s", s.Addr)
+		}
+		on.knows[t.id], t.knows[on.id] = true, true
+		delete(on.banned, t.id)
+		delete(t.banned, on.id)
+	case AddSlots:
+		if on.replicaOf != "" {
+			return refuse("addslots on a replica")
+		}
+		for _, r := range s.Ranges {
+			for x := r.Start; x <= r.End; x++ {
+				if on.view[x] != "" {
+					return refuse("slot %d is busy", x)
+				}
+			}
+		}
+		for _, r := range s.Ranges {
+			for x := r.Start; x <= r.End; x++ {
+				on.view[x], c.claim[x] = on.id, on.id
+			}
+		}
+	case Replicate:
+		p := c.byID(s.NodeID)
+		if p == nil || !on.knows[p.id] || p.replicaOf != "" || on.owned() > 0 || p == on {
+			return refuse("replicate %s", s.NodeID)
+		}
+		on.replicaOf = p.id
+	case SetSlotImporting:
+		if on.view[s.Slot] == on.id || !on.knows[s.NodeID] || on.replicaOf != "" {
+			return refuse("importing %d", s.Slot)
+		}
+		on.importing[s.Slot] = s.NodeID
+	case SetSlotMigrating:
+		if on.view[s.Slot] != on.id || !on.knows[s.NodeID] {
+			return refuse("migrating %d: not the owner", s.Slot)
+		}
+		on.migrating[s.Slot] = s.NodeID
+	case MigrateKeys:
+		t := c.nodes[s.Addr]
+		if t == nil || (t.importing[s.Slot] != on.id && t.view[s.Slot] != t.id) {
+			return refuse("MIGRATE %d: target not importing", s.Slot)
+		}
+		t.keys[s.Slot] += on.keys[s.Slot]
+		delete(on.keys, s.Slot)
+	case SetSlotNode:
+		if on.view[s.Slot] == on.id && s.NodeID != on.id && on.keys[s.Slot] > 0 {
+			return refuse("slot %d: I still hold keys", s.Slot)
+		}
+		if s.NodeID != on.id && !on.knows[s.NodeID] {
+			return refuse("unknown node %s", s.NodeID)
+		}
+		on.view[s.Slot] = s.NodeID
+		delete(on.migrating, s.Slot)
+		delete(on.importing, s.Slot)
+		if s.NodeID == on.id {
+			c.claim[s.Slot] = on.id
+		}
+	case SetSlotStable:
+		delete(on.migrating, s.Slot)
+		delete(on.importing, s.Slot)
+	case Forget:
+		if s.NodeID == on.id || s.NodeID == on.replicaOf {
+			return refuse("cannot forget %s", s.NodeID)
+		}
+		if !on.knows[s.NodeID] {
+			return refuse("unknown node %s", s.NodeID)
+		}
+		delete(on.knows, s.NodeID)
+		on.banned[s.NodeID] = true
+	case Reset:
+		if on.owned() > 0 {
+			return refuse("reset a node owning slots")
+		}
+		on.replicaOf, on.knows, on.banned = "", map[string]bool{}, map[string]bool{}
+		on.view = [valkey.SlotCount]string{}
+		on.keys = map[int]int{}
+	default:
+		return refuse("unknown op %s", s.Op)
+	}
+	return nil
+}
+
+// gossip lets every node learn its peers' peers (except banned ones) and the newest slot
+// claims, as cluster-bus gossip and epochs would.
+func (c *sim) gossip() {
+	for changed := true; changed; {
+		changed = false
+		for _, x := range c.nodes {
+			for yid := range x.knows {
+				y := c.byID(yid)
+				if y == nil {
+					continue
+				}
+				for zid := range y.knows {
+					if zid != x.id && !x.knows[zid] && !x.banned[zid] && c.byID(zid) != nil {
+						x.knows[zid], changed = true, true
+					}
+				}
+			}
+		}
+	}
+	for _, x := range c.nodes {
+		for s, o := range c.claim {
+			if o != "" && (o == x.id || x.knows[o]) && x.replicaOf != o || o != "" && x.replicaOf == o {
+				x.view[s] = o
+			}
+		}
+	}
+}
+
+// prune deletes non-member nodes no member knows any more (the controller deletes their pods).
+func (c *sim) prune(members []Member) {
+	isMember := map[string]bool{}
+	for _, m := range members {
+		isMember[m.Addr] = true
+	}
+	for addr, n := range c.nodes {
+		if isMember[addr] {
+			continue
+		}
+		known := false
+		for _, m := range members {
+			if c.nodes[m.Addr].knows[n.id] {
+				known = true
+			}
+		}
+		// Its own view may be stale; the members' views are what clients follow.
+		if !known && n.owned() == 0 && len(n.keys) == 0 {
+			delete(c.nodes, addr)
+		}
+	}
+}
+
+func (c *sim) snapshot() valkey.Snapshot {
+	addrs := make([]string, 0, len(c.nodes))
+	for a := range c.nodes {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	var snap valkey.Snapshot
+	for _, a := range addrs {
+		x := c.nodes[a]
+		v := valkey.View{Addr: a}
+		slotsOf := map[string][]int{}
+		for s, o := range x.view {
+			if o != "" {
+				slotsOf[o] = append(slotsOf[o], s)
+			}
+		}
+		line := func(n *simNode) valkey.Node {
+			out := valkey.Node{ID: n.id, Addr: n.addr, Myself: n == x, Primary: n.replicaOf == "",
+				Replica: n.replicaOf != "", PrimaryID: n.replicaOf, Connected: true}
+			out.Slots = valkey.Ranges(slotsOf[n.id])
+			if n == x {
+				out.Migrating, out.Importing = copyMap(n.migrating), copyMap(n.importing)
+			}
+			return out
+		}
+		v.Nodes = append(v.Nodes, line(x))
+		for id := range x.knows {
+			if n := c.byID(id); n != nil {
+				v.Nodes = append(v.Nodes, line(n))
+			}
+		}
+		snap.Views = append(snap.Views, v)
+	}
+	return snap
+}
+
+func copyMap(m map[int]string) map[int]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := map[int]string{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// pool is an endless list of members spread over three hosts.
+func pool(n int) []Member {
+	out := make([]Member, n)
+	for i := range out {
+		out[i] = Member{Addr: fmt.Sprintf("10.0.%d.%d:6379", i/100, i%100), Host: fmt.Sprintf("host-%d", i%3)}
+	}
+	return out
+}
+
+type runOpts struct {
+	rng       *rand.Rand
+	interrupt bool // apply only a random prefix of some plans and skip some gossip rounds
+}
+
+// converge plans, applies and re-observes until the plan is converged; it fails the test
+// on a step the model refuses or when it takes too many passes.
+func converge(t *testing.T, c *sim, d Desired, o runOpts) int {
+	t.Helper()
+	for _, m := range d.Members {
+		c.ensure(m)
+	}
+	for pass := 1; pass <= 3000; pass++ {
+		p := Compute(d, c.snapshot())
+		if p.Converged() {
+			return pass
+		}
+		steps := p.Steps
+		if o.interrupt && len(steps) > 0 && o.rng.Intn(3) == 0 {
+			steps = steps[:o.rng.Intn(len(steps))]
+		}
+		for _, s := range steps {
+			before := 0
+			if s.Op == Reset {
+				before = c.keyTotal()
+			}
+			err := c.apply(s)
+			if s.Op == Reset && c.keyTotal() != before {
+				t.Fatalf("pass %d: %s lost keys", pass, s)
+			}
+			if err != nil {
+				t.Fatalf("pass %d: %s: %v\nplan starts: %v", pass, s, err, p.Steps[:min(len(p.Steps), 12)])
+			}
+		}
+		if !o.interrupt || o.rng.Intn(4) != 0 {
+			c.gossip()
+		}
+		before := c.keyTotal()
+		c.prune(d.Members)
+		if after := c.keyTotal(); after != before {
+			t.Fatalf("pass %d: pruning lost keys: %d -> %d", pass, before, after)
+		}
+	}
+	snap := c.snapshot()
+	first := snap.Views[0].Owners()
+	for _, v := range snap.Views[1:] {
+		o := v.Owners()
+		for s := range o {
+			if o[s] != first[s] {
+				n := c.nodes[v.Addr]
+				t.Logf("slot %d: %s says %q, %s says %q (claim %q, knows claim %v, replicaOf %q)", s, snap.Views[0].Addr, first[s], v.Addr, o[s], c.claim[s], n.knows[c.claim[s]], n.replicaOf)
+				break
+			}
+		}
+	}
+	t.Fatalf("not converged after 3000 passes: %+v", Compute(d, snap))
+	return 0
+}
+
+// checkConverged asserts the model has the desired shape with every slot owned once, every
+// key where its slot lives, and no slot half-moved.
+func checkConverged(t *testing.T, c *sim, d Desired) {
+	t.Helper()
+	if len(c.nodes) != len(d.Members) {
+		t.Fatalf("%d nodes left, want the %d members", len(c.nodes), len(d.Members))
+	}
+	counts := map[string]int{}
+	for s, o := range c.claim {
+		for _, n := range c.nodes {
+			if n.view[s] != o {
+				t.Fatalf("slot %d: %s believes %q, claim %q", s, n.addr, n.view[s], o)
+			}
+		}
+		owner := c.byID(o)
+		if owner == nil || owner.replicaOf != "" {
+			t.Fatalf("slot %d owned by %q, not a live primary", s, o)
+		}
+		counts[o]++
+		for _, n := range c.nodes {
+			if n != owner && n.keys[s] > 0 {
+				t.Fatalf("slot %d: %d keys left on %s", s, n.keys[s], n.addr)
+			}
+		}
+		if owner.keys[s] != c.keys[s] {
+			t.Fatalf("slot %d: owner holds %d keys, %d written", s, owner.keys[s], c.keys[s])
+		}
+	}
+	if len(counts) != d.Shards {
+		t.Fatalf("%d primaries own slots, want %d", len(counts), d.Shards)
+	}
+	lo, hi := valkey.SlotCount, 0
+	for id, n := range counts {
+		lo, hi = min(lo, n), max(hi, n)
+		reps := 0
+		for _, x := range c.nodes {
+			if x.replicaOf == id {
+				reps++
+			}
+		}
+		if reps != d.Replicas {
+			t.Fatalf("primary %s has %d replicas, want %d", id, reps, d.Replicas)
+		}
+	}
+	if hi-lo > 1 {
+		t.Fatalf("unbalanced: %d..%d slots per primary", lo, hi)
+	}
+	for _, n := range c.nodes {
+		if len(n.migrating)+len(n.importing) > 0 {
+			t.Fatalf("%s has slots migrating %v importing %v", n.addr, n.migrating, n.importing)
+		}
+	}
+}
+
+func (c *sim) keyTotal() int {
+	t := 0
+	for _, n := range c.nodes {
+		for _, k := range n.keys {
+			t += k
+		}
+	}
+	return t
+}
+
+// writeKeys puts keys into every slot on its owner, as clients would.
+func (c *sim) writeKeys(perSlot int) {
+	for s, o := range c.claim {
+		c.byID(o).keys[s] += perSlot
+		c.keys[s] += perSlot
+	}
+}
+
+func TestSimulationFormsAndScales(t *testing.T) {
+	shapes := []struct{ shards, replicas int }{{3, 1}, {4, 1}, {5, 2}, {3, 1}, {3, 0}, {6, 1}, {1, 0}, {3, 2}}
+	c := newSim()
+	all := pool(40)
+	for i, sh := range shapes {
+		d := Desired{Shards: sh.shards, Replicas: sh.replicas, Members: all[:sh.shards*(1+sh.replicas)]}
+		passes := converge(t, c, d, runOpts{})
+		checkConverged(t, c, d)
+		c.writeKeys(i + 1)
+		t.Logf("%dx%d converged in %d passes", sh.shards, sh.replicas, passes)
+	}
+}
+
+func TestSimulationRandomScalesWithInterruptions(t *testing.T) {
+	all := pool(40)
+	for seed := int64(1); seed <= 4; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		c := newSim()
+		prev, prevOff := 0, 0
+		for step := 0; step < 6; step++ {
+			shards, replicas := 1+rng.Intn(6), rng.Intn(3)
+			off := 0
+			members := all[:shards*(1+replicas)]
+			if prev > 1 && rng.Intn(2) == 0 {
+				// Some members leave and new ones join; at least one stays, as a resized
+				// cluster always keeps some of its pods.
+				off = prevOff + rng.Intn(prev)
+				members = all[off : off+shards*(1+replicas)]
+			}
+			prev, prevOff = len(members), off
+			d := Desired{Shards: shards, Replicas: replicas, Members: members, MoveBatch: 16 + rng.Intn(700)}
+			converge(t, c, d, runOpts{rng: rng, interrupt: true})
+			checkConverged(t, c, d)
+			c.writeKeys(1 + rng.Intn(3))
+		}
+	}
+}
