@@ -51,6 +51,8 @@ type Conn interface {
 	MigrateSlotKeys(ctx context.Context, slot int, addr string, batch int) (int, error)
 	Forget(ctx context.Context, id string) error
 	Failover(ctx context.Context, mode FailoverMode) error
+	// Reset is CLUSTER RESET SOFT: a replica becomes an empty primary knowing no peers.
+	Reset(ctx context.Context) error
 	Close()
 }
 
@@ -293,3 +295,41 @@ func (c *conn) Failover(ctx context.Context, mode FailoverMode) error {
 	}
 	return c.ok(ctx, "CLUSTER", "FAILOVER", string(mode))
 }
+
+func (c *conn) Reset(ctx context.Context) error {
+	return c.ok(ctx, "CLUSTER", "RESET", "SOFT")
+}
+
+// Cluster is a cluster-mode data client (it follows MOVED and ASK), for checks that the
+// data plane serves keys.
+type Cluster interface {
+	Set(ctx context.Context, key, value string) error
+	Get(ctx context.Context, key string) (string, error)
+	Close()
+}
+
+type cluster struct{ c valkeygo.Client }
+
+// DialCluster opens a cluster-mode client seeded with addrs.
+func DialCluster(addrs []string, o Options) (Cluster, error) {
+	c, err := valkeygo.NewClient(valkeygo.ClientOption{
+		InitAddress:  addrs,
+		DisableCache: true,
+		Username:     o.Username,
+		Password:     o.Password,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to cluster %v: %w", addrs, err)
+	}
+	return &cluster{c: c}, nil
+}
+
+func (c *cluster) Set(ctx context.Context, key, value string) error {
+	return c.c.Do(ctx, c.c.B().Set().Key(key).Value(value).Build()).Error()
+}
+
+func (c *cluster) Get(ctx context.Context, key string) (string, error) {
+	return c.c.Do(ctx, c.c.B().Get().Key(key).Build()).ToString()
+}
+
+func (c *cluster) Close() { c.c.Close() }

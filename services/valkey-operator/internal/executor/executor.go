@@ -1,0 +1,128 @@
+// Package executor carries planner steps out on the members through valkey.Conn and
+// observes the members into a snapshot; it holds the connections, not the decisions.
+package executor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+)
+
+// Dialer opens the admin connection to one member.
+type Dialer func(addr string) (valkey.Conn, error)
+
+// Executor keeps one connection per member address.
+type Executor struct {
+	Dial Dialer
+	// KeyBatch is how many keys one MIGRATE carries (default 100).
+	KeyBatch int
+	conns    map[string]valkey.Conn
+}
+
+// New returns an executor dialling through dial.
+func New(dial Dialer) *Executor {
+	return &Executor{Dial: dial, conns: map[string]valkey.Conn{}}
+}
+
+// Conn returns the cached connection to addr, dialling it on first use.
+func (e *Executor) Conn(addr string) (valkey.Conn, error) {
+	if c, ok := e.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := e.Dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	e.conns[addr] = c
+	return c, nil
+}
+
+// drop closes a connection after an error so the next use dials afresh.
+func (e *Executor) drop(addr string) {
+	if c, ok := e.conns[addr]; ok {
+		c.Close()
+		delete(e.conns, addr)
+	}
+}
+
+// Close closes every connection.
+func (e *Executor) Close() {
+	for addr := range e.conns {
+		e.drop(addr)
+	}
+}
+
+// Observe reads CLUSTER NODES from every address; the ones that did not answer are
+// returned with their error and left out of the snapshot.
+func (e *Executor) Observe(ctx context.Context, addrs []string) (valkey.Snapshot, map[string]error) {
+	var snap valkey.Snapshot
+	failed := map[string]error{}
+	sorted := append([]string(nil), addrs...)
+	sort.Strings(sorted)
+	for _, addr := range sorted {
+		c, err := e.Conn(addr)
+		if err == nil {
+			var v valkey.View
+			if v, err = c.ClusterNodes(ctx); err == nil {
+				snap.Views = append(snap.Views, v)
+				continue
+			}
+			e.drop(addr)
+		}
+		failed[addr] = err
+	}
+	return snap, failed
+}
+
+// Run executes steps in order and stops at the first error: the next pass observes again
+// and plans from what actually happened. It returns how many steps completed.
+func (e *Executor) Run(ctx context.Context, steps []planner.Step) (int, error) {
+	for i, s := range steps {
+		if err := e.step(ctx, s); err != nil {
+			return i, fmt.Errorf("step %d (%s): %w", i+1, s, err)
+		}
+	}
+	return len(steps), nil
+}
+
+func (e *Executor) step(ctx context.Context, s planner.Step) error {
+	c, err := e.Conn(s.On)
+	if err != nil {
+		return err
+	}
+	switch s.Op {
+	case planner.Meet:
+		return c.Meet(ctx, s.Addr, s.BusPort)
+	case planner.AddSlots:
+		return c.AddSlotsRange(ctx, s.Ranges...)
+	case planner.Replicate:
+		return c.Replicate(ctx, s.NodeID)
+	case planner.SetSlotImporting:
+		return c.SetSlotImporting(ctx, s.Slot, s.NodeID)
+	case planner.SetSlotMigrating:
+		return c.SetSlotMigrating(ctx, s.Slot, s.NodeID)
+	case planner.MigrateKeys:
+		batch := e.KeyBatch
+		if batch <= 0 {
+			batch = 100
+		}
+		for {
+			n, err := c.MigrateSlotKeys(ctx, s.Slot, s.Addr, batch)
+			if err != nil || n == 0 {
+				return err
+			}
+		}
+	case planner.SetSlotNode:
+		return c.SetSlotNode(ctx, s.Slot, s.NodeID)
+	case planner.SetSlotStable:
+		return c.SetSlotStable(ctx, s.Slot)
+	case planner.Forget:
+		return c.Forget(ctx, s.NodeID)
+	case planner.Reset:
+		return c.Reset(ctx)
+	}
+	return fmt.Errorf("unknown step %q", s.Op)
+}

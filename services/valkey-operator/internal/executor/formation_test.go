@@ -1,0 +1,228 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/shared/testenv"
+)
+
+type server struct {
+	member planner.Member
+	cmd    *exec.Cmd
+	done   chan struct{} // closed once the process is reaped
+}
+
+// startServers starts n real redis-server processes in cluster mode on free loopback ports,
+// spread over three simulated hosts, and stops them (checking they are gone) at cleanup.
+func startServers(t *testing.T, n int) []*server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
+	}
+	var out []*server
+	for i := range n {
+		port, bus := testenv.FreePort(t), testenv.FreePort(t)
+		dir := t.TempDir()
+		cmd := exec.Command(bin, "--cluster-enabled", "yes", "--port", strconv.Itoa(port),
+			"--cluster-port", strconv.Itoa(bus), "--bind", "127.0.0.1",
+			"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--dir", dir,
+			"--save", "", "--appendonly", "no", "--cluster-node-timeout", "2000",
+			"--logfile", filepath.Join(dir, "redis.log"))
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting redis-server: %v", err)
+		}
+		s := &server{member: planner.Member{Addr: fmt.Sprintf("127.0.0.1:%d", port), BusPort: bus,
+			Host: fmt.Sprintf("sim-node-%d", i%3)}, cmd: cmd, done: make(chan struct{})}
+		go func() {
+			_ = cmd.Wait() // killed at cleanup, so its exit status says nothing
+			close(s.done)
+		}()
+		out = append(out, s)
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			select {
+			case <-s.done:
+			case <-time.After(10 * time.Second):
+				t.Errorf("redis-server pid %d did not exit", cmd.Process.Pid)
+			}
+			// A reaped pid that still answers signal 0 would be a leftover.
+			if err := syscall.Kill(cmd.Process.Pid, 0); err == nil {
+				t.Errorf("redis-server pid %d still exists after cleanup", cmd.Process.Pid)
+			}
+			if err := testenv.PortsFree(port, 1); err != nil {
+				t.Errorf("after cleanup: %v", err)
+			}
+			if t.Failed() {
+				if b, err := os.ReadFile(filepath.Join(dir, "redis.log")); err == nil {
+					t.Logf("%s log tail:\n%s", s.member.Addr, tail(string(b), 1500))
+				}
+			}
+		})
+	}
+	for _, s := range out {
+		testenv.Eventually(t, 10*time.Second, s.member.Addr+" accepting connections", func() (bool, string) {
+			c, err := valkey.Dial(s.member.Addr, valkey.Options{DialTimeout: time.Second})
+			if err != nil {
+				return false, err.Error()
+			}
+			defer c.Close()
+			_, err = c.ClusterInfo(context.Background())
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+	return out
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// TestFormsRealCluster forms 3 shards x 1 replica out of six redis-server processes with
+// planner passes alone, then serves keys through a cluster-mode client.
+func TestFormsRealCluster(t *testing.T) {
+	servers := startServers(t, 6)
+	var members []planner.Member
+	var addrs []string
+	for _, s := range servers {
+		members = append(members, s.member)
+		addrs = append(addrs, s.member.Addr)
+	}
+	d := planner.Desired{Shards: 3, Replicas: 1, Members: members}
+	e := New(func(addr string) (valkey.Conn, error) { return valkey.Dial(addr, valkey.Options{}) })
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	passes, steps := 0, 0
+	var last string
+	testenv.Eventually(t, 60*time.Second, "cluster converged and cluster_state:ok everywhere", func() (bool, string) {
+		passes++
+		snap, failed := e.Observe(ctx, addrs)
+		if len(failed) > 0 {
+			return false, fmt.Sprint("unreachable: ", failed)
+		}
+		p := planner.Compute(d, snap)
+		if !p.Converged() {
+			n, err := e.Run(ctx, p.Steps)
+			steps += n
+			last = fmt.Sprintf("pass %d: %d/%d steps, wait %q, err %v", passes, n, len(p.Steps), p.Wait, err)
+			return false, last
+		}
+		for _, a := range addrs {
+			c, err := e.Conn(a)
+			if err != nil {
+				return false, err.Error()
+			}
+			info, err := c.ClusterInfo(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			if info["cluster_state"] != "ok" {
+				return false, a + " cluster_state:" + info["cluster_state"]
+			}
+		}
+		return true, ""
+	})
+	t.Logf("converged after %d passes, %d steps", passes, steps)
+
+	snap, failed := e.Observe(ctx, addrs)
+	if len(failed) > 0 {
+		t.Fatalf("unreachable after convergence: %v", failed)
+	}
+	if !snap.Agree() {
+		t.Fatal("members disagree on slot owners after convergence")
+	}
+	view := snap.Views[0]
+	owners := view.Owners()
+	for s, o := range owners {
+		if o == "" {
+			t.Fatalf("slot %d unassigned", s)
+		}
+	}
+	hostOf := map[string]string{}
+	for _, s := range servers {
+		n, _ := view.ByAddr(s.member.Addr)
+		hostOf[n.ID] = s.member.Host
+	}
+	var primaries int
+	for _, p := range view.Primaries() {
+		if p.SlotTotal() == 0 {
+			continue
+		}
+		primaries++
+		if p.SlotTotal() < valkey.SlotCount/3 || p.SlotTotal() > valkey.SlotCount/3+1 {
+			t.Errorf("primary %s serves %d slots, want an even third", p.Addr, p.SlotTotal())
+		}
+		reps := view.ReplicasOf(p.ID)
+		if len(reps) != 1 {
+			t.Fatalf("primary %s has %d replicas, want 1", p.Addr, len(reps))
+		}
+		if hostOf[reps[0].ID] == hostOf[p.ID] {
+			t.Errorf("replica %s shares simulated host %s with its primary", reps[0].Addr, hostOf[p.ID])
+		}
+	}
+	if primaries != 3 {
+		t.Fatalf("%d primaries serve slots, want 3", primaries)
+	}
+	for _, a := range addrs {
+		c, _ := e.Conn(a)
+		info, err := c.ClusterInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info["cluster_slots_assigned"] != "16384" || info["cluster_known_nodes"] != "6" || info["cluster_size"] != "3" {
+			t.Fatalf("%s: cluster info %v", a, info)
+		}
+	}
+	c, _ := e.Conn(addrs[0])
+	caps, err := c.Capabilities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caps.Server != "redis" || caps.Version == "" || caps.MyShardID || caps.MigrateSlots || caps.SetSlotTimeout {
+		t.Fatalf("capabilities of Debian's redis 7.0: %+v", caps)
+	}
+	shards, err := c.ClusterShards(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shards) != 3 || len(shards[0].Nodes) != 2 || shards[0].Nodes[0].Port == 0 || len(shards[0].Slots) == 0 {
+		t.Fatalf("CLUSTER SHARDS = %+v", shards)
+	}
+
+	kv, err := valkey.DialCluster(addrs, valkey.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Close()
+	for i := range 200 {
+		if err := kv.Set(ctx, fmt.Sprintf("key-%d", i), strconv.Itoa(i)); err != nil {
+			t.Fatalf("SET key-%d: %v", i, err)
+		}
+	}
+	for i := range 200 {
+		v, err := kv.Get(ctx, fmt.Sprintf("key-%d", i))
+		if err != nil || v != strconv.Itoa(i) {
+			t.Fatalf("GET key-%d = %q, %v", i, v, err)
+		}
+	}
+	// A further pass over the formed cluster plans nothing: steady state writes nothing.
+	snap, _ = e.Observe(ctx, addrs)
+	if p := planner.Compute(d, snap); !p.Converged() {
+		t.Fatalf("steady cluster still plans %v (wait %q)", p.Steps, p.Wait)
+	}
+}
