@@ -1,0 +1,196 @@
+package planner
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+)
+
+func ops(p Plan) []Op {
+	var out []Op
+	for _, s := range p.Steps {
+		out = append(out, s.Op)
+	}
+	return out
+}
+
+// formed returns a sim converged to 3x1 on six members and the desired shape.
+func formed(t *testing.T) (*sim, Desired) {
+	t.Helper()
+	c := newSim()
+	d := Desired{Shards: 3, Replicas: 1, Members: pool(6)}
+	converge(t, c, d, runOpts{})
+	return c, d
+}
+
+func TestPlanTable(t *testing.T) {
+	six := pool(6)
+	tests := []struct {
+		name  string
+		setup func(t *testing.T) (Desired, valkey.Snapshot)
+		check func(t *testing.T, p Plan)
+	}{{
+		name: "fresh members are met from one seed, then the planner waits for gossip",
+		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
+			c := newSim()
+			for _, m := range six {
+				c.ensure(m)
+			}
+			return Desired{Shards: 3, Replicas: 1, Members: six}, c.snapshot()
+		},
+		check: func(t *testing.T, p Plan) {
+			if len(p.Steps) != 5 || p.Wait == "" {
+				t.Fatalf("plan %v wait %q", p.Steps, p.Wait)
+			}
+			for _, s := range p.Steps {
+				if s.Op != Meet || s.On != six[0].Addr {
+					t.Fatalf("step %s, want MEET from %s", s, six[0].Addr)
+				}
+			}
+		},
+	}, {
+		name: "met members get even contiguous slot ranges and replicas on other hosts",
+		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
+			c := newSim()
+			for _, m := range six {
+				c.ensure(m)
+			}
+			for _, m := range six[1:] {
+				if err := c.apply(Step{Op: Meet, On: six[0].Addr, Addr: m.Addr}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.gossip()
+			return Desired{Shards: 3, Replicas: 1, Members: six}, c.snapshot()
+		},
+		check: func(t *testing.T, p Plan) {
+			if got := ops(p); !reflect.DeepEqual(got, []Op{AddSlots, AddSlots, AddSlots, Replicate, Replicate, Replicate}) {
+				t.Fatalf("ops %v", got)
+			}
+			want := [][]valkey.SlotRange{{{0, 5461}}, {{5462, 10922}}, {{10923, 16383}}}
+			hostOfAddr := map[string]string{}
+			for _, m := range six {
+				hostOfAddr[m.Addr] = m.Host
+			}
+			hosts := map[string]bool{}
+			for i, s := range p.Steps[:3] {
+				if !reflect.DeepEqual(s.Ranges, want[i]) {
+					t.Fatalf("primary %d gets %v, want %v", i, s.Ranges, want[i])
+				}
+				hosts[hostOfAddr[s.On]] = true
+			}
+			if len(hosts) != 3 {
+				t.Fatalf("primaries on hosts %v, want three different ones", hosts)
+			}
+			if p.Wait != "" {
+				t.Fatalf("wait %q", p.Wait)
+			}
+		},
+	}, {
+		name: "an unobserved member stops planning",
+		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
+			c, d := formed(t)
+			snap := c.snapshot()
+			snap.Views = snap.Views[1:]
+			return d, snap
+		},
+		check: func(t *testing.T, p Plan) {
+			if len(p.Steps) != 0 || !strings.Contains(p.Wait, "was not observed") {
+				t.Fatalf("plan %v wait %q", p.Steps, p.Wait)
+			}
+		},
+	}, {
+		name: "a converged cluster plans nothing",
+		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
+			c, d := formed(t)
+			return d, c.snapshot()
+		},
+		check: func(t *testing.T, p Plan) {
+			if !p.Converged() {
+				t.Fatalf("plan %v wait %q", p.Steps, p.Wait)
+			}
+		},
+	}, {
+		name: "members disagreeing on an owner wait instead of moving slots",
+		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
+			c, d := formed(t)
+			snap := c.snapshot()
+			n := snap.Views[0].Nodes[0]
+			n.Slots = append([]valkey.SlotRange(nil), n.Slots...)
+			snap.Views[0].Nodes[0].Slots = n.Slots[:len(n.Slots)-1]
+			return d, snap
+		},
+		check: func(t *testing.T, p Plan) {
+			if len(p.Steps) != 0 || !strings.Contains(p.Wait, "do not agree") {
+				t.Fatalf("plan %v wait %q", p.Steps, p.Wait)
+			}
+		},
+	}, {
+		name: "a move interrupted after IMPORTING is finished forward",
+		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
+			c, d := formed(t)
+			src := c.byID(c.claim[0])
+			var dst *simNode
+			for _, n := range c.nodes {
+				if n.replicaOf == "" && n != src {
+					dst = n
+					break
+				}
+			}
+			if err := c.apply(Step{Op: SetSlotImporting, On: dst.addr, Slot: 0, NodeID: src.id}); err != nil {
+				t.Fatal(err)
+			}
+			return d, c.snapshot()
+		},
+		check: func(t *testing.T, p Plan) {
+			want := []Op{SetSlotMigrating, MigrateKeys, SetSlotNode, SetSlotNode, SetSlotNode}
+			if got := ops(p); !reflect.DeepEqual(got, want) {
+				t.Fatalf("ops %v, want %v", got, want)
+			}
+			for _, s := range p.Steps {
+				if s.Slot != 0 {
+					t.Fatalf("step %s touches another slot", s)
+				}
+			}
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, snap := tc.setup(t)
+			tc.check(t, Compute(d, snap))
+		})
+	}
+}
+
+func TestScaleInDrainsThenForgets(t *testing.T) {
+	c, _ := formed(t)
+	c.writeKeys(2)
+	// 3x1 -> 2x1: the last two pool members leave.
+	d := Desired{Shards: 2, Replicas: 1, Members: pool(4)}
+	sawForgetAfterDrain := false
+	for pass := 0; pass < 500; pass++ {
+		p := Compute(d, c.snapshot())
+		if p.Converged() {
+			break
+		}
+		for _, s := range p.Steps {
+			if s.Op == Forget {
+				if n := c.byID(s.NodeID); n != nil && n.owned() > 0 {
+					t.Fatalf("forgets %s while it still owns %d slots", s.NodeID, n.owned())
+				}
+				sawForgetAfterDrain = true
+			}
+			if err := c.apply(s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+		c.gossip()
+		c.prune(d.Members)
+	}
+	checkConverged(t, c, d)
+	if !sawForgetAfterDrain {
+		t.Fatal("the removed members were never forgotten")
+	}
+}
