@@ -69,7 +69,7 @@ func TestPlanTable(t *testing.T) {
 			if got := ops(p); !reflect.DeepEqual(got, []Op{AddSlots, AddSlots, AddSlots, Replicate, Replicate, Replicate}) {
 				t.Fatalf("ops %v", got)
 			}
-			want := [][]valkey.SlotRange{{{0, 5461}}, {{5462, 10922}}, {{10923, 16383}}}
+			want := [][]valkey.SlotRange{{{Start: 0, End: 5461}}, {{Start: 5462, End: 10922}}, {{Start: 10923, End: 16383}}}
 			hostOfAddr := map[string]string{}
 			for _, m := range six {
 				hostOfAddr[m.Addr] = m.Host
