@@ -107,37 +107,7 @@ func TestFormsRealCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	passes, steps := 0, 0
-	var last string
-	testenv.Eventually(t, 60*time.Second, "cluster converged and cluster_state:ok everywhere", func() (bool, string) {
-		passes++
-		snap, failed := e.Observe(ctx, addrs)
-		if len(failed) > 0 {
-			return false, fmt.Sprint("unreachable: ", failed)
-		}
-		p := planner.Compute(d, snap)
-		if !p.Converged() {
-			n, err := e.Run(ctx, p.Steps)
-			steps += n
-			last = fmt.Sprintf("pass %d: %d/%d steps, wait %q, err %v", passes, n, len(p.Steps), p.Wait, err)
-			return false, last
-		}
-		for _, a := range addrs {
-			c, err := e.Conn(a)
-			if err != nil {
-				return false, err.Error()
-			}
-			info, err := c.ClusterInfo(ctx)
-			if err != nil {
-				return false, err.Error()
-			}
-			if info["cluster_state"] != "ok" {
-				return false, a + " cluster_state:" + info["cluster_state"]
-			}
-		}
-		return true, ""
-	})
-	t.Logf("converged after %d passes, %d steps", passes, steps)
+	convergeReal(ctx, t, e, d, addrs)
 
 	snap, failed := e.Observe(ctx, addrs)
 	if len(failed) > 0 {
@@ -224,5 +194,120 @@ func TestFormsRealCluster(t *testing.T) {
 	snap, _ = e.Observe(ctx, addrs)
 	if p := planner.Compute(d, snap); !p.Converged() {
 		t.Fatalf("steady cluster still plans %v (wait %q)", p.Steps, p.Wait)
+	}
+}
+
+// convergeReal runs observe-plan-execute passes over the servers at observe (members and
+// removed nodes still running) until the plan is converged and every member reports
+// cluster_state:ok.
+func convergeReal(ctx context.Context, t *testing.T, e *Executor, d planner.Desired, observe []string) {
+	t.Helper()
+	passes, steps := 0, 0
+	testenv.Eventually(t, 90*time.Second, "cluster converged and cluster_state:ok everywhere", func() (bool, string) {
+		passes++
+		snap, failed := e.Observe(ctx, observe)
+		if len(failed) > 0 {
+			return false, fmt.Sprint("unreachable: ", failed)
+		}
+		p := planner.Compute(d, snap)
+		if !p.Converged() {
+			n, err := e.Run(ctx, p.Steps)
+			steps += n
+			return false, fmt.Sprintf("pass %d: %d/%d steps, wait %q, err %v", passes, n, len(p.Steps), p.Wait, err)
+		}
+		for _, m := range d.Members {
+			c, err := e.Conn(m.Addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			info, err := c.ClusterInfo(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			if info["cluster_state"] != "ok" {
+				return false, m.Addr + " cluster_state:" + info["cluster_state"]
+			}
+		}
+		return true, ""
+	})
+	t.Logf("%dx%d converged after %d passes, %d steps", d.Shards, d.Replicas, passes, steps)
+}
+
+// TestRebalancesRealCluster scales a real 3x1 cluster holding keys out to 4x1 (slots move
+// with SETSLOT IMPORTING/MIGRATING, MIGRATE and SETSLOT NODE) and back in to 3x1 (the
+// removed primary is drained, then forgotten), reading every key back after each step.
+func TestRebalancesRealCluster(t *testing.T) {
+	servers := startServers(t, 8)
+	var all []planner.Member
+	var addrs []string
+	for _, s := range servers {
+		all = append(all, s.member)
+		addrs = append(addrs, s.member.Addr)
+	}
+	e := New(func(addr string) (valkey.Conn, error) { return valkey.Dial(addr, valkey.Options{}) })
+	e.KeyBatch = 50
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	small := planner.Desired{Shards: 3, Replicas: 1, Members: all[:6], MoveBatch: 1024}
+	convergeReal(ctx, t, e, small, addrs[:6])
+	kv, err := valkey.DialCluster(addrs[:6], valkey.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Close()
+	const keys = 3000
+	for i := range keys {
+		if err := kv.Set(ctx, fmt.Sprintf("k%d", i), strconv.Itoa(i)); err != nil {
+			t.Fatalf("SET k%d: %v", i, err)
+		}
+	}
+	readAll := func(when string) {
+		t.Helper()
+		for i := range keys {
+			v, err := kv.Get(ctx, fmt.Sprintf("k%d", i))
+			if err != nil || v != strconv.Itoa(i) {
+				t.Fatalf("%s: GET k%d = %q, %v", when, i, v, err)
+			}
+		}
+	}
+	slotsPerPrimary := func(observe []string) []int {
+		t.Helper()
+		snap, failed := e.Observe(ctx, observe)
+		if len(failed) > 0 {
+			t.Fatalf("unreachable: %v", failed)
+		}
+		var out []int
+		for _, p := range snap.Views[0].Primaries() {
+			if n := p.SlotTotal(); n > 0 {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+
+	big := planner.Desired{Shards: 4, Replicas: 1, Members: all, MoveBatch: 1024}
+	convergeReal(ctx, t, e, big, addrs)
+	readAll("after scale-out to 4x1")
+	if got := slotsPerPrimary(addrs); len(got) != 4 || got[0] != 4096 || got[1] != 4096 || got[2] != 4096 || got[3] != 4096 {
+		t.Fatalf("slots per primary after scale-out: %v, want 4 x 4096", got)
+	}
+
+	convergeReal(ctx, t, e, small, addrs)
+	readAll("after scale-in to 3x1")
+	got := slotsPerPrimary(addrs[:6])
+	if len(got) != 3 {
+		t.Fatalf("slots per primary after scale-in: %v, want 3 primaries", got)
+	}
+	for _, a := range addrs[:6] {
+		c, _ := e.Conn(a)
+		info, err := c.ClusterInfo(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info["cluster_known_nodes"] != "6" || info["cluster_slots_assigned"] != "16384" {
+			t.Fatalf("%s after scale-in: %v", a, info)
+		}
 	}
 }
