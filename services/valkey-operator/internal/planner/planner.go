@@ -543,32 +543,56 @@ func (st *state) replicas(primaries []primary) {
 		}
 		free = append(free, m)
 	}
-	for _, m := range free {
-		best := -1
-		for i, p := range primaries {
-			if have[p.id] >= st.d.Replicas {
+	// One seat per replica a primary lacks. Free members are matched to seats on other
+	// hosts by augmenting paths (a greedy pick can strand the last member on its own
+	// primary's host); members left over take any open seat.
+	var seats []string
+	for _, p := range primaries {
+		for n := have[p.id]; n < st.d.Replicas; n++ {
+			seats = append(seats, p.id)
+		}
+	}
+	seatOf, holder := make([]int, len(free)), make([]int, len(seats))
+	for i := range seatOf {
+		seatOf[i] = -1
+	}
+	for j := range holder {
+		holder[j] = -1
+	}
+	var try func(i int, seen []bool) bool
+	try = func(i int, seen []bool) bool {
+		for j, pid := range seats {
+			if seen[j] || st.hostOf[pid] == free[i].Host {
 				continue
 			}
-			if best < 0 {
-				best = i
-				continue
-			}
-			b := primaries[best]
-			sameB, sameP := st.hostOf[b.id] == m.Host, st.hostOf[p.id] == m.Host
-			if (sameB && !sameP) || (sameB == sameP && have[p.id] < have[b.id]) {
-				best = i
+			seen[j] = true
+			if holder[j] < 0 || try(holder[j], seen) {
+				holder[j], seatOf[i] = i, j
+				return true
 			}
 		}
-		if best < 0 {
-			return
+		return false
+	}
+	for i := range free {
+		try(i, make([]bool, len(seats)))
+	}
+	for i := range free {
+		for j := range seats {
+			if seatOf[i] < 0 && holder[j] < 0 {
+				holder[j], seatOf[i] = i, j
+			}
 		}
-		v, _ := st.s.View(m.Addr)
-		if me, _ := v.Myself(); me.PrimaryID == primaries[best].id {
-			have[primaries[best].id]++
+	}
+	for i, m := range free {
+		if seatOf[i] < 0 {
 			continue
 		}
-		have[primaries[best].id]++
-		st.add(Step{Op: Replicate, On: m.Addr, NodeID: primaries[best].id})
+		pid := seats[seatOf[i]]
+		v, _ := st.s.View(m.Addr)
+		if me, _ := v.Myself(); me.PrimaryID == pid {
+			continue
+		}
+		st.add(Step{Op: Replicate, On: m.Addr, NodeID: pid})
 	}
 }
 
