@@ -31,8 +31,20 @@ func startServers(t *testing.T, n int) []*server {
 		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
 	}
 	var out []*server
+	// FreePort can hand out a port twice in a row (the kernel reuses a just-closed one);
+	// two servers given one port make one member out of two, seen as a planner that
+	// flips a replica between primaries forever.
+	used := map[int]bool{}
+	freePort := func() int {
+		for {
+			if p := testenv.FreePort(t); !used[p] {
+				used[p] = true
+				return p
+			}
+		}
+	}
 	for i := range n {
-		port, bus := testenv.FreePort(t), testenv.FreePort(t)
+		port, bus := freePort(), freePort()
 		dir := t.TempDir()
 		cmd := exec.Command(bin, "--cluster-enabled", "yes", "--port", strconv.Itoa(port),
 			"--cluster-port", strconv.Itoa(bus), "--bind", "127.0.0.1",
@@ -72,6 +84,12 @@ func startServers(t *testing.T, n int) []*server {
 	}
 	for _, s := range out {
 		testenv.Eventually(t, 10*time.Second, s.member.Addr+" accepting connections", func() (bool, string) {
+			select {
+			case <-s.done:
+				// Another process answering on its port must not pass for it.
+				t.Fatalf("redis-server for %s exited at start: see its log", s.member.Addr)
+			default:
+			}
 			c, err := valkey.Dial(s.member.Addr, valkey.Options{DialTimeout: time.Second})
 			if err != nil {
 				return false, err.Error()
@@ -213,7 +231,7 @@ func convergeReal(ctx context.Context, t *testing.T, e *Executor, d planner.Desi
 		if !p.Converged() {
 			n, err := e.Run(ctx, p.Steps)
 			steps += n
-			return false, fmt.Sprintf("pass %d: %d/%d steps, wait %q, err %v", passes, n, len(p.Steps), p.Wait, err)
+			return false, fmt.Sprintf("pass %d: %d/%d steps %v, wait %q, err %v", passes, n, len(p.Steps), p.Steps, p.Wait, err)
 		}
 		for _, m := range d.Members {
 			c, err := e.Conn(m.Addr)
