@@ -31,15 +31,32 @@ const DefaultTimeout = 60 * time.Second
 // pollInterval is how often waits look again.
 const pollInterval = 50 * time.Millisecond
 
-// FreeAddr returns a loopback address with a port nothing listens on right now.
+// handedOut remembers the ports FreeAddr gave this process: the kernel may offer a port it
+// just released again, and two servers of one test given the same port make one.
+var handedOut = struct {
+	sync.Mutex
+	ports map[string]bool
+}{ports: map[string]bool{}}
+
+// FreeAddr returns a loopback address with a port nothing listens on right now and that no
+// earlier call in this process returned.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("testenv: finding a free port: %v", err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("testenv: finding a free port: %v", err)
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		handedOut.Lock()
+		seen := handedOut.ports[addr]
+		handedOut.ports[addr] = true
+		handedOut.Unlock()
+		if !seen {
+			return addr
+		}
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }
 
 // FreePort returns a loopback port nothing listens on right now.

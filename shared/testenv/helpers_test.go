@@ -116,3 +116,16 @@ func TestManagerWaitsAndCounting(t *testing.T) {
 		t.Errorf("counted %d writes (create, status patch, delete), want 3; reads must not count", n)
 	}
 }
+
+// Ports handed out are never handed out again in the process, even when the kernel offers
+// a just-released one again.
+func TestFreePortNeverRepeats(t *testing.T) {
+	seen := map[int]bool{}
+	for range 300 {
+		p := testenv.FreePort(t)
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+}

@@ -31,20 +31,10 @@ func startServers(t *testing.T, n int) []*server {
 		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
 	}
 	var out []*server
-	// FreePort can hand out a port twice in a row (the kernel reuses a just-closed one);
-	// two servers given one port make one member out of two, seen as a planner that
-	// flips a replica between primaries forever.
-	used := map[int]bool{}
-	freePort := func() int {
-		for {
-			if p := testenv.FreePort(t); !used[p] {
-				used[p] = true
-				return p
-			}
-		}
-	}
 	for i := range n {
-		port, bus := freePort(), freePort()
+		// testenv never hands a port out twice in a process: two servers on one address
+		// would make one member of two.
+		port, bus := testenv.FreePort(t), testenv.FreePort(t)
 		dir := t.TempDir()
 		cmd := exec.Command(bin, "--cluster-enabled", "yes", "--port", strconv.Itoa(port),
 			"--cluster-port", strconv.Itoa(bus), "--bind", "127.0.0.1",
