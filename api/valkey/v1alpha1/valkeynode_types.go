@@ -139,6 +139,22 @@ type ValkeyNodeStatus struct {
 	// +optional
 	PodIP string `json:"podIP,omitempty"`
 
+	// NodeName is the Kubernetes node the pod runs on; the cluster places replicas on
+	// other nodes than their primary's.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+
+	// ValkeyNodeID is the member's cluster node id (CLUSTER MYID), once it answered.
+	// +optional
+	ValkeyNodeID string `json:"valkeyNodeID,omitempty"`
+
+	// AppliedConfigHash is the hash of the live-settable config last applied with CONFIG
+	// SET; AppliedACLHash that of the ACL rules last applied with ACL SETUSER.
+	// +optional
+	AppliedConfigHash string `json:"appliedConfigHash,omitempty"`
+	// +optional
+	AppliedACLHash string `json:"appliedACLHash,omitempty"`
+
 	// Role is the node's running replication role, as Valkey reports it.
 	// +optional
 	Role NodeRole `json:"role,omitempty"`
