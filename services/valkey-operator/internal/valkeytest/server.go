@@ -1,0 +1,164 @@
+// Package valkeytest runs real redis-server processes (Debian's 7.0 stands in for
+// Valkey: same cluster protocol) on loopback for tests: started in cluster mode, stopped
+// and restarted on the same port and data directory (a pod replaced with its volume), and
+// killed at the test's end with their log tail printed when the test failed.
+package valkeytest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/shared/testenv"
+)
+
+// Server is one redis-server in cluster mode.
+type Server struct {
+	// Addr is host:port clients dial; BusPort the cluster bus port.
+	Addr    string
+	Port    int
+	BusPort int
+	// Dir holds nodes.conf, the data and redis.log; it survives Restart.
+	Dir string
+
+	t     testing.TB
+	bin   string
+	extra []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start starts one cluster-mode redis-server on a free loopback port with extra arguments
+// appended (e.g. "--aclfile", path), and waits until it answers.
+func Start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
+	}
+	// testenv never hands a port out twice in a process: two servers on one address would
+	// make one member of two.
+	s := &Server{Port: testenv.FreePort(t), BusPort: testenv.FreePort(t), Dir: t.TempDir(), t: t, bin: bin, extra: extra}
+	s.Addr = fmt.Sprintf("127.0.0.1:%d", s.Port)
+	t.Cleanup(func() {
+		s.Stop()
+		if err := testenv.PortsFree(s.Port, 1); err != nil {
+			t.Errorf("after cleanup: %v", err)
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(s.logFile()); err == nil {
+				t.Logf("%s log tail:\n%s", s.Addr, tail(string(b), 1500))
+			}
+		}
+	})
+	s.start()
+	return s
+}
+
+// StartN starts n servers.
+func StartN(t testing.TB, n int, extra ...string) []*Server {
+	out := make([]*Server, n)
+	for i := range out {
+		out[i] = Start(t, extra...)
+	}
+	return out
+}
+
+func (s *Server) logFile() string { return filepath.Join(s.Dir, "redis.log") }
+
+func (s *Server) start() {
+	s.t.Helper()
+	args := append([]string{"--cluster-enabled", "yes", "--port", strconv.Itoa(s.Port),
+		"--cluster-port", strconv.Itoa(s.BusPort), "--bind", "127.0.0.1",
+		"--cluster-config-file", filepath.Join(s.Dir, "nodes.conf"), "--dir", s.Dir,
+		"--save", "", "--appendonly", "no", "--cluster-node-timeout", "2000",
+		"--logfile", s.logFile()}, s.extra...)
+	cmd := exec.Command(s.bin, args...)
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("starting redis-server: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // killed on Stop, so its exit status says nothing
+		close(done)
+	}()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+	testenv.Eventually(s.t, 10*time.Second, s.Addr+" accepting connections", func() (bool, string) {
+		select {
+		case <-done:
+			// Another process answering on its port must not pass for it.
+			s.t.Fatalf("redis-server for %s exited at start: see its log", s.Addr)
+		default:
+		}
+		c, err := valkey.Dial(s.Addr, valkey.Options{DialTimeout: time.Second})
+		if err != nil {
+			return false, err.Error()
+		}
+		defer c.Close()
+		_, err = c.ClusterInfo(context.Background())
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// Stop kills the server (as a node crash would) and waits for it to exit.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.t.Errorf("redis-server pid %d did not exit", cmd.Process.Pid)
+	}
+	// A reaped pid that still answers signal 0 would be a leftover.
+	if err := syscall.Kill(cmd.Process.Pid, 0); err == nil {
+		s.t.Errorf("redis-server pid %d still exists after stop", cmd.Process.Pid)
+	}
+}
+
+// Restart stops the server and starts it again on the same port and directory: its
+// nodes.conf keeps its node id, as a pod replaced with its volume does.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	s.start()
+}
+
+// Running reports whether the process is up.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
