@@ -110,6 +110,15 @@ func TestClusterAdmission(t *testing.T) {
 		{name: "reserved user name", mutate: func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Users = []valkeyv1.UserACLSpec{{Name: "_operator", NoPassword: true}}
 		}, want: "user names starting with '_' are reserved"},
+		{name: "operator's user name", mutate: func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Users = []valkeyv1.UserACLSpec{{Name: "valkey-operator", NoPassword: true}}
+		}, want: "user names valkey-operator and valkey-replication are reserved"},
+		{name: "replication user name", mutate: func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Users = []valkeyv1.UserACLSpec{{Name: "valkey-replication", NoPassword: true}}
+		}, want: "user names valkey-operator and valkey-replication are reserved"},
+		{name: "a name that only starts like a reserved one", mutate: func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Users = []valkeyv1.UserACLSpec{{Name: "valkey-operator-2", NoPassword: true}}
+		}},
 		{name: "user name with a space", mutate: func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Users = []valkeyv1.UserACLSpec{{Name: "al ice", NoPassword: true}}
 		}, want: "user names may contain only letters, digits"},
