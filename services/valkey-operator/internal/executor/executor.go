@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
@@ -19,12 +20,24 @@ type Executor struct {
 	Dial Dialer
 	// KeyBatch is how many keys one MIGRATE carries (default 100).
 	KeyBatch int
-	conns    map[string]valkey.Conn
+	// Now is the clock Observe stamps snapshots with (default time.Now).
+	Now   func() time.Time
+	conns map[string]valkey.Conn
+	// failSince remembers, across Observe calls, when each node id was first seen marked
+	// fail or fail? by some view.
+	failSince map[string]time.Time
 }
 
 // New returns an executor dialling through dial.
 func New(dial Dialer) *Executor {
-	return &Executor{Dial: dial, conns: map[string]valkey.Conn{}}
+	return &Executor{Dial: dial, conns: map[string]valkey.Conn{}, failSince: map[string]time.Time{}}
+}
+
+func (e *Executor) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
 }
 
 // Conn returns the cached connection to addr, dialling it on first use.
@@ -55,26 +68,59 @@ func (e *Executor) Close() {
 	}
 }
 
-// Observe reads CLUSTER NODES from every address; the ones that did not answer are
-// returned with their error and left out of the snapshot.
+// Observe reads CLUSTER NODES, CLUSTER INFO and INFO replication from every address; the
+// ones that did not answer are returned with their error and left out of the snapshot. It
+// stamps the snapshot with the time and with when each failing node was first seen failing
+// by this executor.
 func (e *Executor) Observe(ctx context.Context, addrs []string) (valkey.Snapshot, map[string]error) {
-	var snap valkey.Snapshot
+	snap := valkey.Snapshot{At: e.now(), FailSince: map[string]time.Time{}}
 	failed := map[string]error{}
 	sorted := append([]string(nil), addrs...)
 	sort.Strings(sorted)
 	for _, addr := range sorted {
-		c, err := e.Conn(addr)
-		if err == nil {
-			var v valkey.View
-			if v, err = c.ClusterNodes(ctx); err == nil {
-				snap.Views = append(snap.Views, v)
+		v, err := e.observe(ctx, addr)
+		if err != nil {
+			e.drop(addr)
+			failed[addr] = err
+			continue
+		}
+		snap.Views = append(snap.Views, v)
+	}
+	for _, v := range snap.Views {
+		for _, n := range v.Failed() {
+			if _, ok := snap.FailSince[n.ID]; ok {
 				continue
 			}
-			e.drop(addr)
+			since, ok := e.failSince[n.ID]
+			if !ok {
+				since = snap.At
+			}
+			snap.FailSince[n.ID] = since
 		}
-		failed[addr] = err
 	}
+	// Only ids failing now are remembered: a node that recovered starts afresh.
+	e.failSince = snap.FailSince
 	return snap, failed
+}
+
+func (e *Executor) observe(ctx context.Context, addr string) (valkey.View, error) {
+	c, err := e.Conn(addr)
+	if err != nil {
+		return valkey.View{}, err
+	}
+	v, err := c.ClusterNodes(ctx)
+	if err != nil {
+		return valkey.View{}, err
+	}
+	info, err := c.ClusterInfo(ctx)
+	if err != nil {
+		return valkey.View{}, err
+	}
+	v.Info = valkey.ClusterInfoFrom(info)
+	if v.Repl, err = c.ReplicationState(ctx); err != nil {
+		return valkey.View{}, err
+	}
+	return v, nil
 }
 
 // Run executes steps in order and stops at the first error: the next pass observes again
@@ -123,6 +169,8 @@ func (e *Executor) step(ctx context.Context, s planner.Step) error {
 		return c.Forget(ctx, s.NodeID)
 	case planner.Reset:
 		return c.Reset(ctx)
+	case planner.Takeover:
+		return c.Failover(ctx, valkey.FailoverTakeover)
 	}
 	return fmt.Errorf("unknown step %q", s.Op)
 }

@@ -7,6 +7,7 @@ package planner
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 )
@@ -25,7 +26,17 @@ type Desired struct {
 	Members  []Member
 	// MoveBatch caps how many slots one pass moves between two primaries (default 256).
 	MoveBatch int
+	// TakeoverAfter is how long a primary owning slots must have been failing (per
+	// Snapshot.FailSince and Snapshot.At) with its replicas still replicas before one of
+	// them is promoted by CLUSTER FAILOVER TAKEOVER: the cluster's own failover should have
+	// happened by then, so it cannot (quorum lost). 0 means DefaultTakeoverAfter; negative
+	// disables takeovers.
+	TakeoverAfter time.Duration
 }
+
+// DefaultTakeoverAfter is Desired.TakeoverAfter's default: well past what an election
+// takes with the default cluster-node-timeout (15 s).
+const DefaultTakeoverAfter = 60 * time.Second
 
 // Op names a data-plane command.
 type Op string
@@ -45,6 +56,9 @@ const (
 	// Reset turns a replica nobody needs into an empty primary (CLUSTER RESET SOFT); it
 	// forgets every peer and is met again on the next pass.
 	Reset Op = "Reset"
+	// Takeover promotes the replica On of the failed primary NodeID without the cluster's
+	// agreement (CLUSTER FAILOVER TAKEOVER), for when a majority of primaries is gone.
+	Takeover Op = "Takeover"
 )
 
 // Step is one command for one member.
@@ -53,9 +67,13 @@ type Step struct {
 	On      string // address of the member that runs it
 	Addr    string
 	BusPort int
-	NodeID  string
-	Slot    int
-	Ranges  []valkey.SlotRange
+	// NodeID is the command's node argument; on AddSlots it is On's own id (for events).
+	NodeID string
+	Slot   int
+	Ranges []valkey.SlotRange
+	// Drain marks the steps of a move out of a node leaving the cluster (scale-in) rather
+	// than a rebalance between kept primaries.
+	Drain bool
 }
 
 func (s Step) String() string {
@@ -66,8 +84,10 @@ func (s Step) String() string {
 		return fmt.Sprintf("%s: ADDSLOTSRANGE %v", s.On, s.Ranges)
 	case MigrateKeys:
 		return fmt.Sprintf("%s: MIGRATE slot %d to %s", s.On, s.Slot, s.Addr)
-	case Replicate, Forget:
+	case Replicate, Forget, Takeover:
 		return fmt.Sprintf("%s: %s %s", s.On, s.Op, s.NodeID)
+	case Reset:
+		return fmt.Sprintf("%s: Reset", s.On)
 	default:
 		return fmt.Sprintf("%s: %s %d %s", s.On, s.Op, s.Slot, s.NodeID)
 	}
@@ -266,10 +286,15 @@ func (st *state) finishMoves(moves []valkey.SlotMove) {
 			continue
 		}
 		head, rest := st.moveSteps(m.Slot, m.From, m.To, fromV, toV)
+		drain := !st.isMem[m.From]
 		for _, s := range head {
+			s.Drain = drain
 			st.add(s)
 		}
-		tail = append(tail, rest...)
+		for _, s := range rest {
+			s.Drain = drain
+			tail = append(tail, s)
+		}
 	}
 	for _, s := range tail {
 		st.add(s)
@@ -447,7 +472,7 @@ func (st *state) assignUnowned(primaries []primary) bool {
 	for i, slots := range got {
 		if len(slots) > 0 {
 			any = true
-			st.add(Step{Op: AddSlots, On: st.addrOf[primaries[i].id], Ranges: valkey.Ranges(slots)})
+			st.add(Step{Op: AddSlots, On: st.addrOf[primaries[i].id], NodeID: primaries[i].id, Ranges: valkey.Ranges(slots)})
 		}
 	}
 	return any
@@ -513,6 +538,7 @@ func (st *state) rebalance(primaries, draining []primary) {
 		head, tail = append(head, h...), append(tail, t...)
 	}
 	for _, s := range append(head, tail...) {
+		s.Drain = len(draining) > 0
 		st.add(s)
 	}
 }

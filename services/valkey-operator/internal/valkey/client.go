@@ -2,6 +2,7 @@ package valkey
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -51,6 +52,8 @@ type Conn interface {
 	MigrateSlotKeys(ctx context.Context, slot int, addr string, batch int) (int, error)
 	Forget(ctx context.Context, id string) error
 	Failover(ctx context.Context, mode FailoverMode) error
+	// ReplicationState is INFO replication: the role and offsets failover decisions need.
+	ReplicationState(ctx context.Context) (ReplicationState, error)
 	// Reset is CLUSTER RESET SOFT: a replica becomes an empty primary knowing no peers.
 	Reset(ctx context.Context) error
 	Close()
@@ -76,11 +79,16 @@ type ShardNode struct {
 type Options struct {
 	Username, Password string
 	DialTimeout        time.Duration
+	// TLS, when set, makes every connection (admin and data) a TLS one.
+	TLS *tls.Config
 }
 
 type conn struct {
 	addr string
 	c    valkeygo.Client
+	// user and pass are repeated in MIGRATE: the target authenticates the source's
+	// connection itself, and the default user may be off.
+	user, pass string
 }
 
 // Dial opens an admin connection to the single member at addr; it never follows the
@@ -97,11 +105,12 @@ func Dial(addr string, o Options) (Conn, error) {
 		Username:          o.Username,
 		Password:          o.Password,
 		Dialer:            net.Dialer{Timeout: o.DialTimeout},
+		TLSConfig:         o.TLS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
 	}
-	return &conn{addr: addr, c: c}, nil
+	return &conn{addr: addr, c: c, user: o.Username, pass: o.Password}, nil
 }
 
 func (c *conn) Addr() string { return c.addr }
@@ -278,7 +287,14 @@ func (c *conn) MigrateSlotKeys(ctx context.Context, slot int, addr string, batch
 		return 0, fmt.Errorf("migrate address %q: %w", addr, err)
 	}
 	// REPLACE makes a retried batch idempotent after an interrupted earlier attempt.
-	args := append([]string{"MIGRATE", host, port, "", "0", "10000", "REPLACE", "KEYS"}, keys...)
+	args := []string{"MIGRATE", host, port, "", "0", "10000", "REPLACE"}
+	switch {
+	case c.pass != "" && c.user != "":
+		args = append(args, "AUTH2", c.user, c.pass)
+	case c.pass != "":
+		args = append(args, "AUTH", c.pass)
+	}
+	args = append(append(args, "KEYS"), keys...)
 	if err := c.do(ctx, args...).Error(); err != nil {
 		return 0, fmt.Errorf("MIGRATE slot %d from %s to %s: %w", slot, c.addr, addr, err)
 	}
@@ -294,6 +310,14 @@ func (c *conn) Failover(ctx context.Context, mode FailoverMode) error {
 		return c.ok(ctx, "CLUSTER", "FAILOVER")
 	}
 	return c.ok(ctx, "CLUSTER", "FAILOVER", string(mode))
+}
+
+func (c *conn) ReplicationState(ctx context.Context) (ReplicationState, error) {
+	s, err := c.text(ctx, "INFO", "replication")
+	if err != nil {
+		return ReplicationState{}, err
+	}
+	return ParseReplication(s), nil
 }
 
 func (c *conn) Reset(ctx context.Context) error {
@@ -312,11 +336,16 @@ type cluster struct{ c valkeygo.Client }
 
 // DialCluster opens a cluster-mode client seeded with addrs.
 func DialCluster(addrs []string, o Options) (Cluster, error) {
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 5 * time.Second
+	}
 	c, err := valkeygo.NewClient(valkeygo.ClientOption{
 		InitAddress:  addrs,
 		DisableCache: true,
 		Username:     o.Username,
 		Password:     o.Password,
+		Dialer:       net.Dialer{Timeout: o.DialTimeout},
+		TLSConfig:    o.TLS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to cluster %v: %w", addrs, err)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // SlotCount is the fixed number of hash slots in a cluster.
@@ -65,11 +66,76 @@ func (n Node) Healthy() bool {
 	return n.Connected && !n.Fail && !n.PFail && !n.Handshake && !n.NoAddr
 }
 
-// View is one member's CLUSTER NODES answer.
+// View is one member's CLUSTER NODES answer, with its CLUSTER INFO and INFO replication
+// when the observer read them too.
 type View struct {
 	// Addr is where the answer came from (the address the operator dialled).
 	Addr  string
 	Nodes []Node
+	// Info is the same member's CLUSTER INFO; zero when it was not read.
+	Info ClusterInfo
+	// Repl is the same member's INFO replication; zero when it was not read.
+	Repl ReplicationState
+}
+
+// ClusterInfo is what the planner needs of CLUSTER INFO.
+type ClusterInfo struct {
+	// State is cluster_state: "ok" or "fail" ("" when not read). A member in fail answers
+	// CLUSTERDOWN to the keys MIGRATE sends it.
+	State         string
+	CurrentEpoch  uint64
+	MyEpoch       uint64
+	KnownNodes    int
+	Size          int
+	SlotsAssigned int
+}
+
+// OK reports cluster_state:ok.
+func (i ClusterInfo) OK() bool { return i.State == "ok" }
+
+// ClusterInfoFrom reads the fields of a parsed CLUSTER INFO (see ParseInfo); absent or
+// malformed numbers read as 0.
+func ClusterInfoFrom(kv map[string]string) ClusterInfo {
+	u := func(k string) uint64 {
+		n, _ := strconv.ParseUint(kv[k], 10, 64)
+		return n
+	}
+	i := func(k string) int {
+		n, _ := strconv.Atoi(kv[k])
+		return n
+	}
+	return ClusterInfo{State: kv["cluster_state"], CurrentEpoch: u("cluster_current_epoch"),
+		MyEpoch: u("cluster_my_epoch"), KnownNodes: i("cluster_known_nodes"), Size: i("cluster_size"),
+		SlotsAssigned: i("cluster_slots_assigned")}
+}
+
+// ReplicationState is what failover decisions need of INFO replication.
+type ReplicationState struct {
+	// Role is "master" or "slave" ("" when not read).
+	Role string
+	// MasterLinkUp is a replica's master_link_status:up.
+	MasterLinkUp bool
+	// SyncInProgress is a replica's master_sync_in_progress:1 (a full sync is running).
+	SyncInProgress bool
+	// Offset is how far this member's replication stream got: slave_repl_offset on a
+	// replica, master_repl_offset on a primary.
+	Offset int64
+}
+
+// Replica reports role:slave.
+func (r ReplicationState) Replica() bool { return r.Role == "slave" }
+
+// ParseReplication parses INFO replication.
+func ParseReplication(text string) ReplicationState {
+	kv := ParseInfo(text)
+	r := ReplicationState{Role: kv["role"], MasterLinkUp: kv["master_link_status"] == "up",
+		SyncInProgress: kv["master_sync_in_progress"] == "1"}
+	key := "master_repl_offset"
+	if r.Replica() {
+		key = "slave_repl_offset"
+	}
+	r.Offset, _ = strconv.ParseInt(kv[key], 10, 64)
+	return r
 }
 
 // StripVerbatim removes the RESP3 verbatim-string format prefix ("txt:") that valkey-go
@@ -280,6 +346,12 @@ func (v View) Failed() []Node {
 // Snapshot is what the operator observed in one pass: the views of the members it reached.
 type Snapshot struct {
 	Views []View
+	// At is when the snapshot was taken; with FailSince it tells the planner how long a
+	// node has been failing without reading a clock itself.
+	At time.Time
+	// FailSince maps the id of every node some view marks fail or fail? to when the
+	// observer first saw it so (across passes); ids no view marks are absent.
+	FailSince map[string]time.Time
 }
 
 // View returns the view answered by the member at addr.
