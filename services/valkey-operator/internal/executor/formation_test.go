@@ -26,6 +26,19 @@ type server struct {
 // spread over three simulated hosts, and stops them (checking they are gone) at cleanup.
 func startServers(t *testing.T, n int) []*server {
 	t.Helper()
+	return startServersWith(t, n, serverConfig{})
+}
+
+// serverConfig is what a test adds to every server: extra arguments (users, TLS) and the
+// options a client needs to reach it.
+type serverConfig struct {
+	args []string
+	tls  bool // serve TLS only on the port (--port 0 --tls-port)
+	dial valkey.Options
+}
+
+func startServersWith(t *testing.T, n int, cfg serverConfig) []*server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
@@ -36,11 +49,16 @@ func startServers(t *testing.T, n int) []*server {
 		// would make one member of two.
 		port, bus := testenv.FreePort(t), testenv.FreePort(t)
 		dir := t.TempDir()
-		cmd := exec.Command(bin, "--cluster-enabled", "yes", "--port", strconv.Itoa(port),
+		portArgs := []string{"--port", strconv.Itoa(port)}
+		if cfg.tls {
+			portArgs = []string{"--port", "0", "--tls-port", strconv.Itoa(port)}
+		}
+		args := append(portArgs, "--cluster-enabled", "yes",
 			"--cluster-port", strconv.Itoa(bus), "--bind", "127.0.0.1",
 			"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--dir", dir,
 			"--save", "", "--appendonly", "no", "--cluster-node-timeout", "2000",
 			"--logfile", filepath.Join(dir, "redis.log"))
+		cmd := exec.Command(bin, append(args, cfg.args...)...)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting redis-server: %v", err)
 		}
@@ -80,7 +98,9 @@ func startServers(t *testing.T, n int) []*server {
 				t.Fatalf("redis-server for %s exited at start: see its log", s.member.Addr)
 			default:
 			}
-			c, err := valkey.Dial(s.member.Addr, valkey.Options{DialTimeout: time.Second})
+			o := cfg.dial
+			o.DialTimeout = time.Second
+			c, err := valkey.Dial(s.member.Addr, o)
 			if err != nil {
 				return false, err.Error()
 			}

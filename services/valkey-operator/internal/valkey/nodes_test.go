@@ -146,3 +146,30 @@ func TestRangesAndHostname(t *testing.T) {
 		t.Fatal("majorAtLeast")
 	}
 }
+
+// replication-*.txt are INFO replication captured from Debian's redis-server 7.0.15, a
+// replica in sync with its primary after one write.
+func TestParseReplicationAndClusterInfo(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	r := ParseReplication("txt:" + read("replication-replica.txt"))
+	if !r.Replica() || !r.MasterLinkUp || r.SyncInProgress || r.Offset != 50 {
+		t.Fatalf("replica = %+v", r)
+	}
+	p := ParseReplication(read("replication-primary.txt"))
+	if p.Replica() || p.Role != "master" || p.MasterLinkUp || p.Offset != 50 {
+		t.Fatalf("primary = %+v", p)
+	}
+	i := ClusterInfoFrom(ParseInfo(read("info.txt")))
+	if i.OK() || i.State != "fail" || i.SlotsAssigned != 16383 || i.KnownNodes != 4 || i.CurrentEpoch == 0 {
+		t.Fatalf("cluster info = %+v", i)
+	}
+	if (ClusterInfo{State: "ok"}).OK() != true || (ClusterInfo{}).OK() {
+		t.Fatal("OK")
+	}
+}
