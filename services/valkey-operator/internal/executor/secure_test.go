@@ -95,7 +95,7 @@ func TestRebalancesWithACLAndTLS(t *testing.T) {
 
 	// Neither the default user nor plain text gets in.
 	for name, o := range map[string]valkey.Options{
-		"default user over TLS": {TLS: cfg.dial.TLS, DialTimeout: time.Second},
+		"default user over TLS":  {TLS: cfg.dial.TLS, DialTimeout: time.Second},
 		"operator in plain text": {Username: user, Password: pass, DialTimeout: time.Second},
 	} {
 		c, err := valkey.Dial(addrs[0], o)
