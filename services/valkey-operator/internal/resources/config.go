@@ -317,12 +317,15 @@ func quoteKey(key string) string {
 		return quoteConfig(key)
 	}
 	for i := 0; i < len(key); i++ {
-		ch := key[i]
-		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_' || ch == '.') {
+		if !isKeyChar(key[i]) {
 			return quoteConfig(key)
 		}
 	}
 	return key
+}
+
+func isKeyChar(ch byte) bool {
+	return ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_' || ch == '.'
 }
 
 func hashOf(s string) string {
