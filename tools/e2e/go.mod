@@ -5,6 +5,7 @@ module github.com/opsuite/suite/tools/e2e
 go 1.26.7
 
 require (
+	github.com/opsuite/suite/api v0.0.0
 	github.com/opsuite/suite/proto v0.0.0
 	github.com/opsuite/suite/shared v0.0.0
 	github.com/opsuite/suite/tools v0.0.0

@@ -32,6 +32,7 @@ func DialClusterData(addrs []string, o DataOptions) (Cluster, error) {
 		Username:         o.Username,
 		Password:         o.Password,
 		Dialer:           net.Dialer{Timeout: o.DialTimeout},
+		TLSConfig:        o.TLS,
 		ConnWriteTimeout: o.ConnTimeout,
 		ClusterOption:    valkeygo.ClusterOption{ShardsRefreshInterval: o.RefreshInterval},
 	})
