@@ -66,13 +66,21 @@ func TestRenderedServerWithUsers(t *testing.T) {
 				{Name: "app", PasswordSecret: valkeyv1.PasswordSecretSpec{Name: "app-pw", Keys: []string{"new", "old"}},
 					Keys: valkeyv1.KeysACLSpec{ReadWrite: []string{"app:*"}}, Commands: valkeyv1.CommandsACLSpec{Allow: []string{"@all"}, Deny: []string{"flushall", "config"}}},
 				{Name: "gone", Enabled: ptr.To(false), Commands: valkeyv1.CommandsACLSpec{Allow: []string{"@all"}}},
+				// Every construct the renderer writes, so the server proves it loads them.
+				{Name: "full", NoPassword: true,
+					Keys:     valkeyv1.KeysACLSpec{ReadWrite: []string{"rw:*"}, ReadOnly: []string{"ro:*"}, WriteOnly: []string{"wo:*"}},
+					Channels: valkeyv1.ChannelsACLSpec{Patterns: []string{"news.*"}},
+					Commands: valkeyv1.CommandsACLSpec{Allow: []string{"@read", "@write", "client|setname", "publish"}, Deny: []string{"@dangerous"}},
+					RawACL:   "+ping -keys"},
+				{Name: "locked", ResetPassword: true, Commands: valkeyv1.CommandsACLSpec{Allow: []string{"ping"}}},
 			},
 			Config: map[string]valkeyv1.ConfigValue{
-				"maxmemory":                  "64mb",
-				"maxmemory-policy":           "allkeys-lru",
-				"save":                       "3600 1 300 100",
-				"client-output-buffer-limit": "pubsub 32mb 8mb 60",
-				"databases":                  "4", // restart-requiring
+				"maxmemory":                         "64mb",
+				"maxmemory-policy":                  "allkeys-lru",
+				"save":                              "3600 1 300 100",
+				"client-output-buffer-limit":        "pubsub 32mb 8mb 60",
+				"databases":                         "4", // restart-requiring
+				"latency-tracking-info-percentiles": "50 99 99.9",
 				// A value that tries to end its line and set a password: it must stay
 				// the value of its own directive.
 				"ignore-warnings": "x\" \nrequirepass owned \\",
@@ -98,18 +106,19 @@ func TestRenderedServerWithUsers(t *testing.T) {
 		return infoField(info, "cluster_state") == "ok", info
 	})
 	for key, want := range map[string]string{
-		"maxmemory":                  "67108864",
-		"maxmemory-policy":           "allkeys-lru",
-		"save":                       "3600 1 300 100",
-		"appendonly":                 "yes",
-		"databases":                  "4",
-		"protected-mode":             "no",
-		"cluster-config-file":        layoutFor(dir).data + "/nodes.conf",
-		"aclfile":                    layoutFor(dir).acl + "/users.acl",
-		"masteruser":                 ReplicationUser,
-		"requirepass":                "",
-		"ignore-warnings":            "x\" \nrequirepass owned \\",
-		"client-output-buffer-limit": "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+		"maxmemory":                         "67108864",
+		"maxmemory-policy":                  "allkeys-lru",
+		"save":                              "3600 1 300 100",
+		"appendonly":                        "yes",
+		"databases":                         "4",
+		"protected-mode":                    "no",
+		"cluster-config-file":               layoutFor(dir).data + "/nodes.conf",
+		"aclfile":                           layoutFor(dir).acl + "/users.acl",
+		"masteruser":                        ReplicationUser,
+		"requirepass":                       "",
+		"ignore-warnings":                   "x\" \nrequirepass owned \\",
+		"latency-tracking-info-percentiles": "50 99 99.9",
+		"client-output-buffer-limit":        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
 	} {
 		if got, _ := configGet(t, op, key); got != want {
 			t.Errorf("CONFIG GET %s = %q, want %q", key, got, want)
@@ -117,8 +126,8 @@ func TestRenderedServerWithUsers(t *testing.T) {
 	}
 	// The operator applies live.conf with CONFIG SET, line by line.
 	live := ParseLiveConfig(f.config.Live)
-	if len(live) != 4 {
-		t.Fatalf("live.conf %q parsed to %v, want the 4 live keys", f.config.Live, live)
+	if len(live) != 5 {
+		t.Fatalf("live.conf %q parsed to %v, want the 5 live keys", f.config.Live, live)
 	}
 	for _, l := range live {
 		if got := op.str(t, "CONFIG", "SET", l.Key, l.Value); got != "OK" {
@@ -147,6 +156,16 @@ func TestRenderedServerWithUsers(t *testing.T) {
 	}
 	mustErr(t, s.login(t, "", ""), "WRONGPASS", "AUTH", "app", "wrong")
 	mustErr(t, s.login(t, "", ""), "WRONGPASS", "AUTH", "gone", "")
+	full := s.login(t, "full", "anything")
+	for _, cmd := range [][]string{{"SET", "rw:1", "v"}, {"GET", "ro:1"}, {"SET", "wo:1", "v"}, {"CLIENT", "SETNAME", "me"}, {"PING"}, {"PUBLISH", "news.today", "hi"}} {
+		if _, err := full.do(cmd...); err != nil {
+			t.Errorf("%v as full: %v", cmd, err)
+		}
+	}
+	for _, cmd := range [][]string{{"SET", "ro:1", "v"}, {"GET", "wo:1"}, {"GET", "other"}, {"KEYS", "*"}, {"PUBLISH", "sports", "hi"}, {"CLIENT", "KILL", "ID", "1"}} {
+		mustErr(t, full, "NOPERM", cmd...)
+	}
+	mustErr(t, s.login(t, "", ""), "WRONGPASS", "AUTH", "locked", "")
 	// The replication user can sync and nothing else.
 	repl := s.login(t, ReplicationUser, testInternal.Replication)
 	mustErr(t, repl, "NOPERM", "GET", "app:1")

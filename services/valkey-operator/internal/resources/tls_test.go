@@ -231,3 +231,54 @@ func TestSelfSignedServesTLS(t *testing.T) {
 		t.Fatal("a client trusting another CA completed the handshake")
 	}
 }
+
+// TestIssueCertUnderKeptCA: a certificate issued later under the same CA verifies with
+// the CA peers already trust, so a renewal need not change the trust root; a CA that is
+// not one, or a key that is not its own, is refused.
+func TestIssueCertUnderKeptCA(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	caPEM, caKeyPEM, err := NewCA("c", "ns", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(CertValidity - RenewBefore)
+	certPEM, keyPEM, err := IssueCert(caPEM, caKeyPEM, "c", "ns", nil, nil, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(parsePEM(t, certPEM, "CERTIFICATE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	if _, err := cert.Verify(x509.VerifyOptions{DNSName: "c-1-0-0.c.ns.svc", Roots: roots, CurrentTime: later.Add(time.Hour)}); err != nil {
+		t.Fatalf("renewed certificate under the kept CA: %v", err)
+	}
+	if NeedsRenewal(certPEM, later) {
+		t.Error("a certificate issued now needs renewal now")
+	}
+
+	otherCA, otherKey, err := NewCA("c", "ns", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, leafKey, err := IssueCert(caPEM, caKeyPEM, "c", "ns", nil, nil, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string][2][]byte{
+		"key of another CA":        {caPEM, otherKey},
+		"a node certificate as CA": {certPEM, keyPEM},
+		"garbage certificate":      {[]byte("x"), caKeyPEM},
+		"garbage key":              {otherCA, []byte("x")},
+		"a leaf key as CA key":     {caPEM, leafKey},
+	} {
+		if _, _, err := IssueCert(in[0], in[1], "c", "ns", nil, nil, now); err == nil {
+			t.Errorf("%s: issued a certificate", name)
+		}
+	}
+}
