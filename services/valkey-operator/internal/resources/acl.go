@@ -109,6 +109,35 @@ func SecretPasswords(keys []string, data map[string][]byte) []string {
 	return out
 }
 
+// PasswordSecretNames are the Secrets RenderACL needs read, each once, sorted: those of
+// the users that NeedsPasswords, by UserPasswordSecret's defaults.
+func PasswordSecretNames(c *valkeyv1.ValkeyCluster) []string {
+	var names []string
+	for i := range c.Spec.Users {
+		if u := &c.Spec.Users[i]; NeedsPasswords(u) {
+			name, _ := UserPasswordSecret(c.Name, u)
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// UserPasswords builds RenderACL's passwords argument from the data of the Secrets read
+// (by name; a Secret that does not exist is simply absent), so a missing Secret or key
+// comes back from RenderACL as a *PasswordError naming it.
+func UserPasswords(c *valkeyv1.ValkeyCluster, secrets map[string]map[string][]byte) map[string][]string {
+	out := map[string][]string{}
+	for i := range c.Spec.Users {
+		u := &c.Spec.Users[i]
+		name, keys := UserPasswordSecret(c.Name, u)
+		if data, ok := secrets[name]; ok {
+			out[u.Name] = SecretPasswords(keys, data)
+		}
+	}
+	return out
+}
+
 // RenderACL renders users.acl and auth.conf of cluster c. passwords maps a user's name to
 // the plaintext values of its passwordSecret keys, in the order UserPasswordSecret gives
 // them ("" for a missing key; no entry when the Secret does not exist). A value of the

@@ -289,3 +289,54 @@ func TestGeneratePassword(t *testing.T) {
 		seen[p] = true
 	}
 }
+
+// TestUserPasswordsFromSecrets: what the controller reads (PasswordSecretNames) and
+// hands over (UserPasswords) leads RenderACL to the right passwords, or to an error
+// naming the missing Secret or key.
+func TestUserPasswordsFromSecrets(t *testing.T) {
+	c := clusterWith(func(s *valkeyv1.ValkeyClusterSpec) {
+		s.Users = []valkeyv1.UserACLSpec{
+			{Name: "app"}, // c-users, key app
+			{Name: "web", PasswordSecret: valkeyv1.PasswordSecretSpec{Name: "web-pw", Keys: []string{"new", "old"}}},
+			{Name: "bot", PasswordSecret: valkeyv1.PasswordSecretSpec{Keys: []string{"bot-key"}}}, // c-users
+			{Name: "anon", NoPassword: true, PasswordSecret: valkeyv1.PasswordSecretSpec{Name: "unused"}},
+			{Name: "old", Enabled: ptr.To(false), PasswordSecret: valkeyv1.PasswordSecretSpec{Name: "gone"}},
+		}
+	})
+	if got := PasswordSecretNames(c); strings.Join(got, ",") != "c-users,web-pw" {
+		t.Fatalf("PasswordSecretNames = %v, want [c-users web-pw]", got)
+	}
+	secrets := map[string]map[string][]byte{
+		"c-users": {"app": []byte("a"), "bot-key": []byte("b")},
+		"web-pw":  {"new": []byte("n"), "old": []byte("o")},
+	}
+	files, err := RenderACL(c, UserPasswords(c, secrets), testInternal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"user app on " + sha("a") + "\n",
+		"user bot on " + sha("b") + "\n",
+		"user web on " + sha("n") + " " + sha("o") + "\n",
+		"user anon on nopass\n",
+		"user old off\n",
+		"user default off\n",
+	} {
+		if !strings.Contains(files.Users, want) {
+			t.Errorf("users.acl lacks %q:\n%s", want, files.Users)
+		}
+	}
+
+	delete(secrets["web-pw"], "old")
+	_, err = RenderACL(c, UserPasswords(c, secrets), testInternal)
+	var pe *PasswordError
+	if !errors.As(err, &pe) || *pe != (PasswordError{User: "web", Secret: "web-pw", Key: "old"}) {
+		t.Errorf("key removed: %v", err)
+	}
+	delete(secrets, "c-users")
+	_, err = RenderACL(c, UserPasswords(c, secrets), testInternal)
+	if err == nil || !strings.Contains(err.Error(), `user "app": Secret "c-users" with its password was not found`) ||
+		!strings.Contains(err.Error(), `user "bot": Secret "c-users" with its password was not found`) {
+		t.Errorf("Secret removed: %v", err)
+	}
+}
