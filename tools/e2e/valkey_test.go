@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -106,12 +108,12 @@ func TestValkeyScenario(t *testing.T) {
 		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
 		defer cancel()
 	}
-	s := &vkScenario{t: t, begin: time.Now()}
+	s := &vkScenario{t: t, begin: time.Now(), ns: vkNamespace, name: vkName, user: vkUser, password: vkPassword}
 	writerBin := make(chan string, 1)
 	go func() { writerBin <- s.buildWriter() }()
 
 	t.Cleanup(func() {
-		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), vkNamespace, metav1.DeleteOptions{})
+		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), s.ns, metav1.DeleteOptions{})
 	})
 	s.step(ctx, "create 3x1", 4*time.Minute, vkWant{3, 1, vkImageOld}, func(ctx context.Context) error {
 		return s.apply(ctx, vkManifest())
@@ -119,8 +121,8 @@ func TestValkeyScenario(t *testing.T) {
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventPodDisruptionBudgetCreated, valkeyv1.EventClusterMeetBatch,
 		valkeyv1.EventPrimaryCreated, valkeyv1.EventPrimariesCreated, valkeyv1.EventReplicaCreated,
 		valkeyv1.EventReplicasAttached, valkeyv1.EventClusterReady)
-	if out, err := kubectl(ctx, "wait", "--for=condition=Ready", "vkc/"+vkName, "-n", vkNamespace, "--timeout=30s"); err != nil {
-		t.Fatalf("kubectl wait --for=condition=Ready vkc/%s after the check saw it Ready: %v", vkName, err)
+	if out, err := kubectl(ctx, "wait", "--for=condition=Ready", "vkc/"+s.name, "-n", s.ns, "--timeout=30s"); err != nil {
+		t.Fatalf("kubectl wait --for=condition=Ready vkc/%s after the check saw it Ready: %v", s.name, err)
 	} else {
 		t.Logf("%s", strings.TrimSpace(out))
 	}
@@ -157,10 +159,10 @@ func TestValkeyScenario(t *testing.T) {
 		}
 		victim = p
 		s.t.Logf("deleting pod %s (primary, %s)", p.Name, p.Status.PodIP)
-		return env.client.CoreV1().Pods(vkNamespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+		return env.client.CoreV1().Pods(s.ns).Delete(ctx, p.Name, metav1.DeleteOptions{})
 	}, valkeyv1.EventClusterMeetBatch, valkeyv1.EventReplicaCreated, valkeyv1.EventStaleNodeForgotten,
 		valkeyv1.EventClusterReady)
-	if p, err := env.client.CoreV1().Pods(vkNamespace).Get(ctx, victim.Name, metav1.GetOptions{}); err != nil || p.UID == victim.UID {
+	if p, err := env.client.CoreV1().Pods(s.ns).Get(ctx, victim.Name, metav1.GetOptions{}); err != nil || p.UID == victim.UID {
 		t.Errorf("pod %s was not replaced after its deletion (err %v)", victim.Name, err)
 	}
 
@@ -187,14 +189,19 @@ func TestValkeyScenario(t *testing.T) {
 	t.Logf("Valkey scenario: %s in all", since(s.begin))
 }
 
+// vkWant is the cluster a step must reach; an empty image is not checked.
 type vkWant struct {
 	shards, replicas int
 	image            string
 }
 
+// vkScenario drives one ValkeyCluster (name in namespace ns); user and password log
+// redis-cli and the writer in (no user: the default user, open when spec.users is empty).
 type vkScenario struct {
-	t     *testing.T
-	begin time.Time
+	t              *testing.T
+	begin          time.Time
+	ns, name       string
+	user, password string
 
 	writer    *exec.Cmd
 	writerOut bytes.Buffer
@@ -215,7 +222,7 @@ func (s *vkScenario) step(ctx context.Context, name string, timeout time.Duratio
 	}
 	seen := s.waitReady(ctx, name, timeout, want)
 	t.Logf("%s: Ready after %s; states seen: %s", name, since(begin), strings.Join(seen, " -> "))
-	if _, err := kubectl(ctx, "wait", "--for=condition=Ready", "vkc/"+vkName, "-n", vkNamespace, "--timeout=30s"); err != nil {
+	if _, err := kubectl(ctx, "wait", "--for=condition=Ready", "vkc/"+s.name, "-n", s.ns, "--timeout=30s"); err != nil {
 		t.Errorf("%s: kubectl wait --for=condition=Ready: %v", name, err)
 	}
 	s.wantEvents(ctx, name, begin, events)
@@ -234,14 +241,14 @@ func (s *vkScenario) apply(ctx context.Context, manifest string) error {
 
 func (s *vkScenario) patch(p string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		out, err := kubectl(ctx, "patch", "vkc", vkName, "-n", vkNamespace, "--type", "merge", "-p", p)
-		s.t.Logf("kubectl patch vkc %s %s: %s", vkName, p, strings.TrimSpace(out))
+		out, err := kubectl(ctx, "patch", "vkc", s.name, "-n", s.ns, "--type", "merge", "-p", p)
+		s.t.Logf("kubectl patch vkc %s %s: %s", s.name, p, strings.TrimSpace(out))
 		return err
 	}
 }
 
 func (s *vkScenario) cluster(ctx context.Context) (*valkeyv1.ValkeyCluster, error) {
-	u, err := env.dyn.Resource(vkcGVR).Namespace(vkNamespace).Get(ctx, vkName, metav1.GetOptions{})
+	u, err := env.dyn.Resource(vkcGVR).Namespace(s.ns).Get(ctx, s.name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +260,7 @@ func (s *vkScenario) cluster(ctx context.Context) (*valkeyv1.ValkeyCluster, erro
 }
 
 func (s *vkScenario) nodes(ctx context.Context) ([]valkeyv1.ValkeyNode, error) {
-	list, err := env.dyn.Resource(vknGVR).Namespace(vkNamespace).List(ctx, metav1.ListOptions{LabelSelector: "valkey.io/cluster=" + vkName})
+	list, err := env.dyn.Resource(vknGVR).Namespace(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "valkey.io/cluster=" + s.name})
 	if err != nil {
 		return nil, err
 	}
@@ -319,14 +326,14 @@ func (s *vkScenario) apiReady(ctx context.Context, want vkWant) (string, error) 
 		if !n.Status.Ready || n.Status.PodIP == "" {
 			return fmt.Sprintf("ValkeyNode %s not ready (pod %q, ip %q)", n.Name, n.Status.PodName, n.Status.PodIP), nil
 		}
-		if n.Spec.Image != want.image {
+		if want.image != "" && n.Spec.Image != want.image {
 			return fmt.Sprintf("ValkeyNode %s image %s, want %s", n.Name, n.Spec.Image, want.image), nil
 		}
 	}
 	var wantNames []string
 	for i := range want.shards {
 		for j := range want.replicas + 1 {
-			wantNames = append(wantNames, fmt.Sprintf("%s-%d-%d", vkName, i, j))
+			wantNames = append(wantNames, fmt.Sprintf("%s-%d-%d", s.name, i, j))
 		}
 	}
 	sort.Strings(wantNames)
@@ -389,7 +396,7 @@ func (s *vkScenario) dataPlane(ctx context.Context, want vkWant) (string, error)
 		ips = append(ips, n.Status.PodIP)
 	}
 	for _, n := range nodes {
-		out, err := vkCLI(ctx, n.Status.PodIP, "CLUSTER", "NODES")
+		out, err := s.cli(ctx, n.Status.PodIP, "CLUSTER", "NODES")
 		if err != nil {
 			return fmt.Sprintf("%s: %v", n.Name, err), nil
 		}
@@ -495,27 +502,44 @@ func checkTopology(ms []vkMember, ips []string, shards, replicas int) string {
 	return ""
 }
 
-// vkCLI runs redis-cli against one member as the spec user, as README's examples do.
-func vkCLI(ctx context.Context, ip string, args ...string) (string, error) {
+// cli runs redis-cli against one member as the scenario's user, as README's examples do.
+func (s *vkScenario) cli(ctx context.Context, ip string, args ...string) (string, error) {
+	return redisCLI(ctx, ip, s.user, s.password, args...)
+}
+
+// redisCLI runs redis-cli -c against one member, as user (none: the default user).
+func redisCLI(ctx context.Context, ip, user, password string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "redis-cli", append([]string{"-h", ip, "-p", "6379", "--user", vkUser, "--pass", vkPassword, "--no-auth-warning"}, args...)...)
+	flags := []string{"-c", "-h", ip, "-p", "6379"}
+	if user != "" {
+		flags = append(flags, "--user", user, "--pass", password, "--no-auth-warning")
+	}
+	cmd := exec.CommandContext(ctx, "redis-cli", append(flags, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	text := out.String()
-	if err == nil {
-		// redis-cli prints an error reply and still exits 0 on some versions.
-		for _, p := range []string{"ERR", "NOAUTH", "NOPERM", "WRONGPASS", "Could not connect", "CLUSTERDOWN"} {
-			if strings.HasPrefix(text, p) {
-				err = fmt.Errorf("error reply")
-			}
-		}
+	if err == nil && cliError(text) != "" {
+		// redis-cli prints an error reply (or a failed AUTH) and still exits 0.
+		err = errors.New(cliError(text))
 	}
 	if err != nil {
 		return text, fmt.Errorf("redis-cli -h %s %s: %w: %s", ip, strings.Join(args, " "), err, strings.TrimSpace(head(text, 300)))
 	}
 	return text, nil
+}
+
+// cliError is the first line of redis-cli's output that is an error reply.
+func cliError(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		for _, p := range []string{"ERR", "NOAUTH", "NOPERM", "WRONGPASS", "AUTH failed", "Could not connect", "CLUSTERDOWN", "TRYAGAIN", "WRONGTYPE"} {
+			if strings.HasPrefix(line, p) {
+				return line
+			}
+		}
+	}
+	return ""
 }
 
 // vkEvent is one event about the cluster or its nodes.
@@ -525,20 +549,35 @@ type vkEvent struct {
 }
 
 func (s *vkScenario) events(ctx context.Context) ([]vkEvent, error) {
-	list, err := env.client.EventsV1().Events(vkNamespace).List(ctx, metav1.ListOptions{})
+	list, err := env.client.EventsV1().Events(s.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	var out []vkEvent
 	for i := range list.Items {
 		e := &list.Items[i]
-		if e.Regarding.Kind != "ValkeyCluster" && e.Regarding.Kind != "ValkeyNode" {
+		if !s.about(e.Regarding.Kind, e.Regarding.Name) {
 			continue
 		}
 		out = append(out, vkEvent{reason: e.Reason, typ: e.Type, kind: e.Regarding.Kind, name: e.Regarding.Name, note: e.Note, at: eventTime(e)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out, nil
+}
+
+// about reports whether an object is the cluster or one of its ValkeyNodes
+// (<cluster>-<shard>-<index>: demo-0-0 is demo's, demo-users-0-0 is not).
+func (s *vkScenario) about(kind, name string) bool {
+	switch kind {
+	case "ValkeyCluster":
+		return name == s.name
+	case "ValkeyNode":
+		rest, ok := strings.CutPrefix(name, s.name+"-")
+		var shard, index int
+		n, err := fmt.Sscanf(rest, "%d-%d", &shard, &index)
+		return ok && err == nil && n == 2 && rest == fmt.Sprintf("%d-%d", shard, index)
+	}
+	return false
 }
 
 // eventTime is when an event last happened: a series' last observation, else its time.
@@ -613,7 +652,7 @@ func (s *vkScenario) primaryPod(ctx context.Context) (corev1.Pod, error) {
 	}
 	for _, n := range nodes {
 		if n.Status.Role == valkeyv1.NodeRole("primary") && n.Status.PodName != "" {
-			p, err := env.client.CoreV1().Pods(vkNamespace).Get(ctx, n.Status.PodName, metav1.GetOptions{})
+			p, err := env.client.CoreV1().Pods(s.ns).Get(ctx, n.Status.PodName, metav1.GetOptions{})
 			if err != nil {
 				return corev1.Pod{}, err
 			}
@@ -625,7 +664,7 @@ func (s *vkScenario) primaryPod(ctx context.Context) (corev1.Pod, error) {
 
 func (s *vkScenario) podUIDs(ctx context.Context) map[string]types.UID {
 	out := map[string]types.UID{}
-	list, err := env.client.CoreV1().Pods(vkNamespace).List(ctx, metav1.ListOptions{LabelSelector: "valkey.io/cluster=" + vkName})
+	list, err := env.client.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "valkey.io/cluster=" + s.name})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -643,12 +682,12 @@ func (s *vkScenario) scaleAndKillOperator(ctx context.Context) error {
 	if err := s.patch(`{"spec":{"shards":4}}`)(ctx); err != nil {
 		return err
 	}
-	newPrimary := vkName + "-3-0"
+	newPrimary := s.name + "-3-0"
 	share := 16384 / 4
 	var owned int
 	var how string
 	err := pollEvery(ctx, 100*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		u, err := env.dyn.Resource(vknGVR).Namespace(vkNamespace).Get(ctx, newPrimary, metav1.GetOptions{})
+		u, err := env.dyn.Resource(vknGVR).Namespace(s.ns).Get(ctx, newPrimary, metav1.GetOptions{})
 		if err != nil {
 			return transient(err) // not created yet
 		}
@@ -659,7 +698,7 @@ func (s *vkScenario) scaleAndKillOperator(ctx context.Context) error {
 		if n.Status.PodIP == "" {
 			return false, nil
 		}
-		out, err := vkCLI(ctx, n.Status.PodIP, "CLUSTER", "NODES")
+		out, err := s.cli(ctx, n.Status.PodIP, "CLUSTER", "NODES")
 		if err != nil {
 			return transient(err) // the new member may not answer yet
 		}
@@ -744,7 +783,7 @@ func pollEvery(ctx context.Context, every, timeout time.Duration, cond func(cont
 // reported.
 func (s *vkScenario) steady(ctx context.Context, d time.Duration) {
 	t := s.t
-	out, err := kubectl(ctx, "annotate", "vkc", vkName, "-n", vkNamespace, "--overwrite", "e2e.opsuite.io/poke="+time.Now().UTC().Format(time.RFC3339))
+	out, err := kubectl(ctx, "annotate", "vkc", s.name, "-n", s.ns, "--overwrite", "e2e.opsuite.io/poke="+time.Now().UTC().Format(time.RFC3339))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -825,8 +864,8 @@ func (s *vkScenario) startWriter(ctx context.Context, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.writer = exec.Command(bin, "run", "-seeds-file", s.seeds, "-user", vkUser, "-acked", filepath.Join(dir, "acked"), "-rate", "100")
-	s.writer.Env = append(os.Environ(), "VALKEY_PASSWORD="+vkPassword)
+	s.writer = exec.Command(bin, "run", "-seeds-file", s.seeds, "-user", s.user, "-acked", filepath.Join(dir, "acked"), "-rate", "100")
+	s.writer.Env = append(os.Environ(), "VALKEY_PASSWORD="+s.password)
 	s.writer.Stdout, s.writer.Stderr = &s.writerOut, logf
 	if err := s.writer.Start(); err != nil {
 		t.Fatal(err)
@@ -847,7 +886,7 @@ func (s *vkScenario) startWriter(ctx context.Context, bin string) {
 }
 
 func (s *vkScenario) writeSeeds(ctx context.Context) error {
-	list, err := env.client.CoreV1().Pods(vkNamespace).List(ctx, metav1.ListOptions{LabelSelector: "valkey.io/cluster=" + vkName})
+	list, err := env.client.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "valkey.io/cluster=" + s.name})
 	if err != nil {
 		return err
 	}
@@ -858,7 +897,7 @@ func (s *vkScenario) writeSeeds(ctx context.Context) error {
 		}
 	}
 	if len(addrs) == 0 {
-		return fmt.Errorf("no ready pod of cluster %s", vkName)
+		return fmt.Errorf("no ready pod of cluster %s", s.name)
 	}
 	tmp := s.seeds + ".tmp"
 	if err := os.WriteFile(tmp, []byte(strings.Join(addrs, "\n")+"\n"), 0o600); err != nil {
@@ -951,7 +990,7 @@ func (s *vkScenario) diagnose(ctx context.Context) {
 		b.WriteString("\n")
 	}
 	t.Logf("ValkeyNodes:\n%s", b.String())
-	if out, err := kubectl(ctx, "get", "pods", "-n", vkNamespace, "-o", "wide"); err == nil {
+	if out, err := kubectl(ctx, "get", "pods", "-n", s.ns, "-o", "wide"); err == nil {
 		t.Logf("pods:\n%s", out)
 	}
 	if evs, err := s.events(ctx); err == nil {
@@ -966,7 +1005,7 @@ func (s *vkScenario) diagnose(ctx context.Context) {
 	}
 	for _, n := range nodes {
 		if n.Status.PodIP != "" {
-			out, err := vkCLI(ctx, n.Status.PodIP, "CLUSTER", "NODES")
+			out, err := s.cli(ctx, n.Status.PodIP, "CLUSTER", "NODES")
 			t.Logf("CLUSTER NODES on %s (%v):\n%s", n.Name, err, out)
 			break
 		}
@@ -975,5 +1014,101 @@ func (s *vkScenario) diagnose(ctx context.Context) {
 	all, _ := pods(ctx, op)
 	for i := range all {
 		t.Logf("operator pod %s:\n%s", all[i].Name, podLogTail(&all[i], 60))
+	}
+}
+
+// TestValkeySamples applies deploy/samples/valkey.yaml and valkey-users.yaml as README.md
+// does, waits until both clusters are Ready with the documented conditions, and runs
+// README's redis-cli checks: the sample without users serves the open default user, the
+// operator's own user logs in with the password of <cluster>-internal, and in the users
+// sample "app" writes app:* keys while "reader" reads them and is refused writes.
+func TestValkeySamples(t *testing.T) {
+	needRunner(t, "redis-cli reaches the Valkey pods at their addresses")
+	needInstalled(t, "valkey-operator")
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
+		defer cancel()
+	}
+	begin := time.Now()
+	var files []string
+	for _, f := range []string{"valkey.yaml", "valkey-users.yaml"} {
+		files = append(files, "-f", filepath.Join(env.root, "deploy", "samples", f))
+	}
+	out, err := kubectl(ctx, append([]string{"apply"}, files...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", strings.TrimSpace(out))
+	t.Cleanup(func() {
+		// The samples live in namespace default: delete them (and their Secrets) by file.
+		_, _ = kubectl(context.Background(), append([]string{"delete", "--wait=false", "--ignore-not-found"}, files...)...)
+	})
+	get := func(args ...string) string {
+		t.Helper()
+		out, err := kubectl(ctx, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	decoded := func(secret, key string) string {
+		t.Helper()
+		s, err := base64.StdEncoding.DecodeString(get("get", "secret", secret, "-o", "jsonpath={.data."+key+"}"))
+		if err != nil || len(s) == 0 {
+			t.Fatalf("Secret %s key %s: %q (%v)", secret, key, s, err)
+		}
+		return string(s)
+	}
+	demo := &vkScenario{t: t, begin: begin, ns: "default", name: "demo"}
+	users := &vkScenario{t: t, begin: begin, ns: "default", name: "demo-users", user: "app", password: decoded("demo-users-passwords", "app")}
+	for _, s := range []*vkScenario{demo, users} {
+		seen := s.waitReady(ctx, s.name, 5*time.Minute, vkWant{3, 1, ""})
+		t.Logf("sample %s Ready after %s; states seen: %s", s.name, since(begin), strings.Join(seen, " -> "))
+		s.wantEvents(ctx, s.name, begin, []string{valkeyv1.EventClusterReady})
+	}
+
+	must := func(want, ip, user, password string, args ...string) {
+		t.Helper()
+		got, err := redisCLI(ctx, ip, user, password, args...)
+		if err != nil || strings.TrimSpace(got) != want {
+			t.Errorf("redis-cli -h %s --user %q %s: %q (%v), want %q", ip, user, strings.Join(args, " "), got, err, want)
+		}
+	}
+	refused := func(code, ip, user, password string, args ...string) {
+		t.Helper()
+		got, err := redisCLI(ctx, ip, user, password, args...)
+		if err == nil || !strings.Contains(err.Error(), code) {
+			t.Errorf("redis-cli -h %s --user %q %s: %q (%v), want a %s error", ip, user, strings.Join(args, " "), got, err, code)
+		}
+	}
+	ip := strings.TrimSpace(get("get", "vkn", "demo-0-0", "-o", "jsonpath={.status.podIP}"))
+	must("OK", ip, "", "", "set", "greeting", "hello")
+	must("hello", ip, "", "", "get", "greeting")
+	opPass := decoded("demo-internal", "operator-password")
+	info, err := redisCLI(ctx, ip, "valkey-operator", opPass, "cluster", "info")
+	if err != nil || !strings.Contains(info, "cluster_state:ok") {
+		t.Errorf("CLUSTER INFO as valkey-operator: %v\n%s", err, info)
+	}
+
+	ip = strings.TrimSpace(get("get", "vkn", "demo-users-0-0", "-o", "jsonpath={.status.podIP}"))
+	readerPass := decoded("demo-users-passwords", "reader")
+	must("OK", ip, "app", users.password, "set", "app:1", "one")
+	must("one", ip, "reader", readerPass, "get", "app:1")
+	refused("NOPERM", ip, "reader", readerPass, "set", "app:1", "two")
+	refused("NOPERM", ip, "app", users.password, "set", "other:1", "x")
+	refused("WRONGPASS", ip, "app", "wrong-password", "get", "app:1")
+	refused("NOAUTH", ip, "", "", "get", "app:1") // the default user is off once spec.users is set
+
+	// Persistence: each member's PVC <vkn>-data is Bound.
+	for i := range 3 {
+		for j := range 2 {
+			name := fmt.Sprintf("demo-users-%d-%d-data", i, j)
+			phase := get("get", "pvc", name, "-o", "jsonpath={.status.phase}")
+			if phase != "Bound" {
+				t.Errorf("PVC %s: phase %q, want Bound", name, phase)
+			}
+		}
 	}
 }
