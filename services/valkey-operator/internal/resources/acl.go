@@ -190,6 +190,28 @@ func RenderACL(c *valkeyv1.ValkeyCluster, passwords map[string][]string, interna
 	return ACLFiles{Users: usersACL, Auth: auth, Hash: hashOf(usersACL + "\x00" + auth)}, nil
 }
 
+// ACLUser is one line of users.acl: what the node controller applies live as
+// ACL SETUSER <Name> reset <Rules...>.
+type ACLUser struct {
+	Name  string
+	Rules []string
+}
+
+// ParseUsersACL reads users.acl back into users, in file order. The renderer writes one
+// rule per word (it refuses whitespace inside one), so splitting on spaces gives
+// exactly the arguments ACL SETUSER takes.
+func ParseUsersACL(users string) []ACLUser {
+	var out []ACLUser
+	for l := range strings.SplitSeq(users, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] != "user" {
+			continue
+		}
+		out = append(out, ACLUser{Name: f[1], Rules: f[2:]})
+	}
+	return out
+}
+
 // userLine is one user's ACL line, in upstream's order: on/off, password, keys, channels,
 // commands, then the raw permissions as written.
 func userLine(cluster string, u *valkeyv1.UserACLSpec, passwords map[string][]string) (string, error) {

@@ -340,3 +340,27 @@ func TestUserPasswordsFromSecrets(t *testing.T) {
 		t.Errorf("Secret removed: %v", err)
 	}
 }
+
+func TestParseUsersACL(t *testing.T) {
+	files, err := RenderACL(clusterWith(func(s *valkeyv1.ValkeyClusterSpec) {
+		s.Users = []valkeyv1.UserACLSpec{{Name: "app", NoPassword: true, Keys: valkeyv1.KeysACLSpec{ReadOnly: []string{"a:*"}}, RawACL: "+get   +set"}}
+	}), nil, testInternal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ParseUsersACL(files.Users + "\n# a comment\n")
+	want := []ACLUser{
+		{Name: "default", Rules: []string{"off"}},
+		{Name: "app", Rules: []string{"on", "nopass", "%R~a:*", "+get", "+set"}},
+		{Name: OperatorUser, Rules: []string{"on", sha("op-secret-1"), "~*", "&*", "+@all"}},
+		{Name: ReplicationUser, Rules: []string{"on", sha("repl-secret-1"), "+psync", "+sync", "+replconf", "+ping"}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ParseUsersACL = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].Name != want[i].Name || strings.Join(got[i].Rules, " ") != strings.Join(want[i].Rules, " ") {
+			t.Errorf("user %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

@@ -166,6 +166,24 @@ func TestRenderedServerWithUsers(t *testing.T) {
 		mustErr(t, full, "NOPERM", cmd...)
 	}
 	mustErr(t, s.login(t, "", ""), "WRONGPASS", "AUTH", "locked", "")
+	// The node controller applies users.acl live, line by line, as the operator: the same
+	// rules must load through ACL SETUSER ... reset, and the operator's own connection
+	// must survive resetting its own user.
+	users := ParseUsersACL(f.acl.Users)
+	if len(users) != 8 {
+		t.Fatalf("ParseUsersACL found %d users, want 8: %+v", len(users), users)
+	}
+	for _, u := range users {
+		args := append([]string{"ACL", "SETUSER", u.Name, "reset"}, u.Rules...)
+		if got := op.str(t, args...); got != "OK" {
+			t.Fatalf("ACL SETUSER %s = %q", u.Name, got)
+		}
+	}
+	if got := op.str(t, "ACL", "WHOAMI"); got != OperatorUser {
+		t.Fatalf("after re-applying, the operator's connection is %q", got)
+	}
+	mustErr(t, s.login(t, "reader", "reader-pw"), "NOPERM", "SET", "app:1", "v")
+	mustErr(t, s.login(t, "", ""), "NOAUTH", "GET", "k")
 	// The replication user can sync and nothing else.
 	repl := s.login(t, ReplicationUser, testInternal.Replication)
 	mustErr(t, repl, "NOPERM", "GET", "app:1")
