@@ -5,17 +5,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkeytest"
 	"github.com/opsuite/suite/shared/testenv"
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
@@ -46,68 +45,17 @@ func TestMain(m *testing.M) {
 const operatorPassword = "operator-secret"
 
 // server is one real redis-server in cluster mode, with the operator's user.
-type server struct {
-	addr string
-	bus  int
-	dir  string
-}
+type server struct{ *valkeytest.Server }
 
-func startServer(t *testing.T) *server {
+func startServer(t *testing.T) server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
-	}
-	port, bus := testenv.FreePort(t), testenv.FreePort(t)
-	dir := t.TempDir()
-	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), bus: bus, dir: dir}
-	cmd := exec.Command(bin, "--cluster-enabled", "yes", "--port", strconv.Itoa(port),
-		"--cluster-port", strconv.Itoa(bus), "--bind", "127.0.0.1",
-		"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--dir", dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"),
-		"--user", resources.OperatorUser, "on", ">"+operatorPassword, "~*", "&*", "+@all")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting redis-server: %v", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // killed at cleanup, so its exit status says nothing
-		close(done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("redis-server pid %d did not exit", cmd.Process.Pid)
-		}
-		if t.Failed() {
-			if b, err := os.ReadFile(filepath.Join(dir, "redis.log")); err == nil {
-				t.Logf("%s log:\n%s", s.addr, b)
-			}
-		}
-	})
-	testenv.Eventually(t, 10*time.Second, s.addr+" accepting connections", func() (bool, string) {
-		select {
-		case <-done:
-			t.Fatalf("redis-server for %s exited at start: see its log", s.addr)
-		default:
-		}
-		c, err := s.admin()
-		if err != nil {
-			return false, err.Error()
-		}
-		defer c.Close()
-		_, err = c.MyID(context.Background())
-		return err == nil, fmt.Sprint(err)
-	})
-	return s
+	return server{valkeytest.Start(t, "--user", resources.OperatorUser, "on", ">"+operatorPassword, "~*", "&*", "+@all")}
 }
 
 // myID is the server's id as its own CLUSTER NODES says.
-func (s *server) myID(t *testing.T) string {
+func (s server) myID(t *testing.T) string {
 	t.Helper()
-	c, err := valkey.Dial(s.addr, valkey.Options{Username: resources.OperatorUser, Password: operatorPassword})
+	c, err := valkey.Dial(s.Addr, valkey.Options{Username: resources.OperatorUser, Password: operatorPassword})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,15 +71,15 @@ func (s *server) myID(t *testing.T) string {
 	return me.ID
 }
 
-func (s *server) admin() (valkey.NodeAdmin, error) {
-	return valkey.DialNodeAdmin(s.addr, valkey.Options{Username: resources.OperatorUser, Password: operatorPassword, DialTimeout: time.Second})
+func (s server) admin() (valkey.NodeAdmin, error) {
+	return valkey.DialNodeAdmin(s.Addr, valkey.Options{Username: resources.OperatorUser, Password: operatorPassword, DialTimeout: time.Second})
 }
 
 // configGet reads one parameter straight from the server, the test's own look.
-func (s *server) configGet(t *testing.T, key string) string {
+func (s server) configGet(t *testing.T, key string) string {
 	t.Helper()
 	// CONFIG GET is no method of the operator's narrow interfaces: ask with redis-cli.
-	out, err := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", strings.TrimPrefix(s.addr, "127.0.0.1:"),
+	out, err := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port),
 		"--user", resources.OperatorUser, "--pass", operatorPassword, "--no-auth-warning", "CONFIG", "GET", key).Output()
 	if err != nil {
 		t.Fatalf("redis-cli CONFIG GET %s: %v", key, err)
@@ -151,18 +99,18 @@ type harness struct {
 	writes *testenv.WriteCounter
 
 	mu      sync.Mutex
-	servers map[string]*server // by ValkeyNode name
+	servers map[string]server // by ValkeyNode name
 }
 
 func start(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{t: t, ns: testenv.NewNamespace(t, env.Client, "vkn-"), servers: map[string]*server{}, writes: &testenv.WriteCounter{}}
+	h := &harness{t: t, ns: testenv.NewNamespace(t, env.Client, "vkn-"), servers: map[string]server{}, writes: &testenv.WriteCounter{}}
 	cfg := Config{
 		Addr: func(n *valkeyv1.ValkeyNode) string {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			if s, ok := h.servers[n.Name]; ok {
-				return s.addr
+				return s.Addr
 			}
 			return "127.0.0.1:1" // nothing listens there
 		},
@@ -179,7 +127,7 @@ func start(t *testing.T) *harness {
 	return h
 }
 
-func (h *harness) serve(node string, s *server) {
+func (h *harness) serve(node string, s server) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.servers[node] = s

@@ -329,10 +329,10 @@ func (r *Reconciler) talk(ctx context.Context, p *pass, pod *corev1.Pod, cfg des
 type desired struct {
 	skip   bool // nothing to apply
 	unread bool // its object could not be read: nothing known, nothing changed
-	hash  string
-	pairs [][2]string
-	users []aclUser
-	err   error // reading or parsing failed: reported as a failed apply
+	hash   string
+	pairs  [][2]string
+	users  []aclUser
+	err    error // reading or parsing failed: reported as a failed apply
 }
 
 func (r *Reconciler) wantConfig(ctx context.Context, n *valkeyv1.ValkeyNode) desired {

@@ -66,11 +66,9 @@ func (c *conn) ConfigSet(ctx context.Context, pairs [][2]string) error {
 	for _, p := range pairs {
 		args = append(args, p[0], p[1])
 	}
-	// The server's own message names the refused argument; it is what the user needs.
-	if err := c.do(ctx, args...).Error(); err != nil {
-		return err
-	}
-	return nil
+	// The server's own message, unwrapped: it names the refused argument, and it is what
+	// the LiveConfigApplied condition shows.
+	return c.do(ctx, args...).Error()
 }
 
 func (c *conn) ACLSetUser(ctx context.Context, name string, rules []string) error {
