@@ -229,6 +229,11 @@ func renderConfig(c *valkeyv1.ValkeyCluster, p serverPaths) ServerConfig {
 	line(&restart, "dir", quoteConfig(p.data))
 	line(&restart, "aclfile", quoteConfig(path.Join(p.acl, ACLKeyUsers)))
 	line(&restart, "include", quoteConfig(path.Join(p.acl, ACLKeyAuth)))
+	if c.Spec.PreferredEndpointType() == valkeyv1.PreferredEndpointTypeHostname {
+		// Clients are redirected (MOVED/ASK, CLUSTER SLOTS/SHARDS) to each node's DNS name;
+		// the pod announces its own with --cluster-announce-hostname.
+		line(&restart, "cluster-preferred-endpoint-type", "hostname")
+	}
 
 	user := map[string]string{}
 	for k, v := range c.Spec.Config {

@@ -63,6 +63,20 @@ func TestRenderConfig(t *testing.T) {
 			server: header + tlsLines + base + "appendonly yes\n",
 		},
 		{
+			name: "hostname endpoints",
+			spec: func(s *valkeyv1.ValkeyClusterSpec) {
+				s.Networking = &valkeyv1.NetworkingSpec{Discovery: &valkeyv1.DiscoverySpec{PreferredEndpointType: valkeyv1.PreferredEndpointTypeHostname}}
+			},
+			server: header + "port 6379\n" + base + "cluster-preferred-endpoint-type hostname\nappendonly yes\n",
+		},
+		{
+			name: "IP endpoints are the server's default",
+			spec: func(s *valkeyv1.ValkeyClusterSpec) {
+				s.Networking = &valkeyv1.NetworkingSpec{Discovery: &valkeyv1.DiscoverySpec{PreferredEndpointType: valkeyv1.PreferredEndpointTypeIP}}
+			},
+			server: header + "port 6379\n" + base + "appendonly yes\n",
+		},
+		{
 			name: "spec.config sorted, live keys in live.conf too",
 			spec: func(s *valkeyv1.ValkeyClusterSpec) {
 				s.Config = map[string]valkeyv1.ConfigValue{

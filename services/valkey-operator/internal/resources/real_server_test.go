@@ -193,10 +193,12 @@ func TestRenderedServerWithUsers(t *testing.T) {
 }
 
 // TestRenderedServerWithoutUsers: with no users declared, the default user is open, as
-// on a fresh server, and the operator's user still works.
+// on a fresh server, and the operator's user still works; hostname endpoints and the
+// user's appendonly reach the server.
 func TestRenderedServerWithoutUsers(t *testing.T) {
 	c := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
-		Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, Config: map[string]valkeyv1.ConfigValue{"appendonly": "no"}}}
+		Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, Config: map[string]valkeyv1.ConfigValue{"appendonly": "no"},
+			Networking: &valkeyv1.NetworkingSpec{Discovery: &valkeyv1.DiscoverySpec{PreferredEndpointType: valkeyv1.PreferredEndpointTypeHostname}}}}
 	dir := t.TempDir()
 	s := startServer(t, dir, render(t, c, dir, nil))
 	anon := s.login(t, "", "")
@@ -205,6 +207,9 @@ func TestRenderedServerWithoutUsers(t *testing.T) {
 	}
 	if got, _ := configGet(t, anon, "appendonly"); got != "no" {
 		t.Fatalf("appendonly = %q, the spec's no", got)
+	}
+	if got, _ := configGet(t, anon, "cluster-preferred-endpoint-type"); got != "hostname" {
+		t.Fatalf("cluster-preferred-endpoint-type = %q, want hostname", got)
 	}
 	op := s.login(t, OperatorUser, testInternal.Operator)
 	if got := op.str(t, "ACL", "WHOAMI"); got != OperatorUser {
