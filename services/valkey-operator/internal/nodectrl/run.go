@@ -407,49 +407,15 @@ func succeeded(s *applyState, inc, h string) {
 	*s = applyState{incarnation: inc, hash: h}
 }
 
-func (r *Reconciler) applyConfig(p *pass, s *applyState, inc string, want desired, dial func() error, set func() error, now time.Time) {
-	n := p.n
-	prev := conditions.Get(n.Status.Conditions, valkeyv1.NodeConditionLiveConfigApplied)
-	ok, wait := due(s, inc, want, n.Status.AppliedConfigHash, now)
+// attempt applies want when it is due: ran says whether it tried; on failure the retry is
+// scheduled with back-off and fresh says whether the error is new (worth an event).
+func (r *Reconciler) attempt(p *pass, s *applyState, inc string, want desired, recorded string, dial, apply func() error, now time.Time) (ran, fresh bool, err error) {
+	ok, wait := due(s, inc, want, recorded, now)
 	if !ok {
 		p.wait(wait)
-		return
+		return false, false, nil
 	}
-	err := want.err
-	if err == nil {
-		err = dial()
-	}
-	if err == nil {
-		err = set()
-	}
-	if err == nil {
-		succeeded(s, inc, want.hash)
-		n.Status.AppliedConfigHash = want.hash
-		p.set(cond(valkeyv1.NodeConditionLiveConfigApplied, true, valkeyv1.NodeReasonApplied,
-			fmt.Sprintf("applied %d live config keys", len(want.pairs))))
-		return
-	}
-	d, _ := r.failed(s, inc, want.hash, err, now)
-	p.wait(d)
-	msg := err.Error()
-	c := cond(valkeyv1.NodeConditionLiveConfigApplied, false, valkeyv1.NodeReasonApplyFailed, msg)
-	// One event per failure as it starts or changes, not per retry: events fold anyway,
-	// and the condition holds the current error.
-	if prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg {
-		r.recorder.Eventf(n, clusterRef(n), corev1.EventTypeWarning, valkeyv1.EventLiveConfigApplyFailed,
-			"ConfigSet", "CONFIG SET failed on %s: %s", n.Name, msg)
-	}
-	p.set(c)
-}
-
-func (r *Reconciler) applyACL(ctx context.Context, p *pass, s *applyState, inc string, want desired, dial func() error, apply func() error, now time.Time) {
-	n := p.n
-	ok, wait := due(s, inc, want, n.Status.AppliedACLHash, now)
-	if !ok {
-		p.wait(wait)
-		return
-	}
-	err := want.err
+	err = want.err
 	if err == nil {
 		err = dial()
 	}
@@ -458,15 +424,49 @@ func (r *Reconciler) applyACL(ctx context.Context, p *pass, s *applyState, inc s
 	}
 	if err == nil {
 		succeeded(s, inc, want.hash)
-		n.Status.AppliedACLHash = want.hash
-		return
+		return true, false, nil
 	}
-	d, changed := r.failed(s, inc, want.hash, err, now)
+	d, fresh := r.failed(s, inc, want.hash, err, now)
 	p.wait(d)
-	log.FromContext(ctx).Info("Applying ACL users failed", "retryIn", d.String(), "error", err.Error())
-	if changed {
-		r.recorder.Eventf(n, clusterRef(n), corev1.EventTypeWarning, EventUsersACLApplyFailed,
-			"ACLSetUser", "applying ACL users on %s failed: %s", n.Name, err.Error())
+	return true, fresh, err
+}
+
+func (r *Reconciler) applyConfig(p *pass, s *applyState, inc string, want desired, dial, set func() error, now time.Time) {
+	n := p.n
+	prev := conditions.Get(n.Status.Conditions, valkeyv1.NodeConditionLiveConfigApplied)
+	ran, _, err := r.attempt(p, s, inc, want, n.Status.AppliedConfigHash, dial, set, now)
+	switch {
+	case !ran:
+	case err == nil:
+		n.Status.AppliedConfigHash = want.hash
+		p.set(cond(valkeyv1.NodeConditionLiveConfigApplied, true, valkeyv1.NodeReasonApplied,
+			fmt.Sprintf("applied %d live config keys", len(want.pairs))))
+	default:
+		msg := err.Error()
+		// One event as a failure starts or its error changes, not per retry: the
+		// condition holds the current error. Read from the condition, so an operator
+		// restart does not repeat it.
+		if prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg {
+			r.recorder.Eventf(n, clusterRef(n), corev1.EventTypeWarning, valkeyv1.EventLiveConfigApplyFailed,
+				"ConfigSet", "CONFIG SET failed on %s: %s", n.Name, msg)
+		}
+		p.set(cond(valkeyv1.NodeConditionLiveConfigApplied, false, valkeyv1.NodeReasonApplyFailed, msg))
+	}
+}
+
+func (r *Reconciler) applyACL(ctx context.Context, p *pass, s *applyState, inc string, want desired, dial, apply func() error, now time.Time) {
+	n := p.n
+	ran, fresh, err := r.attempt(p, s, inc, want, n.Status.AppliedACLHash, dial, apply, now)
+	switch {
+	case !ran:
+	case err == nil:
+		n.Status.AppliedACLHash = want.hash
+	default:
+		log.FromContext(ctx).Info("Applying ACL users failed", "error", err.Error())
+		if fresh {
+			r.recorder.Eventf(n, clusterRef(n), corev1.EventTypeWarning, EventUsersACLApplyFailed,
+				"ACLSetUser", "applying ACL users on %s failed: %s", n.Name, err.Error())
+		}
 	}
 }
 
