@@ -156,7 +156,8 @@ type ServerConfig struct {
 	// Server is valkey.conf: the whole config the pod starts with.
 	Server string
 	// Live is live.conf: the live keys of spec.config, one "key value" line each (the
-	// value as CONFIG SET takes it, unquoted), sorted; empty when there are none.
+	// value as CONFIG SET takes it, unquoted), sorted; empty when there are none. A live
+	// key removed from spec.config keeps its running value until the pod next restarts.
 	Live string
 	// RestartHash covers everything in valkey.conf but the live keys: a change rolls the
 	// pods (annotation valkey.io/restart-hash).
