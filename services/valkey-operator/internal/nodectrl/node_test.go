@@ -209,7 +209,15 @@ func TestPVCRetainAdoptionAndRefusals(t *testing.T) {
 		p := &corev1.PersistentVolumeClaim{}
 		return env.Client.Get(context.Background(), h.key("c-0-1-data"), p) == nil && controllerUID(p) == string(got.UID)
 	})
-	// Retain: a claim of its own without owner, which outlives the node.
+	// Switched to Retain, the node lets go of the claim: its owner reference goes.
+	update(h, &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "c-0-1"}}, func(n *valkeyv1.ValkeyNode) {
+		n.Spec.Persistence.ReclaimPolicy = valkeyv1.ReclaimRetain
+	})
+	testenv.WaitFor(t, "the claim released by reclaimPolicy Retain", func() bool {
+		p := &corev1.PersistentVolumeClaim{}
+		return env.Client.Get(context.Background(), h.key("c-0-1-data"), p) == nil && len(p.OwnerReferences) == 0
+	})
+	// Retain from the start: a claim of its own without owner, which outlives the node.
 	h.statefulSet("c-0-3")
 	if p := h.pvc("c-0-3-data"); len(p.OwnerReferences) != 0 || p.Labels[resources.LabelNode] != "c-0-3" {
 		t.Errorf("retained PVC owners %+v labels %v", p.OwnerReferences, p.Labels)
