@@ -2,6 +2,7 @@ package nodectrl
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
@@ -120,11 +121,16 @@ func podReady(pod *corev1.Pod, name string) (bool, string) {
 	case !pod.DeletionTimestamp.IsZero():
 		return false, fmt.Sprintf("pod %s is terminating", pod.Name)
 	case pod.Status.Phase != corev1.PodRunning:
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return false, fmt.Sprintf("pod %s is unschedulable: %s", pod.Name, c.Message)
+			}
+		}
 		phase := pod.Status.Phase
 		if phase == "" {
 			phase = corev1.PodPending
 		}
-		return false, fmt.Sprintf("pod %s is %s", pod.Name, phase)
+		return false, fmt.Sprintf("pod %s is %s%s", pod.Name, phase, waiting(pod))
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -134,7 +140,22 @@ func podReady(pod *corev1.Pod, name string) (bool, string) {
 			break
 		}
 	}
-	return false, fmt.Sprintf("pod %s is running but not ready", pod.Name)
+	return false, fmt.Sprintf("pod %s is running but not ready%s", pod.Name, waiting(pod))
+}
+
+// waiting names the containers that wait and why (ImagePullBackOff, CrashLoopBackOff),
+// the first thing to look at when a pod does not get ready.
+func waiting(pod *corev1.Pod) string {
+	var parts []string
+	for _, s := range pod.Status.ContainerStatuses {
+		if w := s.State.Waiting; w != nil && w.Reason != "" {
+			parts = append(parts, s.Name+": "+w.Reason)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // statefulSetRolledOut: the StatefulSet controller saw the current spec, finished its

@@ -105,6 +105,13 @@ func TestReadiness(t *testing.T) {
 			Status: appsv1.StatefulSetStatus{ObservedGeneration: observed, CurrentRevision: current, UpdateRevision: update}}
 	}
 	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "n-0"}}
+	unschedulable := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "n-0"}, Status: corev1.PodStatus{Phase: corev1.PodPending,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: "0/4 nodes are available: 4 node(s) didn't match pod topology spread constraints."}}}}
+	pulling := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "n-0"}, Status: corev1.PodStatus{Phase: corev1.PodPending,
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "valkey", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}}}
+	crashing := running(corev1.ConditionFalse, "r1")
+	crashing.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "valkey", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
 	gone := running(corev1.ConditionTrue, "r1")
 	gone.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	unbound := pvcReady("n-data", nil)
@@ -121,6 +128,9 @@ func TestReadiness(t *testing.T) {
 		{"no pod", nil, nil, sts(1, 1, "r1", "r1"), "pod n-0 does not exist yet", valkeyv1.NodeReasonPodNotReady},
 		{"pvc first", &unbound, nil, sts(1, 1, "r1", "r1"), "PVC n-data does not exist yet", valkeyv1.NodeReasonPersistentVolumeClaimPending},
 		{"pending pod", &boundCond, pending, sts(1, 1, "r1", "r1"), "pod n-0 is Pending", valkeyv1.NodeReasonPodNotReady},
+		{"unschedulable", nil, unschedulable, sts(1, 1, "r1", "r1"), "pod n-0 is unschedulable: 0/4 nodes are available: 4 node(s) didn't match pod topology spread constraints.", valkeyv1.NodeReasonPodNotReady},
+		{"image pull", nil, pulling, sts(1, 1, "r1", "r1"), "pod n-0 is Pending (valkey: ImagePullBackOff)", valkeyv1.NodeReasonPodNotReady},
+		{"crash loop", nil, crashing, sts(1, 1, "r1", "r1"), "pod n-0 is running but not ready (valkey: CrashLoopBackOff)", valkeyv1.NodeReasonPodNotReady},
 		{"terminating", nil, gone, sts(1, 1, "r1", "r1"), "pod n-0 is terminating", valkeyv1.NodeReasonPodNotReady},
 		{"not ready", nil, running(corev1.ConditionFalse, "r1"), sts(1, 1, "r1", "r1"), "pod n-0 is running but not ready", valkeyv1.NodeReasonPodNotReady},
 		{"unobserved", nil, running(corev1.ConditionTrue, "r1"), sts(2, 1, "r1", "r1"), "StatefulSet n has not observed generation 2 yet", valkeyv1.NodeReasonPodNotReady},
