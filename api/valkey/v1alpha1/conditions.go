@@ -79,6 +79,9 @@ const (
 	// ConfigurationWarning=True: terminationGracePeriodSeconds is below
 	// cluster-manual-failover-timeout plus a buffer.
 	ReasonGracePeriodTooShort = "GracePeriodTooShort"
+	// ConfigurationWarning=True: fewer than 3 shards, so losing a primary loses the
+	// majority that elects its replica (our addition; the document lists only the one above).
+	ReasonTooFewShards = "TooFewShards"
 )
 
 // ValkeyNode condition types.

@@ -1,0 +1,211 @@
+package clusterctrl_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
+	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/shared/conditions"
+	"github.com/opsuite/suite/shared/testenv"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// writeKeys writes n keys through a cluster client and returns them.
+func writeKeys(t *testing.T, seeds []string, prefix string, n int) map[string]string {
+	t.Helper()
+	cl, err := valkey.DialCluster(seeds, valkey.Options{DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("cluster client: %v", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	keys := map[string]string{}
+	for i := range n {
+		k, v := fmt.Sprintf("%s:%d", prefix, i), fmt.Sprintf("v%d", i)
+		if err := cl.Set(ctx, k, v); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+		keys[k] = v
+	}
+	return keys
+}
+
+// readKeys checks every key reads back through a cluster client.
+func readKeys(t *testing.T, seeds []string, keys map[string]string) {
+	t.Helper()
+	cl, err := valkey.DialCluster(seeds, valkey.Options{DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("cluster client: %v", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lost := 0
+	for k, v := range keys {
+		got, err := cl.Get(ctx, k)
+		if err != nil || got != v {
+			lost++
+			if lost <= 5 {
+				t.Errorf("GET %s = %q, %v; want %q", k, got, err, v)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d keys lost", lost, len(keys))
+	}
+}
+
+func (f *fleet) seeds() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, s := range f.servers {
+		out = append(out, s.Addr)
+	}
+	return out
+}
+
+func wantCondition(t *testing.T, vc *valkeyv1.ValkeyCluster, typ string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	c := conditions.Get(vc.Status.Conditions, typ)
+	if c == nil || c.Status != status || c.Reason != reason || c.ObservedGeneration != vc.Generation {
+		t.Errorf("condition %s = %+v; want %s/%s at generation %d", typ, c, status, reason, vc.Generation)
+	}
+}
+
+// wantEvents waits for the events the cluster must have recorded by now (the recorder
+// writes them asynchronously).
+func wantEvents(t *testing.T, f *fleet, name string, want map[string]int) {
+	t.Helper()
+	testenv.Eventually(t, 15*time.Second, "events recorded", func() (bool, string) {
+		got := eventReasons(t, f.c, f.ns, name)
+		for reason, n := range want {
+			if got[reason] < n {
+				return false, fmt.Sprintf("event %s seen %d times, want at least %d (events: %s)", reason, got[reason], n, describe(got))
+			}
+		}
+		return true, ""
+	})
+}
+
+// TestClusterLifecycle forms 3x1 from real redis-servers, scales to 4x1 and back, rolls
+// an image change with proactive failovers, and reads every key back after each step.
+func TestClusterLifecycle(t *testing.T) {
+	c := env.Client
+	ns := testenv.NewNamespace(t, c, "vkc")
+	f := newFleet(t, c, ns)
+	startController(t, f)
+	ctx := context.Background()
+
+	vc := &valkeyv1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns},
+		Spec:       valkeyv1.ValkeyClusterSpec{Shards: 3, Replicas: 1},
+	}
+	if err := c.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	got := waitReady(t, f, "demo", 90*time.Second)
+	t.Logf("3x1 Ready in %s", time.Since(began).Round(time.Millisecond))
+	if got.Status.State != valkeyv1.StateReady || got.Status.Reason != valkeyv1.ReasonClusterHealthy || got.Status.Shards != 3 || got.Status.ReadyShards != 3 {
+		t.Errorf("status = %+v", got.Status)
+	}
+	wantCondition(t, got, valkeyv1.ConditionProgressing, metav1.ConditionFalse, valkeyv1.ReasonReconcileComplete)
+	wantCondition(t, got, valkeyv1.ConditionClusterFormed, metav1.ConditionTrue, valkeyv1.ReasonTopologyComplete)
+	wantCondition(t, got, valkeyv1.ConditionSlotsAssigned, metav1.ConditionTrue, valkeyv1.ReasonAllSlotsAssigned)
+	if d := conditions.Get(got.Status.Conditions, valkeyv1.ConditionDegraded); d != nil {
+		t.Errorf("Degraded = %+v on a healthy cluster", d)
+	}
+	wantEvents(t, f, "demo", map[string]int{
+		valkeyv1.EventServiceCreated: 1, valkeyv1.EventConfigMapCreated: 1, valkeyv1.EventInternalSecretsCreated: 1,
+		valkeyv1.EventPodDisruptionBudgetCreated: 1, valkeyv1.EventValkeyNodeCreated: 6, valkeyv1.EventClusterMeetBatch: 1,
+		valkeyv1.EventPrimaryCreated: 3, valkeyv1.EventPrimariesCreated: 1, valkeyv1.EventReplicaCreated: 3,
+		valkeyv1.EventReplicasAttached: 1, valkeyv1.EventClusterReady: 1,
+	})
+	for _, obj := range []client.Object{
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: resources.ServiceName("demo")}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: resources.ConfigMapName("demo")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: resources.InternalSecretName("demo")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: resources.ACLSecretName("demo")}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: resources.PDBName("demo")}},
+	} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: obj.GetName()}, obj); err != nil {
+			t.Errorf("%T %s: %v", obj, obj.GetName(), err)
+		} else if metav1.GetControllerOf(obj) == nil || metav1.GetControllerOf(obj).UID != got.UID {
+			t.Errorf("%T %s is not controlled by the cluster", obj, obj.GetName())
+		}
+	}
+	keys := writeKeys(t, f.seeds(), "a", 2000)
+
+	// Steady: no events, no writes for a while (after the recorder flushed the ones above).
+	before := eventReasons(t, c, ns, "demo")
+	rv := got.ResourceVersion
+	time.Sleep(3 * time.Second)
+	f.sync(ctx)
+	if after := eventReasons(t, c, ns, "demo"); describe(after) != describe(before) {
+		t.Errorf("a steady cluster emitted events: before %s, after %s", describe(before), describe(after))
+	}
+	var steady valkeyv1.ValkeyCluster
+	if err := c.Get(ctx, client.ObjectKeyFromObject(vc), &steady); err != nil || steady.ResourceVersion != rv {
+		t.Errorf("a steady cluster was written (resourceVersion %s -> %s, %v)", rv, steady.ResourceVersion, err)
+	}
+
+	// Scale out: 4 shards, slots rebalanced, keys still there.
+	scale(t, c, ns, "demo", 4, 1)
+	got = waitReady(t, f, "demo", 180*time.Second)
+	if got.Status.Shards != 4 || got.Status.ReadyShards != 4 {
+		t.Errorf("after scale-out: shards %d ready %d", got.Status.Shards, got.Status.ReadyShards)
+	}
+	wantEvents(t, f, "demo", map[string]int{valkeyv1.EventSlotsRebalancing: 1, valkeyv1.EventValkeyNodeCreated: 8})
+	readKeys(t, f.seeds(), keys)
+
+	// Scale in: shard 3 drained, forgotten and its ValkeyNodes deleted.
+	scale(t, c, ns, "demo", 3, 1)
+	got = waitReady(t, f, "demo", 180*time.Second)
+	if got.Status.Shards != 3 {
+		t.Errorf("after scale-in: shards %d", got.Status.Shards)
+	}
+	var nodes valkeyv1.ValkeyNodeList
+	if err := c.List(ctx, &nodes, client.InNamespace(ns)); err != nil || len(nodes.Items) != 6 {
+		t.Errorf("after scale-in: %d ValkeyNodes (%v), want 6", len(nodes.Items), err)
+	}
+	wantEvents(t, f, "demo", map[string]int{valkeyv1.EventSlotsDraining: 1, valkeyv1.EventValkeyNodeDeleted: 2})
+	readKeys(t, f.seeds(), keys)
+
+	// Rolling update: every node restarted once, primaries after a failover.
+	restarts := f.restarts
+	var cur valkeyv1.ValkeyCluster
+	if err := c.Get(ctx, client.ObjectKeyFromObject(vc), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Image = "valkey/valkey:9.0"
+	if err := c.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	got = waitReady(t, f, "demo", 180*time.Second)
+	if n := f.restarts - restarts; n != 6 {
+		t.Errorf("rolling update restarted %d servers, want 6", n)
+	}
+	wantEvents(t, f, "demo", map[string]int{valkeyv1.EventValkeyNodeUpdated: 6, valkeyv1.EventFailoverInitiated: 3, valkeyv1.EventFailoverCompleted: 3})
+	readKeys(t, f.seeds(), keys)
+}
+
+func scale(t *testing.T, c client.Client, ns, name string, shards, replicas int32) {
+	t.Helper()
+	var vc valkeyv1.ValkeyCluster
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &vc); err != nil {
+		t.Fatal(err)
+	}
+	vc.Spec.Shards, vc.Spec.Replicas = shards, replicas
+	if err := c.Update(context.Background(), &vc); err != nil {
+		t.Fatal(err)
+	}
+}

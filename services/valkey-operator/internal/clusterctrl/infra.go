@@ -1,0 +1,286 @@
+package clusterctrl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
+	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
+	"github.com/opsuite/suite/shared/children"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// applied says what applyOwned did.
+type applied int
+
+const (
+	unchanged applied = iota
+	created
+	updated
+)
+
+// applyOwned writes want (controlled by c) unless the live object already holds it. It
+// never writes over an object c does not control.
+func (p *pass) applyOwned(ctx context.Context, want client.Object) (applied, client.Object, error) {
+	if err := controllerutil.SetControllerReference(p.c, want, p.ctl.client.Scheme()); err != nil {
+		return unchanged, nil, err
+	}
+	live := reflect.New(reflect.TypeOf(want).Elem()).Interface().(client.Object)
+	err := p.ctl.client.Get(ctx, client.ObjectKeyFromObject(want), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := p.ctl.apply.Apply(ctx, want); err != nil {
+			return unchanged, nil, err
+		}
+		return created, want, nil
+	case err != nil:
+		return unchanged, nil, err
+	}
+	if owner := metav1.GetControllerOf(live); owner == nil || owner.UID != p.c.UID {
+		return unchanged, live, &children.NotControlledError{Kind: reflect.TypeOf(want).Elem().Name(), Key: client.ObjectKeyFromObject(want), Controller: owner}
+	}
+	if children.UpToDate(want, live) {
+		return unchanged, live, nil
+	}
+	if err := p.ctl.apply.Apply(ctx, want); err != nil {
+		return unchanged, live, err
+	}
+	return updated, want, nil
+}
+
+// infrastructure writes the Service, the Secrets, the ConfigMap and the PDB. It returns
+// false when the pass cannot go on (the failure is in the conditions).
+func (p *pass) infrastructure(ctx context.Context) bool {
+	c := p.c
+	// Service.
+	if what, _, err := p.applyOwned(ctx, resources.Service(c)); err != nil {
+		p.fail(valkeyv1.ReasonServiceError, valkeyv1.EventServiceUpdateFailed, fmt.Sprintf("Failed to write headless Service %s: %v", resources.ServiceName(c.Name), err))
+		return false
+	} else if what == created {
+		p.normal(valkeyv1.EventServiceCreated, "Created headless Service")
+	}
+
+	// The operator's and the replication user's passwords, generated once.
+	internal, ok := p.internalSecret(ctx)
+	if !ok {
+		return false
+	}
+	p.internal = internal
+
+	// TLS material the operator generates when asked to.
+	if !p.tlsSecret(ctx) {
+		return false
+	}
+
+	// ACL file and replication credentials.
+	passwords, err := p.userPasswords(ctx)
+	if err != nil {
+		p.fail(valkeyv1.ReasonUsersACLError, "", err.Error())
+		return false
+	}
+	files, err := resources.RenderACL(c, passwords, internal)
+	if err != nil {
+		p.fail(valkeyv1.ReasonUsersACLError, "", err.Error())
+		return false
+	}
+	acl := resources.Secret(c, resources.ACLSecretName(c.Name), map[string][]byte{
+		resources.ACLKeyUsers: []byte(files.Users),
+		resources.ACLKeyAuth:  []byte(files.Auth),
+	})
+	if _, _, err := p.applyOwned(ctx, acl); err != nil {
+		p.fail(valkeyv1.ReasonSystemUsersACLError, "", fmt.Sprintf("Failed to write ACL Secret %s: %v", acl.Name, err))
+		return false
+	}
+
+	// Server config.
+	p.config = resources.RenderConfig(c)
+	if what, _, err := p.applyOwned(ctx, resources.ConfigMap(c, p.config.Server, p.config.Live)); err != nil {
+		p.fail(valkeyv1.ReasonConfigMapError, valkeyv1.EventConfigMapUpdateFailed, fmt.Sprintf("Failed to write ConfigMap %s: %v", resources.ConfigMapName(c.Name), err))
+		return false
+	} else if what == created {
+		p.normal(valkeyv1.EventConfigMapCreated, "Created ConfigMap with configuration")
+	}
+
+	return p.pdb(ctx)
+}
+
+// internalSecret reads or creates the Secret with the internal users' passwords.
+func (p *pass) internalSecret(ctx context.Context) (resources.InternalPasswords, bool) {
+	c := p.c
+	key := client.ObjectKey{Namespace: c.Namespace, Name: resources.InternalSecretName(c.Name)}
+	var live corev1.Secret
+	err := p.ctl.client.Get(ctx, key, &live)
+	switch {
+	case err == nil:
+		if owner := metav1.GetControllerOf(&live); owner == nil || owner.UID != c.UID {
+			msg := fmt.Sprintf("Secret %s exists and is not owned by this cluster; delete it or rename the cluster", key.Name)
+			p.fail(valkeyv1.ReasonSystemUsersACLError, valkeyv1.EventInternalSecretsCreationFailed, msg)
+			return resources.InternalPasswords{}, false
+		}
+		pw := resources.InternalPasswords{
+			Operator:    string(live.Data[resources.SecretKeyOperatorPassword]),
+			Replication: string(live.Data[resources.SecretKeyReplicationPassword]),
+		}
+		if pw.Operator != "" && pw.Replication != "" {
+			return pw, true
+		}
+		// A key was removed by hand: put a new password in its place (the members get
+		// it with the ACL file, and the operator logs in with it from then on).
+		if pw.Operator == "" {
+			if pw.Operator, err = resources.GeneratePassword(); err != nil {
+				break
+			}
+		}
+		if pw.Replication == "" {
+			if pw.Replication, err = resources.GeneratePassword(); err != nil {
+				break
+			}
+		}
+		if _, _, err = p.applyOwned(ctx, internalSecret(c, pw)); err != nil {
+			p.fail(valkeyv1.ReasonSystemUsersACLError, valkeyv1.EventInternalSecretsUpdateFailed, fmt.Sprintf("Failed to update Secret %s: %v", key.Name, err))
+			return pw, false
+		}
+		p.normal(valkeyv1.EventInternalSecretsUpdated, fmt.Sprintf("Restored the missing internal passwords in Secret %s", key.Name))
+		return pw, true
+	case apierrors.IsNotFound(err):
+		var pw resources.InternalPasswords
+		if pw.Operator, err = resources.GeneratePassword(); err != nil {
+			break
+		}
+		if pw.Replication, err = resources.GeneratePassword(); err != nil {
+			break
+		}
+		if _, _, err = p.applyOwned(ctx, internalSecret(c, pw)); err != nil {
+			break
+		}
+		p.normal(valkeyv1.EventInternalSecretsCreated, fmt.Sprintf("Created Secret %s with the internal users' passwords", key.Name))
+		return pw, true
+	}
+	p.fail(valkeyv1.ReasonSystemUsersACLError, valkeyv1.EventInternalSecretsCreationFailed, fmt.Sprintf("Failed to create Secret %s: %v", key.Name, err))
+	return resources.InternalPasswords{}, false
+}
+
+func internalSecret(c *valkeyv1.ValkeyCluster, pw resources.InternalPasswords) *corev1.Secret {
+	return resources.Secret(c, resources.InternalSecretName(c.Name), map[string][]byte{
+		resources.SecretKeyOperatorPassword:    []byte(pw.Operator),
+		resources.SecretKeyReplicationPassword: []byte(pw.Replication),
+	})
+}
+
+// userPasswords reads every spec user's passwords from its Secret.
+func (p *pass) userPasswords(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, u := range p.c.Spec.Users {
+		if u.PasswordSecret.Name == "" {
+			continue
+		}
+		var s corev1.Secret
+		key := client.ObjectKey{Namespace: p.c.Namespace, Name: u.PasswordSecret.Name}
+		if err := p.ctl.client.Get(ctx, key, &s); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("user %s: password Secret %s does not exist; create it or change users[].passwordSecret.name", u.Name, key.Name)
+			}
+			return nil, fmt.Errorf("user %s: reading password Secret %s: %w", u.Name, key.Name, err)
+		}
+		keys := u.PasswordSecret.Keys
+		if len(keys) == 0 {
+			keys = []string{"password"}
+		}
+		for _, k := range keys {
+			v, ok := s.Data[k]
+			if !ok || len(v) == 0 {
+				return nil, fmt.Errorf("user %s: password Secret %s has no key %q; add it or change users[].passwordSecret.keys", u.Name, key.Name, k)
+			}
+			out[u.Name] = append(out[u.Name], string(v))
+		}
+	}
+	return out, nil
+}
+
+// pdb writes the PodDisruptionBudget, or deletes it when the policy is Disabled.
+func (p *pass) pdb(ctx context.Context) bool {
+	c := p.c
+	if c.Spec.PDBMode() == valkeyv1.PDBModeDisabled {
+		var live policyv1.PodDisruptionBudget
+		err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.PDBName(c.Name)}, &live)
+		if apierrors.IsNotFound(err) {
+			return true
+		}
+		if err == nil {
+			if owner := metav1.GetControllerOf(&live); owner == nil || owner.UID != c.UID {
+				return true // not ours: left alone
+			}
+			uid := live.UID
+			err = p.ctl.client.Delete(ctx, &live, client.Preconditions{UID: &uid})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			p.fail(valkeyv1.ReasonPodDisruptionBudgetError, "", fmt.Sprintf("Failed to delete PodDisruptionBudget %s: %v", live.Name, err))
+			return false
+		}
+		p.normal(valkeyv1.EventPodDisruptionBudgetDeleted, "Deleted PodDisruptionBudget (policy Disabled)")
+		return true
+	}
+	switch what, _, err := p.applyOwned(ctx, resources.PodDisruptionBudget(c)); {
+	case err != nil:
+		p.fail(valkeyv1.ReasonPodDisruptionBudgetError, "", fmt.Sprintf("Failed to write PodDisruptionBudget %s: %v", resources.PDBName(c.Name), err))
+		return false
+	case what == created:
+		p.normal(valkeyv1.EventPodDisruptionBudgetCreated, "Created PodDisruptionBudget")
+	case what == updated:
+		p.normal(valkeyv1.EventPodDisruptionBudgetUpdated, "Updated PodDisruptionBudget")
+	}
+	return true
+}
+
+var errNotReady = errors.New("not ready")
+
+// tlsSecret generates (and renews) the self-signed certificate when asked to, and checks
+// that a user's certificate Secret exists otherwise.
+func (p *pass) tlsSecret(ctx context.Context) bool {
+	c := p.c
+	t := c.Spec.EffectiveTLS()
+	if !t.Enabled {
+		return true
+	}
+	if t.SecretName != "" {
+		var s corev1.Secret
+		if err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: t.SecretName}, &s); err != nil {
+			p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("TLS certificate Secret %s: %v; create it (keys %s, %s, %s) or change spec.tls", t.SecretName, err, resources.TLSKeyCA, resources.TLSKeyCert, resources.TLSKeyKey))
+			return false
+		}
+		return true
+	}
+	name := resources.SelfSignedTLSSecretName(c.Name)
+	var live corev1.Secret
+	err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &live)
+	if err == nil && !resources.NeedsRenewal(live.Data[resources.TLSKeyCert], p.now) {
+		return true
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Reading TLS Secret %s: %v", name, err))
+		return false
+	}
+	svc := resources.ServiceName(c.Name)
+	dns := []string{
+		svc, fmt.Sprintf("%s.%s", svc, c.Namespace), fmt.Sprintf("%s.%s.svc", svc, c.Namespace),
+		fmt.Sprintf("*.%s.%s.svc", svc, c.Namespace), fmt.Sprintf("*.%s.%s.svc.%s", svc, c.Namespace, c.Spec.ClusterDomain()),
+	}
+	ca, cert, key, genErr := resources.SelfSigned(c.Name, c.Namespace, dns, nil, p.now)
+	if genErr != nil {
+		p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Generating the TLS certificate: %v", genErr))
+		return false
+	}
+	s := resources.Secret(c, name, map[string][]byte{resources.TLSKeyCA: ca, resources.TLSKeyCert: cert, resources.TLSKeyKey: key})
+	if _, _, err := p.applyOwned(ctx, s); err != nil {
+		p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Writing TLS Secret %s: %v", name, err))
+		return false
+	}
+	return true
+}

@@ -1,0 +1,363 @@
+package clusterctrl
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
+	"github.com/opsuite/suite/services/valkey-operator/internal/executor"
+	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/shared/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// topology observes the members, plans the next data-plane steps and runs them; once the
+// topology converged it deletes drained nodes and rolls one outdated node. It returns how
+// soon to look again (0: done until something changes).
+func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
+	c := p.c
+	opts, err := p.ctl.cfg.Options(ctx, c)
+	if err != nil {
+		p.fail(valkeyv1.ReasonSystemUsersACLError, "", fmt.Sprintf("Cannot log in to the members: %v", err))
+		return p.retry()
+	}
+	exec := executor.New(func(addr string) (valkey.Conn, error) { return p.ctl.cfg.Dial(addr, opts) })
+	defer exec.Close()
+
+	var addrs []string
+	for _, m := range append(append([]member(nil), set.desired...), set.removed...) {
+		if m.addr != "" && (m.want == nil || m.ready()) {
+			addrs = append(addrs, m.addr)
+		}
+	}
+	snap, unreachable := exec.Observe(ctx, addrs)
+	p.observe(snap, set)
+
+	// Members still to come: wait for their pods (a first creation, a scale-out, a pod
+	// being replaced).
+	var notReady []string
+	for _, m := range set.desired {
+		if !m.ready() {
+			notReady = append(notReady, m.node.Name)
+		} else if err := unreachable[m.addr]; err != nil {
+			notReady = append(notReady, fmt.Sprintf("%s (%v)", m.node.Name, err))
+		}
+	}
+	for _, pos := range set.missing {
+		notReady = append(notReady, fmt.Sprintf("%s-%d-%d", c.Name, pos.Shard, pos.Index))
+	}
+	if len(notReady) > 0 {
+		p.waitForMembers(ctx, set, notReady)
+		return p.ctl.cfg.Poll
+	}
+
+	d := planner.Desired{Shards: int(c.Spec.Shards), Replicas: int(c.Spec.Replicas)}
+	for _, m := range set.desired {
+		d.Members = append(d.Members, planner.Member{Addr: m.addr, BusPort: p.ctl.cfg.BusPort(m.node), Host: m.node.Status.NodeName})
+	}
+	plan := planner.Compute(d, snap)
+	switch {
+	case len(plan.Steps) > 0:
+		done, err := exec.Run(ctx, plan.Steps)
+		p.announceSteps(snap, set, plan.Steps[:done])
+		p.progressFor(plan.Steps, set)
+		if err != nil {
+			log.FromContext(ctx).Info("Data-plane step failed; observing again", "error", err.Error())
+			p.stepFailed(plan.Steps[done], set, err)
+		}
+		return time.Second
+	case plan.Wait != "":
+		p.progressFor(nil, set)
+		if p.progress == "" {
+			p.progress, p.progressMsg = valkeyv1.ReasonReconciling, plan.Wait
+		} else {
+			p.progressMsg = plan.Wait
+		}
+		return p.ctl.cfg.Poll
+	}
+
+	// Converged. Drained nodes are gone from every member's table: delete them.
+	if len(set.removed) > 0 {
+		return p.removeDrained(ctx, snap, set)
+	}
+	p.formed, p.formedReason, p.formedMsg = metav1.ConditionTrue, valkeyv1.ReasonTopologyComplete, "All nodes joined cluster"
+	return p.roll(ctx, exec, snap, set)
+}
+
+// observe fills the status numbers from the first member that answered.
+func (p *pass) observe(snap valkey.Snapshot, set nodeSet) {
+	var seed valkey.View
+	found := false
+	for _, m := range set.desired {
+		if v, ok := snap.View(m.addr); ok && m.addr != "" {
+			seed, found = v, true
+			break
+		}
+	}
+	if !found {
+		return
+	}
+	owners := seed.Owners()
+	all := true
+	for _, o := range owners {
+		if o == "" {
+			all = false
+			break
+		}
+	}
+	p.slotsAssigned = &all
+	for _, n := range seed.Primaries() {
+		if n.SlotTotal() == 0 || n.Fail {
+			continue
+		}
+		p.shards++
+		healthy := 0
+		for _, r := range seed.ReplicasOf(n.ID) {
+			if r.Healthy() {
+				healthy++
+			}
+		}
+		if n.Healthy() && healthy >= int(p.c.Spec.Replicas) {
+			p.readyShards++
+		}
+	}
+}
+
+// waitForMembers sets the conditions of a cluster waiting for member pods.
+func (p *pass) waitForMembers(ctx context.Context, set nodeSet, notReady []string) {
+	// A shard is missing while none of its positions has a ready member.
+	haveShard := map[int32]bool{}
+	for _, m := range set.desired {
+		if m.ready() {
+			haveShard[m.node.Spec.ShardIndex] = true
+		}
+	}
+	reason, msg, event := valkeyv1.ReasonMissingReplicas, "Waiting for replicas", valkeyv1.EventWaitingForReplicas
+	eventMsg := fmt.Sprintf("Waiting for %d member(s): %s", len(notReady), strings.Join(notReady, ", "))
+	if int32(len(haveShard)) < p.c.Spec.Shards {
+		reason, msg, event = valkeyv1.ReasonMissingShards, "Waiting for shards", valkeyv1.EventWaitingForShards
+		eventMsg = fmt.Sprintf("%d of %d shards exist", len(haveShard), p.c.Spec.Shards)
+	}
+	p.formed, p.formedReason, p.formedMsg = metav1.ConditionFalse, reason, msg
+	if p.formedChanged() {
+		p.normal(event, eventMsg)
+	}
+	if name, why := p.unschedulable(ctx); name != "" {
+		p.degraded, p.degradedMsg = valkeyv1.ReasonPodUnschedulable, fmt.Sprintf("Pod %s cannot be scheduled: %s", name, why)
+	}
+	p.progress = valkeyv1.ReasonAddingNodes
+	if p.neverReady() {
+		p.progress = valkeyv1.ReasonInitializing
+	}
+	p.progressMsg = "Waiting for " + strings.Join(notReady, ", ")
+}
+
+// formedChanged: ClusterFormed moves to a new status or reason in this pass.
+func (p *pass) formedChanged() bool {
+	prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionClusterFormed)
+	return prev == nil || prev.Status != p.formed || prev.Reason != p.formedReason
+}
+
+// neverReady: the cluster was never Ready (its first creation).
+func (p *pass) neverReady() bool {
+	prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionReady)
+	return prev == nil || (prev.Status != metav1.ConditionTrue && p.before.State != valkeyv1.StateReady && !p.wasFormed())
+}
+
+func (p *pass) wasFormed() bool {
+	prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionClusterFormed)
+	return prev != nil && prev.Status == metav1.ConditionTrue
+}
+
+// progressFor names the work a plan does: slot moves first, then joining members.
+func (p *pass) progressFor(steps []planner.Step, set nodeSet) {
+	moving, joining := false, false
+	for _, s := range steps {
+		switch s.Op {
+		case planner.SetSlotImporting, planner.SetSlotMigrating, planner.MigrateKeys, planner.SetSlotNode, planner.SetSlotStable:
+			moving = true
+		case planner.Meet, planner.AddSlots, planner.Replicate, planner.Reset:
+			joining = true
+		}
+	}
+	switch {
+	case moving:
+		p.progress, p.progressMsg = valkeyv1.ReasonRebalancingSlots, "Moving slots between shards"
+		if len(set.removed) > 0 {
+			p.progressMsg = "Draining the slots of removed shards"
+		}
+		p.formed, p.formedReason, p.formedMsg = metav1.ConditionTrue, valkeyv1.ReasonTopologyComplete, "All nodes joined cluster"
+		if prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionProgressing); prev == nil || prev.Reason != valkeyv1.ReasonRebalancingSlots {
+			if len(set.removed) > 0 {
+				p.normal(valkeyv1.EventSlotsDraining, fmt.Sprintf("Migrating slots away from %d removed node(s)", len(set.removed)))
+			} else {
+				p.normal(valkeyv1.EventSlotsRebalancing, fmt.Sprintf("Rebalancing slots over %d shards", p.c.Spec.Shards))
+			}
+		}
+	case joining:
+		p.progress, p.progressMsg = valkeyv1.ReasonAddingNodes, "Adding nodes to cluster"
+		reason, msg := valkeyv1.ReasonMissingReplicas, "Waiting for replicas"
+		if p.shards < p.c.Spec.Shards {
+			reason, msg = valkeyv1.ReasonMissingShards, "Waiting for shards"
+		}
+		p.formed, p.formedReason, p.formedMsg = metav1.ConditionFalse, reason, msg
+		if p.neverReady() {
+			p.progress = valkeyv1.ReasonInitializing
+		}
+	default:
+		if len(set.removed) > 0 {
+			p.progress, p.progressMsg = valkeyv1.ReasonRebalancingSlots, "Removing drained nodes"
+		}
+	}
+}
+
+// announceSteps records the documented event of every completed action.
+func (p *pass) announceSteps(snap valkey.Snapshot, set nodeSet, done []planner.Step) {
+	met := map[string]bool{}
+	primaries, replicas := 0, 0
+	forgotten := map[string]int{}
+	shardOf := p.shardOfAddr(set)
+	nodeAt := map[string]*valkeyv1.ValkeyNode{}
+	for _, m := range append(append([]member(nil), set.desired...), set.removed...) {
+		if m.addr != "" {
+			nodeAt[m.addr] = m.node
+		}
+	}
+	about := func(addr string) runtime.Object {
+		if n, ok := nodeAt[addr]; ok {
+			return n
+		}
+		return nil
+	}
+	for _, s := range done {
+		switch s.Op {
+		case planner.Meet:
+			met[s.Addr] = true
+		case planner.AddSlots:
+			primaries++
+			ranges := make([]string, len(s.Ranges))
+			for i, r := range s.Ranges {
+				ranges[i] = r.String()
+			}
+			p.normalAbout(about(s.On), valkeyv1.EventPrimaryCreated, fmt.Sprintf("Created primary %s with slots %s", s.On, strings.Join(ranges, ",")))
+		case planner.Replicate:
+			replicas++
+			p.normalAbout(about(s.On), valkeyv1.EventReplicaCreated, fmt.Sprintf("Created replica %s for primary %s (shard %s)", s.On, s.NodeID, shardOf[addrOf(snap, s.NodeID)]))
+		case planner.Forget:
+			forgotten[s.NodeID]++
+		}
+	}
+	if len(met) > 0 {
+		p.normal(valkeyv1.EventClusterMeetBatch, fmt.Sprintf("Introduced %d isolated node(s) to the cluster", len(met)))
+	}
+	if primaries > 0 {
+		p.normal(valkeyv1.EventPrimariesCreated, fmt.Sprintf("Assigned slots to %d new primary node(s)", primaries))
+	}
+	if replicas > 0 {
+		p.normal(valkeyv1.EventReplicasAttached, fmt.Sprintf("Attached %d replica node(s)", replicas))
+	}
+	ids := make([]string, 0, len(forgotten))
+	for id := range forgotten {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		p.normal(valkeyv1.EventStaleNodeForgotten, fmt.Sprintf("Forgot node %s on %d member(s)", id, forgotten[id]))
+	}
+}
+
+// stepFailed turns a failed step into Degraded and its Warning event.
+func (p *pass) stepFailed(s planner.Step, set nodeSet, err error) {
+	msg := fmt.Sprintf("%s: %v", s, err)
+	switch s.Op {
+	case planner.Meet:
+		p.degraded, p.degradedMsg = valkeyv1.ReasonNodeAddFailed, "Failed to add node: "+msg
+		p.warnOnce(valkeyv1.ReasonNodeAddFailed, valkeyv1.EventClusterMeetFailed, fmt.Sprintf("CLUSTER MEET %s -> %s failed: %v", s.On, s.Addr, err))
+	case planner.AddSlots:
+		p.degraded, p.degradedMsg = valkeyv1.ReasonNodeAddFailed, "Failed to assign slots: "+msg
+		p.warnOnce(valkeyv1.ReasonNodeAddFailed, valkeyv1.EventSlotAssignmentFailed, "Failed to assign slots: "+msg)
+	case planner.Replicate, planner.Reset:
+		p.degraded, p.degradedMsg = valkeyv1.ReasonNodeAddFailed, "Failed to create replica: "+msg
+		p.warnOnce(valkeyv1.ReasonNodeAddFailed, valkeyv1.EventReplicaCreationFailed, "Failed to create replica: "+msg)
+	case planner.Forget:
+		p.degraded, p.degradedMsg = valkeyv1.ReasonNodeAddFailed, "Failed to forget node: "+msg
+		p.warnOnce(valkeyv1.ReasonNodeAddFailed, valkeyv1.EventNodeForgetFailed, "Failed to forget node: "+msg)
+	default:
+		p.degraded, p.degradedMsg = valkeyv1.ReasonRebalanceFailed, "Slot rebalancing failed: "+msg
+		event := valkeyv1.EventSlotRebalanceFailed
+		if len(set.removed) > 0 {
+			event = valkeyv1.EventDrainFailed
+		}
+		p.warnOnce(valkeyv1.ReasonRebalanceFailed, event, "Slot rebalancing failed: "+msg)
+	}
+}
+
+// warnOnce records a Warning event unless Degraded already carried reason.
+func (p *pass) warnOnce(reason, event, message string) {
+	if prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionDegraded); prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == reason {
+		return
+	}
+	p.warn(event, message)
+}
+
+// removeDrained deletes the removed nodes no member knows any more.
+func (p *pass) removeDrained(ctx context.Context, snap valkey.Snapshot, set nodeSet) time.Duration {
+	p.progress, p.progressMsg = valkeyv1.ReasonRebalancingSlots, "Removing drained nodes"
+	p.formed, p.formedReason, p.formedMsg = metav1.ConditionTrue, valkeyv1.ReasonTopologyComplete, "All nodes joined cluster"
+	for _, m := range set.removed {
+		id := m.node.Status.ValkeyNodeID
+		if v, ok := snap.View(m.addr); ok {
+			if me, ok := v.Myself(); ok {
+				id = me.ID
+			}
+		}
+		if id != "" && knownBy(snap, set, id) {
+			continue // the planner forgets it first
+		}
+		if !p.remove(ctx, m) {
+			return p.retry()
+		}
+	}
+	return time.Second
+}
+
+// knownBy: some desired member still lists node id.
+func knownBy(snap valkey.Snapshot, set nodeSet, id string) bool {
+	for _, m := range set.desired {
+		if v, ok := snap.View(m.addr); ok {
+			if _, ok := v.Node(id); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (p *pass) shardOfAddr(set nodeSet) map[string]string {
+	out := map[string]string{}
+	for _, m := range append(append([]member(nil), set.desired...), set.removed...) {
+		if m.addr != "" {
+			out[m.addr] = fmt.Sprint(m.node.Spec.ShardIndex)
+		}
+	}
+	return out
+}
+
+// addrOf is the address of node id in any view.
+func addrOf(snap valkey.Snapshot, id string) string {
+	for _, v := range snap.Views {
+		if n, ok := v.Node(id); ok {
+			if n.Myself {
+				return v.Addr
+			}
+			return n.Addr
+		}
+	}
+	return ""
+}
