@@ -98,13 +98,21 @@ type harness struct {
 	ns     string
 	writes *testenv.WriteCounter
 
-	mu      sync.Mutex
-	servers map[string]server // by ValkeyNode name
+	mu       sync.Mutex
+	servers  map[string]server // by ValkeyNode name
+	password string            // what the operator logs in with
+}
+
+func (h *harness) setPassword(pw string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.password = pw
 }
 
 func start(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{t: t, ns: testenv.NewNamespace(t, env.Client, "vkn-"), servers: map[string]server{}, writes: &testenv.WriteCounter{}}
+	h := &harness{t: t, ns: testenv.NewNamespace(t, env.Client, "vkn-"), servers: map[string]server{}, writes: &testenv.WriteCounter{},
+		password: operatorPassword}
 	cfg := Config{
 		Addr: func(n *valkeyv1.ValkeyNode) string {
 			h.mu.Lock()
@@ -115,7 +123,9 @@ func start(t *testing.T) *harness {
 			return "127.0.0.1:1" // nothing listens there
 		},
 		Options: func(context.Context, *valkeyv1.ValkeyNode) (valkey.Options, error) {
-			return valkey.Options{Username: resources.OperatorUser, Password: operatorPassword, DialTimeout: time.Second}, nil
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return valkey.Options{Username: resources.OperatorUser, Password: h.password, DialTimeout: time.Second}, nil
 		},
 		RequeueAfter: time.Second,
 		Resync:       time.Second,

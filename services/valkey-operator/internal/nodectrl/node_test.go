@@ -325,6 +325,40 @@ func TestLiveConfig(t *testing.T) {
 	}
 }
 
+// TestWrongPassword: the operator cannot log in (a wrong internal Secret), so the live
+// config cannot be applied: the condition and one event carry the server's refusal, and
+// the node recovers once the password is right.
+func TestWrongPassword(t *testing.T) {
+	h := start(t)
+	srv := startServer(t)
+	h.serve("c-0-0", srv)
+	h.setPassword("wrong")
+	h.create(h.configMap("maxmemory-policy allkeys-lru\n"))
+	h.create(h.node("c-0-0", nil))
+	sts := h.statefulSet("c-0-0")
+	h.runPod("c-0-0-0", sts.Spec.Template, "rev1", true)
+	h.rollOut("c-0-0", "rev1")
+
+	got := h.waitConditions("c-0-0", "Ready=True/PodRunning LiveConfigApplied=False/ApplyFailed")
+	if m := condOf(got, valkeyv1.NodeConditionLiveConfigApplied).Message; !strings.Contains(m, "WRONGPASS") {
+		t.Errorf("ApplyFailed message %q does not carry the server's refusal", m)
+	}
+	if got.Status.ValkeyNodeID != "" || got.Status.Role != "" {
+		t.Errorf("identity reported without a login: %s", describe(got))
+	}
+	testenv.WaitFor(t, "a LiveConfigApplyFailed event", func() bool { return len(h.warnings(valkeyv1.EventLiveConfigApplyFailed)) == 1 })
+
+	h.setPassword(operatorPassword)
+	got = h.waitConditions("c-0-0", "Ready=True/PodRunning LiveConfigApplied=True/Applied")
+	if v := srv.configGet(t, "maxmemory-policy"); v != "allkeys-lru" {
+		t.Errorf("maxmemory-policy %q", v)
+	}
+	testenv.WaitFor(t, "the server's identity", func() bool { return h.getNode("c-0-0").Status.ValkeyNodeID == srv.myID(t) })
+	if n := len(h.warnings(valkeyv1.EventLiveConfigApplyFailed)); n != 1 {
+		t.Errorf("%d LiveConfigApplyFailed events, want 1", n)
+	}
+}
+
 func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])

@@ -278,17 +278,25 @@ func (r *Reconciler) talk(ctx context.Context, p *pass, pod *corev1.Pod, cfg des
 
 	acl := r.wantACL(ctx, n)
 
-	var conn valkey.NodeAdmin
+	// One connection per pass, dialled once: a server that does not answer costs one
+	// timeout, and its error is what every apply of the pass reports.
+	var (
+		conn    valkey.NodeAdmin
+		dialed  bool
+		dialErr error
+	)
 	dial := func() error {
-		if conn != nil {
-			return nil
+		if dialed {
+			return dialErr
 		}
+		dialed = true
 		o, err := r.cfg.Options(ctx, n)
 		if err != nil {
+			dialErr = err
 			return err
 		}
-		conn, err = r.cfg.Dial(r.cfg.Addr(n), o)
-		return err
+		conn, dialErr = r.cfg.Dial(r.cfg.Addr(n), o)
+		return dialErr
 	}
 	defer func() {
 		if conn != nil {
