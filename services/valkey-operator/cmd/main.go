@@ -1,4 +1,5 @@
-// Command valkey-operator runs the Valkey operator's controllers.
+// Command valkey-operator runs the Valkey operator's controllers: ValkeyCluster (topology,
+// rolling updates, status) and ValkeyNode (one member's pod, PVC, live config and users).
 package main
 
 import (
@@ -6,7 +7,12 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/go-logr/logr"
 	valkeyv1alpha1 "github.com/opsuite/suite/api/valkey/v1alpha1"
+	"github.com/opsuite/suite/services/valkey-operator/internal/clusterctrl"
+	"github.com/opsuite/suite/services/valkey-operator/internal/connect"
+	"github.com/opsuite/suite/services/valkey-operator/internal/nodectrl"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/shared/manager"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,11 +29,23 @@ func main() {
 	}
 }
 
-// run starts the manager. The Valkey reconcilers are added by their product issue; until
-// then the binary serves health, readiness and metrics and takes its leader-election lease.
 func run(ctx context.Context, args []string) error {
 	return manager.Run(ctx, manager.Operator{
 		Name:    "valkey-operator",
 		Schemes: []func(*runtime.Scheme) error{valkeyv1alpha1.AddToScheme},
+		Setup:   setup,
 	}, args, os.Stderr)
+}
+
+// setup adds both controllers; they log in to the members as the operator's own user.
+func setup(mgr ctrl.Manager, _ logr.Logger) error {
+	c := mgr.GetClient()
+	if err := clusterctrl.Setup(mgr, clusterctrl.Config{}); err != nil {
+		return fmt.Errorf("ValkeyCluster controller: %w", err)
+	}
+	return nodectrl.Setup(mgr, nodectrl.Config{
+		Options: func(ctx context.Context, n *valkeyv1alpha1.ValkeyNode) (valkey.Options, error) {
+			return connect.Options(ctx, c, n.Namespace, n.Spec.ClusterName)
+		},
+	})
 }
