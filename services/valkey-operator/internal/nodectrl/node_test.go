@@ -349,7 +349,7 @@ func TestWrongPassword(t *testing.T) {
 	testenv.WaitFor(t, "a LiveConfigApplyFailed event", func() bool { return len(h.warnings(valkeyv1.EventLiveConfigApplyFailed)) == 1 })
 
 	h.setPassword(operatorPassword)
-	got = h.waitConditions("c-0-0", "Ready=True/PodRunning LiveConfigApplied=True/Applied")
+	h.waitConditions("c-0-0", "Ready=True/PodRunning LiveConfigApplied=True/Applied")
 	if v := srv.configGet(t, "maxmemory-policy"); v != "allkeys-lru" {
 		t.Errorf("maxmemory-policy %q", v)
 	}
