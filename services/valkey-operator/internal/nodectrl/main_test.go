@@ -133,7 +133,9 @@ func start(t *testing.T) *harness {
 		RetryMax:     2 * time.Second,
 		wrapClient:   h.writes.Wrap,
 	}
-	env.StartManager(t, func(mgr ctrl.Manager) error { return Setup(mgr, cfg) }, testenv.InNamespaces(h.ns))
+	// The pod cache limited as cmd/main.go limits it.
+	env.StartManager(t, func(mgr ctrl.Manager) error { return Setup(mgr, cfg) }, testenv.InNamespaces(h.ns),
+		func(o *ctrl.Options) { o.Cache.ByObject = CacheByObject() })
 	return h
 }
 

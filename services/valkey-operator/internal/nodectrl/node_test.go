@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func storageClass(t *testing.T, name string, expandable bool) string {
@@ -500,5 +502,33 @@ func TestDeploymentReplicaRole(t *testing.T) {
 	}
 	if len(got.Status.Conditions) != 1 {
 		t.Errorf("a node without persistence or live keys has only Ready: %s", describe(got))
+	}
+}
+
+// TestPodCacheHoldsNodePodsOnly: with CacheByObject the manager caches the pods of
+// ValkeyNodes and no other.
+func TestPodCacheHoldsNodePodsOnly(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vkn-cache-")
+	mgr := env.StartManager(t, nil, testenv.InNamespaces(ns), func(o *ctrl.Options) { o.Cache.ByObject = CacheByObject() })
+	pod := func(name string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	}
+	// The other pod first: once ours is in the cache, the watch has delivered the other
+	// too, had the cache taken it.
+	for _, p := range []*corev1.Pod{pod("other", map[string]string{"app": "x"}), pod("ours", map[string]string{resources.LabelNode: "c-0-0"})} {
+		if err := env.Client.Create(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.WaitFor(t, "the node's pod in the cache", func() bool {
+		return mgr.GetClient().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "ours"}, &corev1.Pod{}) == nil
+	})
+	var list corev1.PodList
+	if err := mgr.GetClient().List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != "ours" {
+		t.Errorf("cached pods %d, want only ours", len(list.Items))
 	}
 }
