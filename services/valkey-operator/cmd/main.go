@@ -45,7 +45,11 @@ func setup(mgr ctrl.Manager, _ logr.Logger) error {
 	}
 	return nodectrl.Setup(mgr, nodectrl.Config{
 		Options: func(ctx context.Context, n *valkeyv1alpha1.ValkeyNode) (valkey.Options, error) {
-			return connect.Options(ctx, c, n.Namespace, n.Spec.ClusterName)
+			secret := ""
+			if n.Spec.TLS != nil {
+				secret = n.Spec.TLS.Certificate.SecretName
+			}
+			return connect.Options(ctx, c, n.Namespace, n.Spec.ClusterName, secret)
 		},
 	})
 }

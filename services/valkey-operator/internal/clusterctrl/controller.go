@@ -8,6 +8,7 @@ package clusterctrl
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
@@ -76,7 +77,7 @@ func (cfg *Config) defaults(c client.Client) {
 	}
 	if cfg.Options == nil {
 		cfg.Options = func(ctx context.Context, vc *valkeyv1.ValkeyCluster) (valkey.Options, error) {
-			return connect.Options(ctx, c, vc.Namespace, vc.Name)
+			return connect.Options(ctx, c, vc.Namespace, vc.Name, TLSSecretName(vc))
 		}
 	}
 	if cfg.FailoverTimeout <= 0 {
@@ -84,6 +85,19 @@ func (cfg *Config) defaults(c client.Client) {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 2 * time.Second
+	}
+}
+
+// TLSSecretName is the Secret with the certificate and CA of c's members; "" without TLS.
+func TLSSecretName(c *valkeyv1.ValkeyCluster) string {
+	t := c.Spec.EffectiveTLS()
+	switch {
+	case !t.Enabled:
+		return ""
+	case t.SecretName != "":
+		return t.SecretName
+	default:
+		return resources.SelfSignedTLSSecretName(c.Name)
 	}
 }
 
@@ -156,12 +170,10 @@ func (ctl *Controller) secretToClusters(ctx context.Context, o client.Object) []
 		return nil
 	}
 	var out []reconcile.Request
-	for _, c := range list.Items {
-		for _, u := range c.Spec.Users {
-			if u.PasswordSecret.Name == o.GetName() {
-				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
-				break
-			}
+	for i := range list.Items {
+		c := &list.Items[i]
+		if slices.Contains(resources.PasswordSecretNames(c), o.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
 		}
 	}
 	return out

@@ -86,6 +86,10 @@ func (p *pass) infrastructure(ctx context.Context) bool {
 		return false
 	}
 	files, err := resources.RenderACL(c, passwords, internal)
+	if errors.Is(err, resources.ErrInternalPasswords) {
+		p.fail(valkeyv1.ReasonSystemUsersACLError, "", err.Error())
+		return false
+	}
 	if err != nil {
 		p.fail(valkeyv1.ReasonUsersACLError, "", err.Error())
 		return false
@@ -174,34 +178,21 @@ func internalSecret(c *valkeyv1.ValkeyCluster, pw resources.InternalPasswords) *
 	})
 }
 
-// userPasswords reads every spec user's passwords from its Secret.
+// userPasswords reads the Secrets holding the spec users' passwords; a missing Secret is
+// left out, and RenderACL names the user it leaves without a password.
 func (p *pass) userPasswords(ctx context.Context) (map[string][]string, error) {
-	out := map[string][]string{}
-	for _, u := range p.c.Spec.Users {
-		if u.PasswordSecret.Name == "" {
-			continue
-		}
+	data := map[string]map[string][]byte{}
+	for _, name := range resources.PasswordSecretNames(p.c) {
 		var s corev1.Secret
-		key := client.ObjectKey{Namespace: p.c.Namespace, Name: u.PasswordSecret.Name}
-		if err := p.ctl.client.Get(ctx, key, &s); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("user %s: password Secret %s does not exist; create it or change users[].passwordSecret.name", u.Name, key.Name)
-			}
-			return nil, fmt.Errorf("user %s: reading password Secret %s: %w", u.Name, key.Name, err)
-		}
-		keys := u.PasswordSecret.Keys
-		if len(keys) == 0 {
-			keys = []string{"password"}
-		}
-		for _, k := range keys {
-			v, ok := s.Data[k]
-			if !ok || len(v) == 0 {
-				return nil, fmt.Errorf("user %s: password Secret %s has no key %q; add it or change users[].passwordSecret.keys", u.Name, key.Name, k)
-			}
-			out[u.Name] = append(out[u.Name], string(v))
+		switch err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: p.c.Namespace, Name: name}, &s); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading password Secret %s: %w", name, err)
+		default:
+			data[name] = s.Data
 		}
 	}
-	return out, nil
+	return resources.UserPasswords(p.c, data), nil
 }
 
 // pdb writes the PodDisruptionBudget, or deletes it when the policy is Disabled.
@@ -238,8 +229,6 @@ func (p *pass) pdb(ctx context.Context) bool {
 	}
 	return true
 }
-
-var errNotReady = errors.New("not ready")
 
 // tlsSecret generates (and renews) the self-signed certificate when asked to, and checks
 // that a user's certificate Secret exists otherwise.

@@ -6,6 +6,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // DefaultImage runs when spec.image is empty.
@@ -105,7 +106,7 @@ func ValkeyNode(c *valkeyv1.ValkeyCluster, p Position, restartHash string) *valk
 			Exporter:                      *c.Spec.Exporter.DeepCopy(),
 			ServerConfigMapName:           ConfigMapName(c.Name),
 			UsersACLSecretName:            ACLSecretName(c.Name),
-			TerminationGracePeriodSeconds: c.Spec.TerminationGracePeriodSeconds,
+			TerminationGracePeriodSeconds: ptr.To(GracePeriodSeconds(c)),
 			PodSecurityContext:            c.Spec.PodSecurityContext.DeepCopy(),
 		},
 	}
