@@ -237,6 +237,21 @@ func TestPVCRetainAdoptionAndRefusals(t *testing.T) {
 		t.Errorf("the foreign claim was written: %+v", other.ObjectMeta)
 	}
 
+	// A StatefulSet of the node's name that is not the node's is left alone.
+	foreign := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "c-0-4"}, Spec: appsv1.StatefulSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}
+	h.create(foreign)
+	h.create(h.node("c-0-4", nil))
+	got = h.waitConditions("c-0-4", "Ready=False/PodNotReady")
+	if want := "cannot run the node: StatefulSet " + h.ns + "/c-0-4 exists without a controller"; condOf(got, valkeyv1.NodeConditionReady).Message != want {
+		t.Errorf("Ready message %q, want %q", condOf(got, valkeyv1.NodeConditionReady).Message, want)
+	}
+	if s := h.statefulSet("c-0-4"); s.Spec.Template.Labels["app"] != "other" || len(s.ManagedFields) != 1 {
+		t.Errorf("the foreign StatefulSet was written: %+v", s.ObjectMeta)
+	}
+
 	// Growing on a class without expansion: the API server refuses, the condition says why.
 	update(h, &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "c-0-1"}}, func(n *valkeyv1.ValkeyNode) {
 		n.Spec.Persistence.Size = resource.MustParse("3Gi")
