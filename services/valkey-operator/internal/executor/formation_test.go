@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,77 +40,110 @@ type serverConfig struct {
 
 func startServersWith(t *testing.T, n int, cfg serverConfig) []*server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
-	}
 	var out []*server
 	for i := range n {
 		// testenv never hands a port out twice in a process: two servers on one address
 		// would make one member of two.
 		port, bus := testenv.FreePort(t), testenv.FreePort(t)
-		dir := t.TempDir()
-		portArgs := []string{"--port", strconv.Itoa(port)}
-		if cfg.tls {
-			portArgs = []string{"--port", "0", "--tls-port", strconv.Itoa(port)}
-		}
-		args := append(portArgs, "--cluster-enabled", "yes",
-			"--cluster-port", strconv.Itoa(bus), "--bind", "127.0.0.1",
-			"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--dir", dir,
-			"--save", "", "--appendonly", "no", "--cluster-node-timeout", "2000",
-			"--logfile", filepath.Join(dir, "redis.log"))
-		cmd := exec.Command(bin, append(args, cfg.args...)...)
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting redis-server: %v", err)
-		}
-		s := &server{member: planner.Member{Addr: fmt.Sprintf("127.0.0.1:%d", port), BusPort: bus,
-			Host: fmt.Sprintf("sim-node-%d", i%3)}, cmd: cmd, done: make(chan struct{})}
-		go func() {
-			_ = cmd.Wait() // killed at cleanup, so its exit status says nothing
-			close(s.done)
-		}()
-		out = append(out, s)
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			select {
-			case <-s.done:
-			case <-time.After(10 * time.Second):
-				t.Errorf("redis-server pid %d did not exit", cmd.Process.Pid)
-			}
-			// A reaped pid that still answers signal 0 would be a leftover.
-			if err := syscall.Kill(cmd.Process.Pid, 0); err == nil {
-				t.Errorf("redis-server pid %d still exists after cleanup", cmd.Process.Pid)
-			}
-			if err := testenv.PortsFree(port, 1); err != nil {
-				t.Errorf("after cleanup: %v", err)
-			}
-			if t.Failed() {
-				if b, err := os.ReadFile(filepath.Join(dir, "redis.log")); err == nil {
-					t.Logf("%s log tail:\n%s", s.member.Addr, tail(string(b), 1500))
-				}
-			}
-		})
+		out = append(out, launch(t, planner.Member{Addr: fmt.Sprintf("127.0.0.1:%d", port), BusPort: bus,
+			Host: fmt.Sprintf("sim-node-%d", i%3)}, cfg))
 	}
 	for _, s := range out {
-		testenv.Eventually(t, 10*time.Second, s.member.Addr+" accepting connections", func() (bool, string) {
-			select {
-			case <-s.done:
-				// Another process answering on its port must not pass for it.
-				t.Fatalf("redis-server for %s exited at start: see its log", s.member.Addr)
-			default:
-			}
-			o := cfg.dial
-			o.DialTimeout = time.Second
-			c, err := valkey.Dial(s.member.Addr, o)
-			if err != nil {
-				return false, err.Error()
-			}
-			defer c.Close()
-			_, err = c.ClusterInfo(context.Background())
-			return err == nil, fmt.Sprint(err)
-		})
+		awaitServer(t, s, cfg)
 	}
 	return out
+}
+
+// restart starts a fresh, empty server (new node id) where s ran; s must be stopped.
+func restart(t *testing.T, s *server, cfg serverConfig) *server {
+	t.Helper()
+	n := launch(t, s.member, cfg)
+	awaitServer(t, n, cfg)
+	return n
+}
+
+// stop kills the server and waits until it is reaped.
+func (s *server) stop(t *testing.T) {
+	t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("redis-server pid %d did not exit", s.cmd.Process.Pid)
+	}
+}
+
+// launch starts one redis-server for member m with an empty data directory and stops it
+// (checking it is gone and its port free) at cleanup.
+func launch(t *testing.T, m planner.Member, cfg serverConfig) *server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
+	}
+	_, portText, _ := net.SplitHostPort(m.Addr)
+	port, _ := strconv.Atoi(portText)
+	dir := t.TempDir()
+	portArgs := []string{"--port", portText}
+	if cfg.tls {
+		portArgs = []string{"--port", "0", "--tls-port", portText}
+	}
+	args := append(portArgs, "--cluster-enabled", "yes",
+		"--cluster-port", strconv.Itoa(m.BusPort), "--bind", "127.0.0.1",
+		"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--dir", dir,
+		"--save", "", "--appendonly", "no", "--cluster-node-timeout", "2000",
+		"--logfile", filepath.Join(dir, "redis.log"))
+	cmd := exec.Command(bin, append(args, cfg.args...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting redis-server: %v", err)
+	}
+	s := &server{member: m, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait() // killed at cleanup, so its exit status says nothing
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("redis-server pid %d did not exit", cmd.Process.Pid)
+		}
+		// A reaped pid that still answers signal 0 would be a leftover.
+		if err := syscall.Kill(cmd.Process.Pid, 0); err == nil {
+			t.Errorf("redis-server pid %d still exists after cleanup", cmd.Process.Pid)
+		}
+		if err := testenv.PortsFree(port, 1); err != nil {
+			t.Errorf("after cleanup: %v", err)
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(dir, "redis.log")); err == nil {
+				t.Logf("%s log tail:\n%s", s.member.Addr, tail(string(b), 1500))
+			}
+		}
+	})
+	return s
+}
+
+func awaitServer(t *testing.T, s *server, cfg serverConfig) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, s.member.Addr+" accepting connections", func() (bool, string) {
+		select {
+		case <-s.done:
+			// Another process answering on its port must not pass for it.
+			t.Fatalf("redis-server for %s exited at start: see its log", s.member.Addr)
+		default:
+		}
+		o := cfg.dial
+		o.DialTimeout = time.Second
+		c, err := valkey.Dial(s.member.Addr, o)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer c.Close()
+		_, err = c.ClusterInfo(context.Background())
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 func tail(s string, n int) string {

@@ -139,6 +139,9 @@ func Compute(d Desired, s valkey.Snapshot) Plan {
 			st.addrOf[me.ID] = v.Addr
 		}
 	}
+	if len(st.members) > 0 && st.failingPrimaries() {
+		return st.plan
+	}
 	for _, m := range st.members {
 		v, ok := s.View(m.Addr)
 		if !ok {
@@ -167,6 +170,88 @@ func Compute(d Desired, s valkey.Snapshot) Plan {
 	st.replicas(primaries)
 	st.forget()
 	return st.plan
+}
+
+// failingPrimaries finds primaries that own slots, do not answer as themselves and are
+// marked fail or fail? by every member view listing them. While one exists nothing else is
+// planned (a replica re-pointed now would be the one the cluster promotes); once it has
+// failed for Desired.TakeoverAfter with its replicas still replicas, the cluster cannot
+// elect one (quorum lost) and the replica with the highest replication offset takes over.
+// It reports whether planning stops here.
+func (st *state) failingPrimaries() bool {
+	observed := map[string]bool{}
+	for _, v := range st.s.Views {
+		if me, ok := v.Myself(); ok {
+			observed[me.ID] = true
+		}
+	}
+	type suspect struct {
+		addr    string
+		slots   int
+		failing bool
+	}
+	suspects := map[string]*suspect{}
+	var ids []string
+	for _, m := range st.members {
+		v, ok := st.s.View(m.Addr)
+		if !ok {
+			continue
+		}
+		for _, n := range v.Nodes {
+			if n.Myself || n.Handshake || observed[n.ID] {
+				continue
+			}
+			sp := suspects[n.ID]
+			if sp == nil {
+				sp = &suspect{addr: n.Addr, failing: true}
+				suspects[n.ID] = sp
+				ids = append(ids, n.ID)
+			}
+			sp.slots = max(sp.slots, n.SlotTotal())
+			sp.failing = sp.failing && (n.Fail || n.PFail)
+		}
+	}
+	sort.Strings(ids)
+	after := st.d.TakeoverAfter
+	if after == 0 {
+		after = DefaultTakeoverAfter
+	}
+	wait := func(format string, a ...any) {
+		if st.plan.Wait == "" {
+			st.plan.Wait = fmt.Sprintf(format, a...)
+		}
+	}
+	stop := false
+	for _, id := range ids {
+		sp := suspects[id]
+		if sp.slots == 0 || !sp.failing {
+			continue
+		}
+		stop = true
+		var best valkey.View
+		for _, v := range st.s.Views {
+			me, _ := v.Myself()
+			if !me.Replica || me.PrimaryID != id {
+				continue
+			}
+			if best.Addr == "" || v.Repl.Offset > best.Repl.Offset {
+				best = v
+			}
+		}
+		since, seen := st.s.FailSince[id]
+		switch {
+		case best.Addr == "":
+			wait("primary %s (%s, %d slots) is failing and no reachable replica can take over", id, sp.addr, sp.slots)
+		case after < 0 || !seen || st.s.At.Sub(since) < after:
+			wait("primary %s (%s) is failing; waiting for the cluster to fail over to a replica", id, sp.addr)
+		default:
+			st.add(Step{Op: Takeover, On: best.Addr, NodeID: id})
+		}
+	}
+	if stop {
+		wait("waiting for the members to agree on the replicas that took over")
+	}
+	return stop
 }
 
 // agree reports whether every member names the same owner for every slot: moving slots
@@ -223,14 +308,17 @@ func (st *state) meet() bool {
 		}
 	}
 	for _, m := range st.members {
-		if _, ok := st.seed.Node(st.idOf[m.Addr]); !ok {
+		// A member the seed does not know (new, or back empty with a new id), or knows at
+		// another address (its pod came back with a new IP), is met at its address.
+		if n, ok := st.seed.Node(st.idOf[m.Addr]); !ok || (m.Addr != st.seed.Addr && n.Addr != m.Addr) {
 			st.add(Step{Op: Meet, On: st.seed.Addr, Addr: m.Addr, BusPort: m.BusPort})
 			continue
 		}
-		// A member that was reset forgot the seed while the seed still knows it; only a
-		// MEET from its side brings it back (peers ignore pings from strangers).
+		// A member that was reset forgot the seed while the seed still knows it, or knows
+		// the seed at an old address; only a MEET from its side brings it back (peers
+		// ignore pings from strangers).
 		if v, _ := st.s.View(m.Addr); m.Addr != st.seed.Addr {
-			if _, ok := v.Node(seedMe.ID); !ok {
+			if n, ok := v.Node(seedMe.ID); !ok || n.Addr != st.seed.Addr {
 				st.add(Step{Op: Meet, On: m.Addr, Addr: st.seed.Addr, BusPort: seedBus})
 			}
 		}
@@ -254,7 +342,7 @@ func (st *state) meet() bool {
 	for _, m := range st.members {
 		v, _ := st.s.View(m.Addr)
 		for _, o := range st.members {
-			if n, ok := v.Node(st.idOf[o.Addr]); !ok || n.Handshake {
+			if n, ok := v.Node(st.idOf[o.Addr]); !ok || n.Handshake || (o.Addr != m.Addr && n.Addr != o.Addr) {
 				st.plan.Wait = fmt.Sprintf("%s does not know %s yet", m.Addr, o.Addr)
 				return false
 			}
@@ -263,8 +351,14 @@ func (st *state) meet() bool {
 	return true
 }
 
+// view is the view answered by node id; a view now answered by another id at the same
+// address (a pod back empty) is not its.
 func (st *state) view(id string) (valkey.View, bool) {
-	return st.s.View(st.addrOf[id])
+	v, ok := st.s.View(st.addrOf[id])
+	if me, _ := v.Myself(); !ok || me.ID != id {
+		return valkey.View{}, false
+	}
+	return v, true
 }
 
 // finishMoves completes every half-done slot move towards its destination: nothing is
@@ -286,6 +380,10 @@ func (st *state) finishMoves(moves []valkey.SlotMove) {
 			continue
 		}
 		head, rest := st.moveSteps(m.Slot, m.From, m.To, fromV, toV)
+		if why := clusterDown(fromV, toV, rest); why != "" {
+			st.plan.Wait = why
+			continue
+		}
 		drain := !st.isMem[m.From]
 		for _, s := range head {
 			s.Drain = drain
@@ -335,6 +433,26 @@ func (st *state) moveSteps(slot int, from, to string, fromV, toV valkey.View) (h
 		}
 	}
 	return head, tail
+}
+
+// clusterDown says why keys cannot be migrated yet when steps migrate keys and the source
+// or the target does not report cluster_state:ok: a target in fail answers the MIGRATE
+// with CLUSTERDOWN, and a move started then would leave the slot half-moved, redirecting
+// clients to a member that refuses them.
+func clusterDown(fromV, toV valkey.View, steps []Step) string {
+	migrates := false
+	for _, s := range steps {
+		migrates = migrates || s.Op == MigrateKeys
+	}
+	if !migrates {
+		return ""
+	}
+	for _, v := range []valkey.View{fromV, toV} {
+		if !v.Info.OK() {
+			return fmt.Sprintf("waiting for cluster_state ok on %s (now %q) before migrating keys", v.Addr, v.Info.State)
+		}
+	}
+	return ""
 }
 
 type primary struct {
@@ -536,6 +654,10 @@ func (st *state) rebalance(primaries, draining []primary) {
 		count--
 		h, t := st.moveSteps(s, donor.id, to, fromV, toV)
 		head, tail = append(head, h...), append(tail, t...)
+	}
+	if why := clusterDown(fromV, toV, tail); why != "" {
+		st.plan.Wait = why
+		return
 	}
 	for _, s := range append(head, tail...) {
 		s.Drain = len(draining) > 0

@@ -155,6 +155,76 @@ func TestPlanTable(t *testing.T) {
 				}
 			}
 		},
+	}, {
+		name: "a half-done move waits while its target reports cluster_state fail (CLUSTERDOWN)",
+		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
+			c, d := formed(t)
+			src := c.byID(c.claim[0])
+			var dst *simNode
+			for _, n := range c.nodes {
+				if n.replicaOf == "" && n != src {
+					dst = n
+					break
+				}
+			}
+			if err := c.apply(Step{Op: SetSlotImporting, On: dst.addr, Slot: 0, NodeID: src.id}); err != nil {
+				t.Fatal(err)
+			}
+			snap := c.snapshot()
+			for i := range snap.Views {
+				if snap.Views[i].Addr == dst.addr {
+					snap.Views[i].Info.State = "fail"
+				}
+			}
+			return d, snap
+		},
+		check: func(t *testing.T, p Plan) {
+			if len(p.Steps) != 0 || !strings.Contains(p.Wait, "cluster_state ok") {
+				t.Fatalf("plan %v wait %q", p.Steps, p.Wait)
+			}
+		},
+	}, {
+		name: "a rebalance starts no move while the new primary reports cluster_state fail",
+		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
+			c, _ := formed(t)
+			d := Desired{Shards: 4, Replicas: 1, Members: pool(8)}
+			// Form the new members into the cluster until the first move is planned.
+			for pass := 0; pass < 50; pass++ {
+				for _, m := range d.Members {
+					c.ensure(m)
+				}
+				p := Compute(d, c.snapshot())
+				for _, s := range p.Steps {
+					if s.Op == MigrateKeys {
+						snap := c.snapshot()
+						for i := range snap.Views {
+							if snap.Views[i].Addr == s.Addr {
+								snap.Views[i].Info.State = "fail"
+							}
+						}
+						return d, snap
+					}
+				}
+				for _, s := range p.Steps {
+					if err := c.apply(s); err != nil {
+						t.Fatal(err)
+					}
+				}
+				c.gossip()
+			}
+			t.Fatal("no move planned")
+			return d, valkey.Snapshot{}
+		},
+		check: func(t *testing.T, p Plan) {
+			for _, s := range p.Steps {
+				if s.Op == MigrateKeys || s.Op == SetSlotImporting || s.Op == SetSlotMigrating {
+					t.Fatalf("step %s planned while the target is in cluster_state fail", s)
+				}
+			}
+			if !strings.Contains(p.Wait, "cluster_state ok") {
+				t.Fatalf("wait %q", p.Wait)
+			}
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

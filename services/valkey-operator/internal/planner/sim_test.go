@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 )
@@ -20,6 +21,7 @@ type simNode struct {
 	view                 [valkey.SlotCount]string
 	migrating, importing map[int]string
 	keys                 map[int]int
+	offset               int64 // replication offset reported in INFO replication
 }
 
 type sim struct {
@@ -28,10 +30,16 @@ type sim struct {
 	nextID int
 	ids    map[string]*simNode
 	keys   map[int]int // keys written per slot, to check none is lost
+	// okCache memoizes stateOK per node.
+	okCache map[*simNode]bool
+	// now is the snapshot time; failedAt is when each killed node died.
+	now      time.Time
+	failedAt map[string]time.Time
 }
 
 func newSim() *sim {
-	return &sim{nodes: map[string]*simNode{}, keys: map[int]int{}, ids: map[string]*simNode{}}
+	return &sim{nodes: map[string]*simNode{}, keys: map[int]int{}, ids: map[string]*simNode{},
+		now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), failedAt: map[string]time.Time{}}
 }
 
 func (c *sim) ensure(m Member) {
@@ -70,6 +78,9 @@ func refuse(format string, a ...any) error {
 }
 
 func (c *sim) apply(s Step) error {
+	if s.Op != MigrateKeys {
+		c.okCache = nil
+	}
 	on := c.nodes[s.On]
 	if on == nil {
 		return refuse("no node at %s", s.On)
@@ -120,6 +131,9 @@ func (c *sim) apply(s Step) error {
 		if t == nil || (t.importing[s.Slot] != on.id && t.view[s.Slot] != t.id) {
 			return refuse("MIGRATE %d: target not importing", s.Slot)
 		}
+		if !c.stateOK(t) || !c.stateOK(on) {
+			return refuse("MIGRATE %d: CLUSTERDOWN", s.Slot)
+		}
 		t.keys[s.Slot] += on.keys[s.Slot]
 		delete(on.keys, s.Slot)
 	case SetSlotNode:
@@ -147,6 +161,11 @@ func (c *sim) apply(s Step) error {
 		}
 		delete(on.knows, s.NodeID)
 		on.banned[s.NodeID] = true
+	case Takeover:
+		if on.replicaOf == "" || c.byID(on.replicaOf) != nil {
+			return refuse("takeover on %s: its primary %q is not dead", on.addr, on.replicaOf)
+		}
+		c.promote(on)
 	case Reset:
 		if on.owned() > 0 {
 			return refuse("reset a node owning slots")
@@ -163,6 +182,7 @@ func (c *sim) apply(s Step) error {
 // gossip lets every node learn its peers' peers (except banned ones) and the newest slot
 // claims, as cluster-bus gossip and epochs would.
 func (c *sim) gossip() {
+	c.okCache = nil
 	for changed := true; changed; {
 		changed = false
 		for _, x := range c.nodes {
@@ -190,6 +210,7 @@ func (c *sim) gossip() {
 
 // prune deletes non-member nodes no member knows any more (the controller deletes their pods).
 func (c *sim) prune(members []Member) {
+	c.okCache = nil
 	isMember := map[string]bool{}
 	for _, m := range members {
 		isMember[m.Addr] = true
@@ -200,7 +221,7 @@ func (c *sim) prune(members []Member) {
 		}
 		known := false
 		for _, m := range members {
-			if c.nodes[m.Addr].knows[n.id] {
+			if mn := c.nodes[m.Addr]; mn != nil && mn.knows[n.id] {
 				known = true
 			}
 		}
@@ -211,13 +232,37 @@ func (c *sim) prune(members []Member) {
 	}
 }
 
+// stateOK is cluster_state:ok as n reports it: every slot has an owner it believes alive.
+// It is cached until a step other than MigrateKeys (which changes no view) or gossip.
+func (c *sim) stateOK(n *simNode) bool {
+	if ok, hit := c.okCache[n]; hit {
+		return ok
+	}
+	ok, prev := true, ""
+	for _, o := range n.view {
+		if o == prev {
+			continue // owners come in runs; look each run up once
+		}
+		if o == "" || (o != n.id && c.byID(o) == nil) {
+			ok = false
+			break
+		}
+		prev = o
+	}
+	if c.okCache == nil {
+		c.okCache = map[*simNode]bool{}
+	}
+	c.okCache[n] = ok
+	return ok
+}
+
 func (c *sim) snapshot() valkey.Snapshot {
 	addrs := make([]string, 0, len(c.nodes))
 	for a := range c.nodes {
 		addrs = append(addrs, a)
 	}
 	sort.Strings(addrs)
-	var snap valkey.Snapshot
+	snap := valkey.Snapshot{At: c.now, FailSince: map[string]time.Time{}}
 	for _, a := range addrs {
 		x := c.nodes[a]
 		v := valkey.View{Addr: a}
@@ -236,15 +281,63 @@ func (c *sim) snapshot() valkey.Snapshot {
 			}
 			return out
 		}
+		v.Info.State = "fail"
+		if c.stateOK(x) {
+			v.Info.State = "ok"
+		}
 		v.Nodes = append(v.Nodes, line(x))
 		for id := range x.knows {
 			if n := c.byID(id); n != nil {
 				v.Nodes = append(v.Nodes, line(n))
+			} else if n := c.ids[id]; n != nil {
+				// A dead node stays listed, failed, until it is forgotten.
+				dead := line(n)
+				dead.Fail, dead.Connected = true, false
+				v.Nodes = append(v.Nodes, dead)
+				if at, ok := c.failedAt[id]; ok {
+					snap.FailSince[id] = at
+				}
 			}
+		}
+		v.Repl.Role, v.Repl.Offset = "master", x.offset
+		if x.replicaOf != "" {
+			v.Repl.Role, v.Repl.MasterLinkUp = "slave", c.byID(x.replicaOf) != nil
 		}
 		snap.Views = append(snap.Views, v)
 	}
 	return snap
+}
+
+// kill stops the node at addr for good: it is gone from the cluster but stays listed,
+// failed, by every node that knew it.
+func (c *sim) kill(addr string) *simNode {
+	n := c.nodes[addr]
+	delete(c.nodes, addr)
+	c.failedAt[n.id] = c.now
+	c.okCache = nil
+	return n
+}
+
+// promote makes replica r the primary of its dead primary's slots, holding the keys it
+// replicated; the dead primary's other replicas follow r, as a real cluster's would.
+func (c *sim) promote(r *simNode) {
+	dead := c.ids[r.replicaOf]
+	r.replicaOf = ""
+	for s, o := range c.claim {
+		if o == dead.id {
+			c.claim[s], r.view[s] = r.id, r.id
+		}
+	}
+	r.keys = map[int]int{}
+	for s, k := range dead.keys {
+		r.keys[s] = k
+	}
+	for _, n := range c.nodes {
+		if n.replicaOf == dead.id {
+			n.replicaOf = r.id
+		}
+	}
+	c.okCache = nil
 }
 
 func copyMap(m map[int]string) map[int]string {
@@ -376,6 +469,11 @@ func checkConverged(t *testing.T, c *sim, d Desired) {
 	for _, n := range c.nodes {
 		if len(n.migrating)+len(n.importing) > 0 {
 			t.Fatalf("%s has slots migrating %v importing %v", n.addr, n.migrating, n.importing)
+		}
+		for id := range n.knows {
+			if c.byID(id) == nil {
+				t.Fatalf("%s still knows the dead node %s", n.addr, id)
+			}
 		}
 	}
 }
