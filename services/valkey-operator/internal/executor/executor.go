@@ -86,14 +86,19 @@ func (e *Executor) Observe(ctx context.Context, addrs []string) (valkey.Snapshot
 		}
 		snap.Views = append(snap.Views, v)
 	}
+	// A failing node has failed since this executor first saw it so, or since the last
+	// pong any member got from it, whichever is earlier: the latter survives an operator
+	// restart.
 	for _, v := range snap.Views {
 		for _, n := range v.Failed() {
-			if _, ok := snap.FailSince[n.ID]; ok {
-				continue
-			}
-			since, ok := e.failSince[n.ID]
+			since, ok := snap.FailSince[n.ID]
 			if !ok {
-				since = snap.At
+				if since, ok = e.failSince[n.ID]; !ok {
+					since = snap.At
+				}
+			}
+			if !n.PongRecv.IsZero() && n.PongRecv.Before(since) {
+				since = n.PongRecv
 			}
 			snap.FailSince[n.ID] = since
 		}

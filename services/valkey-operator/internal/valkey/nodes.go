@@ -44,8 +44,11 @@ type Node struct {
 	// PrimaryID is the primary this replica follows, "" for a primary.
 	PrimaryID   string
 	ConfigEpoch uint64
-	Connected   bool
-	Slots       []SlotRange
+	// PongRecv is when the answering member last got a pong from this node (zero when
+	// never); for a failed node, about when it died.
+	PongRecv  time.Time
+	Connected bool
+	Slots     []SlotRange
 	// Migrating and Importing map a slot to the peer node id; CLUSTER NODES lists them only
 	// on the answering member's own line.
 	Migrating map[int]string
@@ -212,6 +215,13 @@ func parseNodeLine(line string) (Node, error) {
 		return Node{}, fmt.Errorf("config epoch %q: %w", f[6], err)
 	}
 	n.ConfigEpoch = epoch
+	pong, err := strconv.ParseInt(f[5], 10, 64)
+	if err != nil {
+		return Node{}, fmt.Errorf("pong_recv %q: %w", f[5], err)
+	}
+	if pong > 0 {
+		n.PongRecv = time.UnixMilli(pong)
+	}
 	for _, s := range f[8:] {
 		if err := n.addSlotField(s); err != nil {
 			return Node{}, err

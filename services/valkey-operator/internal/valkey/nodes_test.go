@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
 
 const (
@@ -74,6 +75,12 @@ func TestParseNodesFailedAndImporting(t *testing.T) {
 	if len(failed) != 1 || failed[0].ID != id3 || !failed[0].Fail || failed[0].Connected || failed[0].Healthy() {
 		t.Fatalf("failed = %+v", failed)
 	}
+	if !failed[0].PongRecv.Equal(time.UnixMilli(1796089477264)) {
+		t.Fatalf("pong_recv = %v", failed[0].PongRecv)
+	}
+	if n, _ := f.Node(id2); !n.PongRecv.Equal(time.UnixMilli(1796089498360)) {
+		t.Fatalf("node 2 pong_recv = %v", n.PongRecv)
+	}
 	v2 := load(t, "nodes-17102.txt", "127.0.0.1:17102", true)
 	me, _ := v2.Myself()
 	if me.ID != id2 || me.Importing[100] != id1 {
@@ -107,6 +114,7 @@ func TestParseNodesRejectsGarbage(t *testing.T) {
 		"short line":  id1 + " 127.0.0.1:1@2 myself,master -\n",
 		"bad slot":    id1 + " 127.0.0.1:1@2 myself,master - 0 0 1 connected 0-99999\n",
 		"bad epoch":   id1 + " 127.0.0.1:1@2 myself,master - 0 0 x connected\n",
+		"bad pong":    id1 + " 127.0.0.1:1@2 myself,master - 0 y 1 connected\n",
 		"bad state":   id1 + " 127.0.0.1:1@2 myself,master - 0 0 1 connected [5-?-x]\n",
 		"reversed":    id1 + " 127.0.0.1:1@2 myself,master - 0 0 1 connected 9-3\n",
 		"bad busport": id1 + " 127.0.0.1:1@x myself,master - 0 0 1 connected\n",
