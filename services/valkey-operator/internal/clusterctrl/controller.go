@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	"github.com/opsuite/suite/services/valkey-operator/internal/connect"
+	"github.com/opsuite/suite/services/valkey-operator/internal/executor"
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/shared/reconciler"
@@ -115,6 +117,47 @@ type Controller struct {
 	client   client.Client
 	apply    ssa.Applier
 	recorder events.EventRecorder
+
+	mu sync.Mutex
+	// members holds each cluster's connections across passes: the executor remembers
+	// since when a node is failing (the planner's takeover clock), and reconnecting every
+	// pass would cost each member a login.
+	members map[types.UID]*clusterConns
+}
+
+// clusterConns is one cluster's executor; Dial reads opts at each dial so changed
+// credentials apply to new connections.
+type clusterConns struct {
+	exec     *executor.Executor
+	opts     valkey.Options
+	lastUsed time.Time
+}
+
+// idleConns is how long a cluster's connections outlive its last pass (a deleted cluster).
+const idleConns = 10 * time.Minute
+
+// executorFor returns c's executor dialling with opts, and closes those of clusters not
+// reconciled for a while.
+func (ctl *Controller) executorFor(c *valkeyv1.ValkeyCluster, opts valkey.Options, now time.Time) *executor.Executor {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	for uid, cc := range ctl.members {
+		if uid != c.UID && now.Sub(cc.lastUsed) > idleConns {
+			cc.exec.Close()
+			delete(ctl.members, uid)
+		}
+	}
+	cc, ok := ctl.members[c.UID]
+	if !ok {
+		cc = &clusterConns{}
+		cc.exec = executor.New(func(addr string) (valkey.Conn, error) { return ctl.cfg.Dial(addr, cc.opts) })
+		ctl.members[c.UID] = cc
+	}
+	if cc.opts.Username != opts.Username || cc.opts.Password != opts.Password || (cc.opts.TLS == nil) != (opts.TLS == nil) {
+		cc.exec.Close() // connections logged in otherwise: dial again
+	}
+	cc.opts, cc.lastUsed = opts, now
+	return cc.exec
 }
 
 // Setup adds the controller to mgr.
@@ -125,6 +168,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		client:   mgr.GetClient(),
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.ClusterFieldManager},
 		recorder: mgr.GetEventRecorder(Name),
+		members:  map[types.UID]*clusterConns{},
 	}
 	r, err := reconciler.New(reconciler.Config[*valkeyv1.ValkeyCluster]{
 		Name:   cfg.Operator,

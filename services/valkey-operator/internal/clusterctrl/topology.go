@@ -8,7 +8,6 @@ import (
 	"time"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
-	"github.com/opsuite/suite/services/valkey-operator/internal/executor"
 	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/shared/conditions"
@@ -27,8 +26,7 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 		p.fail(valkeyv1.ReasonSystemUsersACLError, "", fmt.Sprintf("Cannot log in to the members: %v", err))
 		return p.retry()
 	}
-	exec := executor.New(func(addr string) (valkey.Conn, error) { return p.ctl.cfg.Dial(addr, opts) })
-	defer exec.Close()
+	exec := p.ctl.executorFor(c, opts, p.now)
 
 	var addrs []string
 	for _, m := range append(append([]member(nil), set.desired...), set.removed...) {
