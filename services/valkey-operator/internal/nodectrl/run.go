@@ -2,6 +2,8 @@ package nodectrl
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -254,6 +256,13 @@ func pickPod(pods []corev1.Pod) *corev1.Pod {
 	return best
 }
 
+// hash names what was applied in status (appliedConfigHash, appliedACLHash): the sha256
+// of live.conf (equal to resources.ServerConfig.LiveHash) or of users.acl.
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
 // incarnation names one run of the server: a new pod, or the container restarted in
 // place, loses what CONFIG SET and ACL SETUSER did.
 func incarnation(pod *corev1.Pod) string {
@@ -339,8 +348,7 @@ type desired struct {
 	unread bool // its object could not be read: nothing known, nothing changed
 	hash   string
 	pairs  [][2]string
-	users  []aclUser
-	err    error // reading or parsing failed: reported as a failed apply
+	users  []resources.ACLUser
 }
 
 func (r *Reconciler) wantConfig(ctx context.Context, n *valkeyv1.ValkeyNode) desired {
@@ -355,9 +363,9 @@ func (r *Reconciler) wantConfig(ctx context.Context, n *valkeyv1.ValkeyNode) des
 		return desired{skip: true, unread: true}
 	}
 	text := cm.Data[resources.ConfigKeyLive]
-	pairs, err := parseLive(text)
-	if err != nil {
-		return desired{hash: hash(text), err: fmt.Errorf("ConfigMap %s: %w", name, err)}
+	var pairs [][2]string
+	for _, l := range resources.ParseLiveConfig(text) {
+		pairs = append(pairs, [2]string{l.Key, l.Value})
 	}
 	if len(pairs) == 0 {
 		return desired{skip: true}
@@ -375,10 +383,7 @@ func (r *Reconciler) wantACL(ctx context.Context, n *valkeyv1.ValkeyNode) desire
 		return desired{skip: true, unread: true}
 	}
 	text := string(s.Data[resources.ACLKeyUsers])
-	users, err := parseACL(text)
-	if err != nil {
-		return desired{hash: hash(text), err: fmt.Errorf("secret %s: %w", name, err)}
-	}
+	users := resources.ParseUsersACL(text)
 	if len(users) == 0 {
 		// An empty file would delete every user but ours: refuse rather than lock clients out.
 		return desired{skip: true}
@@ -423,10 +428,7 @@ func (r *Reconciler) attempt(p *pass, s *applyState, inc string, want desired, r
 		p.wait(wait)
 		return false, false, nil
 	}
-	err = want.err
-	if err == nil {
-		err = dial()
-	}
+	err = dial()
 	if err == nil {
 		err = apply()
 	}
@@ -442,7 +444,7 @@ func (r *Reconciler) attempt(p *pass, s *applyState, inc string, want desired, r
 func (r *Reconciler) applyConfig(p *pass, s *applyState, inc string, want desired, dial, set func() error, now time.Time) {
 	n := p.n
 	prev := conditions.Get(n.Status.Conditions, valkeyv1.NodeConditionLiveConfigApplied)
-	ran, _, err := r.attempt(p, s, inc, want, n.Status.AppliedConfigHash, dial, set, now)
+	ran, fresh, err := r.attempt(p, s, inc, want, n.Status.AppliedConfigHash, dial, set, now)
 	switch {
 	case !ran:
 	case err == nil:
@@ -452,9 +454,10 @@ func (r *Reconciler) applyConfig(p *pass, s *applyState, inc string, want desire
 	default:
 		msg := err.Error()
 		// One event as a failure starts or its error changes, not per retry: the
-		// condition holds the current error. Read from the condition, so an operator
-		// restart does not repeat it.
-		if prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg {
+		// condition holds the current error. Both the remembered error (the cache may
+		// not show this pass's last status write yet) and the condition (an operator
+		// restart forgets) must call it new.
+		if fresh && (prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg) {
 			r.recorder.Eventf(n, clusterRef(n), corev1.EventTypeWarning, valkeyv1.EventLiveConfigApplyFailed,
 				"ConfigSet", "CONFIG SET failed on %s: %s", n.Name, msg)
 		}
@@ -484,21 +487,21 @@ var protected = []string{"default", resources.OperatorUser, resources.Replicatio
 
 // applyUsers sets every listed user (the operator's own last, so a mistake in its line
 // cannot stop the others) and deletes the server's users no longer listed.
-func applyUsers(ctx context.Context, c valkey.NodeAdmin, users []aclUser) error {
+func applyUsers(ctx context.Context, c valkey.NodeAdmin, users []resources.ACLUser) error {
 	listed := map[string]bool{}
-	var own *aclUser
+	var own *resources.ACLUser
 	for i, u := range users {
-		listed[u.name] = true
-		if u.name == resources.OperatorUser {
+		listed[u.Name] = true
+		if u.Name == resources.OperatorUser {
 			own = &users[i]
 			continue
 		}
-		if err := c.ACLSetUser(ctx, u.name, append([]string{"reset"}, u.rules...)); err != nil {
+		if err := c.ACLSetUser(ctx, u.Name, append([]string{"reset"}, u.Rules...)); err != nil {
 			return err
 		}
 	}
 	if own != nil {
-		if err := c.ACLSetUser(ctx, own.name, append([]string{"reset"}, own.rules...)); err != nil {
+		if err := c.ACLSetUser(ctx, own.Name, append([]string{"reset"}, own.Rules...)); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package nodectrl
 import (
 	"errors"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -161,28 +160,6 @@ func TestDeploymentRolledOut(t *testing.T) {
 	d.Status.Replicas = 1
 	if ok, _ := deploymentRolledOut(d); !ok {
 		t.Error("one updated pod is rolled out")
-	}
-}
-
-func TestParseLiveAndACL(t *testing.T) {
-	pairs, err := parseLive("# live keys\nmaxmemory-policy allkeys-lru\n\nnotify-keyspace-events KEA\nsave 900 1 300 10\n")
-	want := [][2]string{{"maxmemory-policy", "allkeys-lru"}, {"notify-keyspace-events", "KEA"}, {"save", "900 1 300 10"}}
-	if err != nil || !reflect.DeepEqual(pairs, want) {
-		t.Errorf("parseLive = %v, %v", pairs, err)
-	}
-	if _, err := parseLive("maxmemory\n"); err == nil || !strings.Contains(err.Error(), "line 1") {
-		t.Errorf("a key without value: %v", err)
-	}
-	users, err := parseACL("user default on nopass ~* &* +@all\n\nuser app on #abc ~app:* +@read\n")
-	if err != nil || len(users) != 2 || users[1].name != "app" || !reflect.DeepEqual(users[1].rules, []string{"on", "#abc", "~app:*", "+@read"}) {
-		t.Errorf("parseACL = %+v, %v", users, err)
-	}
-	for _, bad := range []string{"default on #secrethash\n", "user\n", "user a on #secrethash\nuser a off\n"} {
-		if _, err := parseACL(bad); err == nil {
-			t.Errorf("parseACL(%q) accepted", bad)
-		} else if strings.Contains(err.Error(), "secrethash") {
-			t.Errorf("the error repeats a password hash: %v", err)
-		}
 	}
 }
 
