@@ -32,16 +32,21 @@ type fleet struct {
 	served  map[string]int64              // generation each server runs
 	// Restarts counts servers restarted for a new generation (rolled pods).
 	restarts int
+	// unreachable ValkeyNodes report an address nothing listens on.
+	unreachable map[string]string
 }
 
 func newFleet(t *testing.T, c client.Client, ns string) *fleet {
-	return &fleet{t: t, c: c, ns: ns, servers: map[string]*valkeytest.Server{}, served: map[string]int64{}}
+	return &fleet{t: t, c: c, ns: ns, servers: map[string]*valkeytest.Server{}, served: map[string]int64{}, unreachable: map[string]string{}}
 }
 
 // addr is the controller's Addr: the ValkeyNode's server, once the fleet started it.
 func (f *fleet) addr(n *valkeyv1.ValkeyNode) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if addr, ok := f.unreachable[n.Name]; ok {
+		return addr
+	}
 	if s, ok := f.servers[n.Name]; ok && n.Status.Ready {
 		return s.Addr
 	}

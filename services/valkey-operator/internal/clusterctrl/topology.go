@@ -162,15 +162,10 @@ func (p *pass) formedChanged() bool {
 	return prev == nil || prev.Status != p.formed || prev.Reason != p.formedReason
 }
 
-// neverReady: the cluster was never Ready (its first creation).
+// neverReady: the cluster has not served a slot yet (its first creation): its progress
+// reads Initializing rather than AddingNodes.
 func (p *pass) neverReady() bool {
-	prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionReady)
-	return prev == nil || (prev.Status != metav1.ConditionTrue && p.before.State != valkeyv1.StateReady && !p.wasFormed())
-}
-
-func (p *pass) wasFormed() bool {
-	prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionClusterFormed)
-	return prev != nil && prev.Status == metav1.ConditionTrue
+	return p.before.Shards == 0 && p.shards == 0
 }
 
 // progressFor names the work a plan does: slot moves first, then joining members.
