@@ -34,6 +34,8 @@ func run(ctx context.Context, args []string) error {
 		Name:    "valkey-operator",
 		Schemes: []func(*runtime.Scheme) error{valkeyv1alpha1.AddToScheme},
 		Setup:   setup,
+		// Only the members' pods, not every pod of the cluster.
+		CacheByObject: nodectrl.CacheByObject(),
 	}, args, os.Stderr)
 }
 
