@@ -160,9 +160,11 @@ func (e *Executor) step(ctx context.Context, s planner.Step) error {
 		if batch <= 0 {
 			batch = 100
 		}
+		// A short batch emptied the slot: a key created since would have been redirected
+		// to the target by ASK, the source being MIGRATING.
 		for {
 			n, err := c.MigrateSlotKeys(ctx, s.Slot, s.Addr, batch)
-			if err != nil || n == 0 {
+			if err != nil || n < batch {
 				return err
 			}
 		}

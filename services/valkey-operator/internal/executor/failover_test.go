@@ -14,7 +14,7 @@ import (
 
 // formReal starts n servers and forms d's shape out of them; it returns the members'
 // addresses and an executor dialling without credentials.
-func formReal(ctx context.Context, t *testing.T, shards, replicas int) (*Executor, planner.Desired, []*server, []string) {
+func formReal(ctx context.Context, t testing.TB, shards, replicas int) (*Executor, planner.Desired, []*server, []string) {
 	t.Helper()
 	servers := startServers(t, shards*(1+replicas))
 	var members []planner.Member

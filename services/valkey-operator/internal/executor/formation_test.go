@@ -25,7 +25,7 @@ type server struct {
 
 // startServers starts n real redis-server processes in cluster mode on free loopback ports,
 // spread over three simulated hosts, and stops them (checking they are gone) at cleanup.
-func startServers(t *testing.T, n int) []*server {
+func startServers(t testing.TB, n int) []*server {
 	t.Helper()
 	return startServersWith(t, n, serverConfig{})
 }
@@ -38,7 +38,7 @@ type serverConfig struct {
 	dial valkey.Options
 }
 
-func startServersWith(t *testing.T, n int, cfg serverConfig) []*server {
+func startServersWith(t testing.TB, n int, cfg serverConfig) []*server {
 	t.Helper()
 	var out []*server
 	for i := range n {
@@ -55,7 +55,7 @@ func startServersWith(t *testing.T, n int, cfg serverConfig) []*server {
 }
 
 // restart starts a fresh, empty server (new node id) where s ran; s must be stopped.
-func restart(t *testing.T, s *server, cfg serverConfig) *server {
+func restart(t testing.TB, s *server, cfg serverConfig) *server {
 	t.Helper()
 	n := launch(t, s.member, cfg)
 	awaitServer(t, n, cfg)
@@ -63,7 +63,7 @@ func restart(t *testing.T, s *server, cfg serverConfig) *server {
 }
 
 // stop kills the server and waits until it is reaped.
-func (s *server) stop(t *testing.T) {
+func (s *server) stop(t testing.TB) {
 	t.Helper()
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
 	select {
@@ -75,7 +75,7 @@ func (s *server) stop(t *testing.T) {
 
 // launch starts one redis-server for member m with an empty data directory and stops it
 // (checking it is gone and its port free) at cleanup.
-func launch(t *testing.T, m planner.Member, cfg serverConfig) *server {
+func launch(t testing.TB, m planner.Member, cfg serverConfig) *server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -125,7 +125,7 @@ func launch(t *testing.T, m planner.Member, cfg serverConfig) *server {
 	return s
 }
 
-func awaitServer(t *testing.T, s *server, cfg serverConfig) {
+func awaitServer(t testing.TB, s *server, cfg serverConfig) {
 	t.Helper()
 	testenv.Eventually(t, 10*time.Second, s.member.Addr+" accepting connections", func() (bool, string) {
 		select {
@@ -262,7 +262,7 @@ func TestFormsRealCluster(t *testing.T) {
 // convergeReal runs observe-plan-execute passes over the servers at observe (members and
 // removed nodes still running) until the plan is converged and every member reports
 // cluster_state:ok.
-func convergeReal(ctx context.Context, t *testing.T, e *Executor, d planner.Desired, observe []string) {
+func convergeReal(ctx context.Context, t testing.TB, e *Executor, d planner.Desired, observe []string) {
 	t.Helper()
 	passes, steps := 0, 0
 	testenv.Eventually(t, 90*time.Second, "cluster converged and cluster_state:ok everywhere", func() (bool, string) {

@@ -311,14 +311,16 @@ func (st *state) meet() bool {
 		// A member the seed does not know (new, or back empty with a new id), or knows at
 		// another address (its pod came back with a new IP), is met at its address.
 		if n, ok := st.seed.Node(st.idOf[m.Addr]); !ok || (m.Addr != st.seed.Addr && n.Addr != m.Addr) {
-			st.add(Step{Op: Meet, On: st.seed.Addr, Addr: m.Addr, BusPort: m.BusPort})
+			if !handshaking(st.seed, m.Addr) {
+				st.add(Step{Op: Meet, On: st.seed.Addr, Addr: m.Addr, BusPort: m.BusPort})
+			}
 			continue
 		}
 		// A member that was reset forgot the seed while the seed still knows it, or knows
 		// the seed at an old address; only a MEET from its side brings it back (peers
 		// ignore pings from strangers).
 		if v, _ := st.s.View(m.Addr); m.Addr != st.seed.Addr {
-			if n, ok := v.Node(seedMe.ID); !ok || n.Addr != st.seed.Addr {
+			if n, ok := v.Node(seedMe.ID); (!ok || n.Addr != st.seed.Addr) && !handshaking(v, st.seed.Addr) {
 				st.add(Step{Op: Meet, On: m.Addr, Addr: st.seed.Addr, BusPort: seedBus})
 			}
 		}
@@ -353,6 +355,17 @@ func (st *state) meet() bool {
 
 // view is the view answered by node id; a view now answered by another id at the same
 // address (a pod back empty) is not its.
+// handshaking reports a MEET from v's member to addr still in progress: meeting it again
+// before the handshake times out changes nothing.
+func handshaking(v valkey.View, addr string) bool {
+	for _, n := range v.Nodes {
+		if n.Handshake && n.Addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
 func (st *state) view(id string) (valkey.View, bool) {
 	v, ok := st.s.View(st.addrOf[id])
 	if me, _ := v.Myself(); !ok || me.ID != id {

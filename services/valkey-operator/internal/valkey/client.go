@@ -328,6 +328,8 @@ func (c *conn) Reset(ctx context.Context) error {
 // data plane serves keys.
 type Cluster interface {
 	Set(ctx context.Context, key, value string) error
+	// SetMany pipelines one SET per key (each routed to its slot's owner).
+	SetMany(ctx context.Context, keys, values []string) error
 	Get(ctx context.Context, key string) (string, error)
 	Close()
 }
@@ -355,6 +357,22 @@ func DialCluster(addrs []string, o Options) (Cluster, error) {
 
 func (c *cluster) Set(ctx context.Context, key, value string) error {
 	return c.c.Do(ctx, c.c.B().Set().Key(key).Value(value).Build()).Error()
+}
+
+func (c *cluster) SetMany(ctx context.Context, keys, values []string) error {
+	if len(keys) != len(values) {
+		return fmt.Errorf("SetMany: %d keys, %d values", len(keys), len(values))
+	}
+	cmds := make(valkeygo.Commands, 0, len(keys))
+	for i, k := range keys {
+		cmds = append(cmds, c.c.B().Set().Key(k).Value(values[i]).Build())
+	}
+	for i, r := range c.c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("SET %s: %w", keys[i], err)
+		}
+	}
+	return nil
 }
 
 func (c *cluster) Get(ctx context.Context, key string) (string, error) {
