@@ -392,13 +392,16 @@ func (r *Reconciler) wantACL(ctx context.Context, n *valkeyv1.ValkeyNode) desire
 }
 
 // due reports whether want must be applied now, and if not because of back-off, after how
-// long.
-func due(s *applyState, inc string, want desired, recorded string, now time.Time) (bool, time.Duration) {
-	if want.hash == recorded && s.hash == want.hash && s.incarnation == inc && s.failures == 0 {
-		return false, 0
-	}
-	if s.failures > 0 && s.hash == want.hash && s.incarnation == inc && now.Before(s.next) {
-		return false, s.next.Sub(now)
+// long. What was applied is remembered per server incarnation, not read from status: the
+// cache may not show the last status write yet, and a new server lost what the old one got.
+func due(s *applyState, inc string, want desired, now time.Time) (bool, time.Duration) {
+	if s.hash == want.hash && s.incarnation == inc {
+		if s.failures == 0 {
+			return false, 0
+		}
+		if now.Before(s.next) {
+			return false, s.next.Sub(now)
+		}
 	}
 	return true, 0
 }
@@ -420,13 +423,16 @@ func succeeded(s *applyState, inc, h string) {
 	*s = applyState{incarnation: inc, hash: h}
 }
 
-// attempt applies want when it is due: ran says whether it tried; on failure the retry is
-// scheduled with back-off and fresh says whether the error is new (worth an event).
-func (r *Reconciler) attempt(p *pass, s *applyState, inc string, want desired, recorded string, dial, apply func() error, now time.Time) (ran, fresh bool, err error) {
-	ok, wait := due(s, inc, want, recorded, now)
-	if !ok {
+// attempt applies want when it is due. ok says want holds on this server (applied now or
+// before); otherwise err is the failure, new now (fresh: worth an event) or remembered
+// while the retry waits its back-off.
+func (r *Reconciler) attempt(p *pass, s *applyState, inc string, want desired, dial, apply func() error, now time.Time) (ok, fresh bool, err error) {
+	if run, wait := due(s, inc, want, now); !run {
+		if s.failures == 0 {
+			return true, false, nil
+		}
 		p.wait(wait)
-		return false, false, nil
+		return false, false, errors.New(s.lastErr)
 	}
 	err = dial()
 	if err == nil {
@@ -438,46 +444,46 @@ func (r *Reconciler) attempt(p *pass, s *applyState, inc string, want desired, r
 	}
 	d, fresh := r.failed(s, inc, want.hash, err, now)
 	p.wait(d)
-	return true, fresh, err
+	return false, fresh, err
 }
 
+// applyConfig CONFIG SETs live.conf and reports it in LiveConfigApplied and
+// appliedConfigHash; both are set on every pass, so a status write lost to a conflict is
+// made again.
 func (r *Reconciler) applyConfig(p *pass, s *applyState, inc string, want desired, dial, set func() error, now time.Time) {
 	n := p.n
 	prev := conditions.Get(n.Status.Conditions, valkeyv1.NodeConditionLiveConfigApplied)
-	ran, fresh, err := r.attempt(p, s, inc, want, n.Status.AppliedConfigHash, dial, set, now)
-	switch {
-	case !ran:
-	case err == nil:
+	ok, fresh, err := r.attempt(p, s, inc, want, dial, set, now)
+	if ok {
 		n.Status.AppliedConfigHash = want.hash
 		p.set(cond(valkeyv1.NodeConditionLiveConfigApplied, true, valkeyv1.NodeReasonApplied,
 			fmt.Sprintf("applied %d live config keys", len(want.pairs))))
-	default:
-		msg := err.Error()
-		// One event as a failure starts or its error changes, not per retry: the
-		// condition holds the current error. Both the remembered error (the cache may
-		// not show this pass's last status write yet) and the condition (an operator
-		// restart forgets) must call it new.
-		if fresh && (prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg) {
-			r.recorder.Eventf(n, clusterRef(n), corev1.EventTypeWarning, valkeyv1.EventLiveConfigApplyFailed,
-				"ConfigSet", "CONFIG SET failed on %s: %s", n.Name, msg)
-		}
-		p.set(cond(valkeyv1.NodeConditionLiveConfigApplied, false, valkeyv1.NodeReasonApplyFailed, msg))
+		return
 	}
+	msg := err.Error()
+	// One event as a failure starts or its error changes, not per retry: the condition
+	// holds the current error. Both the remembered error (the cache may not show the last
+	// status write yet) and the condition (an operator restart forgets) must call it new.
+	if fresh && (prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != msg) {
+		r.recorder.Eventf(n, clusterRef(n), corev1.EventTypeWarning, valkeyv1.EventLiveConfigApplyFailed,
+			"ConfigSet", "CONFIG SET failed on %s: %s", n.Name, msg)
+	}
+	p.set(cond(valkeyv1.NodeConditionLiveConfigApplied, false, valkeyv1.NodeReasonApplyFailed, msg))
 }
 
+// applyACL sets the users of users.acl and records appliedACLHash; a failure is a Warning
+// event (the document gives nodes no condition for it) and a retry with back-off.
 func (r *Reconciler) applyACL(ctx context.Context, p *pass, s *applyState, inc string, want desired, dial, apply func() error, now time.Time) {
 	n := p.n
-	ran, fresh, err := r.attempt(p, s, inc, want, n.Status.AppliedACLHash, dial, apply, now)
-	switch {
-	case !ran:
-	case err == nil:
+	ok, fresh, err := r.attempt(p, s, inc, want, dial, apply, now)
+	if ok {
 		n.Status.AppliedACLHash = want.hash
-	default:
+		return
+	}
+	if fresh {
 		log.FromContext(ctx).Info("Applying ACL users failed", "error", err.Error())
-		if fresh {
-			r.recorder.Eventf(n, clusterRef(n), corev1.EventTypeWarning, EventUsersACLApplyFailed,
-				"ACLSetUser", "applying ACL users on %s failed: %s", n.Name, err.Error())
-		}
+		r.recorder.Eventf(n, clusterRef(n), corev1.EventTypeWarning, EventUsersACLApplyFailed,
+			"ACLSetUser", "applying ACL users on %s failed: %s", n.Name, err.Error())
 	}
 }
 

@@ -178,17 +178,17 @@ func TestDue(t *testing.T) {
 	now := time.Now()
 	want := desired{hash: "h2"}
 	var s applyState
-	if ok, _ := due(&s, "pod/0", want, "h2", now); !ok {
-		t.Error("an operator that restarted applies once more")
+	if ok, _ := due(&s, "pod/0", want, now); !ok {
+		t.Error("nothing remembered (an operator that restarted): due once more")
 	}
 	succeeded(&s, "pod/0", "h2")
-	if ok, _ := due(&s, "pod/0", want, "h2", now); ok {
+	if ok, _ := due(&s, "pod/0", want, now); ok {
 		t.Error("applied to this incarnation: not due")
 	}
-	if ok, _ := due(&s, "pod/1", want, "h2", now); !ok {
+	if ok, _ := due(&s, "pod/1", want, now); !ok {
 		t.Error("a restarted server lost the config: due")
 	}
-	if ok, _ := due(&s, "pod/0", desired{hash: "h3"}, "h2", now); !ok {
+	if ok, _ := due(&s, "pod/0", desired{hash: "h3"}, now); !ok {
 		t.Error("changed content: due")
 	}
 	r := &Reconciler{cfg: Config{RetryBase: time.Second, RetryMax: time.Minute}}
@@ -196,13 +196,16 @@ func TestDue(t *testing.T) {
 	if d != time.Second || !first {
 		t.Errorf("first failure: %s %v", d, first)
 	}
-	if ok, wait := due(&s, "pod/0", desired{hash: "h3"}, "h2", now.Add(500*time.Millisecond)); ok || wait != 500*time.Millisecond {
+	if ok, wait := due(&s, "pod/0", desired{hash: "h3"}, now.Add(500*time.Millisecond)); ok || wait != 500*time.Millisecond {
 		t.Errorf("inside back-off: %v %s", ok, wait)
 	}
-	if ok, _ := due(&s, "pod/0", desired{hash: "h3"}, "h2", now.Add(time.Second)); !ok {
+	if ok, _ := due(&s, "pod/0", desired{hash: "h3"}, now.Add(time.Second)); !ok {
 		t.Error("back-off over: due")
 	}
 	if d, again := r.failed(&s, "pod/0", "h3", errors.New("boom"), now); d != 2*time.Second || again {
 		t.Errorf("second failure: %s, new error %v", d, again)
+	}
+	if ok, _ := due(&s, "pod/0", desired{hash: "h4"}, now); !ok {
+		t.Error("changed content during back-off: due at once")
 	}
 }
