@@ -181,10 +181,13 @@ func TestValkeyScenario(t *testing.T) {
 	sum := s.stopWriter()
 	s.steady(ctx, 30*time.Second)
 
-	t.Logf("writer: %d writes acknowledged, %d refused, longest refusal %.1fs, %d lost, %d unreadable (write phase %.0fs, read-back %.1fs)",
-		sum.Acked, sum.Refused, sum.LongestRefusalSeconds, sum.Lost, sum.Unreadable, sum.WriteSeconds, sum.VerifySeconds)
+	t.Logf("writer: %d writes acknowledged, %d refused, longest run of refusals %.2fs, longest outage %.2fs, %d lost, %d unreadable (write phase %.0fs, read-back %.1fs)",
+		sum.Acked, sum.Refused, sum.LongestRefusalSeconds, sum.LongestOutageSeconds, sum.Lost, sum.Unreadable, sum.WriteSeconds, sum.VerifySeconds)
+	for _, o := range sum.Outages {
+		t.Logf("  outage at +%.1fs for %.2fs: %d writes refused, %d acknowledged meanwhile (other shards)", o.StartSeconds, o.Seconds, o.Refused, o.Acked)
+	}
 	for _, w := range sum.RefusalWindows {
-		t.Logf("  refusal window at +%.1fs for %.2fs: %d refused, first error %q", w.StartSeconds, w.Seconds, w.Refused, w.FirstError)
+		t.Logf("  run of refusals at +%.1fs for %.2fs: %d refused, first error %q", w.StartSeconds, w.Seconds, w.Refused, w.FirstError)
 	}
 	for e, n := range sum.Errors {
 		t.Logf("  refused %d times: %s", n, e)
@@ -212,12 +215,13 @@ type vkScenario struct {
 	ns, name       string
 	user, password string
 
-	writer    *exec.Cmd
-	writerOut bytes.Buffer
-	writerLog string
-	seeds     string
-	writerEnd chan error
-	stopSeeds context.CancelFunc
+	writer      *exec.Cmd
+	writerStart time.Time
+	writerOut   bytes.Buffer
+	writerLog   string
+	seeds       string
+	writerEnd   chan error
+	stopSeeds   context.CancelFunc
 }
 
 // step applies a change, waits until the cluster is Ready as wanted, then until every
@@ -226,6 +230,10 @@ func (s *vkScenario) step(ctx context.Context, name string, timeout time.Duratio
 	t := s.t
 	t.Helper()
 	begin := time.Now()
+	if s.writer != nil {
+		// Outages in the writer's summary are timed from its start: this maps them to steps.
+		t.Logf("%s: begins at writer time +%.1fs", name, begin.Sub(s.writerStart).Seconds())
+	}
 	if err := change(ctx); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -879,6 +887,7 @@ func (s *vkScenario) startWriter(ctx context.Context, bin string) {
 	if err := s.writer.Start(); err != nil {
 		t.Fatal(err)
 	}
+	s.writerStart = time.Now()
 	s.writerEnd = make(chan error, 1)
 	go func() {
 		s.writerEnd <- s.writer.Wait()
@@ -889,7 +898,7 @@ func (s *vkScenario) startWriter(ctx context.Context, bin string) {
 		if s.writer != nil {
 			// The scenario stopped early: still say what the writer saw.
 			sum := s.stopWriter()
-			t.Logf("writer at the failure: %+v", sum)
+			t.Logf("writer at the failure: %d acknowledged, %d lost, %d unreadable, %d refused, longest outage %.2fs", sum.Acked, sum.Lost, sum.Unreadable, sum.Refused, sum.LongestOutageSeconds)
 		}
 	})
 }
@@ -922,6 +931,7 @@ type vkWriterSummary struct {
 	Unreadable            int     `json:"unreadable"`
 	Refused               int     `json:"refused"`
 	LongestRefusalSeconds float64 `json:"longestRefusalSeconds"`
+	LongestOutageSeconds  float64 `json:"longestOutageSeconds"`
 	WriteSeconds          float64 `json:"writeSeconds"`
 	VerifySeconds         float64 `json:"verifySeconds"`
 	RefusalWindows        []struct {
@@ -930,6 +940,12 @@ type vkWriterSummary struct {
 		Refused      int     `json:"refused"`
 		FirstError   string  `json:"firstError"`
 	} `json:"refusalWindows"`
+	Outages []struct {
+		StartSeconds float64 `json:"startSeconds"`
+		Seconds      float64 `json:"seconds"`
+		Refused      int     `json:"refused"`
+		Acked        int     `json:"acked"`
+	} `json:"outages"`
 	Errors   map[string]int `json:"errors"`
 	LostKeys []string       `json:"lostKeys"`
 }

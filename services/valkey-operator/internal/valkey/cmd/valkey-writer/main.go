@@ -135,14 +135,19 @@ type Summary struct {
 	Unreadable int `json:"unreadable"`
 	// Refused counts write attempts that failed (errors and timeouts): their outcome is
 	// unknown, so they are neither acknowledged nor checked.
-	Refused               int            `json:"refused"`
-	LongestRefusalSeconds float64        `json:"longestRefusalSeconds"`
-	WriteSeconds          float64        `json:"writeSeconds,omitempty"`
-	VerifySeconds         float64        `json:"verifySeconds"`
-	Redials               int            `json:"redials,omitempty"`
-	RefusalWindows        []Window       `json:"refusalWindows,omitempty"`
-	Errors                map[string]int `json:"errors,omitempty"`
-	LostKeys              []string       `json:"lostKeys,omitempty"`
+	Refused               int     `json:"refused"`
+	LongestRefusalSeconds float64 `json:"longestRefusalSeconds"`
+	// LongestOutageSeconds is the longest span in which writes kept being refused, with
+	// less than outageGap between refusals: writes to the other shards' keys may succeed
+	// meanwhile, so it is how long one shard's keys were unavailable.
+	LongestOutageSeconds float64        `json:"longestOutageSeconds"`
+	WriteSeconds         float64        `json:"writeSeconds,omitempty"`
+	VerifySeconds        float64        `json:"verifySeconds"`
+	Redials              int            `json:"redials,omitempty"`
+	RefusalWindows       []Window       `json:"refusalWindows,omitempty"`
+	Outages              []Outage       `json:"outages,omitempty"`
+	Errors               map[string]int `json:"errors,omitempty"`
+	LostKeys             []string       `json:"lostKeys,omitempty"`
 }
 
 // Window is one stretch of consecutive refused writes, from the first refused attempt to
@@ -153,6 +158,18 @@ type Window struct {
 	Refused      int     `json:"refused"`
 	FirstError   string  `json:"firstError"`
 }
+
+// Outage is a span of refused writes with less than outageGap between one refusal and
+// the next, from the start of the first refused attempt to the end of the last.
+type Outage struct {
+	StartSeconds float64 `json:"startSeconds"` // since the writer started
+	Seconds      float64 `json:"seconds"`
+	Refused      int     `json:"refused"`
+	Acked        int     `json:"acked"` // writes acknowledged within the span (other shards)
+}
+
+// outageGap separates two outages: a second without a refused write.
+const outageGap = time.Second
 
 // maxWindows is how many of the longest windows the summary lists.
 const maxWindows = 10
@@ -171,6 +188,10 @@ type writer struct {
 	windows     []Window
 	open        *Window // the refusal window in progress
 	openAt      time.Time
+	outages     []Outage
+	outage      *Outage // the outage in progress
+	outageAt    time.Time
+	lastRefusal time.Time
 	lastAck     time.Time
 	errs        map[string]int
 	writeFinish time.Time
@@ -221,6 +242,7 @@ func (w *writer) run(ctx context.Context) error {
 		}
 		key, value := fmt.Sprintf("%s%d", w.c.prefix, n), fmt.Sprintf("%s-%d", w.runID, n)
 		n++
+		start := time.Now()
 		opCtx, cancel := context.WithTimeout(ctx, w.c.timeout)
 		err := cl.Set(opCtx, key, value)
 		cancel()
@@ -229,12 +251,12 @@ func (w *writer) run(ctx context.Context) error {
 			continue
 		}
 		if err == nil {
-			if err := w.ack(key, value); err != nil {
+			if err := w.ack(key, value, time.Now()); err != nil {
 				return err
 			}
 			continue
 		}
-		w.refuse(err)
+		w.refuse(err, start, time.Now())
 		if w.c.redialAfter > 0 && time.Since(w.lastAck) > w.c.redialAfter && time.Since(w.openAt) > w.c.redialAfter {
 			// Every member the client knew may have gone (all pods replaced): start over
 			// from the seeds, which the caller keeps current.
@@ -252,9 +274,12 @@ func (w *writer) run(ctx context.Context) error {
 	}
 }
 
-func (w *writer) ack(key, value string) error {
-	now := time.Now()
+func (w *writer) ack(key, value string, now time.Time) error {
 	w.ackedN++
+	w.closeOutage(now)
+	if w.outage != nil {
+		w.outage.Acked++
+	}
 	w.lastAck = now
 	if w.open != nil {
 		w.open.Seconds = now.Sub(w.openAt).Seconds()
@@ -267,15 +292,22 @@ func (w *writer) ack(key, value string) error {
 
 var digits = regexp.MustCompile(`[0-9]+`)
 
-func (w *writer) refuse(err error) {
-	now := time.Now()
+// refuse records a write attempted at start and refused at end.
+func (w *writer) refuse(err error, start, end time.Time) {
 	w.refused++
+	w.closeOutage(start)
+	if w.outage == nil {
+		w.outage = &Outage{StartSeconds: start.Sub(w.begin).Seconds()}
+		w.outageAt = start
+	}
+	w.outage.Refused++
+	w.lastRefusal = end
 	msg := err.Error()
 	// Group errors by kind: addresses, slots and counts differ between occurrences.
 	w.errs[head(digits.ReplaceAllString(msg, "N"), 120)]++
 	if w.open == nil {
-		w.open = &Window{StartSeconds: now.Sub(w.begin).Seconds(), FirstError: head(msg, 200)}
-		w.openAt = now
+		w.open = &Window{StartSeconds: start.Sub(w.begin).Seconds(), FirstError: head(msg, 200)}
+		w.openAt = start
 	}
 	w.open.Refused++
 }
@@ -287,9 +319,21 @@ func (w *writer) refusingNote() string {
 	return fmt.Sprintf(", refusing for %s (%s)", time.Since(w.openAt).Round(100*time.Millisecond), w.open.FirstError)
 }
 
-// finish closes a refusal window still open when the writer stops.
+// closeOutage ends the outage in progress when no write was refused for outageGap
+// before now.
+func (w *writer) closeOutage(now time.Time) {
+	if w.outage == nil || now.Sub(w.lastRefusal) < outageGap {
+		return
+	}
+	w.outage.Seconds = w.lastRefusal.Sub(w.outageAt).Seconds()
+	w.outages = append(w.outages, *w.outage)
+	w.outage = nil
+}
+
+// finish closes the refusal window and outage still open when the writer stops.
 func (w *writer) finish() {
 	w.writeFinish = time.Now()
+	w.closeOutage(w.writeFinish.Add(outageGap))
 	if w.open != nil {
 		w.open.Seconds = w.writeFinish.Sub(w.openAt).Seconds()
 		w.windows = append(w.windows, *w.open)
@@ -314,6 +358,18 @@ func (w *writer) summary() Summary {
 		ws[i].Seconds, ws[i].StartSeconds = round(ws[i].Seconds), round(ws[i].StartSeconds)
 	}
 	s.RefusalWindows = ws
+	outs := append([]Outage(nil), w.outages...)
+	sort.SliceStable(outs, func(i, j int) bool { return outs[i].Seconds > outs[j].Seconds })
+	if len(outs) > 0 {
+		s.LongestOutageSeconds = round(outs[0].Seconds)
+	}
+	if len(outs) > maxWindows {
+		outs = outs[:maxWindows]
+	}
+	for i := range outs {
+		outs[i].Seconds, outs[i].StartSeconds = round(outs[i].Seconds), round(outs[i].StartSeconds)
+	}
+	s.Outages = outs
 	if len(s.Errors) == 0 {
 		s.Errors = nil
 	}

@@ -237,6 +237,55 @@ func TestWriterCountsRefusals(t *testing.T) {
 	if s.LongestRefusalSeconds < 0.8 || len(s.RefusalWindows) != 1 || s.RefusalWindows[0].Refused != s.Refused {
 		t.Fatalf("want one refusal window of about 1 s holding every refused write, got %+v", s)
 	}
+	if s.LongestOutageSeconds < 0.8 || len(s.Outages) != 1 || s.Outages[0].Refused != s.Refused {
+		t.Fatalf("want one outage of about 1 s holding every refused write, got %+v", s)
+	}
+}
+
+// TestOutagesSpanInterleavedAcks: refusals less than a second apart are one outage even
+// with acknowledged writes (to other shards) between them; each run of consecutive
+// refusals is its own window.
+func TestOutagesSpanInterleavedAcks(t *testing.T) {
+	w, err := newWriter(config{ackedPath: filepath.Join(t.TempDir(), "acked"), prefix: "k:", rate: 1}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.acked.Close()
+	t0 := time.Now().Add(-10 * time.Second) // the timeline below is over before finish
+	w.begin = t0
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	refuse := func(s float64) { w.refuse(fmt.Errorf("refused at %v", s), at(s), at(s+0.01)) }
+	ack := func(s float64) {
+		if err := w.ack("k", "v", at(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refuse(0)
+	refuse(0.01)
+	ack(0.1)
+	ack(0.2)
+	refuse(0.9) // 0.88 s after the last refusal: the same outage
+	ack(1.0)
+	ack(2.5) // 1.59 s without a refusal: the outage ended at 0.91
+	refuse(5)
+	w.finish() // closes the last outage and window
+	s := w.summary()
+	if len(s.Outages) != 2 || len(s.RefusalWindows) != 3 || s.Refused != 4 {
+		t.Fatalf("summary %+v: want 2 outages, 3 windows, 4 refused", s)
+	}
+	first := s.Outages[0]
+	if first.StartSeconds != 0 || first.Seconds != 0.91 || first.Refused != 3 || first.Acked != 3 {
+		t.Fatalf("longest outage %+v, want start 0, 0.91 s, 3 refused, 3 acked within", first)
+	}
+	if s.LongestOutageSeconds != 0.91 {
+		t.Fatalf("longest outage %v s, want 0.91", s.LongestOutageSeconds)
+	}
+	// Windows, longest first: the one still open at the stop (5 s to about 10 s), then the
+	// two closed by an ack.
+	w0, w1 := s.RefusalWindows[0], s.RefusalWindows[1]
+	if w0.StartSeconds != 5 || w0.Seconds < 4.9 || s.LongestRefusalSeconds != w0.Seconds || w1.StartSeconds != 0 || w1.Seconds != 0.1 || w1.Refused != 2 {
+		t.Fatalf("windows %+v: want the open one (start 5) closed at the stop, then 0-0.1 s with 2 refused", s.RefusalWindows)
+	}
 }
 
 func TestUsage(t *testing.T) {
