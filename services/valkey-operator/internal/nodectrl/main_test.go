@@ -33,12 +33,9 @@ import (
 // PVC status), with real redis-server processes behind the pods' addresses.
 var env *testenv.Env
 
+// TestMain starts the control plane once; the controller logs only errors.
 func TestMain(m *testing.M) {
-	level := zapcore.ErrorLevel
-	if os.Getenv("VALKEY_TEST_LOG") == "debug" {
-		level = zapcore.DebugLevel
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	testenv.Main(m, &env, valkeyv1.AddToScheme)
 }
 
