@@ -130,13 +130,90 @@ func (e *Executor) observe(ctx context.Context, addr string) (valkey.View, error
 
 // Run executes steps in order and stops at the first error: the next pass observes again
 // and plans from what actually happened. It returns how many steps completed.
+//
+// Runs of consecutive SETSLOT steps on one member, and of MigrateKeys steps from one member
+// to one target, are pipelined: each such command stands alone, so sending them together
+// changes only how many round trips a rebalance waits for. After a failure in a run the
+// later commands of that run may have been applied too; the next observation shows it.
 func (e *Executor) Run(ctx context.Context, steps []planner.Step) (int, error) {
-	for i, s := range steps {
-		if err := e.step(ctx, s); err != nil {
-			return i, fmt.Errorf("step %d (%s): %w", i+1, s, err)
+	for i := 0; i < len(steps); {
+		n := batchLen(steps[i:])
+		if n == 1 {
+			if err := e.step(ctx, steps[i]); err != nil {
+				return i, fmt.Errorf("step %d (%s): %w", i+1, steps[i], err)
+			}
+			i++
+			continue
 		}
+		done, err := e.batch(ctx, steps[i:i+n])
+		if err != nil {
+			return i + done, fmt.Errorf("steps %d-%d (%s, ...): %w", i+1, i+n, steps[i], err)
+		}
+		i += n
 	}
 	return len(steps), nil
+}
+
+func isSetSlot(op planner.Op) bool {
+	return op == planner.SetSlotImporting || op == planner.SetSlotMigrating || op == planner.SetSlotNode || op == planner.SetSlotStable
+}
+
+// batchLen is how many steps from the first can be pipelined together (1: none).
+func batchLen(steps []planner.Step) int {
+	first := steps[0]
+	n := 1
+	for ; n < len(steps); n++ {
+		s := steps[n]
+		if s.On != first.On {
+			break
+		}
+		setSlots := isSetSlot(first.Op) && isSetSlot(s.Op)
+		migrations := first.Op == planner.MigrateKeys && s.Op == planner.MigrateKeys && s.Addr == first.Addr
+		if !setSlots && !migrations {
+			break
+		}
+	}
+	return n
+}
+
+// batch pipelines a run found by batchLen and returns how many of its steps completed.
+func (e *Executor) batch(ctx context.Context, steps []planner.Step) (int, error) {
+	c, err := e.Conn(steps[0].On)
+	if err != nil {
+		return 0, err
+	}
+	if steps[0].Op == planner.MigrateKeys {
+		slots := make([]int, len(steps))
+		for i, s := range steps {
+			slots[i] = s.Slot
+		}
+		if _, err := c.MigrateSlotsKeys(ctx, slots, steps[0].Addr, e.keyBatch()); err != nil {
+			return 0, err
+		}
+		return len(steps), nil
+	}
+	cmds := make([]valkey.SetSlot, len(steps))
+	for i, s := range steps {
+		cmds[i] = valkey.SetSlot{Slot: s.Slot, NodeID: s.NodeID}
+		switch s.Op {
+		case planner.SetSlotImporting:
+			cmds[i].State = valkey.SlotImporting
+		case planner.SetSlotMigrating:
+			cmds[i].State = valkey.SlotMigrating
+		case planner.SetSlotNode:
+			cmds[i].State = valkey.SlotNode
+		default:
+			cmds[i].State, cmds[i].NodeID = valkey.SlotStable, ""
+		}
+	}
+	return c.SetSlots(ctx, cmds...)
+}
+
+func (e *Executor) keyBatch() int {
+	if e.KeyBatch <= 0 {
+		return 100
+	}
+	return e.KeyBatch
 }
 
 func (e *Executor) step(ctx context.Context, s planner.Step) error {
@@ -156,10 +233,7 @@ func (e *Executor) step(ctx context.Context, s planner.Step) error {
 	case planner.SetSlotMigrating:
 		return c.SetSlotMigrating(ctx, s.Slot, s.NodeID)
 	case planner.MigrateKeys:
-		batch := e.KeyBatch
-		if batch <= 0 {
-			batch = 100
-		}
+		batch := e.keyBatch()
 		// A short batch emptied the slot: a key created since would have been redirected
 		// to the target by ASK, the source being MIGRATING.
 		for {

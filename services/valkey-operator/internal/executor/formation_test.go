@@ -325,12 +325,30 @@ func TestRebalancesRealCluster(t *testing.T) {
 			t.Fatalf("SET k%d: %v", i, err)
 		}
 	}
+	// One slot near the top (the donors give their highest slots away) holds several
+	// MIGRATE batches, so a move takes more than one pipelined round.
+	if crc16([]byte("123456789")) != 0x31C3 {
+		t.Fatal("crc16 is not the cluster's key hash")
+	}
+	hot := hotTag(15500)
+	const hotKeys = 230
+	for i := range hotKeys {
+		if err := kv.Set(ctx, fmt.Sprintf("{%s}%d", hot, i), strconv.Itoa(i)); err != nil {
+			t.Fatalf("SET {%s}%d: %v", hot, i, err)
+		}
+	}
 	readAll := func(when string) {
 		t.Helper()
 		for i := range keys {
 			v, err := kv.Get(ctx, fmt.Sprintf("k%d", i))
 			if err != nil || v != strconv.Itoa(i) {
 				t.Fatalf("%s: GET k%d = %q, %v", when, i, v, err)
+			}
+		}
+		for i := range hotKeys {
+			v, err := kv.Get(ctx, fmt.Sprintf("{%s}%d", hot, i))
+			if err != nil || v != strconv.Itoa(i) {
+				t.Fatalf("%s: GET {%s}%d = %q, %v", when, hot, i, v, err)
 			}
 		}
 	}
@@ -372,4 +390,49 @@ func TestRebalancesRealCluster(t *testing.T) {
 			t.Fatalf("%s after scale-in: %v", a, info)
 		}
 	}
+}
+
+// hotTag returns a hash tag whose slot is at least min.
+func hotTag(min int) string {
+	for i := 0; ; i++ {
+		tag := "hot" + strconv.Itoa(i)
+		if int(crc16([]byte(tag))%valkey.SlotCount) >= min {
+			return tag
+		}
+	}
+}
+
+// crc16 is the CRC16-CCITT (XMODEM) the cluster hashes keys with.
+func crc16(b []byte) uint16 {
+	var crc uint16
+	for _, c := range b {
+		crc ^= uint16(c) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// TestSetSlotsPipeline: a pipelined SETSLOT run reports how many leading commands
+// succeeded and the first refusal.
+func TestSetSlotsPipeline(t *testing.T) {
+	servers := startServers(t, 1)
+	c, err := valkey.Dial(servers[0].member.Addr, valkey.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n, err := c.SetSlots(context.Background(),
+		valkey.SetSlot{Slot: 1, State: valkey.SlotStable},
+		valkey.SetSlot{Slot: 2, State: valkey.SlotImporting, NodeID: "0123456789012345678901234567890123456789"},
+		valkey.SetSlot{Slot: 3, State: valkey.SlotStable})
+	if n != 1 || err == nil {
+		t.Fatalf("SetSlots = %d, %v; want 1 and the refusal of slot 2", n, err)
+	}
+	t.Logf("refused: %v", err)
 }

@@ -377,7 +377,7 @@ func (st *state) view(id string) (valkey.View, bool) {
 // finishMoves completes every half-done slot move towards its destination: nothing is
 // rolled back, so a killed rebalance never leaves keys split over two owners.
 func (st *state) finishMoves(moves []valkey.SlotMove) {
-	var tail []Step
+	var heads, tail []Step
 	for _, m := range moves {
 		toV, toOK := st.view(m.To)
 		fromV, fromOK := st.view(m.From)
@@ -400,16 +400,46 @@ func (st *state) finishMoves(moves []valkey.SlotMove) {
 		drain := !st.isMem[m.From]
 		for _, s := range head {
 			s.Drain = drain
-			st.add(s)
+			heads = append(heads, s)
 		}
 		for _, s := range rest {
 			s.Drain = drain
 			tail = append(tail, s)
 		}
 	}
-	for _, s := range tail {
+	for _, s := range st.ordered(append(heads, tail...)) {
 		st.add(s)
 	}
+}
+
+// ordered groups the steps of several slot moves by command and member so the executor
+// can pipeline them: every IMPORTING, every MIGRATING, every key migration, SETSLOT NODE on
+// each new owner, then on everybody else. Each slot keeps the order the protocol needs.
+func (st *state) ordered(steps []Step) []Step {
+	rank := func(s Step) int {
+		switch s.Op {
+		case SetSlotImporting:
+			return 0
+		case SetSlotMigrating:
+			return 1
+		case MigrateKeys:
+			return 2
+		case SetSlotNode:
+			if st.addrOf[s.NodeID] == s.On {
+				return 3
+			}
+			return 4
+		}
+		return 5
+	}
+	out := append([]Step(nil), steps...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if ri, rj := rank(out[i]), rank(out[j]); ri != rj {
+			return ri < rj
+		}
+		return out[i].On < out[j].On
+	})
+	return out
 }
 
 // moveSteps are the steps still missing to move slot from -> to, given both sides' views:
@@ -672,7 +702,7 @@ func (st *state) rebalance(primaries, draining []primary) {
 		st.plan.Wait = why
 		return
 	}
-	for _, s := range append(head, tail...) {
+	for _, s := range st.ordered(append(head, tail...)) {
 		s.Drain = len(draining) > 0
 		st.add(s)
 	}

@@ -50,6 +50,13 @@ type Conn interface {
 	// MigrateSlotKeys moves up to batch keys of slot to addr with one MIGRATE and returns
 	// how many it moved; 0 means the slot is empty here.
 	MigrateSlotKeys(ctx context.Context, slot int, addr string, batch int) (int, error)
+	// MigrateSlotsKeys empties every slot of slots here into addr, pipelining one
+	// GETKEYSINSLOT and one MIGRATE (of up to batch keys) per slot and round; it returns
+	// how many keys it moved.
+	MigrateSlotsKeys(ctx context.Context, slots []int, addr string, batch int) (int, error)
+	// SetSlots pipelines CLUSTER SETSLOT commands (all are sent; each stands alone) and
+	// returns how many of them, from the start, succeeded.
+	SetSlots(ctx context.Context, cmds ...SetSlot) (int, error)
 	Forget(ctx context.Context, id string) error
 	Failover(ctx context.Context, mode FailoverMode) error
 	// ReplicationState is INFO replication: the role and offsets failover decisions need.
@@ -57,6 +64,24 @@ type Conn interface {
 	// Reset is CLUSTER RESET SOFT: a replica becomes an empty primary knowing no peers.
 	Reset(ctx context.Context) error
 	Close()
+}
+
+// SlotState is the subcommand of CLUSTER SETSLOT.
+type SlotState string
+
+// Slot states.
+const (
+	SlotImporting SlotState = "IMPORTING"
+	SlotMigrating SlotState = "MIGRATING"
+	SlotNode      SlotState = "NODE"
+	SlotStable    SlotState = "STABLE"
+)
+
+// SetSlot is one CLUSTER SETSLOT Slot State [NodeID].
+type SetSlot struct {
+	Slot   int
+	State  SlotState
+	NodeID string // empty for STABLE
 }
 
 // Shard is one entry of CLUSTER SHARDS.
@@ -286,6 +311,13 @@ func (c *conn) MigrateSlotKeys(ctx context.Context, slot int, addr string, batch
 	if err != nil {
 		return 0, fmt.Errorf("migrate address %q: %w", addr, err)
 	}
+	if err := c.do(ctx, c.migrateArgs(host, port, keys)...).Error(); err != nil {
+		return 0, fmt.Errorf("MIGRATE slot %d from %s to %s: %w", slot, c.addr, addr, err)
+	}
+	return len(keys), nil
+}
+
+func (c *conn) migrateArgs(host, port string, keys []string) []string {
 	// REPLACE makes a retried batch idempotent after an interrupted earlier attempt.
 	args := []string{"MIGRATE", host, port, "", "0", "10000", "REPLACE"}
 	switch {
@@ -294,11 +326,66 @@ func (c *conn) MigrateSlotKeys(ctx context.Context, slot int, addr string, batch
 	case c.pass != "":
 		args = append(args, "AUTH", c.pass)
 	}
-	args = append(append(args, "KEYS"), keys...)
-	if err := c.do(ctx, args...).Error(); err != nil {
-		return 0, fmt.Errorf("MIGRATE slot %d from %s to %s: %w", slot, c.addr, addr, err)
+	return append(append(args, "KEYS"), keys...)
+}
+
+func (c *conn) MigrateSlotsKeys(ctx context.Context, slots []int, addr string, batch int) (int, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, fmt.Errorf("migrate address %q: %w", addr, err)
 	}
-	return len(keys), nil
+	moved, pending := 0, slots
+	for len(pending) > 0 {
+		gets := make(valkeygo.Commands, len(pending))
+		for i, s := range pending {
+			gets[i] = c.c.B().Arbitrary("CLUSTER", "GETKEYSINSLOT").Args(strconv.Itoa(s), strconv.Itoa(batch)).Build()
+		}
+		var migrates valkeygo.Commands
+		var migSlots, counts []int
+		var next []int
+		for i, r := range c.c.DoMulti(ctx, gets...) {
+			keys, err := r.AsStrSlice()
+			if err != nil {
+				return moved, fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", pending[i], c.addr, err)
+			}
+			if len(keys) == 0 {
+				continue
+			}
+			args := c.migrateArgs(host, port, keys)
+			migrates = append(migrates, c.c.B().Arbitrary(args[0]).Args(args[1:]...).Build())
+			migSlots, counts = append(migSlots, pending[i]), append(counts, len(keys))
+			// A short batch emptied the slot: a key created since would have been
+			// redirected to the target by ASK, the slot being MIGRATING here.
+			if len(keys) == batch {
+				next = append(next, pending[i])
+			}
+		}
+		for i, r := range c.c.DoMulti(ctx, migrates...) {
+			if err := r.Error(); err != nil {
+				return moved, fmt.Errorf("MIGRATE slot %d from %s to %s: %w", migSlots[i], c.addr, addr, err)
+			}
+			moved += counts[i]
+		}
+		pending = next
+	}
+	return moved, nil
+}
+
+func (c *conn) SetSlots(ctx context.Context, cmds ...SetSlot) (int, error) {
+	multi := make(valkeygo.Commands, len(cmds))
+	for i, x := range cmds {
+		args := []string{strconv.Itoa(x.Slot), string(x.State)}
+		if x.NodeID != "" {
+			args = append(args, x.NodeID)
+		}
+		multi[i] = c.c.B().Arbitrary("CLUSTER", "SETSLOT").Args(args...).Build()
+	}
+	for i, r := range c.c.DoMulti(ctx, multi...) {
+		if err := r.Error(); err != nil {
+			return i, fmt.Errorf("CLUSTER SETSLOT %d %s on %s: %w", cmds[i].Slot, cmds[i].State, c.addr, err)
+		}
+	}
+	return len(cmds), nil
 }
 
 func (c *conn) Forget(ctx context.Context, id string) error {
