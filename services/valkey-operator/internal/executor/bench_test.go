@@ -46,6 +46,11 @@ func BenchmarkRebalance3To4(b *testing.B) {
 		ours = float64(moved) / took.Seconds()
 		b.Logf("executor: %d of %d keys moved to the 4th primary in %s over %d passes: %.0f keys/s", moved, keys, took.Round(time.Millisecond), passes, ours)
 
+		e.Close()
+		for _, s := range servers {
+			s.stop(b)
+		}
+
 		e2, servers2, addrs2 := loadedCluster(ctx, b, keys)
 		// redis-cli rebalances onto a member already in the cluster: meet it first.
 		if _, err := e2.Run(ctx, []planner.Step{{Op: planner.Meet, On: addrs2[0], Addr: addrs2[3], BusPort: servers2[3].member.BusPort}}); err != nil {
@@ -67,9 +72,8 @@ func BenchmarkRebalance3To4(b *testing.B) {
 		if moved == 0 {
 			b.Fatalf("redis-cli moved nothing:\n%s", tail(string(out), 2000))
 		}
-		e.Close()
 		e2.Close()
-		for _, s := range append(servers, servers2...) {
+		for _, s := range servers2 {
 			s.stop(b)
 		}
 	}

@@ -25,6 +25,25 @@ func formed(t *testing.T) (*sim, Desired) {
 	return c, d
 }
 
+// halfMoved returns a formed sim where slot 0 is IMPORTING on a primary other than its
+// owner, as a move interrupted right after its first step leaves it, and that primary.
+func halfMoved(t *testing.T) (*sim, Desired, *simNode) {
+	t.Helper()
+	c, d := formed(t)
+	src := c.byID(c.claim[0])
+	var dst *simNode
+	for _, n := range c.nodes {
+		if n.replicaOf == "" && n != src {
+			dst = n
+			break
+		}
+	}
+	if err := c.apply(Step{Op: SetSlotImporting, On: dst.addr, Slot: 0, NodeID: src.id}); err != nil {
+		t.Fatal(err)
+	}
+	return c, d, dst
+}
+
 func TestPlanTable(t *testing.T) {
 	six := pool(6)
 	tests := []struct {
@@ -130,18 +149,7 @@ func TestPlanTable(t *testing.T) {
 	}, {
 		name: "a move interrupted after IMPORTING is finished forward",
 		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
-			c, d := formed(t)
-			src := c.byID(c.claim[0])
-			var dst *simNode
-			for _, n := range c.nodes {
-				if n.replicaOf == "" && n != src {
-					dst = n
-					break
-				}
-			}
-			if err := c.apply(Step{Op: SetSlotImporting, On: dst.addr, Slot: 0, NodeID: src.id}); err != nil {
-				t.Fatal(err)
-			}
+			c, d, _ := halfMoved(t)
 			return d, c.snapshot()
 		},
 		check: func(t *testing.T, p Plan) {
@@ -158,18 +166,7 @@ func TestPlanTable(t *testing.T) {
 	}, {
 		name: "a half-done move waits while its target reports cluster_state fail (CLUSTERDOWN)",
 		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
-			c, d := formed(t)
-			src := c.byID(c.claim[0])
-			var dst *simNode
-			for _, n := range c.nodes {
-				if n.replicaOf == "" && n != src {
-					dst = n
-					break
-				}
-			}
-			if err := c.apply(Step{Op: SetSlotImporting, On: dst.addr, Slot: 0, NodeID: src.id}); err != nil {
-				t.Fatal(err)
-			}
+			c, d, dst := halfMoved(t)
 			snap := c.snapshot()
 			for i := range snap.Views {
 				if snap.Views[i].Addr == dst.addr {
