@@ -209,3 +209,87 @@ func scale(t *testing.T, c client.Client, ns, name string, shards, replicas int3
 		t.Fatal(err)
 	}
 }
+
+// TestScaleRevertedHalfway starts a scale-out to 5 shards, reverts it to 3 while slots are
+// moving, then changes the replicas per shard both ways: every step ends Ready with no
+// empty shard, no slot mid-move and every key still there.
+func TestScaleRevertedHalfway(t *testing.T) {
+	c := env.Client
+	ns := testenv.NewNamespace(t, c, "vkc-revert")
+	f := newFleet(t, c, ns)
+	startController(t, f)
+	ctx := context.Background()
+	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: ns}, Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, Replicas: 1}}
+	if err := c.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, f, "r", 90*time.Second)
+	keys := writeKeys(t, f.seeds(), "r", 3000)
+
+	scale(t, c, ns, "r", 5, 1)
+	testenv.Eventually(t, 120*time.Second, "slots moving", func() (bool, string) {
+		f.sync(ctx)
+		var cur valkeyv1.ValkeyCluster
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vc), &cur); err != nil {
+			return false, err.Error()
+		}
+		p := conditions.Get(cur.Status.Conditions, valkeyv1.ConditionProgressing)
+		return p != nil && p.Reason == valkeyv1.ReasonRebalancingSlots, cur.Status.Reason
+	})
+	scale(t, c, ns, "r", 3, 1)
+	got := waitReady(t, f, "r", 180*time.Second)
+	if got.Status.Shards != 3 {
+		t.Errorf("after the revert: %d shards", got.Status.Shards)
+	}
+	assertTopology(t, f, 3, 1)
+	readKeys(t, f.seeds(), keys)
+
+	scale(t, c, ns, "r", 3, 2)
+	waitReady(t, f, "r", 120*time.Second)
+	assertTopology(t, f, 3, 2)
+	scale(t, c, ns, "r", 3, 0)
+	waitReady(t, f, "r", 120*time.Second)
+	assertTopology(t, f, 3, 0)
+	readKeys(t, f.seeds(), keys)
+}
+
+// assertTopology checks every server's view: shards primaries owning all slots, each with
+// replicas replicas, no slot importing or migrating, and as many ValkeyNodes as members.
+func assertTopology(t *testing.T, f *fleet, shards, replicas int) {
+	t.Helper()
+	f.sync(context.Background())
+	seeds := f.seeds()
+	if len(seeds) != shards*(1+replicas) {
+		t.Errorf("%d servers, want %d", len(seeds), shards*(1+replicas))
+	}
+	for _, addr := range seeds {
+		conn, err := valkey.Dial(addr, valkey.Options{DialTimeout: time.Second})
+		if err != nil {
+			t.Fatalf("dial %s: %v", addr, err)
+		}
+		v, err := conn.ClusterNodes(context.Background())
+		conn.Close()
+		if err != nil {
+			t.Fatalf("CLUSTER NODES on %s: %v", addr, err)
+		}
+		owners := 0
+		for _, n := range v.Nodes {
+			if len(n.Migrating) > 0 || len(n.Importing) > 0 {
+				t.Errorf("%s: node %s has slots mid-move: %v %v", addr, n.ID, n.Migrating, n.Importing)
+			}
+		}
+		for _, p := range v.Primaries() {
+			if p.SlotTotal() == 0 {
+				t.Errorf("%s: primary %s owns no slot (an empty shard)", addr, p.ID)
+				continue
+			}
+			owners++
+			if r := len(v.ReplicasOf(p.ID)); r != replicas {
+				t.Errorf("%s: primary %s has %d replicas, want %d", addr, p.ID, r, replicas)
+			}
+		}
+		if owners != shards || len(v.Nodes) != shards*(1+replicas) {
+			t.Errorf("%s sees %d primaries and %d nodes, want %d and %d", addr, owners, len(v.Nodes), shards, shards*(1+replicas))
+		}
+	}
+}

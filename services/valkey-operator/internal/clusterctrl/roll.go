@@ -27,9 +27,13 @@ func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Sn
 		}
 	}
 	if len(outdated) == 0 {
-		p.healthy = p.readyShards == p.c.Spec.Shards && p.slotsAssigned != nil && *p.slotsAssigned
+		down := p.stateNotOK(snap, set)
+		p.healthy = p.readyShards == p.c.Spec.Shards && p.slotsAssigned != nil && *p.slotsAssigned && down == ""
 		if !p.healthy {
 			p.progress, p.progressMsg = valkeyv1.ReasonReconciling, fmt.Sprintf("%d of %d shards are ready", p.readyShards, p.c.Spec.Shards)
+			if down != "" {
+				p.progressMsg = fmt.Sprintf("Waiting for %s to report cluster_state ok", down)
+			}
 			return p.ctl.cfg.Poll
 		}
 		return steadyResync
@@ -67,6 +71,17 @@ func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Sn
 		return p.retry()
 	}
 	return p.ctl.cfg.Poll
+}
+
+// stateNotOK names a member whose cluster_state is not ok yet (it refuses clients with
+// CLUSTERDOWN): the cluster is not Ready before every member serves.
+func (p *pass) stateNotOK(snap valkey.Snapshot, set nodeSet) string {
+	for _, m := range set.desired {
+		if v, ok := snap.View(m.addr); ok && !v.Info.OK() {
+			return m.node.Name
+		}
+	}
+	return ""
 }
 
 // failoverTarget is a healthy replica of primary; the executor checks that it is in sync
