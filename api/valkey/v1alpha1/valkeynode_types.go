@@ -99,6 +99,12 @@ type ValkeyNodeSpec struct {
 	// +optional
 	ServerConfigMapName string `json:"serverConfigMapName,omitempty"`
 
+	// ConfigHash is the hash of the restart-requiring part of the server config: a change
+	// rolls the pod (in the spec, so it bumps the generation the cluster waits on).
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+
 	// UsersACLSecretName names the Secret with the ACL file the node loads.
 	// +optional
 	UsersACLSecretName string `json:"usersACLSecretName,omitempty"`

@@ -184,11 +184,11 @@ func (h *harness) key(name string) types.NamespacedName {
 // node is a ValkeyNode of cluster c as the cluster controller writes it.
 func (h *harness) node(name string, mutate func(*valkeyv1.ValkeyNode)) *valkeyv1.ValkeyNode {
 	n := &valkeyv1.ValkeyNode{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns,
-			Annotations: map[string]string{resources.AnnotationRestartHash: "r1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
 		Spec: valkeyv1.ValkeyNodeSpec{
 			ClusterName: "c", ShardIndex: 0, NodeIndex: 0, RoleHint: valkeyv1.RolePrimary,
 			Image: "valkey/valkey:8.1", ServerConfigMapName: "c-config", UsersACLSecretName: "c-acl",
+			ConfigHash: "r1",
 		},
 	}
 	if mutate != nil {

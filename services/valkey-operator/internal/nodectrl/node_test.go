@@ -112,9 +112,9 @@ func TestWorkloadPVCAndReady(t *testing.T) {
 		t.Errorf("%d writes by a converged node controller in 3s, want 0", w)
 	}
 
-	// The restart hash changes: the template follows, and Ready waits for the rollout.
+	// The config hash changes: the template follows, and Ready waits for the rollout.
 	update(h, &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "c-0-0"}}, func(n *valkeyv1.ValkeyNode) {
-		n.Annotations[resources.AnnotationRestartHash] = "r2"
+		n.Spec.ConfigHash = "r2"
 	})
 	h.waitNode("c-0-0", "waits for the new template to be observed", func(n *valkeyv1.ValkeyNode) bool {
 		return condOf(n, valkeyv1.NodeConditionReady).Message == "StatefulSet c-0-0 has not observed generation 2 yet"

@@ -84,9 +84,8 @@ func ValkeyNode(c *valkeyv1.ValkeyCluster, p Position, restartHash string) *valk
 	n := &valkeyv1.ValkeyNode{
 		TypeMeta: metav1.TypeMeta{APIVersion: valkeyv1.GroupVersion.String(), Kind: "ValkeyNode"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        NodeName(c.Name, p.Shard, p.Index),
-			Namespace:   c.Namespace,
-			Annotations: map[string]string{AnnotationRestartHash: restartHash},
+			Name:      NodeName(c.Name, p.Shard, p.Index),
+			Namespace: c.Namespace,
 		},
 		Spec: valkeyv1.ValkeyNodeSpec{
 			ClusterName:                   c.Name,
@@ -105,6 +104,7 @@ func ValkeyNode(c *valkeyv1.ValkeyCluster, p Position, restartHash string) *valk
 			PriorityClassName:             sched.PriorityClassName,
 			Exporter:                      *c.Spec.Exporter.DeepCopy(),
 			ServerConfigMapName:           ConfigMapName(c.Name),
+			ConfigHash:                    restartHash,
 			UsersACLSecretName:            ACLSecretName(c.Name),
 			TerminationGracePeriodSeconds: ptr.To(GracePeriodSeconds(c)),
 			PodSecurityContext:            c.Spec.PodSecurityContext.DeepCopy(),

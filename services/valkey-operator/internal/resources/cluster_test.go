@@ -59,8 +59,8 @@ func TestValkeyNodeInherits(t *testing.T) {
 	if n.Spec.TLS == nil || n.Spec.TLS.Certificate.SecretName != "c-tls" {
 		t.Errorf("tls %+v, want the self-signed Secret", n.Spec.TLS)
 	}
-	if n.Annotations[AnnotationRestartHash] != "h1" || n.Labels[LabelShard] != "1" || n.Labels[LabelNode] != "c-1-0" {
-		t.Errorf("annotations %v labels %v", n.Annotations, n.Labels)
+	if n.Spec.ConfigHash != "h1" || n.Labels[LabelShard] != "1" || n.Labels[LabelNode] != "c-1-0" {
+		t.Errorf("config hash %q labels %v", n.Spec.ConfigHash, n.Labels)
 	}
 	if n.Spec.ServerConfigMapName != "c-config" || n.Spec.UsersACLSecretName != "c-acl" {
 		t.Errorf("config %s acl %s", n.Spec.ServerConfigMapName, n.Spec.UsersACLSecretName)

@@ -54,8 +54,8 @@ const (
 
 // Annotations.
 const (
-	// AnnotationRestartHash on a ValkeyNode (copied onto its pod template) is the hash of
-	// the restart-requiring server config: a change rolls the pod.
+	// AnnotationRestartHash on a member's pod template is its ValkeyNode's
+	// spec.configHash: a change rolls the pod.
 	AnnotationRestartHash = "valkey.io/restart-hash"
 )
 

@@ -111,7 +111,7 @@ func TLSSecretName(n *valkeyv1.ValkeyNode) string {
 func podTemplate(n *valkeyv1.ValkeyNode, o NodeOptions) corev1.PodTemplateSpec {
 	s := &n.Spec
 	var annotations map[string]string
-	if h, ok := n.Annotations[AnnotationRestartHash]; ok {
+	if h := n.Spec.ConfigHash; h != "" {
 		annotations = map[string]string{AnnotationRestartHash: h}
 	}
 	tlsSecret := TLSSecretName(n)

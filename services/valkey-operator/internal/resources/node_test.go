@@ -14,11 +14,11 @@ import (
 func testNode(mutate func(*valkeyv1.ValkeyNode)) *valkeyv1.ValkeyNode {
 	n := &valkeyv1.ValkeyNode{
 		ObjectMeta: metav1.ObjectMeta{Name: "c-1-0", Namespace: "ns",
-			Annotations: map[string]string{AnnotationRestartHash: "abc", "other": "x"}},
+			Annotations: map[string]string{"other": "x"}},
 		Spec: valkeyv1.ValkeyNodeSpec{
 			ClusterName: "c", ShardIndex: 1, NodeIndex: 0, RoleHint: valkeyv1.RolePrimary,
 			Image: "valkey/valkey:8.1", WorkloadType: valkeyv1.WorkloadTypeStatefulSet,
-			ServerConfigMapName: "c-config", UsersACLSecretName: "c-acl",
+			ServerConfigMapName: "c-config", UsersACLSecretName: "c-acl", ConfigHash: "abc",
 		},
 	}
 	if mutate != nil {
@@ -275,9 +275,9 @@ func TestNodeWorkloadVariants(t *testing.T) {
 			},
 		},
 		{
-			name: "no restart hash, no annotations",
+			name: "no config hash, no annotations",
 			mutate: func(n *valkeyv1.ValkeyNode) {
-				n.Annotations = nil
+				n.Spec.ConfigHash = ""
 			},
 			check: func(t *testing.T, o NodeObjects) {
 				if a := o.StatefulSet.Spec.Template.Annotations; a != nil {
