@@ -243,6 +243,7 @@ func (s *vkScenario) step(ctx context.Context, name string, timeout time.Duratio
 		t.Errorf("%s: kubectl wait --for=condition=Ready: %v", name, err)
 	}
 	s.wantEvents(ctx, name, begin, events)
+	s.checkRoles(ctx, name)
 }
 
 // apply runs kubectl apply on a manifest, as a user does.
@@ -661,14 +662,46 @@ func (s *vkScenario) wantEvents(ctx context.Context, step string, begin time.Tim
 	}
 }
 
-// primaryPod is the pod of a ValkeyNode that reports itself primary.
+// roles are the members' roles as the data plane has them (CLUSTER NODES on the first
+// member that answers), by pod IP: primary or replica.
+func (s *vkScenario) roles(ctx context.Context, nodes []valkeyv1.ValkeyNode) (map[string]valkeyv1.NodeRole, error) {
+	var last error
+	for _, n := range nodes {
+		if n.Status.PodIP == "" {
+			continue
+		}
+		out, err := s.cli(ctx, n.Status.PodIP, "CLUSTER", "NODES")
+		if err != nil {
+			last = err
+			continue
+		}
+		roles := map[string]valkeyv1.NodeRole{}
+		for _, m := range parseClusterNodes(out) {
+			switch {
+			case slices.Contains(m.flags, "master"):
+				roles[m.host] = valkeyv1.RolePrimary
+			case slices.Contains(m.flags, "slave"):
+				roles[m.host] = valkeyv1.RoleReplica
+			}
+		}
+		return roles, nil
+	}
+	return nil, fmt.Errorf("no member answered CLUSTER NODES: %w", last)
+}
+
+// primaryPod is the pod of a member the data plane has as a primary (the scenario does
+// not take ValkeyNode status.role on trust: checkRoles does that).
 func (s *vkScenario) primaryPod(ctx context.Context) (corev1.Pod, error) {
 	nodes, err := s.nodes(ctx)
 	if err != nil {
 		return corev1.Pod{}, err
 	}
+	roles, err := s.roles(ctx, nodes)
+	if err != nil {
+		return corev1.Pod{}, err
+	}
 	for _, n := range nodes {
-		if n.Status.Role == valkeyv1.RolePrimary && n.Status.PodName != "" {
+		if roles[n.Status.PodIP] == valkeyv1.RolePrimary && n.Status.PodName != "" {
 			p, err := env.client.CoreV1().Pods(s.ns).Get(ctx, n.Status.PodName, metav1.GetOptions{})
 			if err != nil {
 				return corev1.Pod{}, err
@@ -676,7 +709,33 @@ func (s *vkScenario) primaryPod(ctx context.Context) (corev1.Pod, error) {
 			return *p, nil
 		}
 	}
-	return corev1.Pod{}, fmt.Errorf("no ValkeyNode reports role primary")
+	return corev1.Pod{}, fmt.Errorf("no ValkeyNode's pod is a primary in CLUSTER NODES (%v)", roles)
+}
+
+// checkRoles: every ValkeyNode's status.role (the ROLE column) agrees with the data plane
+// within 30 s of the cluster being Ready.
+func (s *vkScenario) checkRoles(ctx context.Context, step string) {
+	var wrong []string
+	err := poll(ctx, s.t, step+": ValkeyNode roles agree with CLUSTER NODES", 30*time.Second, func(ctx context.Context) (bool, error) {
+		nodes, err := s.nodes(ctx)
+		if err != nil {
+			return transient(err)
+		}
+		roles, err := s.roles(ctx, nodes)
+		if err != nil {
+			return transient(err)
+		}
+		wrong = nil
+		for _, n := range nodes {
+			if want := roles[n.Status.PodIP]; n.Status.Role != want {
+				wrong = append(wrong, fmt.Sprintf("%s (%s) says %q, CLUSTER NODES %q", n.Name, n.Status.PodIP, n.Status.Role, want))
+			}
+		}
+		return len(wrong) == 0, nil
+	})
+	if err != nil {
+		s.t.Errorf("%s: ValkeyNode status.role disagrees with the data plane: %v:\n  %s", step, err, strings.Join(wrong, "\n  "))
+	}
 }
 
 func (s *vkScenario) podUIDs(ctx context.Context) map[string]types.UID {
@@ -1092,6 +1151,7 @@ func TestValkeySamples(t *testing.T) {
 		seen := s.waitReady(ctx, s.name, 5*time.Minute, vkWant{3, 1, ""})
 		t.Logf("sample %s Ready after %s; states seen: %s", s.name, since(begin), strings.Join(seen, " -> "))
 		s.wantEvents(ctx, s.name, begin, []string{valkeyv1.EventClusterReady})
+		s.checkRoles(ctx, s.name)
 	}
 
 	must := func(want, ip, user, password string, args ...string) {
