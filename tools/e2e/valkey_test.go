@@ -146,6 +146,8 @@ func TestValkeyScenario(t *testing.T) {
 		}
 	}
 
+	// From here on the steps break things on purpose: warnings are expected.
+	s.allowWarnings = true
 	var victim corev1.Pod
 	s.step(ctx, "delete a primary's pod", 3*time.Minute, vkWant{3, 1, vkImageNew}, func(ctx context.Context) error {
 		p, err := s.primaryPod(ctx)
@@ -214,6 +216,10 @@ type vkScenario struct {
 	begin          time.Time
 	ns, name       string
 	user, password string
+
+	// allowWarnings: Warning events are logged, not failures (steps that break something
+	// on purpose); otherwise a Warning event about the cluster fails the step.
+	allowWarnings bool
 
 	writer      *exec.Cmd
 	writerStart time.Time
@@ -655,7 +661,11 @@ func (s *vkScenario) wantEvents(ctx context.Context, step string, begin time.Tim
 	sort.Strings(summary)
 	t.Logf("%s: events since the change (event objects by reason): %s", step, strings.Join(summary, " "))
 	for _, w := range warnings {
-		t.Logf("%s: warning event %s", step, w)
+		if s.allowWarnings {
+			t.Logf("%s: warning event %s", step, w)
+		} else {
+			t.Errorf("%s: warning event %s", step, w)
+		}
 	}
 	if err != nil {
 		t.Errorf("%s: documented events not emitted: %v (got %v)", step, missing(), summary)
