@@ -2,28 +2,79 @@ package executor
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
-	"github.com/opsuite/suite/shared/nodeagent/nodeagenttest"
 	"github.com/opsuite/suite/shared/testenv"
 )
+
+// testCA writes a self-signed CA and a certificate for 127.0.0.1 signed by it into dir and
+// returns the file paths and a pool trusting the CA. The certificate is for clients too:
+// redis verifies the peer on every cluster-bus connection whatever tls-auth-clients says,
+// so shared/nodeagent/nodeagenttest's server-only certificate cannot serve here.
+func testCA(t *testing.T, dir string) (certFile, keyFile, caFile string, pool *x509.CertPool) {
+	t.Helper()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey, srvKey := newKey(), newKey()
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	srvTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "valkey"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(ca)
+	return write("tls.crt", "CERTIFICATE", srvDER), write("tls.key", "EC PRIVATE KEY", keyDER), write("ca.crt", "CERTIFICATE", caDER), pool
+}
 
 // TestRebalancesWithACLAndTLS forms and rescales a cluster whose servers speak TLS only
 // (clients, cluster bus, replication) and whose default user is off: the executor logs in
 // as its own user and MIGRATE carries that user's AUTH2 to the target.
 func TestRebalancesWithACLAndTLS(t *testing.T) {
-	pki := nodeagenttest.MustPKI(t, "valkey")
-	files, err := pki.WriteFiles(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile, caFile, pool := files.Cert, files.Key, files.CA, pki.Pool
+	certFile, keyFile, caFile, pool := testCA(t, t.TempDir())
 	const user, pass = "valkey-operator", "s3cret-operator"
 	cfg := serverConfig{
 		tls: true,
