@@ -49,17 +49,24 @@ func readKeys(ctx context.Context, t *testing.T, kv valkey.Cluster, n int, when 
 	}
 }
 
-// awaitReplicasInSync waits until every replica's link to its primary is up.
+// awaitReplicasInSync waits until every replica's link to its primary is up and it has
+// caught up with the primary's offset (the tests write nothing meanwhile).
 func awaitReplicasInSync(ctx context.Context, t *testing.T, e *Executor, addrs []string) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, "every replica's link up", func() (bool, string) {
+	testenv.Eventually(t, 30*time.Second, "every replica in sync with its primary", func() (bool, string) {
 		snap, failed := e.Observe(ctx, addrs)
 		if len(failed) > 0 {
 			return false, fmt.Sprint("unreachable: ", failed)
 		}
+		offsets := map[string]int64{}
 		for _, v := range snap.Views {
-			if me, _ := v.Myself(); me.Replica && !v.Repl.MasterLinkUp {
-				return false, fmt.Sprintf("%s: %+v", v.Addr, v.Repl)
+			me, _ := v.Myself()
+			offsets[me.ID] = v.Repl.Offset
+		}
+		for _, v := range snap.Views {
+			me, _ := v.Myself()
+			if me.Replica && (!v.Repl.MasterLinkUp || v.Repl.Offset != offsets[me.PrimaryID]) {
+				return false, fmt.Sprintf("%s: %+v, primary at %d", v.Addr, v.Repl, offsets[me.PrimaryID])
 			}
 		}
 		return true, ""

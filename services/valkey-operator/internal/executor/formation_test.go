@@ -19,6 +19,7 @@ import (
 
 type server struct {
 	member planner.Member
+	dir    string // data directory (nodes.conf)
 	cmd    *exec.Cmd
 	done   chan struct{} // closed once the process is reaped
 }
@@ -46,7 +47,7 @@ func startServersWith(t testing.TB, n int, cfg serverConfig) []*server {
 		// would make one member of two.
 		port, bus := testenv.FreePort(t), testenv.FreePort(t)
 		out = append(out, launch(t, planner.Member{Addr: fmt.Sprintf("127.0.0.1:%d", port), BusPort: bus,
-			Host: fmt.Sprintf("sim-node-%d", i%3)}, cfg))
+			Host: fmt.Sprintf("sim-node-%d", i%3)}, cfg, t.TempDir()))
 	}
 	for _, s := range out {
 		awaitServer(t, s, cfg)
@@ -57,7 +58,16 @@ func startServersWith(t testing.TB, n int, cfg serverConfig) []*server {
 // restart starts a fresh, empty server (new node id) where s ran; s must be stopped.
 func restart(t testing.TB, s *server, cfg serverConfig) *server {
 	t.Helper()
-	n := launch(t, s.member, cfg)
+	n := launch(t, s.member, cfg, t.TempDir())
+	awaitServer(t, n, cfg)
+	return n
+}
+
+// moveTo starts s again from its data directory (same node id) at member m's address,
+// as a pod with a persistent volume coming back with a new IP; s must be stopped.
+func moveTo(t testing.TB, s *server, m planner.Member, cfg serverConfig) *server {
+	t.Helper()
+	n := launch(t, m, cfg, s.dir)
 	awaitServer(t, n, cfg)
 	return n
 }
@@ -75,7 +85,7 @@ func (s *server) stop(t testing.TB) {
 
 // launch starts one redis-server for member m with an empty data directory and stops it
 // (checking it is gone and its port free) at cleanup.
-func launch(t testing.TB, m planner.Member, cfg serverConfig) *server {
+func launch(t testing.TB, m planner.Member, cfg serverConfig, dir string) *server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -83,7 +93,6 @@ func launch(t testing.TB, m planner.Member, cfg serverConfig) *server {
 	}
 	_, portText, _ := net.SplitHostPort(m.Addr)
 	port, _ := strconv.Atoi(portText)
-	dir := t.TempDir()
 	portArgs := []string{"--port", portText}
 	if cfg.tls {
 		portArgs = []string{"--port", "0", "--tls-port", portText}
@@ -97,7 +106,7 @@ func launch(t testing.TB, m planner.Member, cfg serverConfig) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting redis-server: %v", err)
 	}
-	s := &server{member: m, cmd: cmd, done: make(chan struct{})}
+	s := &server{member: m, dir: dir, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait() // killed at cleanup, so its exit status says nothing
 		close(s.done)

@@ -118,7 +118,9 @@ type state struct {
 }
 
 // Compute plans the next pass. The snapshot must hold a view from every desired member and
-// from every non-member node that still owns slots (it is drained before it is forgotten).
+// from every non-member node that still owns slots (it is drained before it is forgotten);
+// the one exception is a primary that owns slots and is failing: then only its takeover is
+// planned (see failingPrimaries), or nothing while the cluster may still fail over itself.
 func Compute(d Desired, s valkey.Snapshot) Plan {
 	if d.MoveBatch <= 0 {
 		d.MoveBatch = 256
@@ -208,7 +210,10 @@ func (st *state) failingPrimaries() bool {
 				ids = append(ids, n.ID)
 			}
 			sp.slots = max(sp.slots, n.SlotTotal())
-			sp.failing = sp.failing && (n.Fail || n.PFail)
+			// Nobody answers as this id: failing once a member flags it, or lost its link
+			// to it, or marked it noaddr (a new node took its address; a noaddr node is
+			// never pinged, so it would never be flagged and its replica never promoted).
+			sp.failing = sp.failing && (n.Fail || n.PFail || n.NoAddr || !n.Connected)
 		}
 	}
 	sort.Strings(ids)
