@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,4 +207,41 @@ func TestFailoverNotReady(t *testing.T) {
 		t.Fatalf("failover with the primary gone: %+v, %v", res, err)
 	}
 	t.Logf("not ready: %s", res.Message)
+}
+
+// TestFailoverTimesOutWithoutQuorum freezes (SIGSTOP) two of three primaries: the replica
+// of the third gets too few votes, its attempt is abandoned, retried while its primary is
+// unchanged, and the failover ends as a typed timeout, not an error.
+func TestFailoverTimesOutWithoutQuorum(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e, _, servers, addrs := formReal(ctx, t, 3, 1)
+	awaitReplicasInSync(ctx, t, e, addrs)
+	snap, _ := e.Observe(ctx, addrs)
+	view := snap.Views[0]
+	primaries := view.Primaries()
+	keep := primaries[0]
+	replica := view.ReplicasOf(keep.ID)[0]
+	var reachable []string
+	for _, s := range servers {
+		n, _ := view.ByAddr(s.member.Addr)
+		if n.Primary && n.ID != keep.ID {
+			if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.cmd.Process.Signal(syscall.SIGCONT) })
+			continue
+		}
+		reachable = append(reachable, s.member.Addr)
+	}
+	start := time.Now()
+	res, err := e.Failover(ctx, replica.Addr, reachable, 15*time.Second)
+	if err != nil || res.Outcome != FailoverTimedOut || res.Sent < 2 || res.Message == "" {
+		t.Fatalf("failover without quorum: %+v, %v; want a timeout after a retried attempt", res, err)
+	}
+	t.Logf("after %s: %+v", time.Since(start).Round(time.Millisecond), res)
+	v, _ := e.views(ctx, []string{replica.Addr}).View(replica.Addr)
+	if me, _ := v.Myself(); !me.Replica || me.PrimaryID != keep.ID {
+		t.Fatalf("%s after the timeout: %+v, want still a replica of %s", replica.Addr, me, keep.ID)
+	}
 }
