@@ -150,22 +150,28 @@ type Summary struct {
 	LostKeys             []string       `json:"lostKeys,omitempty"`
 }
 
+// Span is a stretch of the run.
+type Span struct {
+	StartSeconds float64 `json:"startSeconds"` // since the writer started
+	Seconds      float64 `json:"seconds"`
+}
+
+func (s *Span) span() *Span { return s }
+
 // Window is one stretch of consecutive refused writes, from the first refused attempt to
 // the next acknowledged one (or the end of the run).
 type Window struct {
-	StartSeconds float64 `json:"startSeconds"` // since the writer started
-	Seconds      float64 `json:"seconds"`
-	Refused      int     `json:"refused"`
-	FirstError   string  `json:"firstError"`
+	Span
+	Refused    int    `json:"refused"`
+	FirstError string `json:"firstError"`
 }
 
 // Outage is a span of refused writes with less than outageGap between one refusal and
 // the next, from the start of the first refused attempt to the end of the last.
 type Outage struct {
-	StartSeconds float64 `json:"startSeconds"` // since the writer started
-	Seconds      float64 `json:"seconds"`
-	Refused      int     `json:"refused"`
-	Acked        int     `json:"acked"` // writes acknowledged within the span (other shards)
+	Span
+	Refused int `json:"refused"`
+	Acked   int `json:"acked"` // writes acknowledged within the span (other shards)
 }
 
 // outageGap separates two outages: a second without a refused write.
@@ -297,7 +303,7 @@ func (w *writer) refuse(err error, start, end time.Time) {
 	w.refused++
 	w.closeOutage(start)
 	if w.outage == nil {
-		w.outage = &Outage{StartSeconds: start.Sub(w.begin).Seconds()}
+		w.outage = &Outage{Span: Span{StartSeconds: start.Sub(w.begin).Seconds()}}
 		w.outageAt = start
 	}
 	w.outage.Refused++
@@ -306,7 +312,7 @@ func (w *writer) refuse(err error, start, end time.Time) {
 	// Group errors by kind: addresses, slots and counts differ between occurrences.
 	w.errs[head(digits.ReplaceAllString(msg, "N"), 120)]++
 	if w.open == nil {
-		w.open = &Window{StartSeconds: start.Sub(w.begin).Seconds(), FirstError: head(msg, 200)}
+		w.open = &Window{Span: Span{StartSeconds: start.Sub(w.begin).Seconds()}, FirstError: head(msg, 200)}
 		w.openAt = start
 	}
 	w.open.Refused++
@@ -346,34 +352,34 @@ func (w *writer) summary() Summary {
 	if !w.begin.IsZero() {
 		s.WriteSeconds = round(w.writeFinish.Sub(w.begin).Seconds())
 	}
-	ws := append([]Window(nil), w.windows...)
-	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Seconds > ws[j].Seconds })
-	if len(ws) > 0 {
-		s.LongestRefusalSeconds = round(ws[0].Seconds)
-	}
-	if len(ws) > maxWindows {
-		ws = ws[:maxWindows]
-	}
-	for i := range ws {
-		ws[i].Seconds, ws[i].StartSeconds = round(ws[i].Seconds), round(ws[i].StartSeconds)
-	}
-	s.RefusalWindows = ws
-	outs := append([]Outage(nil), w.outages...)
-	sort.SliceStable(outs, func(i, j int) bool { return outs[i].Seconds > outs[j].Seconds })
-	if len(outs) > 0 {
-		s.LongestOutageSeconds = round(outs[0].Seconds)
-	}
-	if len(outs) > maxWindows {
-		outs = outs[:maxWindows]
-	}
-	for i := range outs {
-		outs[i].Seconds, outs[i].StartSeconds = round(outs[i].Seconds), round(outs[i].StartSeconds)
-	}
-	s.Outages = outs
+	s.RefusalWindows, s.LongestRefusalSeconds = longestFirst(w.windows)
+	s.Outages, s.LongestOutageSeconds = longestFirst(w.outages)
 	if len(s.Errors) == 0 {
 		s.Errors = nil
 	}
 	return s
+}
+
+// longestFirst returns the maxWindows longest spans, longest first, with their times
+// rounded, and the longest length.
+func longestFirst[T any, P interface {
+	*T
+	span() *Span
+}](in []T) ([]T, float64) {
+	out := append([]T(nil), in...)
+	sort.SliceStable(out, func(i, j int) bool { return P(&out[i]).span().Seconds > P(&out[j]).span().Seconds })
+	longest := 0.0
+	if len(out) > 0 {
+		longest = round(P(&out[0]).span().Seconds)
+	}
+	if len(out) > maxWindows {
+		out = out[:maxWindows]
+	}
+	for i := range out {
+		sp := P(&out[i]).span()
+		sp.Seconds, sp.StartSeconds = round(sp.Seconds), round(sp.StartSeconds)
+	}
+	return out, longest
 }
 
 func round(s float64) float64 { return float64(int64(s*1000+0.5)) / 1000 }
