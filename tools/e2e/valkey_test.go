@@ -115,7 +115,7 @@ func TestValkeyScenario(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), s.ns, metav1.DeleteOptions{})
 	})
-	s.step(ctx, "create 3x1", 4*time.Minute, vkWant{3, 1, vkImageOld}, func(ctx context.Context) error {
+	s.step(ctx, "create 3x1", 4*time.Minute, vkWant{3, 1, vkImageOld, ""}, func(ctx context.Context) error {
 		return s.apply(ctx, vkManifest())
 	}, valkeyv1.EventServiceCreated, valkeyv1.EventConfigMapCreated, valkeyv1.EventInternalSecretsCreated,
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventPodDisruptionBudgetCreated, valkeyv1.EventClusterMeetBatch,
@@ -128,16 +128,16 @@ func TestValkeyScenario(t *testing.T) {
 	}
 	s.startWriter(ctx, bin)
 
-	s.step(ctx, "scale out to 4x1", 4*time.Minute, vkWant{4, 1, vkImageOld}, s.patch(`{"spec":{"shards":4}}`),
+	s.step(ctx, "scale out to 4x1", 4*time.Minute, vkWant{4, 1, vkImageOld, valkeyv1.ReasonRebalancingSlots}, s.patch(`{"spec":{"shards":4}}`),
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventClusterMeetBatch, valkeyv1.EventSlotsRebalancing,
 		valkeyv1.EventReplicaCreated, valkeyv1.EventClusterReady)
-	s.step(ctx, "scale out to 5x2", 4*time.Minute, vkWant{5, 2, vkImageOld}, s.patch(`{"spec":{"shards":5,"replicas":2}}`),
+	s.step(ctx, "scale out to 5x2", 4*time.Minute, vkWant{5, 2, vkImageOld, valkeyv1.ReasonRebalancingSlots}, s.patch(`{"spec":{"shards":5,"replicas":2}}`),
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventClusterMeetBatch, valkeyv1.EventSlotsRebalancing,
 		valkeyv1.EventReplicaCreated, valkeyv1.EventClusterReady)
-	s.step(ctx, "scale in to 3x1", 4*time.Minute, vkWant{3, 1, vkImageOld}, s.patch(`{"spec":{"shards":3,"replicas":1}}`),
+	s.step(ctx, "scale in to 3x1", 4*time.Minute, vkWant{3, 1, vkImageOld, valkeyv1.ReasonRebalancingSlots}, s.patch(`{"spec":{"shards":3,"replicas":1}}`),
 		valkeyv1.EventSlotsDraining, valkeyv1.EventValkeyNodeDeleted, valkeyv1.EventClusterReady)
 	before := s.podUIDs(ctx)
-	s.step(ctx, "roll the image to "+vkImageNew, 5*time.Minute, vkWant{3, 1, vkImageNew}, s.patch(`{"spec":{"image":"`+vkImageNew+`"}}`),
+	s.step(ctx, "roll the image to "+vkImageNew, 5*time.Minute, vkWant{3, 1, vkImageNew, valkeyv1.ReasonUpdatingNodes}, s.patch(`{"spec":{"image":"`+vkImageNew+`"}}`),
 		valkeyv1.EventValkeyNodeUpdated, valkeyv1.EventFailoverInitiated, valkeyv1.EventFailoverCompleted,
 		valkeyv1.EventClusterReady)
 	for name, uid := range s.podUIDs(ctx) {
@@ -149,7 +149,7 @@ func TestValkeyScenario(t *testing.T) {
 	// From here on the steps break things on purpose: warnings are expected.
 	s.allowWarnings = true
 	var victim corev1.Pod
-	s.step(ctx, "delete a primary's pod", 3*time.Minute, vkWant{3, 1, vkImageNew}, func(ctx context.Context) error {
+	s.step(ctx, "delete a primary's pod", 3*time.Minute, vkWant{3, 1, vkImageNew, ""}, func(ctx context.Context) error {
 		p, err := s.primaryPod(ctx)
 		if err != nil {
 			return err
@@ -177,7 +177,7 @@ func TestValkeyScenario(t *testing.T) {
 		t.Errorf("pod %s was not replaced after its deletion (err %v)", victim.Name, err)
 	}
 
-	s.step(ctx, "kill the operator in the middle of a rebalance to 4x1", 4*time.Minute, vkWant{4, 1, vkImageNew}, s.scaleAndKillOperator,
+	s.step(ctx, "kill the operator in the middle of a rebalance to 4x1", 4*time.Minute, vkWant{4, 1, vkImageNew, ""}, s.scaleAndKillOperator,
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventSlotsRebalancing, valkeyv1.EventClusterReady)
 
 	sum := s.stopWriter()
@@ -194,10 +194,12 @@ func TestValkeyScenario(t *testing.T) {
 	t.Logf("Valkey scenario: %s in all", since(s.begin))
 }
 
-// vkWant is the cluster a step must reach; an empty image is not checked.
+// vkWant is the cluster a step must reach (an empty image is not checked) and the
+// Progressing reason it must be seen going through on the way ("" for none).
 type vkWant struct {
 	shards, replicas int
 	image            string
+	through          string
 }
 
 // vkScenario drives one ValkeyCluster (name in namespace ns); user and password log
@@ -236,6 +238,9 @@ func (s *vkScenario) step(ctx context.Context, name string, timeout time.Duratio
 	}
 	seen := s.waitReady(ctx, name, timeout, want)
 	t.Logf("%s: Ready after %s; states seen: %s", name, since(begin), strings.Join(seen, " -> "))
+	if want.through != "" && !slices.ContainsFunc(seen, func(l string) bool { return strings.Contains(l, "(Progressing "+want.through+")") }) {
+		t.Errorf("%s: Progressing=True with reason %s was never seen on the way to Ready", name, want.through)
+	}
 	if _, err := kubectl(ctx, "wait", "--for=condition=Ready", "vkc/"+s.name, "-n", s.ns, "--timeout=30s"); err != nil {
 		t.Errorf("%s: kubectl wait --for=condition=Ready: %v", name, err)
 	}
@@ -894,7 +899,7 @@ func (s *vkScenario) steady(ctx context.Context, d time.Duration) {
 	if c, err := s.cluster(ctx); err == nil && c.ResourceVersion != rv {
 		t.Logf("steady cluster: the ValkeyCluster was written during those %s (resourceVersion %s -> %s)", d, rv, c.ResourceVersion)
 	}
-	if w, err := s.apiReady(ctx, vkWant{4, 1, vkImageNew}); err != nil || w != "" {
+	if w, err := s.apiReady(ctx, vkWant{4, 1, vkImageNew, ""}); err != nil || w != "" {
 		t.Errorf("the cluster left Ready while steady: %s %v", w, err)
 	}
 }
@@ -1137,7 +1142,7 @@ func TestValkeySamples(t *testing.T) {
 	demo := &vkScenario{t: t, begin: begin, ns: "default", name: "demo"}
 	users := &vkScenario{t: t, begin: begin, ns: "default", name: "demo-users", user: "app", password: decoded("demo-users-passwords", "app")}
 	for _, s := range []*vkScenario{demo, users} {
-		seen := s.waitReady(ctx, s.name, 5*time.Minute, vkWant{3, 1, ""})
+		seen := s.waitReady(ctx, s.name, 5*time.Minute, vkWant{3, 1, "", ""})
 		t.Logf("sample %s Ready after %s; states seen: %s", s.name, since(begin), strings.Join(seen, " -> "))
 		s.wantEvents(ctx, s.name, begin, []string{valkeyv1.EventClusterReady})
 		s.checkRoles(ctx, s.name)
