@@ -423,23 +423,10 @@ type Cluster interface {
 
 type cluster struct{ c valkeygo.Client }
 
-// DialCluster opens a cluster-mode client seeded with addrs.
+// DialCluster opens a cluster-mode client seeded with addrs, with valkey-go's defaults for
+// timeouts and slot-map refreshes (DialClusterData tunes them).
 func DialCluster(addrs []string, o Options) (Cluster, error) {
-	if o.DialTimeout == 0 {
-		o.DialTimeout = 5 * time.Second
-	}
-	c, err := valkeygo.NewClient(valkeygo.ClientOption{
-		InitAddress:  addrs,
-		DisableCache: true,
-		Username:     o.Username,
-		Password:     o.Password,
-		Dialer:       net.Dialer{Timeout: o.DialTimeout},
-		TLSConfig:    o.TLS,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to cluster %v: %w", addrs, err)
-	}
-	return &cluster{c: c}, nil
+	return DialClusterData(addrs, DataOptions{Options: o})
 }
 
 func (c *cluster) Set(ctx context.Context, key, value string) error {
