@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -234,5 +235,46 @@ func TestMemberAtNewAddressIsMetAgain(t *testing.T) {
 	p = Compute(d, snap)
 	if len(p.Steps) != 1 || p.Steps[0].String() != (Step{Op: Meet, On: moved, Addr: seed}).String() {
 		t.Fatalf("plan %v wait %q, want MEET %s from %s", p.Steps, p.Wait, seed, moved)
+	}
+}
+
+// TestSimulationRandomFailures kills random members of clusters with replicas, one at a
+// time: a dead primary is either failed over by the cluster itself or, its quorum lost,
+// taken over by the planner once TakeoverAfter passed; the pod then comes back empty with a
+// new id. Plans are interrupted at random. Every round ends converged, with the dead ids
+// forgotten and no key lost.
+func TestSimulationRandomFailures(t *testing.T) {
+	for seed := int64(1); seed <= 4; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		shards, replicas := 2+rng.Intn(3), 1+rng.Intn(2)
+		d := Desired{Shards: shards, Replicas: replicas, Members: pool(shards * (1 + replicas))}
+		c := newSim()
+		converge(t, c, d, runOpts{})
+		c.writeKeys(2)
+		takeovers := 0
+		for round := 0; round < 6; round++ {
+			victim := d.Members[rng.Intn(len(d.Members))].Addr
+			n := c.kill(victim)
+			if n.replicaOf == "" {
+				var reps []*simNode
+				for _, a := range sortedAddrs(c) {
+					if c.nodes[a].replicaOf == n.id {
+						reps = append(reps, c.nodes[a])
+					}
+				}
+				if len(reps) == 0 {
+					t.Fatalf("seed %d round %d: primary %s had no replica", seed, round, victim)
+				}
+				if rng.Intn(2) == 0 {
+					c.promote(reps[rng.Intn(len(reps))]) // the cluster's own election
+				} else {
+					c.now = c.now.Add(2 * DefaultTakeoverAfter)
+					takeovers++
+				}
+			}
+			converge(t, c, d, runOpts{rng: rng, interrupt: true})
+			checkConverged(t, c, d)
+		}
+		t.Logf("seed %d: %dx%d survived 6 failures, %d by takeover", seed, shards, replicas, takeovers)
 	}
 }
