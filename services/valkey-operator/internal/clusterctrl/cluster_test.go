@@ -190,7 +190,7 @@ func TestClusterLifecycle(t *testing.T) {
 	if err := c.Update(ctx, &cur); err != nil {
 		t.Fatal(err)
 	}
-	got = waitReady(t, f, "demo", 180*time.Second)
+	waitReady(t, f, "demo", 180*time.Second)
 	if n := f.restarts - restarts; n != 6 {
 		t.Errorf("rolling update restarted %d servers, want 6", n)
 	}
@@ -292,4 +292,54 @@ func assertTopology(t *testing.T, f *fleet, shards, replicas int) {
 			t.Errorf("%s sees %d primaries and %d nodes, want %d and %d", addr, owners, len(v.Nodes), shards, shards*(1+replicas))
 		}
 	}
+}
+
+// TestKilledPrimaryRecovers kills a primary's server and brings it back empty on the same
+// address (a pod without persistence replaced at its old IP): the replica takes over (the
+// cluster's own failover, or a takeover), the empty node rejoins as a replica, the dead id
+// is forgotten, and every key is still there.
+func TestKilledPrimaryRecovers(t *testing.T) {
+	c := env.Client
+	ns := testenv.NewNamespace(t, c, "vkc-kill")
+	f := newFleet(t, c, ns)
+	startController(t, f)
+	ctx := context.Background()
+	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: ns}, Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, Replicas: 1}}
+	if err := c.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, f, "k", 90*time.Second)
+	keys := writeKeys(t, f.seeds(), "k", 2000)
+
+	victim := ""
+	for _, name := range []string{"k-0-0", "k-0-1", "k-1-0", "k-1-1"} {
+		conn, err := valkey.Dial(f.server(name).Addr, valkey.Options{DialTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := conn.ClusterNodes(ctx)
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if me, _ := v.Myself(); me.Primary && me.SlotTotal() > 0 {
+			victim = name
+			break
+		}
+	}
+	if victim == "" {
+		t.Fatal("no primary among the first two shards")
+	}
+	killed := time.Now()
+	f.down(ctx, victim)
+	f.server(victim).Stop()
+	// The operator promotes the replica while the pod is gone (the local cluster brings a
+	// pod back in about 6 s): no waiting for the cluster's election.
+	wantEvents(t, f, "k", map[string]int{valkeyv1.EventReplicasTakenOver: 1})
+	t.Logf("replica promoted %s after the kill", time.Since(killed).Round(time.Millisecond))
+	f.server(victim).Wipe()
+	waitReady(t, f, "k", 120*time.Second)
+	t.Logf("killed primary %s (back empty at its address): Ready again after %s", victim, time.Since(killed).Round(time.Millisecond))
+	assertTopology(t, f, 3, 1)
+	readKeys(t, f.seeds(), keys)
 }

@@ -97,7 +97,7 @@ func (f *fleet) sync(ctx context.Context) {
 		f.mu.Lock()
 		f.servers[n.Name], f.served[n.Name] = s, n.Generation
 		f.mu.Unlock()
-		f.report(ctx, n)
+		f.report(ctx, n, s)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -109,9 +109,32 @@ func (f *fleet) sync(ctx context.Context) {
 	}
 }
 
+// down reports a node not ready, as the node controller does when its pod goes away; the
+// next sync reports it ready again.
+func (f *fleet) down(ctx context.Context, name string) {
+	f.t.Helper()
+	var n valkeyv1.ValkeyNode
+	if err := f.c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &n); err != nil {
+		f.t.Fatal(err)
+	}
+	n.Status.Ready = false
+	conditions.Set(&n.Status.Conditions, metav1.Condition{Type: valkeyv1.NodeConditionReady, Status: metav1.ConditionFalse, Reason: valkeyv1.NodeReasonPodNotReady, Message: "Pod is being replaced"}, n.Generation)
+	if err := f.c.Status().Update(ctx, &n); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // report writes a node's status as the node controller would.
-func (f *fleet) report(ctx context.Context, n *valkeyv1.ValkeyNode) {
+func (f *fleet) report(ctx context.Context, n *valkeyv1.ValkeyNode, s *valkeytest.Server) {
 	want := n.DeepCopy()
+	if conn, err := valkey.Dial(s.Addr, valkey.Options{DialTimeout: time.Second}); err == nil {
+		if v, err := conn.ClusterNodes(ctx); err == nil {
+			if me, ok := v.Myself(); ok {
+				want.Status.ValkeyNodeID = me.ID
+			}
+		}
+		conn.Close()
+	}
 	want.Status.Ready = true
 	want.Status.PodIP = "127.0.0.1"
 	want.Status.PodName = n.Name + "-0"
@@ -128,7 +151,11 @@ func (f *fleet) report(ctx context.Context, n *valkeyv1.ValkeyNode) {
 }
 
 func equalStatus(a, b valkeyv1.ValkeyNodeStatus) bool {
-	return a.Ready == b.Ready && a.PodIP == b.PodIP && a.NodeName == b.NodeName && a.ObservedGeneration == b.ObservedGeneration && len(a.Conditions) == len(b.Conditions)
+	ra, rb := conditions.Get(a.Conditions, valkeyv1.NodeConditionReady), conditions.Get(b.Conditions, valkeyv1.NodeConditionReady)
+	if (ra == nil) != (rb == nil) || (ra != nil && ra.Status != rb.Status) {
+		return false
+	}
+	return a.Ready == b.Ready && a.ValkeyNodeID == b.ValkeyNodeID && a.PodIP == b.PodIP && a.NodeName == b.NodeName && a.ObservedGeneration == b.ObservedGeneration && len(a.Conditions) == len(b.Conditions)
 }
 
 // startController runs the cluster controller against the fleet, without credentials

@@ -13,7 +13,7 @@ import (
 
 // steadyResync is how often a converged cluster is observed again, reading only: a member
 // can fail without any Kubernetes object changing.
-const steadyResync = time.Minute
+const steadyResync = 15 * time.Second
 
 // roll updates one outdated ValkeyNode per pass, replicas before primaries, after a
 // proactive failover away from a primary that has an in-sync replica. It runs only on a

@@ -28,14 +28,20 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 	}
 	exec := p.ctl.executorFor(c, opts, p.now)
 
+	// Every member with an address is observed, ready or not: a pod being replaced may
+	// already answer (empty, under a new id) and its shard must be recovered first.
 	var addrs []string
 	for _, m := range append(append([]member(nil), set.desired...), set.removed...) {
-		if m.addr != "" && (m.want == nil || m.ready()) {
+		if m.addr != "" {
 			addrs = append(addrs, m.addr)
 		}
 	}
 	snap, unreachable := exec.Observe(ctx, addrs)
 	p.observe(snap, set)
+	if p.takeOverLost(ctx, exec, snap, set, unreachable) {
+		p.progress, p.progressMsg = valkeyv1.ReasonReconciling, "Promoted replicas of lost primaries"
+		return time.Second
+	}
 
 	// Members still to come: wait for their pods (a first creation, a scale-out, a pod
 	// being replaced).
@@ -90,14 +96,7 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 
 // observe fills the status numbers from the first member that answered.
 func (p *pass) observe(snap valkey.Snapshot, set nodeSet) {
-	var seed valkey.View
-	found := false
-	for _, m := range set.desired {
-		if v, ok := snap.View(m.addr); ok && m.addr != "" {
-			seed, found = v, true
-			break
-		}
-	}
+	seed, found := p.seedView(snap, set)
 	if !found {
 		return
 	}
@@ -117,7 +116,7 @@ func (p *pass) observe(snap valkey.Snapshot, set nodeSet) {
 		p.shards++
 		healthy := 0
 		for _, r := range seed.ReplicasOf(n.ID) {
-			if r.Healthy() {
+			if r.Healthy() && inSync(snap, r.ID) {
 				healthy++
 			}
 		}
@@ -125,6 +124,18 @@ func (p *pass) observe(snap valkey.Snapshot, set nodeSet) {
 			p.readyShards++
 		}
 	}
+}
+
+// inSync: the replica id answered and its link to its primary is up with no full sync
+// running. Until then it holds no copy of the shard (a first sync can take seconds:
+// diskless syncs wait for more replicas), and the shard is not ready.
+func inSync(snap valkey.Snapshot, id string) bool {
+	for _, v := range snap.Views {
+		if me, ok := v.Myself(); ok && me.ID == id {
+			return v.Repl.MasterLinkUp && !v.Repl.SyncInProgress
+		}
+	}
+	return false
 }
 
 // waitForMembers sets the conditions of a cluster waiting for member pods.

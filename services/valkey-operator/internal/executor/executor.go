@@ -90,7 +90,12 @@ func (e *Executor) Observe(ctx context.Context, addrs []string) (valkey.Snapshot
 	// pong any member got from it, whichever is earlier: the latter survives an operator
 	// restart.
 	for _, v := range snap.Views {
-		for _, n := range v.Failed() {
+		for _, n := range v.Nodes {
+			// A lost link or a noaddr mark (a new node took its address) counts as well:
+			// such a node is never pinged, so it may never be flagged fail.
+			if !n.Fail && !n.PFail && !n.NoAddr && (n.Connected || n.Myself) {
+				continue
+			}
 			since, ok := snap.FailSince[n.ID]
 			if !ok {
 				if since, ok = e.failSince[n.ID]; !ok {
