@@ -3,6 +3,7 @@ package clusterctrl_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,7 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 	}
 	keys := writeKeys(t, f.seeds(), "a", 2000)
+	assertShardsFollowNames(t, f, 3)
 
 	// Steady: no events, no writes for a while (after the recorder flushed the ones above).
 	before := eventReasons(t, c, ns, "demo")
@@ -342,4 +344,41 @@ func TestKilledPrimaryRecovers(t *testing.T) {
 	t.Logf("killed primary %s (back empty at its address): Ready again after %s", victim, time.Since(killed).Round(time.Millisecond))
 	assertTopology(t, f, 3, 1)
 	readKeys(t, f.seeds(), keys)
+}
+
+// assertShardsFollowNames checks that a freshly formed cluster serves each shard from the
+// ValkeyNodes named after it: index 0 primary, the others its replicas.
+func assertShardsFollowNames(t *testing.T, f *fleet, shards int) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	idOf := map[string]string{}
+	views := map[string]valkey.View{}
+	for name, s := range f.servers {
+		conn, err := valkey.Dial(s.Addr, valkey.Options{DialTimeout: time.Second})
+		if err != nil {
+			t.Fatalf("dial %s: %v", name, err)
+		}
+		v, err := conn.ClusterNodes(context.Background())
+		conn.Close()
+		if err != nil {
+			t.Fatalf("CLUSTER NODES on %s: %v", name, err)
+		}
+		me, _ := v.Myself()
+		idOf[name], views[name] = me.ID, v
+	}
+	for name, v := range views {
+		me, _ := v.Myself()
+		var shard, index int
+		if _, err := fmt.Sscanf(name[strings.LastIndex(name[:strings.LastIndex(name, "-")], "-")+1:], "%d-%d", &shard, &index); err != nil {
+			t.Fatalf("node name %s: %v", name, err)
+		}
+		primary := fmt.Sprintf("%s-%d-0", name[:strings.LastIndex(name[:strings.LastIndex(name, "-")], "-")], shard)
+		switch {
+		case index == 0 && !me.Primary:
+			t.Errorf("%s is not the primary of its shard", name)
+		case index > 0 && me.PrimaryID != idOf[primary]:
+			t.Errorf("%s replicates %s, not %s", name, me.PrimaryID, primary)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,7 +64,8 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 
 	d := planner.Desired{Shards: int(c.Spec.Shards), Replicas: int(c.Spec.Replicas)}
 	for _, m := range set.desired {
-		d.Members = append(d.Members, planner.Member{Addr: m.addr, BusPort: p.ctl.cfg.BusPort(m.node), Host: m.node.Status.NodeName})
+		d.Members = append(d.Members, planner.Member{Addr: m.addr, BusPort: p.ctl.cfg.BusPort(m.node), Host: m.node.Status.NodeName,
+			Shard: strconv.Itoa(int(m.node.Spec.ShardIndex)), PreferPrimary: m.node.Spec.NodeIndex == 0})
 	}
 	plan := planner.Compute(d, snap)
 	switch {

@@ -204,8 +204,25 @@ func setup(mgr ctrl.Manager, cfg Config) (*Reconciler, error) {
 		Watches(&corev1.Pod{}, byLabel).
 		Watches(&corev1.ConfigMap{}, r.referencing(indexConfigMap)).
 		Watches(&corev1.Secret{}, r.referencing(indexACLSecret)).
+		// A failover changes roles without touching any Kubernetes object; the cluster
+		// controller's status changes with each topology step, so its nodes look again
+		// then instead of at the next resync.
+		Watches(&valkeyv1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterNodes)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cfg.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// clusterNodes maps a ValkeyCluster to its ValkeyNodes.
+func (r *Reconciler) clusterNodes(ctx context.Context, o client.Object) []reconcile.Request {
+	var list valkeyv1.ValkeyNodeList
+	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{resources.LabelCluster: o.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, n := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: n.Namespace, Name: n.Name}})
+	}
+	return out
 }
 
 func nonEmpty(s string) []string {

@@ -17,6 +17,12 @@ type Member struct {
 	Addr    string // host:port clients and the operator use
 	BusPort int    // 0: the server default (port + 10000)
 	Host    string // the machine it runs on; replicas go to primaries on other hosts
+	// Shard groups the members meant to form one shard ("" for none): replicas go to the
+	// primary of their own shard when the hosts allow, so the shard a member is named
+	// after is the one it serves. A hint only: running topology is never churned for it.
+	Shard string
+	// PreferPrimary marks the member to make primary when its shard needs one.
+	PreferPrimary bool
 }
 
 // Desired is the shape the cluster should have.
@@ -111,10 +117,13 @@ type state struct {
 	idOf    map[string]string // member addr -> id
 	addrOf  map[string]string // any id -> addr
 	hostOf  map[string]string // member id -> host
-	seed    valkey.View
-	plan    Plan
-	reset   map[string]bool                      // member addresses reset in this pass
-	owners  map[string]*[valkey.SlotCount]string // per view address, computed once
+	// shardOf and preferPrimary are the members' hints, by id.
+	shardOf       map[string]string
+	preferPrimary map[string]bool
+	seed          valkey.View
+	plan          Plan
+	reset         map[string]bool                      // member addresses reset in this pass
+	owners        map[string]*[valkey.SlotCount]string // per view address, computed once
 }
 
 // Compute plans the next pass. The snapshot must hold a view from every desired member and
@@ -126,7 +135,8 @@ func Compute(d Desired, s valkey.Snapshot) Plan {
 		d.MoveBatch = 256
 	}
 	st := &state{d: d, s: s, isMem: map[string]bool{}, idOf: map[string]string{},
-		addrOf: map[string]string{}, hostOf: map[string]string{}, reset: map[string]bool{}, owners: map[string]*[valkey.SlotCount]string{}}
+		addrOf: map[string]string{}, hostOf: map[string]string{}, reset: map[string]bool{}, owners: map[string]*[valkey.SlotCount]string{},
+		shardOf: map[string]string{}, preferPrimary: map[string]bool{}}
 	st.members = append([]Member(nil), d.Members...)
 	sort.Slice(st.members, func(i, j int) bool { return st.members[i].Addr < st.members[j].Addr })
 	for _, v := range s.Views {
@@ -151,6 +161,7 @@ func Compute(d Desired, s valkey.Snapshot) Plan {
 		}
 		me, _ := v.Myself()
 		st.idOf[m.Addr], st.isMem[me.ID], st.hostOf[me.ID] = me.ID, true, m.Host
+		st.shardOf[me.ID], st.preferPrimary[me.ID] = m.Shard, m.PreferPrimary
 	}
 	if len(st.members) == 0 {
 		return Plan{Wait: "no members"}
@@ -549,17 +560,38 @@ func (st *state) choosePrimaries() (primaries, draining []primary) {
 		}
 		candidates = append(candidates, id)
 	}
+	// A shard (by hint) that has a primary needs no other.
+	usedShard := map[string]bool{}
+	for _, p := range primaries {
+		if sh := st.shardOf[p.id]; sh != "" {
+			usedShard[sh] = true
+		}
+	}
 	for len(primaries) < st.d.Shards && len(candidates) > 0 {
-		pick := 0
+		// Hosts first (a primary per machine survives a machine loss), then the hints: a
+		// shard without a primary yet, its preferred member.
+		pick, best := 0, -1
 		for i, id := range candidates {
+			score := 0
 			if !usedHost[st.hostOf[id]] {
-				pick = i
-				break
+				score += 4
+			}
+			if sh := st.shardOf[id]; sh != "" && !usedShard[sh] {
+				score += 2
+			}
+			if st.preferPrimary[id] {
+				score++
+			}
+			if score > best {
+				pick, best = i, score
 			}
 		}
 		id := candidates[pick]
 		candidates = append(candidates[:pick], candidates[pick+1:]...)
 		usedHost[st.hostOf[id]] = true
+		if sh := st.shardOf[id]; sh != "" {
+			usedShard[sh] = true
+		}
 		primaries = append(primaries, primary{id: id, first: valkey.SlotCount})
 	}
 	if len(primaries) < st.d.Shards {
@@ -755,10 +787,15 @@ func (st *state) replicas(primaries []primary) {
 	for j := range holder {
 		holder[j] = -1
 	}
+	// Two rounds: seats of the member's own shard first, then any seat on another host.
+	sameShard := true
 	var try func(i int, seen []bool) bool
 	try = func(i int, seen []bool) bool {
 		for j, pid := range seats {
 			if seen[j] || st.hostOf[pid] == free[i].Host {
+				continue
+			}
+			if sameShard && (free[i].Shard == "" || st.shardOf[pid] != free[i].Shard) {
 				continue
 			}
 			seen[j] = true
@@ -771,6 +808,12 @@ func (st *state) replicas(primaries []primary) {
 	}
 	for i := range free {
 		try(i, make([]bool, len(seats)))
+	}
+	sameShard = false
+	for i := range free {
+		if seatOf[i] < 0 {
+			try(i, make([]bool, len(seats)))
+		}
 	}
 	for i := range free {
 		for j := range seats {
