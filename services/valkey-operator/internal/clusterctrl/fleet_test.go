@@ -23,7 +23,7 @@ import (
 
 // fleet plays the node controller and the kubelet for the ValkeyNodes of one namespace.
 type fleet struct {
-	t  *testing.T
+	t  testing.TB
 	c  client.Client
 	ns string
 
@@ -36,7 +36,7 @@ type fleet struct {
 	unreachable map[string]string
 }
 
-func newFleet(t *testing.T, c client.Client, ns string) *fleet {
+func newFleet(t testing.TB, c client.Client, ns string) *fleet {
 	return &fleet{t: t, c: c, ns: ns, servers: map[string]*valkeytest.Server{}, served: map[string]int64{}, unreachable: map[string]string{}}
 }
 
@@ -173,7 +173,7 @@ func startController(t *testing.T, f *fleet) {
 }
 
 // waitReady drives the fleet until the cluster is Ready for its current generation.
-func waitReady(t *testing.T, f *fleet, name string, timeout time.Duration) *valkeyv1.ValkeyCluster {
+func waitReady(t testing.TB, f *fleet, name string, timeout time.Duration) *valkeyv1.ValkeyCluster {
 	t.Helper()
 	ctx := context.Background()
 	var vc valkeyv1.ValkeyCluster
@@ -190,7 +190,7 @@ func waitReady(t *testing.T, f *fleet, name string, timeout time.Duration) *valk
 }
 
 // eventReasons counts the distinct events recorded about the cluster, by reason.
-func eventReasons(t *testing.T, c client.Client, ns, name string) map[string]int {
+func eventReasons(t testing.TB, c client.Client, ns, name string) map[string]int {
 	t.Helper()
 	var list eventsv1.EventList
 	if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
