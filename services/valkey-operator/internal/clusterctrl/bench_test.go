@@ -8,6 +8,7 @@ package clusterctrl_test
 //	VALKEY_BENCH_RSS_CLUSTERS    3x0 clusters formed in BenchmarkRSS20Clusters (default 20)
 //	VALKEY_BENCH_STEADY_PASSES   annotation-triggered passes in BenchmarkSteadyWrites (default 5)
 //	VALKEY_BENCH_STEADY_RESYNCS  15 s resync periods BenchmarkSteadyWrites also sits through (default 1)
+//	VALKEY_BENCH_HEAP_PROFILE    file BenchmarkRSS20Clusters writes the live heap to, all clusters Ready
 //
 // Each op runs in a fresh namespace with its own manager restricted to it, so clusters of
 // earlier ops (whose namespaces never go without kube-controller-manager) cost nothing.
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -338,6 +340,9 @@ func BenchmarkRSS20Clusters(b *testing.B) {
 		b.StopTimer()
 		r, h = memory(b)
 		rss, heap = rss+r, heap+h
+		if path := os.Getenv("VALKEY_BENCH_HEAP_PROFILE"); path != "" {
+			writeHeapProfile(b, path)
+		}
 		for _, name := range names {
 			f.retire(ctx, name)
 		}
@@ -349,6 +354,19 @@ func BenchmarkRSS20Clusters(b *testing.B) {
 	// The same with the controller started and no cluster yet: the test's own share.
 	b.ReportMetric(rss0/float64(b.N), "MiB-RSS-idle")
 	b.ReportMetric(heap0/float64(b.N), "MiB-heap-idle")
+}
+
+// writeHeapProfile writes the live heap (after memory's GC) to path, for go tool pprof.
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	out, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	if err := pprof.Lookup("heap").WriteTo(out, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // memory is the process's RSS and live Go heap in MiB, after a GC.
