@@ -57,6 +57,7 @@ func settled(t *testing.T, f *fleet, name string) {
 // TestMissingPasswordSecret: a user whose password Secret does not exist stops the pass
 // with UsersACLError naming the user and the Secret; creating it lets the cluster form.
 func TestMissingPasswordSecret(t *testing.T) {
+	t.Parallel()
 	c := env.Client
 	ns := testenv.NewNamespace(t, c, "vkc-pw")
 	f := newFleet(t, c, ns)
@@ -101,6 +102,7 @@ func TestMissingPasswordSecret(t *testing.T) {
 // TestForeignInternalSecret: a Secret of the internal Secret's name that the cluster does
 // not own is never taken over: SystemUsersACLError and one Warning event.
 func TestForeignInternalSecret(t *testing.T) {
+	t.Parallel()
 	c := env.Client
 	ns := testenv.NewNamespace(t, c, "vkc-foreign")
 	f := newFleet(t, c, ns)
@@ -125,6 +127,7 @@ func TestForeignInternalSecret(t *testing.T) {
 // TestUnreachableMember: a member whose pod is ready but does not answer keeps the
 // cluster waiting with a message naming it, without a hot loop.
 func TestUnreachableMember(t *testing.T) {
+	t.Parallel()
 	c := env.Client
 	ns := testenv.NewNamespace(t, c, "vkc-unreach")
 	f := newFleet(t, c, ns)

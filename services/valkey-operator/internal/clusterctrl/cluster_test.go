@@ -100,6 +100,7 @@ func wantEvents(t *testing.T, f *fleet, name string, want map[string]int) {
 // TestClusterLifecycle forms 3x1 from real redis-servers, scales to 4x1 and back, rolls
 // an image change with proactive failovers, and reads every key back after each step.
 func TestClusterLifecycle(t *testing.T) {
+	t.Parallel()
 	c := env.Client
 	ns := testenv.NewNamespace(t, c, "vkc")
 	f := newFleet(t, c, ns)
@@ -157,7 +158,7 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	var steady valkeyv1.ValkeyCluster
 	if err := c.Get(ctx, client.ObjectKeyFromObject(vc), &steady); err != nil || steady.ResourceVersion != rv {
-		t.Errorf("a steady cluster was written (resourceVersion %s -> %s, %v)", rv, steady.ResourceVersion, err)
+		t.Errorf("a steady cluster was written (resourceVersion %s -> %s, %v):\nbefore %+v\nafter  %+v", rv, steady.ResourceVersion, err, got.Status, steady.Status)
 	}
 
 	// Scale out: 4 shards, slots rebalanced, keys still there.
@@ -216,6 +217,7 @@ func scale(t *testing.T, c client.Client, ns, name string, shards, replicas int3
 // moving, then changes the replicas per shard both ways: every step ends Ready with no
 // empty shard, no slot mid-move and every key still there.
 func TestScaleRevertedHalfway(t *testing.T) {
+	t.Parallel()
 	c := env.Client
 	ns := testenv.NewNamespace(t, c, "vkc-revert")
 	f := newFleet(t, c, ns)
@@ -301,6 +303,7 @@ func assertTopology(t *testing.T, f *fleet, shards, replicas int) {
 // cluster's own failover, or a takeover), the empty node rejoins as a replica, the dead id
 // is forgotten, and every key is still there.
 func TestKilledPrimaryRecovers(t *testing.T) {
+	t.Parallel()
 	c := env.Client
 	ns := testenv.NewNamespace(t, c, "vkc-kill")
 	f := newFleet(t, c, ns)

@@ -123,6 +123,27 @@ type Controller struct {
 	// since when a node is failing (the planner's takeover clock), and reconnecting every
 	// pass would cost each member a login.
 	members map[types.UID]*clusterConns
+	// written is the status each cluster's last pass computed.
+	written map[types.UID]*valkeyv1.ValkeyClusterStatus
+}
+
+// lastStatus is the status this controller last computed for c, or c's own when it has
+// none (first pass since it started): the cache can lag the status write of the previous
+// pass, and judging transitions from a stale status repeats their events.
+func (ctl *Controller) lastStatus(c *valkeyv1.ValkeyCluster) valkeyv1.ValkeyClusterStatus {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	if last, ok := ctl.written[c.UID]; ok {
+		return *last.DeepCopy()
+	}
+	return *c.Status.DeepCopy()
+}
+
+// remember records the status a pass computed for c.
+func (ctl *Controller) remember(c *valkeyv1.ValkeyCluster) {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	ctl.written[c.UID] = c.Status.DeepCopy()
 }
 
 // clusterConns is one cluster's executor; Dial reads opts at each dial so changed
@@ -145,6 +166,7 @@ func (ctl *Controller) executorFor(c *valkeyv1.ValkeyCluster, opts valkey.Option
 		if uid != c.UID && now.Sub(cc.lastUsed) > idleConns {
 			cc.exec.Close()
 			delete(ctl.members, uid)
+			delete(ctl.written, uid)
 		}
 	}
 	cc, ok := ctl.members[c.UID]
@@ -169,6 +191,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.ClusterFieldManager},
 		recorder: mgr.GetEventRecorder(Name),
 		members:  map[types.UID]*clusterConns{},
+		written:  map[types.UID]*valkeyv1.ValkeyClusterStatus{},
 	}
 	r, err := reconciler.New(reconciler.Config[*valkeyv1.ValkeyCluster]{
 		Name:   cfg.Operator,

@@ -169,7 +169,7 @@ func startController(t *testing.T, f *fleet) {
 			Poll:            300 * time.Millisecond,
 			FailoverTimeout: 30 * time.Second,
 		})
-	})
+	}, testenv.InNamespaces(f.ns)) // tests run in parallel, each with its own controller
 }
 
 // waitReady drives the fleet until the cluster is Ready for its current generation.
