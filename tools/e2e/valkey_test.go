@@ -865,6 +865,7 @@ func pollEvery(ctx context.Context, every, timeout time.Duration, cond func(cont
 // reported.
 func (s *vkScenario) steady(ctx context.Context, d time.Duration) {
 	t := s.t
+	begin := time.Now() // events carry microseconds: the previous step's are before this
 	out, err := kubectl(ctx, "annotate", "vkc", s.name, "-n", s.ns, "--overwrite", "e2e.opsuite.io/poke="+time.Now().UTC().Format(time.RFC3339))
 	if err != nil {
 		t.Fatal(err)
@@ -874,7 +875,6 @@ func (s *vkScenario) steady(ctx context.Context, d time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	begin := time.Now().Truncate(time.Second)
 	rv := c.ResourceVersion
 	select {
 	case <-ctx.Done():
