@@ -247,6 +247,12 @@ func renderConfig(c *valkeyv1.ValkeyCluster, p serverPaths) ServerConfig {
 		// Durable by default: a restarted primary reloads its writes from the AOF.
 		line(&restart, "appendonly", "yes")
 	}
+	if !hasKeyFold(user, "repl-diskless-sync-delay") {
+		// A new replica holds no copy of its shard until its first sync completes; the
+		// server's 5 s wait for more replicas to share one transfer is 5 s more without a
+		// copy (and the shard not ready) for the one or two replicas a shard has here.
+		line(&restart, "repl-diskless-sync-delay", "1")
+	}
 	server := restart.String()
 	for _, k := range slices.Sorted(maps.Keys(user)) {
 		l := quoteKey(k) + " " + quoteConfig(user[k]) + "\n"

@@ -46,35 +46,35 @@ func TestRenderConfig(t *testing.T) {
 	}{
 		{
 			name:   "defaults",
-			server: header + "port 6379\n" + base + "appendonly yes\n",
+			server: header + "port 6379\n" + base + "appendonly yes\nrepl-diskless-sync-delay 1\n",
 		},
 		{
 			name: "spec.tls self-signed",
 			spec: func(s *valkeyv1.ValkeyClusterSpec) {
 				s.TLS = &valkeyv1.TLSConfig{SelfSigned: true}
 			},
-			server: header + tlsLines + base + "appendonly yes\n",
+			server: header + tlsLines + base + "appendonly yes\nrepl-diskless-sync-delay 1\n",
 		},
 		{
 			name: "networking.tls",
 			spec: func(s *valkeyv1.ValkeyClusterSpec) {
 				s.Networking = &valkeyv1.NetworkingSpec{TLS: &valkeyv1.TLSSpec{Certificates: valkeyv1.TLSCertificates{Server: valkeyv1.CertificateSource{SecretName: "mine"}}}}
 			},
-			server: header + tlsLines + base + "appendonly yes\n",
+			server: header + tlsLines + base + "appendonly yes\nrepl-diskless-sync-delay 1\n",
 		},
 		{
 			name: "hostname endpoints",
 			spec: func(s *valkeyv1.ValkeyClusterSpec) {
 				s.Networking = &valkeyv1.NetworkingSpec{Discovery: &valkeyv1.DiscoverySpec{PreferredEndpointType: valkeyv1.PreferredEndpointTypeHostname}}
 			},
-			server: header + "port 6379\n" + base + "cluster-preferred-endpoint-type hostname\nappendonly yes\n",
+			server: header + "port 6379\n" + base + "cluster-preferred-endpoint-type hostname\nappendonly yes\nrepl-diskless-sync-delay 1\n",
 		},
 		{
 			name: "IP endpoints are the server's default",
 			spec: func(s *valkeyv1.ValkeyClusterSpec) {
 				s.Networking = &valkeyv1.NetworkingSpec{Discovery: &valkeyv1.DiscoverySpec{PreferredEndpointType: valkeyv1.PreferredEndpointTypeIP}}
 			},
-			server: header + "port 6379\n" + base + "appendonly yes\n",
+			server: header + "port 6379\n" + base + "appendonly yes\nrepl-diskless-sync-delay 1\n",
 		},
 		{
 			name: "spec.config sorted, live keys in live.conf too",
@@ -87,7 +87,7 @@ func TestRenderConfig(t *testing.T) {
 					"io-threads":       "2",
 				}
 			},
-			server: header + "port 6379\n" + base + "appendonly yes\n" +
+			server: header + "port 6379\n" + base + "appendonly yes\nrepl-diskless-sync-delay 1\n" +
 				"databases \"4\"\n" +
 				"io-threads \"2\"\n" +
 				"maxmemory \"100mb\"\n" +
@@ -100,14 +100,22 @@ func TestRenderConfig(t *testing.T) {
 			spec: func(s *valkeyv1.ValkeyClusterSpec) {
 				s.Config = map[string]valkeyv1.ConfigValue{"AppendOnly": "no"}
 			},
-			server: header + "port 6379\n" + base + "AppendOnly \"no\"\n",
+			server: header + "port 6379\n" + base + "repl-diskless-sync-delay 1\nAppendOnly \"no\"\n",
+		},
+		{
+			name: "the user's repl-diskless-sync-delay replaces the default",
+			spec: func(s *valkeyv1.ValkeyClusterSpec) {
+				s.Config = map[string]valkeyv1.ConfigValue{"repl-diskless-sync-delay": "5"}
+			},
+			server: header + "port 6379\n" + base + "appendonly yes\nrepl-diskless-sync-delay \"5\"\n",
+			live:   "repl-diskless-sync-delay 5\n",
 		},
 		{
 			name: "live keys match in any case",
 			spec: func(s *valkeyv1.ValkeyClusterSpec) {
 				s.Config = map[string]valkeyv1.ConfigValue{"MaxMemory": "1gb"}
 			},
-			server: header + "port 6379\n" + base + "appendonly yes\nMaxMemory \"1gb\"\n",
+			server: header + "port 6379\n" + base + "appendonly yes\nrepl-diskless-sync-delay 1\nMaxMemory \"1gb\"\n",
 			live:   "MaxMemory 1gb\n",
 		},
 		{
@@ -115,7 +123,7 @@ func TestRenderConfig(t *testing.T) {
 			spec: func(s *valkeyv1.ValkeyClusterSpec) {
 				s.Config = map[string]valkeyv1.ConfigValue{"Port": "7000", "requirepass": "x", "include": "/etc/passwd", "tls-port": "1", "maxmemory": "1mb"}
 			},
-			server: header + "port 6379\n" + base + "appendonly yes\nmaxmemory \"1mb\"\n",
+			server: header + "port 6379\n" + base + "appendonly yes\nrepl-diskless-sync-delay 1\nmaxmemory \"1mb\"\n",
 			live:   "maxmemory 1mb\n",
 		},
 		{
@@ -126,7 +134,7 @@ func TestRenderConfig(t *testing.T) {
 					"notify-keyspace-events": "",
 				}
 			},
-			server: header + "port 6379\n" + base + "appendonly yes\n" +
+			server: header + "port 6379\n" + base + "appendonly yes\nrepl-diskless-sync-delay 1\n" +
 				"ignore-warnings \"a\\\"b\\\\c\\x0arequirepass x\\x0d\\x00\\xc3\\xa9\"\n" +
 				"notify-keyspace-events \"\"\n",
 			live: "notify-keyspace-events \n",
@@ -136,14 +144,14 @@ func TestRenderConfig(t *testing.T) {
 			spec: func(s *valkeyv1.ValkeyClusterSpec) {
 				s.Config = map[string]valkeyv1.ConfigValue{"maxmemory": "1mb\nport 1"}
 			},
-			server: header + "port 6379\n" + base + "appendonly yes\nmaxmemory \"1mb\\x0aport 1\"\n",
+			server: header + "port 6379\n" + base + "appendonly yes\nrepl-diskless-sync-delay 1\nmaxmemory \"1mb\\x0aport 1\"\n",
 		},
 		{
 			name: "a key that bypassed admission is quoted",
 			spec: func(s *valkeyv1.ValkeyClusterSpec) {
 				s.Config = map[string]valkeyv1.ConfigValue{"a b": "1"}
 			},
-			server: header + "port 6379\n" + base + "appendonly yes\n\"a b\" \"1\"\n",
+			server: header + "port 6379\n" + base + "appendonly yes\nrepl-diskless-sync-delay 1\n\"a b\" \"1\"\n",
 		},
 	}
 	for _, tc := range cases {

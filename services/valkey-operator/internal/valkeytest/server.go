@@ -82,6 +82,8 @@ func (s *Server) start() {
 		"--cluster-port", strconv.Itoa(s.BusPort), "--bind", "127.0.0.1",
 		"--cluster-config-file", filepath.Join(s.Dir, "nodes.conf"), "--dir", s.Dir,
 		"--save", "", "--appendonly", "no", "--cluster-node-timeout", "2000",
+		// As the operator renders it (resources.RenderConfig).
+		"--repl-diskless-sync-delay", "1",
 		"--logfile", s.logFile()}, s.extra...)
 	cmd := exec.Command(s.bin, args...)
 	if err := cmd.Start(); err != nil {
