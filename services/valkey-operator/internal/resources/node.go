@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"fmt"
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -146,11 +147,18 @@ func podTemplate(n *valkeyv1.ValkeyNode, o NodeOptions) corev1.PodTemplateSpec {
 			PeriodSeconds: 5, FailureThreshold: 3,
 		}
 	}
+	args := []string{ConfigDir + "/" + ConfigKeyServer, "--cluster-announce-ip", "$(POD_IP)"}
+	if s.WorkloadType != valkeyv1.WorkloadTypeDeployment {
+		// The StatefulSet pod's stable DNS name (headless Service = the cluster's name), what
+		// clients get with networking.discovery.preferredEndpointType Hostname (CLUSTER
+		// SHARDS lists it either way).
+		args = append(args, "--cluster-announce-hostname", fmt.Sprintf("%s.%s.%s.svc", PodName(n.Name), ServiceName(n.Spec.ClusterName), n.Namespace))
+	}
 	server := corev1.Container{
 		Name:    ServerContainer,
 		Image:   s.Image,
 		Command: []string{"valkey-server"},
-		Args:    []string{ConfigDir + "/" + ConfigKeyServer, "--cluster-announce-ip", "$(POD_IP)"},
+		Args:    args,
 		Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
 		Ports: []corev1.ContainerPort{

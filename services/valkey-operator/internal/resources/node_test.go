@@ -90,7 +90,7 @@ func TestNodeWorkloadStatefulSet(t *testing.T) {
 	}
 	v := container(t, pod, "valkey")
 	if v.Image != "valkey/valkey:8.1" || !reflect.DeepEqual(v.Command, []string{"valkey-server"}) ||
-		!reflect.DeepEqual(v.Args, []string{"/etc/valkey/conf/valkey.conf", "--cluster-announce-ip", "$(POD_IP)"}) {
+		!reflect.DeepEqual(v.Args, []string{"/etc/valkey/conf/valkey.conf", "--cluster-announce-ip", "$(POD_IP)", "--cluster-announce-hostname", "c-1-0-0.c.ns.svc"}) {
 		t.Errorf("server container image %s command %v args %v", v.Image, v.Command, v.Args)
 	}
 	if len(v.Env) != 1 || v.Env[0].Name != "POD_IP" || v.Env[0].ValueFrom.FieldRef.FieldPath != "status.podIP" {
