@@ -2,6 +2,7 @@ package clusterctrl_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +152,78 @@ func TestUnreachableMember(t *testing.T) {
 	delete(f.unreachable, "u-1-0")
 	f.mu.Unlock()
 	waitReady(t, f, "u", 90*time.Second)
+}
+
+// TestSelfSignedTLS: the operator generates a CA (its key in a Secret no pod mounts) and a
+// member certificate; a certificate near its end is renewed under the same CA and the
+// members roll onto it.
+func TestSelfSignedTLS(t *testing.T) {
+	t.Parallel()
+	c := env.Client
+	ns := testenv.NewNamespace(t, c, "vkc-tls")
+	f := newFleet(t, c, ns)
+	startController(t, f)
+	ctx := context.Background()
+	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: ns},
+		Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, TLS: &valkeyv1.TLSConfig{SelfSigned: true}}}
+	if err := c.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, f, "s", 90*time.Second)
+	var leaf, ca corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.SelfSignedTLSSecretName("s")}, &leaf); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.SelfSignedCASecretName("s")}, &ca); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := leaf.Data[resources.TLSKeyCAKey]; ok {
+		t.Error("the mounted TLS Secret holds the CA's key")
+	}
+	if string(leaf.Data[resources.TLSKeyCA]) != string(ca.Data[resources.TLSKeyCA]) || len(ca.Data[resources.TLSKeyCAKey]) == 0 {
+		t.Error("the TLS Secret's CA is not the CA Secret's, or the CA Secret has no key")
+	}
+	var n valkeyv1.ValkeyNode
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s-0-0"}, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Spec.TLS == nil || n.Spec.TLS.Certificate.SecretName != leaf.Name {
+		t.Errorf("node TLS %+v", n.Spec.TLS)
+	}
+	hash := n.Spec.ConfigHash
+
+	// A certificate 10 days from its end is renewed, under the same CA.
+	old, oldKey, err := resources.IssueCert(ca.Data[resources.TLSKeyCA], ca.Data[resources.TLSKeyCAKey], "s", ns, nil, nil, time.Now().Add(-resources.CertValidity+10*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf.Data[resources.TLSKeyCert], leaf.Data[resources.TLSKeyKey] = old, oldKey
+	if err := c.Update(ctx, &leaf); err != nil {
+		t.Fatal(err)
+	}
+	restarts := f.restarts
+	testenv.Eventually(t, 120*time.Second, "renewed certificate rolled out", func() (bool, string) {
+		f.sync(ctx)
+		var cur corev1.Secret
+		if err := c.Get(ctx, client.ObjectKeyFromObject(&leaf), &cur); err != nil {
+			return false, err.Error()
+		}
+		if resources.NeedsRenewal(cur.Data[resources.TLSKeyCert], time.Now()) {
+			return false, "certificate not renewed"
+		}
+		if string(cur.Data[resources.TLSKeyCA]) != string(ca.Data[resources.TLSKeyCA]) {
+			t.Fatal("renewal replaced the CA")
+		}
+		var nodes valkeyv1.ValkeyNodeList
+		if err := c.List(ctx, &nodes, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, n := range nodes.Items {
+			if n.Spec.ConfigHash == hash {
+				return false, n.Name + " still on the old certificate"
+			}
+		}
+		return f.restarts-restarts == 3, fmt.Sprintf("%d of 3 members restarted", f.restarts-restarts)
+	})
+	waitReady(t, f, "s", 90*time.Second)
 }

@@ -2,6 +2,8 @@ package clusterctrl
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
@@ -230,8 +232,10 @@ func (p *pass) pdb(ctx context.Context) bool {
 	return true
 }
 
-// tlsSecret generates (and renews) the self-signed certificate when asked to, and checks
-// that a user's certificate Secret exists otherwise.
+// tlsSecret generates (and renews, under the same CA) the self-signed certificate when
+// asked to, and checks that a user's certificate Secret exists otherwise. The certificate
+// joins the members' config hash: a renewed or replaced certificate rolls them one at a
+// time (the server reads its certificate files at start).
 func (p *pass) tlsSecret(ctx context.Context) bool {
 	c := p.c
 	t := c.Spec.EffectiveTLS()
@@ -244,32 +248,57 @@ func (p *pass) tlsSecret(ctx context.Context) bool {
 			p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("TLS certificate Secret %s: %v; create it (keys %s, %s, %s) or change spec.tls", t.SecretName, err, resources.TLSKeyCA, resources.TLSKeyCert, resources.TLSKeyKey))
 			return false
 		}
+		p.certHash = hashBytes(s.Data[resources.TLSKeyCert])
 		return true
 	}
 	name := resources.SelfSignedTLSSecretName(c.Name)
 	var live corev1.Secret
 	err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &live)
 	if err == nil && !resources.NeedsRenewal(live.Data[resources.TLSKeyCert], p.now) {
+		p.certHash = hashBytes(live.Data[resources.TLSKeyCert])
 		return true
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Reading TLS Secret %s: %v", name, err))
 		return false
 	}
-	svc := resources.ServiceName(c.Name)
-	dns := []string{
-		svc, fmt.Sprintf("%s.%s", svc, c.Namespace), fmt.Sprintf("%s.%s.svc", svc, c.Namespace),
-		fmt.Sprintf("*.%s.%s.svc", svc, c.Namespace), fmt.Sprintf("*.%s.%s.svc.%s", svc, c.Namespace, c.Spec.ClusterDomain()),
-	}
-	ca, cert, key, genErr := resources.SelfSigned(c.Name, c.Namespace, dns, nil, p.now)
-	if genErr != nil {
-		p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Generating the TLS certificate: %v", genErr))
+	// The CA's key lives in a Secret of its own that no pod mounts.
+	caName := resources.SelfSignedCASecretName(c.Name)
+	var caSecret corev1.Secret
+	caPEM, caKey := []byte(nil), []byte(nil)
+	switch err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: caName}, &caSecret); {
+	case err == nil && !resources.NeedsRenewal(caSecret.Data[resources.TLSKeyCA], p.now):
+		caPEM, caKey = caSecret.Data[resources.TLSKeyCA], caSecret.Data[resources.TLSKeyCAKey]
+	case err != nil && !apierrors.IsNotFound(err):
+		p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Reading CA Secret %s: %v", caName, err))
 		return false
 	}
-	s := resources.Secret(c, name, map[string][]byte{resources.TLSKeyCA: ca, resources.TLSKeyCert: cert, resources.TLSKeyKey: key})
+	if len(caPEM) == 0 || len(caKey) == 0 {
+		if caPEM, caKey, err = resources.NewCA(c.Name, c.Namespace, p.now); err != nil {
+			p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Generating the TLS CA: %v", err))
+			return false
+		}
+		ca := resources.Secret(c, caName, map[string][]byte{resources.TLSKeyCA: caPEM, resources.TLSKeyCAKey: caKey})
+		if _, _, err := p.applyOwned(ctx, ca); err != nil {
+			p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Writing CA Secret %s: %v", caName, err))
+			return false
+		}
+	}
+	cert, key, err := resources.IssueCert(caPEM, caKey, c.Name, c.Namespace, resources.TLSDNSNames(c.Name, c.Namespace, c.Spec.ClusterDomain()), nil, p.now)
+	if err != nil {
+		p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Issuing the TLS certificate: %v", err))
+		return false
+	}
+	s := resources.Secret(c, name, map[string][]byte{resources.TLSKeyCA: caPEM, resources.TLSKeyCert: cert, resources.TLSKeyKey: key})
 	if _, _, err := p.applyOwned(ctx, s); err != nil {
 		p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Writing TLS Secret %s: %v", name, err))
 		return false
 	}
+	p.certHash = hashBytes(cert)
 	return true
+}
+
+func hashBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }

@@ -67,7 +67,7 @@ func (p *pass) nodes(ctx context.Context) (nodeSet, bool) {
 	var set nodeSet
 	wanted := map[string]bool{}
 	for _, pos := range resources.Positions(c) {
-		want := resources.ValkeyNode(c, pos, p.config.RestartHash)
+		want := resources.ValkeyNode(c, pos, p.restartHash())
 		wanted[want.Name] = true
 		if err := controllerutil.SetControllerReference(c, want, p.ctl.client.Scheme()); err != nil {
 			p.fail(valkeyv1.ReasonValkeyNodeError, "", err.Error())
@@ -97,6 +97,15 @@ func (p *pass) nodes(ctx context.Context) (nodeSet, bool) {
 	}
 	sort.Slice(set.removed, func(i, j int) bool { return set.removed[i].node.Name < set.removed[j].node.Name })
 	return set, true
+}
+
+// restartHash is what rolls the members when it changes: the restart-requiring config and
+// the TLS certificate.
+func (p *pass) restartHash() string {
+	if p.certHash == "" {
+		return p.config.RestartHash
+	}
+	return p.config.RestartHash + "-" + p.certHash
 }
 
 // update applies m's desired spec (one step of the rolling update).

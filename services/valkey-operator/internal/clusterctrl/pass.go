@@ -25,6 +25,8 @@ type pass struct {
 
 	internal resources.InternalPasswords
 	config   resources.ServerConfig
+	// certHash identifies the members' TLS certificate ("" without TLS).
+	certHash string
 
 	// failure ends the pass early: the Ready reason and message.
 	failReason, failMessage string

@@ -42,6 +42,8 @@ const (
 	TLSKeyCA   = "ca.crt"
 	TLSKeyCert = "tls.crt"
 	TLSKeyKey  = "tls.key"
+	// TLSKeyCAKey is the CA's private key, only in the CA Secret (never mounted).
+	TLSKeyCAKey = "ca.key"
 )
 
 // Paths inside the server container.
@@ -88,6 +90,9 @@ func ACLSecretName(cluster string) string { return cluster + "-acl" }
 
 // SelfSignedTLSSecretName holds the CA and certificate the operator generates.
 func SelfSignedTLSSecretName(cluster string) string { return cluster + "-tls" }
+
+// SelfSignedCASecretName holds the generated CA and its key; no pod mounts it.
+func SelfSignedCASecretName(cluster string) string { return cluster + "-tls-ca" }
 
 // PDBName is the cluster's PodDisruptionBudget.
 func PDBName(cluster string) string { return cluster }

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
