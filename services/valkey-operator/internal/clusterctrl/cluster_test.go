@@ -193,7 +193,28 @@ func TestClusterLifecycle(t *testing.T) {
 	if err := c.Update(ctx, &cur); err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, f, "demo", 180*time.Second)
+	// Until it completes, the roll reads UpdatingNodes, also while a rolled member restarts.
+	var reasons []string
+	testenv.Eventually(t, 180*time.Second, "demo Ready after the roll", func() (bool, string) {
+		f.sync(ctx)
+		var now valkeyv1.ValkeyCluster
+		if err := c.Get(ctx, client.ObjectKeyFromObject(vc), &now); err != nil {
+			return false, err.Error()
+		}
+		if p := conditions.Get(now.Status.Conditions, valkeyv1.ConditionProgressing); p != nil && p.ObservedGeneration == now.Generation && p.Status == metav1.ConditionTrue {
+			if len(reasons) == 0 || reasons[len(reasons)-1] != p.Reason {
+				reasons = append(reasons, p.Reason)
+			}
+		}
+		r := conditions.Get(now.Status.Conditions, valkeyv1.ConditionReady)
+		return r != nil && r.Status == metav1.ConditionTrue && r.ObservedGeneration == now.Generation, now.Status.Reason
+	})
+	for _, r := range reasons {
+		if r != valkeyv1.ReasonUpdatingNodes {
+			t.Errorf("the roll read Progressing %v, want only %s", reasons, valkeyv1.ReasonUpdatingNodes)
+			break
+		}
+	}
 	if n := f.restarts - restarts; n != 6 {
 		t.Errorf("rolling update restarted %d servers, want 6", n)
 	}

@@ -36,6 +36,9 @@ const Name = "valkeycluster-controller"
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;update;patch
+// Owner references with blockOwnerDeletion need update on the owner's finalizers where
+// OwnerReferencesPermissionEnforcement is on.
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers;valkeynodes/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -125,6 +128,9 @@ type Controller struct {
 	members map[types.UID]*clusterConns
 	// written is the status each cluster's last pass computed.
 	written map[types.UID]*valkeyv1.ValkeyClusterStatus
+	// rolling marks the clusters with a rolling update under way: a member just updated is
+	// not ready for a while, and that is UpdatingNodes, not AddingNodes.
+	rolling map[types.UID]bool
 }
 
 // lastStatus is the status this controller last computed for c, or c's own when it has
@@ -144,6 +150,23 @@ func (ctl *Controller) remember(c *valkeyv1.ValkeyCluster) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	ctl.written[c.UID] = c.Status.DeepCopy()
+}
+
+// setRolling records whether c has a rolling update under way.
+func (ctl *Controller) setRolling(c *valkeyv1.ValkeyCluster, on bool) {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	if on {
+		ctl.rolling[c.UID] = true
+	} else {
+		delete(ctl.rolling, c.UID)
+	}
+}
+
+func (ctl *Controller) isRolling(c *valkeyv1.ValkeyCluster) bool {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	return ctl.rolling[c.UID]
 }
 
 // clusterConns is one cluster's executor; Dial reads opts at each dial so changed
@@ -167,6 +190,7 @@ func (ctl *Controller) executorFor(c *valkeyv1.ValkeyCluster, opts valkey.Option
 			cc.exec.Close()
 			delete(ctl.members, uid)
 			delete(ctl.written, uid)
+			delete(ctl.rolling, uid)
 		}
 	}
 	cc, ok := ctl.members[c.UID]
@@ -192,6 +216,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		recorder: mgr.GetEventRecorder(Name),
 		members:  map[types.UID]*clusterConns{},
 		written:  map[types.UID]*valkeyv1.ValkeyClusterStatus{},
+		rolling:  map[types.UID]bool{},
 	}
 	r, err := reconciler.New(reconciler.Config[*valkeyv1.ValkeyCluster]{
 		Name:   cfg.Operator,

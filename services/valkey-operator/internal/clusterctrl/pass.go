@@ -66,7 +66,12 @@ func (p *pass) reconcile(ctx context.Context) time.Duration {
 	if !ok {
 		return p.retry()
 	}
-	return p.topology(ctx, nodes)
+	wait := p.topology(ctx, nodes)
+	// A rolled member restarting, rejoining and resyncing is still the rolling update.
+	if p.ctl.isRolling(p.c) && (p.progress == valkeyv1.ReasonAddingNodes || p.progress == valkeyv1.ReasonReconciling) {
+		p.progress = valkeyv1.ReasonUpdatingNodes
+	}
+	return wait
 }
 
 // retry is the wait after an infrastructure failure: not an error loop, the cause is in

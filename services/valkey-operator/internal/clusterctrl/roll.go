@@ -29,6 +29,9 @@ func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Sn
 	if len(outdated) == 0 {
 		down := p.stateNotOK(snap, set)
 		p.healthy = p.readyShards == p.c.Spec.Shards && p.slotsAssigned != nil && *p.slotsAssigned && down == ""
+		if p.healthy {
+			p.ctl.setRolling(p.c, false)
+		}
 		if !p.healthy {
 			p.progress, p.progressMsg = valkeyv1.ReasonReconciling, fmt.Sprintf("%d of %d shards are ready", p.readyShards, p.c.Spec.Shards)
 			if down != "" {
@@ -70,6 +73,7 @@ func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Sn
 	if !p.update(ctx, next) {
 		return p.retry()
 	}
+	p.ctl.setRolling(p.c, true)
 	return p.ctl.cfg.Poll
 }
 

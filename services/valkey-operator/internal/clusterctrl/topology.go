@@ -75,7 +75,9 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 		p.progressFor(plan.Steps, set)
 		if err != nil {
 			log.FromContext(ctx).Info("Data-plane step failed; observing again", "error", err.Error())
-			p.stepFailed(plan.Steps[done], set, err)
+			if !staleRole(err) {
+				p.stepFailed(plan.Steps[done], set, err)
+			}
 		}
 		return time.Second
 	case plan.Wait != "":
@@ -163,10 +165,23 @@ func (p *pass) waitForMembers(ctx context.Context, set nodeSet, notReady []strin
 		p.degraded, p.degradedMsg = valkeyv1.ReasonPodUnschedulable, fmt.Sprintf("Pod %s cannot be scheduled: %s", name, why)
 	}
 	p.progress = valkeyv1.ReasonAddingNodes
-	if p.neverReady() {
+	switch {
+	case p.neverReady():
 		p.progress = valkeyv1.ReasonInitializing
+	case p.ctl.isRolling(p.c) || anyOutdated(set):
+		p.progress = valkeyv1.ReasonUpdatingNodes
 	}
 	p.progressMsg = "Waiting for " + strings.Join(notReady, ", ")
+}
+
+// anyOutdated: a member does not hold its desired spec yet (a rolling update is due).
+func anyOutdated(set nodeSet) bool {
+	for _, m := range set.desired {
+		if m.outdated() {
+			return true
+		}
+	}
+	return false
 }
 
 // formedChanged: ClusterFormed moves to a new status or reason in this pass.
@@ -276,6 +291,12 @@ func (p *pass) announceSteps(snap valkey.Snapshot, set nodeSet, done []planner.S
 	for _, id := range ids {
 		p.normal(valkeyv1.EventStaleNodeForgotten, fmt.Sprintf("Forgot node %s on %d member(s)", id, forgotten[id]))
 	}
+}
+
+// staleRole: the step went to a member that stopped being a primary since it was observed
+// (a failover in between); the next pass observes again and plans from its new role.
+func staleRole(err error) bool {
+	return strings.Contains(err.Error(), "only with masters")
 }
 
 // stepFailed turns a failed step into Degraded and its Warning event.

@@ -477,7 +477,9 @@ func (st *state) moveSteps(slot int, from, to string, fromV, toV valkey.View) (h
 		}
 		tail = append(tail, Step{Op: SetSlotNode, On: toV.Addr, Slot: slot, NodeID: to})
 	}
-	if st.ownersIn(fromV)[slot] != to || fromMe.Migrating[slot] != "" {
+	// Only a primary takes SETSLOT ("Please use SETSLOT only with masters"); a side that
+	// turned replica learns the owner from its primary.
+	if fromMe.Primary && (st.ownersIn(fromV)[slot] != to || fromMe.Migrating[slot] != "") {
 		tail = append(tail, Step{Op: SetSlotNode, On: fromV.Addr, Slot: slot, NodeID: to})
 	}
 	// Every other primary learns the owner now rather than by gossip, so clients that

@@ -346,9 +346,12 @@ func expectAdmission(t *testing.T, err error, want string) {
 // as written (nothing pruned or rewritten; only defaults added).
 func TestUpstreamManifestsApplyUnchanged(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Client, "vkc-")
-	for _, path := range []string{"testdata/upstream-full.yaml", "testdata/upstream-tls.yaml", "testdata/upstream-legacy.yaml", "../../../../deploy/samples/valkey.yaml"} {
+	for _, path := range []string{"testdata/upstream-full.yaml", "testdata/upstream-tls.yaml", "testdata/upstream-legacy.yaml", "../../../../deploy/samples/valkey.yaml", "../../../../deploy/samples/valkey-users.yaml"} {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			for _, sent := range readManifests(t, path) {
+				if sent.GetKind() != "ValkeyCluster" {
+					continue // the users sample's password Secret
+				}
 				sent.SetNamespace(ns)
 				obj := sent.DeepCopy()
 				if err := env.Client.Create(context.Background(), obj, client.FieldValidation("Strict")); err != nil {
