@@ -171,7 +171,8 @@ type SchedulingSpec struct {
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
-	// Node spreads pods over nodes (kubernetes.io/hostname); unset means no spreading.
+	// Node spreads pods over nodes (kubernetes.io/hostname); unset means the members of a
+	// shard prefer different nodes (shard: Preferred), set it to choose otherwise.
 	// +optional
 	Node *NodeScheduling `json:"node,omitempty"`
 

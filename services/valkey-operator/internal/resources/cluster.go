@@ -98,7 +98,7 @@ func ValkeyNode(c *valkeyv1.ValkeyCluster, p Position, restartHash string) *valk
 			Persistence:                   c.Spec.Persistence.DeepCopy(),
 			Resources:                     *c.Spec.Resources.DeepCopy(),
 			NodeSelector:                  sched.NodeSelector,
-			Affinity:                      sched.Affinity,
+			Affinity:                      Affinity(c, p),
 			Tolerations:                   sched.Tolerations,
 			TopologySpreadConstraints:     sched.TopologySpreadConstraints,
 			PriorityClassName:             sched.PriorityClassName,

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"fmt"
 	"testing"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
@@ -96,5 +97,67 @@ func TestPodDisruptionBudget(t *testing.T) {
 	}
 	if p.Spec.Selector.MatchLabels[LabelComponent] != ComponentNode {
 		t.Errorf("selector %v", p.Spec.Selector)
+	}
+}
+
+func TestAffinity(t *testing.T) {
+	pref := valkeyv1.SpreadConstraint{Mode: valkeyv1.SpreadPreferred}
+	req := valkeyv1.SpreadConstraint{Mode: valkeyv1.SpreadRequired}
+	for _, tc := range []struct {
+		name        string
+		sched       *valkeyv1.SchedulingSpec
+		pos         Position
+		preferred   []string // topology key / selector shard label ("" = none) of each preferred term
+		required    []string
+		zonesPinned bool
+	}{
+		{name: "default: a shard's members prefer different nodes", pos: Position{1, 1}, preferred: []string{TopologyNode + "/1"}},
+		{name: "disabled", sched: &valkeyv1.SchedulingSpec{Node: &valkeyv1.NodeScheduling{}}, pos: Position{1, 0}},
+		{name: "required shard, preferred pods, primaries on index 0", pos: Position{2, 0},
+			sched:     &valkeyv1.SchedulingSpec{Node: &valkeyv1.NodeScheduling{Spread: valkeyv1.NodeSpread{Shard: req, Pods: pref, Primaries: req}}},
+			preferred: []string{TopologyNode + "/"}, required: []string{TopologyNode + "/2", TopologyNode + "/"}},
+		{name: "primaries spread leaves replicas alone", pos: Position{2, 1},
+			sched: &valkeyv1.SchedulingSpec{Node: &valkeyv1.NodeScheduling{Spread: valkeyv1.NodeSpread{Primaries: req}}}},
+		{name: "zones: shard spread and pinning", pos: Position{0, 0},
+			sched:     &valkeyv1.SchedulingSpec{Zone: &valkeyv1.ZoneScheduling{Spread: valkeyv1.ZoneSpread{Shard: pref}, Pinning: &valkeyv1.ZonePinning{Zones: []string{"a", "b"}}}},
+			preferred: []string{TopologyNode + "/0", TopologyZone + "/0"}, zonesPinned: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cluster()
+			c.Spec.Scheduling = tc.sched
+			a := ValkeyNode(c, tc.pos, "").Spec.Affinity
+			var gotPref, gotReq []string
+			if a != nil && a.PodAntiAffinity != nil {
+				for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+					gotPref = append(gotPref, w.PodAffinityTerm.TopologyKey+"/"+w.PodAffinityTerm.LabelSelector.MatchLabels[LabelShard])
+				}
+				for _, r := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+					gotReq = append(gotReq, r.TopologyKey+"/"+r.LabelSelector.MatchLabels[LabelShard])
+				}
+			}
+			if fmt.Sprint(gotPref) != fmt.Sprint(tc.preferred) || fmt.Sprint(gotReq) != fmt.Sprint(tc.required) {
+				t.Errorf("preferred %v required %v; want %v and %v", gotPref, gotReq, tc.preferred, tc.required)
+			}
+			pinned := a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil
+			if pinned != tc.zonesPinned {
+				t.Errorf("zone pinning %v, want %v", pinned, tc.zonesPinned)
+			}
+		})
+	}
+	// The user's own affinity is kept, and every required node term gets the zone.
+	c := cluster()
+	c.Spec.Scheduling = &valkeyv1.SchedulingSpec{
+		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"v"}}}}, {}}}}},
+		Zone: &valkeyv1.ZoneScheduling{Pinning: &valkeyv1.ZonePinning{Zones: []string{"a"}}},
+	}
+	a := ValkeyNode(c, Position{}, "").Spec.Affinity
+	for i, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if last := term.MatchExpressions[len(term.MatchExpressions)-1]; last.Key != TopologyZone {
+			t.Errorf("term %d lacks the zone: %v", i, term.MatchExpressions)
+		}
+	}
+	if c.Spec.Scheduling.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key != "pool" || len(c.Spec.Scheduling.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions) != 1 {
+		t.Error("the cluster's own affinity was changed")
 	}
 }
