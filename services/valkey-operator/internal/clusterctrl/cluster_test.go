@@ -240,14 +240,8 @@ func scale(t *testing.T, c client.Client, ns, name string, shards, replicas int3
 func TestScaleRevertedHalfway(t *testing.T) {
 	t.Parallel()
 	c := env.Client
-	ns := testenv.NewNamespace(t, c, "vkc-revert")
-	f := newFleet(t, c, ns)
-	startController(t, f)
-	ctx := context.Background()
-	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: ns}, Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, Replicas: 1}}
-	if err := c.Create(ctx, vc); err != nil {
-		t.Fatal(err)
-	}
+	f, vc := startCluster(t, "vkc-revert", "r", valkeyv1.ValkeyClusterSpec{Shards: 3, Replicas: 1})
+	ns, ctx := f.ns, context.Background()
 	waitReady(t, f, "r", 90*time.Second)
 	keys := writeKeys(t, f.seeds(), "r", 3000)
 
@@ -325,15 +319,8 @@ func assertTopology(t *testing.T, f *fleet, shards, replicas int) {
 // is forgotten, and every key is still there.
 func TestKilledPrimaryRecovers(t *testing.T) {
 	t.Parallel()
-	c := env.Client
-	ns := testenv.NewNamespace(t, c, "vkc-kill")
-	f := newFleet(t, c, ns)
-	startController(t, f)
+	f, _ := startCluster(t, "vkc-kill", "k", valkeyv1.ValkeyClusterSpec{Shards: 3, Replicas: 1})
 	ctx := context.Background()
-	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: ns}, Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, Replicas: 1}}
-	if err := c.Create(ctx, vc); err != nil {
-		t.Fatal(err)
-	}
 	waitReady(t, f, "k", 90*time.Second)
 	keys := writeKeys(t, f.seeds(), "k", 2000)
 

@@ -215,3 +215,17 @@ func describe(m map[string]int) string {
 	sort.Strings(keys)
 	return strings.Join(keys, " ")
 }
+
+// startCluster starts a controller on a fresh namespace with its fleet and creates a
+// ValkeyCluster there.
+func startCluster(t *testing.T, prefix, name string, spec valkeyv1.ValkeyClusterSpec) (*fleet, *valkeyv1.ValkeyCluster) {
+	t.Helper()
+	ns := testenv.NewNamespace(t, env.Client, prefix)
+	f := newFleet(t, env.Client, ns)
+	startController(t, f)
+	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}
+	if err := env.Client.Create(context.Background(), vc); err != nil {
+		t.Fatal(err)
+	}
+	return f, vc
+}
