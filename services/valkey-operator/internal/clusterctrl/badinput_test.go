@@ -227,3 +227,38 @@ func TestSelfSignedTLS(t *testing.T) {
 	})
 	waitReady(t, f, "s", 90*time.Second)
 }
+
+// TestConfigurationWarnings: risky values are accepted and applied, with
+// ConfigurationWarning saying what to change, and the cluster still Ready.
+func TestConfigurationWarnings(t *testing.T) {
+	t.Parallel()
+	grace := int64(5)
+	f, vc := startCluster(t, "vkc-warn", "w", valkeyv1.ValkeyClusterSpec{Shards: 1, TerminationGracePeriodSeconds: &grace})
+	got := waitReady(t, f, "w", 60*time.Second)
+	w := conditions.Get(got.Status.Conditions, valkeyv1.ConditionConfigurationWarning)
+	if w == nil || w.Status != metav1.ConditionTrue || w.Reason != valkeyv1.ReasonGracePeriodTooShort || !strings.Contains(w.Message, "terminationGracePeriodSeconds") {
+		t.Errorf("ConfigurationWarning = %+v, want GracePeriodTooShort naming the field", w)
+	}
+	if got.Status.State != valkeyv1.StateReady {
+		t.Errorf("state %s: a warning does not degrade the cluster", got.Status.State)
+	}
+	var n valkeyv1.ValkeyNode
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "w-0-0"}, &n); err != nil || n.Spec.TerminationGracePeriodSeconds == nil || *n.Spec.TerminationGracePeriodSeconds != grace {
+		t.Errorf("the risky grace period was not applied: %v %v", n.Spec.TerminationGracePeriodSeconds, err)
+	}
+
+	// With a safe grace period, the single shard is what the warning is about.
+	var cur valkeyv1.ValkeyCluster
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(vc), &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.TerminationGracePeriodSeconds = nil
+	if err := f.c.Update(context.Background(), &cur); err != nil {
+		t.Fatal(err)
+	}
+	got = waitReady(t, f, "w", 60*time.Second)
+	w = conditions.Get(got.Status.Conditions, valkeyv1.ConditionConfigurationWarning)
+	if w == nil || w.Reason != valkeyv1.ReasonTooFewShards || !strings.Contains(w.Message, "at least 3 shards") {
+		t.Errorf("ConfigurationWarning = %+v, want TooFewShards", w)
+	}
+}
