@@ -82,6 +82,9 @@ const (
 	// ConfigurationWarning=True: fewer than 3 shards, so losing a primary loses the
 	// majority that elects its replica (our addition; the document lists only the one above).
 	ReasonTooFewShards = "TooFewShards"
+	// ConfigurationWarning=True: no replicas and no persistence, so a restarted pod loses
+	// its shard's keys (our addition).
+	ReasonNoRedundancy = "NoRedundancy"
 )
 
 // ValkeyNode condition types.

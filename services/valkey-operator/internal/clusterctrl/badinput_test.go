@@ -258,7 +258,7 @@ func TestConfigurationWarnings(t *testing.T) {
 	}
 	got = waitReady(t, f, "w", 60*time.Second)
 	w = conditions.Get(got.Status.Conditions, valkeyv1.ConditionConfigurationWarning)
-	if w == nil || w.Reason != valkeyv1.ReasonTooFewShards || !strings.Contains(w.Message, "at least 3 shards") {
-		t.Errorf("ConfigurationWarning = %+v, want TooFewShards", w)
+	if w == nil || w.Reason != valkeyv1.ReasonTooFewShards || !strings.Contains(w.Message, "at least 3 shards") || !strings.Contains(w.Message, "spec.replicas is 0 and spec.persistence is unset") {
+		t.Errorf("ConfigurationWarning = %+v, want TooFewShards, also naming the missing redundancy", w)
 	}
 }

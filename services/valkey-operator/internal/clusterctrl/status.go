@@ -2,6 +2,7 @@ package clusterctrl
 
 import (
 	"fmt"
+	"strings"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
@@ -24,11 +25,21 @@ func (p *pass) writeStatus() {
 		conditions.Set(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}, gen)
 	}
 
+	// Every risky value is named; the reason is the first one's.
+	var reasons, messages []string
 	if warn, msg := resources.GracePeriodWarning(c); warn {
-		set(valkeyv1.ConditionConfigurationWarning, metav1.ConditionTrue, valkeyv1.ReasonGracePeriodTooShort, msg)
-	} else if c.Spec.Shards < minShardsForFailover {
-		set(valkeyv1.ConditionConfigurationWarning, metav1.ConditionTrue, valkeyv1.ReasonTooFewShards,
+		reasons, messages = append(reasons, valkeyv1.ReasonGracePeriodTooShort), append(messages, msg)
+	}
+	if c.Spec.Shards < minShardsForFailover {
+		reasons, messages = append(reasons, valkeyv1.ReasonTooFewShards), append(messages,
 			fmt.Sprintf("spec.shards is %d: with fewer than %d primaries the cluster cannot elect a replica when a primary fails; use at least %d shards for automatic failover", c.Spec.Shards, minShardsForFailover, minShardsForFailover))
+	}
+	if c.Spec.Replicas == 0 && c.Spec.Persistence == nil {
+		reasons, messages = append(reasons, valkeyv1.ReasonNoRedundancy), append(messages,
+			"spec.replicas is 0 and spec.persistence is unset: a restarted pod comes back empty and its shard's keys are lost for good; set replicas to 1 or more, or persistence")
+	}
+	if len(reasons) > 0 {
+		set(valkeyv1.ConditionConfigurationWarning, metav1.ConditionTrue, reasons[0], strings.Join(messages, "; "))
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, valkeyv1.ConditionConfigurationWarning)
 	}
