@@ -1,19 +1,312 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// VeltrixClusterSpec is the desired state of a VeltrixCluster. Its product issue fills it in.
+// Defaults of the spec. The CRD's schema applies them (+kubebuilder:default); these
+// constants mirror them for the reconciler, and a test pins both against the generated CRD.
+const (
+	DefaultSize                       int32 = 3
+	DefaultReplicationFactor          int32 = 3
+	DefaultImage                            = "ghcr.io/veltrixdb/veltrixdb"
+	DefaultVersion                          = "1.17.0"
+	DefaultStorageClassName                 = "local-nvme"
+	DefaultDisksPerNode               int32 = 1
+	DefaultServerPort                 int32 = 9000
+	DefaultMetricsPort                int32 = 2112
+	DefaultGossipPort                 int32 = 7946
+	DefaultXFSPartitionPercent        int32 = 20
+	DefaultPodAntiAffinityTopologyKey       = "kubernetes.io/hostname"
+	DefaultMode                             = ModeReplicated
+	DefaultNet                              = NetGo
+	DefaultReclaimPolicy                    = ReclaimRetain
+)
+
+// Mode is the server's -mode.
+// +kubebuilder:validation:Enum=standalone;raft;replicated
+type Mode string
+
+const (
+	// ModeStandalone is one member, no replication.
+	ModeStandalone Mode = "standalone"
+	// ModeRaft replicates through a raft log per partition.
+	ModeRaft Mode = "raft"
+	// ModeReplicated copies every key to replicationFactor owners.
+	ModeReplicated Mode = "replicated"
+)
+
+// Net is the server's -net front end.
+// +kubebuilder:validation:Enum=go;cpp;uring;poll
+type Net string
+
+const (
+	// NetGo is the default Go network front end; the only one multi-node and auth work with.
+	NetGo Net = "go"
+	// NetCPP is the experimental C++ front end.
+	NetCPP Net = "cpp"
+	// NetURing is the C++ front end on io_uring.
+	NetURing Net = "uring"
+	// NetPoll is the C++ front end on poll(2).
+	NetPoll Net = "poll"
+)
+
+// ReclaimPolicy says what happens to the local PersistentVolumes and prepared disks when
+// the cluster is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type ReclaimPolicy string
+
+const (
+	// ReclaimRetain keeps the PVs and the disks' data.
+	ReclaimRetain ReclaimPolicy = "Retain"
+	// ReclaimDelete deletes the PVs and releases the disks through the node agent.
+	ReclaimDelete ReclaimPolicy = "Delete"
+)
+
+// VeltrixClusterSpec is the desired state of a VeltrixCluster. Its fields are those of the
+// product document's sample, plus mode, net, auth, the disk selector and the reclaim
+// policy. Rules that compare with the stored object protect data: the disks' layout and
+// the volumes' class cannot change under a running cluster.
+// +kubebuilder:validation:XValidation:rule="self.size >= self.replicationFactor",message="size must be at least replicationFactor (every key needs replicationFactor members to live on): raise size or lower replicationFactor"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'standalone' || (self.size == 1 && self.replicationFactor == 1)",message="mode standalone runs one member without replication: set size and replicationFactor to 1, or use mode replicated or raft"
+// +kubebuilder:validation:XValidation:rule="self.net == 'go' || self.mode == 'standalone'",message="net cpp, uring and poll are refused by the server in mode raft and replicated: set net to go, or use mode standalone"
+// +kubebuilder:validation:XValidation:rule="self.net == 'go' || !has(self.authConfig)",message="net cpp, uring and poll are refused by the server with an auth config: set net to go, or remove authConfig"
+// +kubebuilder:validation:XValidation:rule="self.serverPort != self.metricsPort && self.serverPort != self.gossipPort && self.metricsPort != self.gossipPort",message="serverPort, metricsPort and gossipPort must all differ: give each its own port"
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode",message="mode is fixed at creation (the data on the disks is laid out for it): set it back, or create a new cluster"
+// +kubebuilder:validation:XValidation:rule="self.storageClassName == oldSelf.storageClassName",message="storageClassName is immutable (existing PersistentVolumes cannot move to another class): set it back to its previous value"
+// +kubebuilder:validation:XValidation:rule="self.disksPerNode == oldSelf.disksPerNode",message="disksPerNode is immutable (the data is spread over the prepared disks): set it back to its previous value, or create a new cluster"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.diskSize) || (has(self.diskSize) && quantity(string(self.diskSize)).compareTo(quantity(string(oldSelf.diskSize))) >= 0)",message="diskSize can only grow (a shrunk volume would lose data): set it back to at least its previous value"
+// +kubebuilder:validation:XValidation:rule="self.rawVLog == oldSelf.rawVLog",message="rawVLog is immutable (changing it repartitions the disks and erases them): set it back, or create a new cluster"
 type VeltrixClusterSpec struct {
-	// Replicas is the number of members.
-	// +kubebuilder:validation:Minimum=1
+	// Size is the number of members (pods). Never lowered below replicationFactor.
 	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
-	// Image is the container image of the data plane.
+	Size int32 `json:"size,omitempty"`
+
+	// Version is the server version, the image's tag; changing it rolls the pods one at a
+	// time.
+	// +kubebuilder:default="1.17.0"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9._-]*$`
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Image is the server image repository, without a tag (the tag is version).
+	// +kubebuilder:default="ghcr.io/veltrixdb/veltrixdb"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.contains('@') && !self.matches(':[^/]*$')",message="image is a repository without a tag or digest, such as ghcr.io/veltrixdb/veltrixdb: put the tag in version"
 	// +optional
 	Image string `json:"image,omitempty"`
+
+	// ReplicationFactor is how many members hold each key.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	// +optional
+	ReplicationFactor int32 `json:"replicationFactor,omitempty"`
+
+	// CacheMaxSizeMB is the per-member LIRS cache size; unset leaves the server's default.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	CacheMaxSizeMB *int64 `json:"cacheMaxSizeMB,omitempty"`
+
+	// StorageClassName is the class of the local PersistentVolumes the operator creates
+	// from the disks the node agent prepared. Immutable.
+	// +kubebuilder:default="local-nvme"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClassName string `json:"storageClassName,omitempty"`
+
+	// DisksPerNode is how many disks the node agent prepares on each member's node, one
+	// PersistentVolume (and one data dir) each. Immutable.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=32
+	// +optional
+	DisksPerNode int32 `json:"disksPerNode,omitempty"`
+
+	// DiskSize is the capacity each PersistentVolume declares; unset means the prepared
+	// disk's (or XFS partition's) own size. It can grow, never shrink.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="diskSize must be a positive quantity such as 375Gi: set it, or leave it unset for the whole disk"
+	// +optional
+	DiskSize *resource.Quantity `json:"diskSize,omitempty"`
+
+	// DiskSelector picks the devices the node agent prepares on each node.
+	// +kubebuilder:default={nvmeOnly:true}
+	// +optional
+	DiskSelector DiskSelector `json:"diskSelector,omitempty"`
+
+	// ReclaimPolicy says whether the PersistentVolumes and prepared disks outlive the
+	// cluster: Retain keeps them, Delete releases them through the node agent.
+	// +kubebuilder:default=Retain
+	// +optional
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+
+	// Resources of the server container.
+	// +kubebuilder:validation:XValidation:rule="['cpu', 'memory'].all(r, !has(self.requests) || !has(self.limits) || !(r in self.requests) || !(r in self.limits) || quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) <= 0)",message="resources.requests must not exceed resources.limits for cpu and memory: raise the limit or lower the request"
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// ServerPort is the text protocol's port (--addr).
+	// +kubebuilder:default=9000
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	ServerPort int32 `json:"serverPort,omitempty"`
+
+	// MetricsPort is the HTTP port of /healthz, /readyz, /metrics and /admin (--metrics-addr).
+	// +kubebuilder:default=2112
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	MetricsPort int32 `json:"metricsPort,omitempty"`
+
+	// GossipPort is the members' gossip port.
+	// +kubebuilder:default=7946
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	GossipPort int32 `json:"gossipPort,omitempty"`
+
+	// RawVLog writes the value log straight to a raw partition of each disk. Immutable.
+	// +kubebuilder:default={enabled:false}
+	// +optional
+	RawVLog RawVLogSpec `json:"rawVLog,omitempty"`
+
+	// PodAntiAffinityTopologyKey keeps members apart: at most one per value of this node
+	// label.
+	// +kubebuilder:default="kubernetes.io/hostname"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	// +optional
+	PodAntiAffinityTopologyKey string `json:"podAntiAffinityTopologyKey,omitempty"`
+
+	// NodeSelector of the pods; it also picks the nodes whose disks are prepared.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Mode is the server's -mode. Fixed at creation.
+	// +kubebuilder:default=replicated
+	// +optional
+	Mode Mode `json:"mode,omitempty"`
+
+	// Net is the server's -net front end; cpp, uring and poll only in mode standalone
+	// without authConfig, as the server refuses them otherwise.
+	// +kubebuilder:default=go
+	// +optional
+	Net Net `json:"net,omitempty"`
+
+	// AuthConfig is a Secret key holding the server's --auth-config file.
+	// +optional
+	AuthConfig *SecretKeyRef `json:"authConfig,omitempty"`
+
+	// AdminTokenSecret is a Secret key holding the admin API's bearer token
+	// (VELTRIX_ADMIN_TOKEN); the operator uses it for membership and checkpoints. Unset,
+	// the operator creates one.
+	// +optional
+	AdminTokenSecret *SecretKeyRef `json:"adminTokenSecret,omitempty"`
+
+	// IndexMapFallback allows VELTRIXDB_INDEX=map on pods whose node has vm.max_map_count
+	// below 262144 and the node agent may not raise it; unset, such nodes are reported and
+	// not used.
+	// +optional
+	IndexMapFallback bool `json:"indexMapFallback,omitempty"`
+}
+
+// RawVLogSpec splits each disk into an XFS partition (keys and WAL) and a raw one (values).
+type RawVLogSpec struct {
+	// Enabled turns the split on; the pods then run with seccomp Unconfined.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// XFSPartitionPercent is the XFS partition's share of each disk.
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 99",message="rawVLog.xfsPartitionPercent must be between 1 and 99 (the rest of the disk is the raw VLog): the document's split is 20"
+	// +optional
+	XFSPartitionPercent int32 `json:"xfsPartitionPercent,omitempty"`
+}
+
+// DiskSelector filters the devices the node agent may prepare on a node.
+// +kubebuilder:validation:XValidation:rule="!has(self.minSize) || !has(self.maxSize) || quantity(string(self.minSize)).compareTo(quantity(string(self.maxSize))) <= 0",message="diskSelector.minSize must not exceed diskSelector.maxSize: lower minSize or raise maxSize"
+type DiskSelector struct {
+	// Model, when set, must equal the device's model as sysfs reports it.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Model string `json:"model,omitempty"`
+
+	// MinSize is the smallest acceptable device.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="diskSelector.minSize must be a positive quantity such as 100Gi, or unset"
+	// +optional
+	MinSize *resource.Quantity `json:"minSize,omitempty"`
+
+	// MaxSize is the largest acceptable device.
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="diskSelector.maxSize must be a positive quantity such as 4Ti, or unset"
+	// +optional
+	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
+
+	// NVMeOnly keeps NVMe devices only.
+	// +kubebuilder:default=true
+	// +optional
+	NVMeOnly *bool `json:"nvmeOnly,omitempty"`
+}
+
+// SecretKeyRef names a key of a Secret in the cluster's namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="name must be a Secret name: lowercase letters, digits, '-' and '.'"
+	// +required
+	Name string `json:"name"`
+
+	// Key in the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +required
+	Key string `json:"key"`
+}
+
+// State summarizes a cluster's conditions.
+// +kubebuilder:validation:Enum=Initializing;Provisioning;Running;Scaling;Upgrading;Degraded;Failed;Deleting
+type State string
+
+// States of a cluster.
+const (
+	StateInitializing State = "Initializing"
+	StateProvisioning State = "Provisioning"
+	StateRunning      State = "Running"
+	StateScaling      State = "Scaling"
+	StateUpgrading    State = "Upgrading"
+	StateDegraded     State = "Degraded"
+	StateFailed       State = "Failed"
+	StateDeleting     State = "Deleting"
+)
+
+// MemberStatus is one member as the admin API reports it.
+type MemberStatus struct {
+	// ID is the member's node id (its pod name).
+	ID string `json:"id"`
+	// Address is its advertised address (pod FQDN:port).
+	// +optional
+	Address string `json:"address,omitempty"`
+	// State is the server's word for it (e.g. active, leaving).
+	// +optional
+	State string `json:"state,omitempty"`
+	// SearchReady is true once INFO reports search_ready=1.
+	// +optional
+	SearchReady bool `json:"searchReady,omitempty"`
 }
 
 // VeltrixClusterStatus is the observed state of a VeltrixCluster.
@@ -21,21 +314,64 @@ type VeltrixClusterStatus struct {
 	// ObservedGeneration is the generation the status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// State summarizes the conditions.
 	// +optional
-	State string `json:"state,omitempty"`
-	// Conditions describe the current state.
+	State State `json:"state,omitempty"`
+
+	// Size is the number of members the StatefulSet runs now.
 	// +optional
+	Size int32 `json:"size,omitempty"`
+
+	// ReadyMembers counts members that are Ready and search-ready.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers,omitempty"`
+
+	// Version is the version every member runs; empty during an upgrade.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Epoch is the membership epoch /admin/cluster reports.
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+
+	// PartitionCount is the number of partitions /admin/cluster reports.
+	// +optional
+	PartitionCount int32 `json:"partitionCount,omitempty"`
+
+	// PartitionMap summarizes how partitions spread over members.
+	// +optional
+	PartitionMap string `json:"partitionMap,omitempty"`
+
+	// LastScaleTime is when membership last changed.
+	// +optional
+	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
+
+	// Members are the members in the server's membership.
+	// +listType=map
+	// +listMapKey=id
+	// +optional
+	Members []MemberStatus `json:"members,omitempty"`
+
+	// Nodes are the Kubernetes nodes whose disks the cluster uses.
+	// +listType=set
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+
+	// Conditions describe the current state.
 	// +listType=map
 	// +listMapKey=type
+	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// VeltrixCluster is a VeltrixDB cluster on NVMe-backed nodes.
+// VeltrixCluster is a VeltrixDB cluster on NVMe disks the node agent prepares.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vc,categories=opsuite
-// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type VeltrixCluster struct {

@@ -1,0 +1,252 @@
+package validation
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	"github.com/opsuite/suite/shared/testenv"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// minimal is a cluster with nothing set but its name: the schema's defaults fill the rest.
+func minimal(ns string) *veltrixv1.VeltrixCluster {
+	return &veltrixv1.VeltrixCluster{ObjectMeta: metav1.ObjectMeta{Name: "vc-" + rand.String(5), Namespace: ns}}
+}
+
+// verdict says what is wrong with the API server's answer err, or "" when it is what want
+// asks for: accepted when want is empty, otherwise refused as Invalid with want in it.
+func verdict(err error, want string) string {
+	if want == "" {
+		if err != nil {
+			return "refused: " + err.Error()
+		}
+		return ""
+	}
+	if err == nil {
+		return "accepted, want a refusal containing " + want
+	}
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+		return "refused with " + err.Error() + ", want Invalid containing " + want
+	}
+	return ""
+}
+
+// TestDefaultsMatchConstants: an empty spec is stored with the schema's defaults, and they
+// are the exported constants the reconciler uses, so the two cannot drift apart.
+func TestDefaultsMatchConstants(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vc-")
+	c := minimal(ns)
+	if err := env.Client.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	got := &veltrixv1.VeltrixCluster{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	want := veltrixv1.VeltrixClusterSpec{
+		Size:                       veltrixv1.DefaultSize,
+		Version:                    veltrixv1.DefaultVersion,
+		Image:                      veltrixv1.DefaultImage,
+		ReplicationFactor:          veltrixv1.DefaultReplicationFactor,
+		StorageClassName:           veltrixv1.DefaultStorageClassName,
+		DisksPerNode:               veltrixv1.DefaultDisksPerNode,
+		DiskSelector:               veltrixv1.DiskSelector{NVMeOnly: ptr.To(true)},
+		ReclaimPolicy:              veltrixv1.DefaultReclaimPolicy,
+		ServerPort:                 veltrixv1.DefaultServerPort,
+		MetricsPort:                veltrixv1.DefaultMetricsPort,
+		GossipPort:                 veltrixv1.DefaultGossipPort,
+		RawVLog:                    veltrixv1.RawVLogSpec{XFSPartitionPercent: veltrixv1.DefaultXFSPartitionPercent},
+		PodAntiAffinityTopologyKey: veltrixv1.DefaultPodAntiAffinityTopologyKey,
+		Mode:                       veltrixv1.DefaultMode,
+		Net:                        veltrixv1.DefaultNet,
+	}
+	if !equality.Semantic.DeepEqual(got.Spec, want) {
+		t.Errorf("defaulted spec\n got %+v\nwant %+v", got.Spec, want)
+	}
+}
+
+// TestCreateRules: each rule refuses its case with its own message; the edge cases next to
+// each rule are accepted.
+func TestCreateRules(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vc-")
+	q := resource.MustParse
+	secret := &veltrixv1.SecretKeyRef{Name: "auth", Key: "auth.yaml"}
+	cases := []struct {
+		name string
+		spec func(*veltrixv1.VeltrixClusterSpec)
+		want string // "" accepts
+	}{
+		{name: "defaults", spec: func(*veltrixv1.VeltrixClusterSpec) {}},
+		{name: "size below replicationFactor", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Size, s.ReplicationFactor = 2, 3 },
+			want: "size must be at least replicationFactor"},
+		{name: "size equal to replicationFactor", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Size, s.ReplicationFactor = 1, 1 }},
+		{name: "negative size", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Size = -1 },
+			want: "spec.size: Invalid value: -1"},
+		{name: "standalone with three members", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Mode = veltrixv1.ModeStandalone },
+			want: "mode standalone runs one member without replication"},
+		{name: "unknown mode", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Mode = "sharded" },
+			want: `spec.mode: Unsupported value: "sharded"`},
+		{name: "net cpp in replicated", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Net = veltrixv1.NetCPP },
+			want: "net cpp, uring and poll are refused by the server in mode raft and replicated: set net to go"},
+		{name: "net uring in raft", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Net, s.Mode = veltrixv1.NetURing, veltrixv1.ModeRaft },
+			want: "refused by the server in mode raft and replicated"},
+		{name: "net poll standalone with auth", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.Size, s.ReplicationFactor, s.Mode, s.Net, s.AuthConfig = 1, 1, veltrixv1.ModeStandalone, veltrixv1.NetPoll, secret
+		}, want: "net cpp, uring and poll are refused by the server with an auth config: set net to go, or remove authConfig"},
+		{name: "net poll standalone without auth", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.Size, s.ReplicationFactor, s.Mode, s.Net = 1, 1, veltrixv1.ModeStandalone, veltrixv1.NetPoll
+		}},
+		{name: "unknown net", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Net = "rdma" },
+			want: `spec.net: Unsupported value: "rdma"`},
+		{name: "auth with net go", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.AuthConfig, s.AdminTokenSecret = secret, &veltrixv1.SecretKeyRef{Name: "admin", Key: "token"}
+		}},
+		{name: "admin token secret name", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.AdminTokenSecret = &veltrixv1.SecretKeyRef{Name: "Admin_Token", Key: "token"}
+		}, want: "name must be a Secret name"},
+		{name: "negative xfs percent", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.RawVLog = veltrixv1.RawVLogSpec{Enabled: true, XFSPartitionPercent: -5}
+		},
+			want: "rawVLog.xfsPartitionPercent must be between 1 and 99"},
+		{name: "xfs percent 100", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.RawVLog = veltrixv1.RawVLogSpec{Enabled: true, XFSPartitionPercent: 100}
+		},
+			want: "rawVLog.xfsPartitionPercent must be between 1 and 99"},
+		{name: "xfs percent 99", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.RawVLog = veltrixv1.RawVLogSpec{Enabled: true, XFSPartitionPercent: 99}
+		}},
+		{name: "server and metrics port", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.ServerPort, s.MetricsPort = 9000, 9000 },
+			want: "serverPort, metricsPort and gossipPort must all differ"},
+		{name: "metrics and gossip port", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.MetricsPort, s.GossipPort = 7000, 7000 },
+			want: "serverPort, metricsPort and gossipPort must all differ"},
+		{name: "port out of range", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.ServerPort = 70000 },
+			want: "spec.serverPort: Invalid value: 70000"},
+		{name: "image with a tag", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Image = "ghcr.io/veltrixdb/veltrixdb:1.0.0" },
+			want: "image is a repository without a tag or digest"},
+		{name: "image with a digest", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Image = "ghcr.io/veltrixdb/veltrixdb@sha256:0000" },
+			want: "image is a repository without a tag or digest"},
+		{name: "image on a registry port", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Image = "registry.local:5000/veltrixdb" }},
+		{name: "zero disk size", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.DiskSize = ptr.To(q("0")) },
+			want: "diskSize must be a positive quantity"},
+		{name: "disk selector range inverted", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.DiskSelector = veltrixv1.DiskSelector{MinSize: ptr.To(q("2Ti")), MaxSize: ptr.To(q("1Ti"))}
+		}, want: "diskSelector.minSize must not exceed diskSelector.maxSize"},
+		{name: "disk selector range", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.DiskSelector = veltrixv1.DiskSelector{Model: "Samsung SSD 980", MinSize: ptr.To(q("1Ti")), MaxSize: ptr.To(q("1Ti")), NVMeOnly: ptr.To(false)}
+		}},
+		{name: "reclaim policy", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.ReclaimPolicy = "Recycle" },
+			want: `spec.reclaimPolicy: Unsupported value: "Recycle"`},
+		{name: "request above limit", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: q("2Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: q("1Gi")},
+			}
+		}, want: "resources.requests must not exceed resources.limits"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := minimal(ns)
+			tc.spec(&c.Spec)
+			if v := verdict(env.Client.Create(context.Background(), c), tc.want); v != "" {
+				t.Error(v)
+			}
+		})
+	}
+}
+
+// TestUpdateRules: changes that would lose data are refused on update; scaling, upgrading
+// and growing the volumes are not.
+func TestUpdateRules(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vc-")
+	cases := []struct {
+		name string
+		spec func(*veltrixv1.VeltrixClusterSpec)
+		want string
+	}{
+		{name: "scale and upgrade", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Size, s.Version = 5, "1.18.0" }},
+		{name: "grow the disks", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.DiskSize = ptr.To(resource.MustParse("20Gi")) }},
+		{name: "shrink the disks", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.DiskSize = ptr.To(resource.MustParse("5Gi")) },
+			want: "diskSize can only grow"},
+		{name: "drop the disk size", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.DiskSize = nil },
+			want: "diskSize can only grow"},
+		{name: "storage class", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.StorageClassName = "standard" },
+			want: "storageClassName is immutable"},
+		{name: "disks per node", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.DisksPerNode = 2 },
+			want: "disksPerNode is immutable"},
+		{name: "mode", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Mode = veltrixv1.ModeRaft },
+			want: "mode is fixed at creation"},
+		{name: "raw vlog off", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.RawVLog.Enabled = false },
+			want: "rawVLog is immutable"},
+		{name: "raw vlog split", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.RawVLog.XFSPartitionPercent = 30 },
+			want: "rawVLog is immutable"},
+		{name: "reclaim policy", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.ReclaimPolicy = veltrixv1.ReclaimDelete }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := minimal(ns)
+			c.Spec.DiskSize = ptr.To(resource.MustParse("10Gi"))
+			c.Spec.RawVLog = veltrixv1.RawVLogSpec{Enabled: true, XFSPartitionPercent: 20}
+			if err := env.Client.Create(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			tc.spec(&c.Spec)
+			if v := verdict(env.Client.Update(context.Background(), c), tc.want); v != "" {
+				t.Error(v)
+			}
+		})
+	}
+}
+
+// TestSamplesApply: the document's sample and deploy/samples/veltrix.yaml are accepted with
+// strict field validation and stored as written, plus the schema's defaults.
+func TestSamplesApply(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vc-")
+	for _, path := range []string{"testdata/document-sample.yaml", "../../../../deploy/samples/veltrix.yaml"} {
+		t.Run(path, func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := &veltrixv1.VeltrixCluster{}
+			if err := yaml.UnmarshalStrict(data, sent); err != nil {
+				t.Fatalf("%s does not fit the Go types: %v", path, err)
+			}
+			sent.Namespace = ns
+			// What the API server must store: the sample, plus the defaults of what it leaves out.
+			want := sent.Spec.DeepCopy()
+			if want.Mode == "" {
+				want.Mode = veltrixv1.DefaultMode
+			}
+			if want.Net == "" {
+				want.Net = veltrixv1.DefaultNet
+			}
+			if want.ReclaimPolicy == "" {
+				want.ReclaimPolicy = veltrixv1.DefaultReclaimPolicy
+			}
+			if want.DiskSelector.NVMeOnly == nil {
+				want.DiskSelector.NVMeOnly = ptr.To(true)
+			}
+			if err := env.Client.Create(context.Background(), sent.DeepCopy(), client.FieldValidation("Strict")); err != nil {
+				t.Fatalf("creating %s: %v", sent.Name, err)
+			}
+			stored := &veltrixv1.VeltrixCluster{}
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(sent), stored); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(stored.Spec, *want) {
+				t.Errorf("stored spec\n got %+v\nwant %+v", stored.Spec, *want)
+			}
+		})
+	}
+}
