@@ -2,7 +2,9 @@ package validation
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -248,5 +251,68 @@ func TestSamplesApply(t *testing.T) {
 				t.Errorf("stored spec\n got %+v\nwant %+v", stored.Spec, *want)
 			}
 		})
+	}
+}
+
+// TestStatusAndColumns: the status subresource stores what the reconciler reports (members
+// keyed by id, conditions by type), and `kubectl get vc` shows SIZE, READY, VERSION, STATE
+// and AGE from the fields the reconciler fills.
+func TestStatusAndColumns(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vc-")
+	ctx := context.Background()
+	c := minimal(ns)
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	c.Status = veltrixv1.VeltrixClusterStatus{
+		ObservedGeneration: c.Generation, State: veltrixv1.StateRunning, Size: 3, ReadyMembers: 2,
+		Version: veltrixv1.DefaultVersion, Epoch: 4, PartitionCount: 64, PartitionMap: "demo-0:22 demo-1:21 demo-2:21",
+		LastScaleTime: &now, Nodes: []string{"n1", "n2", "n3"},
+		Members:    []veltrixv1.MemberStatus{{ID: "demo-0", Address: "demo-0.demo:9000", State: "active", SearchReady: true}, {ID: "demo-1", State: "leaving"}},
+		Conditions: []metav1.Condition{{Type: veltrixv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "MembersNotReady", Message: "2 of 3", LastTransitionTime: now}},
+	}
+	if err := env.Client.Status().Update(ctx, c); err != nil {
+		t.Fatalf("status update: %v", err)
+	}
+	got := &veltrixv1.VeltrixCluster{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.ReadyMembers != 2 || got.Status.Epoch != 4 || len(got.Status.Members) != 2 || !got.Status.Members[0].SearchReady {
+		t.Errorf("stored status %+v", got.Status)
+	}
+	got.Status.Members = append(got.Status.Members, veltrixv1.MemberStatus{ID: "demo-0"})
+	if v := verdict(env.Client.Status().Update(ctx, got), `status.members[2]: Duplicate value`); v != "" {
+		t.Error(v)
+	}
+	got.Status.Members = got.Status.Members[:2]
+	got.Status.State = "Happy"
+	if v := verdict(env.Client.Status().Update(ctx, got), `status.state: Unsupported value: "Happy"`); v != "" {
+		t.Error(v)
+	}
+
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "veltrixclusters.veltrix.io"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	if names, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames"); !reflect.DeepEqual(names, []string{"vc"}) {
+		t.Errorf("short names %v, want [vc]", names)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if len(versions) != 1 {
+		t.Fatalf("versions %v", versions)
+	}
+	cols, _, _ := unstructured.NestedSlice(versions[0].(map[string]any), "additionalPrinterColumns")
+	var shown []string
+	for _, col := range cols {
+		m := col.(map[string]any)
+		shown = append(shown, fmt.Sprintf("%s=%s", strings.ToUpper(m["name"].(string)), m["jsonPath"]))
+	}
+	want := []string{"SIZE=.spec.size", "READY=.status.readyMembers", "VERSION=.spec.version", "STATE=.status.state", "AGE=.metadata.creationTimestamp"}
+	if !reflect.DeepEqual(shown, want) {
+		t.Errorf("printer columns %v, want %v", shown, want)
 	}
 }
