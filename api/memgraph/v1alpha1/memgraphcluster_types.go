@@ -1,48 +1,480 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// MemgraphClusterSpec is the desired state of a MemgraphCluster. Its product issue fills it in.
+// MemgraphClusterSpec is the desired state of a MemgraphCluster: a Raft group of
+// coordinators and the data instances they register, one MAIN and the rest SYNC replicas.
+// Every field has a schema default mirrored by a Go constant (defaults.go), so builders
+// behave the same on a spec that never passed admission.
 type MemgraphClusterSpec struct {
-	// Replicas is the number of members.
-	// +kubebuilder:validation:Minimum=1
+	// Coordinators is the number of coordinators in the Raft group: odd and at least 3,
+	// since an even count tolerates no more failures than the odd count below it.
+	// +kubebuilder:validation:XValidation:rule="self >= 3 && self % 2 == 1",message="coordinators must be an odd number of at least 3 (3, 5, 7, ...) so the Raft group keeps a quorum: set spec.coordinators to 3 or another odd count"
 	// +kubebuilder:default=3
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
-	// Image is the container image of the data plane.
+	Coordinators int32 `json:"coordinators,omitempty"`
+
+	// DataInstances is the number of data instances: one MAIN, the rest replicas.
+	// +kubebuilder:validation:XValidation:rule="self >= 1",message="dataInstances must be at least 1: set spec.dataInstances to 1 or more (2 or more for failover)"
+	// +kubebuilder:default=2
 	// +optional
-	Image string `json:"image,omitempty"`
+	DataInstances int32 `json:"dataInstances,omitempty"`
+
+	// Image of the coordinators and data instances.
+	// +kubebuilder:default={}
+	// +optional
+	Image ImageSpec `json:"image,omitempty"`
+
+	// ImagePullSecrets are Secrets in the cluster's namespace for pulling Image.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// License names the Secret with the enterprise license and organization name;
+	// Memgraph refuses high availability without both.
+	// +required
+	License LicenseSpec `json:"license"`
+
+	// Storage is each role's lib and log volumes and what happens to them.
+	// +kubebuilder:default={}
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// ClusterDomain is the DNS domain of the Kubernetes cluster, the suffix of every
+	// address the operator advertises and registers. Immutable.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="clusterDomain must be a DNS domain such as cluster.local: lowercase letters, digits, '-' and '.'"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterDomain is immutable: the coordinators' Raft membership and every registration carry addresses under it; create a new cluster to change it"
+	// +kubebuilder:default=cluster.local
+	// +optional
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+
+	// Ports the instances listen on. Immutable, since every registration carries them.
+	// +kubebuilder:default={}
+	// +optional
+	Ports PortsSpec `json:"ports,omitempty"`
+
+	// Probes are the timings of each role's TCP probes (data instances on the Bolt port,
+	// coordinators on the coordinator port).
+	// +kubebuilder:default={}
+	// +optional
+	Probes RoleProbes `json:"probes,omitempty"`
+
+	// Resources of each role's memgraph container.
+	// +optional
+	Resources RoleResources `json:"resources,omitempty"`
+
+	// Labels added to each role's pods, StatefulSet and Service.
+	// +optional
+	Labels RoleLabels `json:"labels,omitempty"`
+
+	// ExtraEnv adds plain environment variables to each role's container. Values are
+	// not secret by construction (no valueFrom); the license and identity are the
+	// operator's.
+	// +optional
+	ExtraEnv RoleEnv `json:"extraEnv,omitempty"`
+
+	// ExtraArgs adds memgraph command-line flags to each role's container, after the
+	// operator's. Ports, identity and license are set elsewhere in the spec.
+	// +optional
+	ExtraArgs RoleArgs `json:"extraArgs,omitempty"`
 }
+
+// ImageSpec is the memgraph image: repository, and a tag or a digest (the digest wins).
+type ImageSpec struct {
+	// Repository without tag or digest, e.g. memgraph/memgraph or registry:5000/memgraph.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="!self.contains('@') && !self.matches(':[^/]*$')",message="image.repository must not carry a tag or digest: move it to image.tag or image.digest"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$')",message="image.repository must be an image reference such as memgraph/memgraph: lowercase letters, digits, '.', '_', '-', '/' and a registry port"
+	// +kubebuilder:default="memgraph/memgraph"
+	// +optional
+	Repository string `json:"repository,omitempty"`
+
+	// Tag of the image.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$')",message="image.tag must be a tag such as 3.12.0: letters, digits, '_', '.' and '-', at most 128 characters"
+	// +kubebuilder:default="3.12.0"
+	// +optional
+	Tag string `json:"tag,omitempty"`
+
+	// Digest pins the image (sha256:<64 hex>); it takes precedence over Tag.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^sha256:[a-f0-9]{64}$')",message="image.digest must be sha256: followed by 64 lowercase hex digits"
+	// +optional
+	Digest string `json:"digest,omitempty"`
+
+	// PullPolicy of the image.
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +kubebuilder:default=IfNotPresent
+	// +optional
+	PullPolicy corev1.PullPolicy `json:"pullPolicy,omitempty"`
+}
+
+// LicenseSpec names the Secret whose two keys become MEMGRAPH_ENTERPRISE_LICENSE and
+// MEMGRAPH_ORGANIZATION_NAME. The operator never reads it; the kubelet injects it.
+// +kubebuilder:validation:XValidation:rule="self.licenseKey != self.organizationKey",message="license.licenseKey and license.organizationKey must name different keys of the Secret: the license and the organization name are two values"
+type LicenseSpec struct {
+	// SecretName is the Secret in the cluster's namespace.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="license.secretName must name a Secret: lowercase letters, digits, '-' and '.'"
+	// +required
+	SecretName string `json:"secretName"`
+
+	// LicenseKey is the Secret key holding the enterprise license.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="license.licenseKey must be a Secret key: letters, digits, '-', '_' and '.'"
+	// +kubebuilder:default=MEMGRAPH_ENTERPRISE_LICENSE
+	// +optional
+	LicenseKey string `json:"licenseKey,omitempty"`
+
+	// OrganizationKey is the Secret key holding the organization name the license is for.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="license.organizationKey must be a Secret key: letters, digits, '-', '_' and '.'"
+	// +kubebuilder:default=MEMGRAPH_ORGANIZATION_NAME
+	// +optional
+	OrganizationKey string `json:"organizationKey,omitempty"`
+}
+
+// StorageSpec is the persistent storage of both roles.
+type StorageSpec struct {
+	// RetentionPolicy says whether claims outlive the cluster and retired instances.
+	// +kubebuilder:default={}
+	// +optional
+	RetentionPolicy RetentionPolicy `json:"retentionPolicy,omitempty"`
+
+	// Coordinators' volumes (Raft log and snapshots in lib).
+	// +kubebuilder:default={}
+	// +optional
+	Coordinators RoleStorage `json:"coordinators,omitempty"`
+
+	// Data instances' volumes (the graph in lib).
+	// +kubebuilder:default={}
+	// +optional
+	Data RoleStorage `json:"data,omitempty"`
+}
+
+// RetentionPolicy maps onto the StatefulSets' persistentVolumeClaimRetentionPolicy.
+type RetentionPolicy struct {
+	// WhenDeleted applies when the MemgraphCluster is deleted.
+	// +kubebuilder:default=Retain
+	// +optional
+	WhenDeleted RetentionAction `json:"whenDeleted,omitempty"`
+
+	// WhenScaled applies to the claims of instances retired by a scale-down.
+	// +kubebuilder:default=Retain
+	// +optional
+	WhenScaled RetentionAction `json:"whenScaled,omitempty"`
+}
+
+// RetentionAction is what happens to a claim.
+// +kubebuilder:validation:Enum=Retain;Delete
+type RetentionAction string
+
+const (
+	// RetentionRetain keeps the claim and its data.
+	RetentionRetain RetentionAction = "Retain"
+	// RetentionDelete deletes the claim with its pod or cluster.
+	RetentionDelete RetentionAction = "Delete"
+)
+
+// RoleStorage is one role's lib (data, Raft state) and log volumes, in the HA Helm
+// chart's vocabulary. Class and access mode are fixed once created (a bound claim cannot
+// change them); sizes can grow but never shrink.
+// +kubebuilder:validation:XValidation:rule="(!has(self.libPVCSize) || quantity(self.libPVCSize).isGreaterThan(quantity('0'))) && (!has(self.logPVCSize) || quantity(self.logPVCSize).isGreaterThan(quantity('0')))",message="libPVCSize and logPVCSize must be positive quantities such as 1Gi"
+// +kubebuilder:validation:XValidation:rule="(!has(self.libPVCSize) || !has(oldSelf.libPVCSize) || !quantity(self.libPVCSize).isLessThan(quantity(oldSelf.libPVCSize))) && (!has(self.logPVCSize) || !has(oldSelf.logPVCSize) || !quantity(self.logPVCSize).isLessThan(quantity(oldSelf.logPVCSize)))",message="libPVCSize and logPVCSize can only grow: shrinking a volume would lose data; set the size back to at least its current value"
+// +kubebuilder:validation:XValidation:rule="has(self.libStorageClassName) == has(oldSelf.libStorageClassName) && (!has(self.libStorageClassName) || self.libStorageClassName == oldSelf.libStorageClassName) && has(self.logStorageClassName) == has(oldSelf.logStorageClassName) && (!has(self.logStorageClassName) || self.logStorageClassName == oldSelf.logStorageClassName)",message="libStorageClassName and logStorageClassName are immutable: a bound claim cannot change class; set them back to their current values"
+// +kubebuilder:validation:XValidation:rule="(!has(self.libStorageAccessMode) || !has(oldSelf.libStorageAccessMode) || self.libStorageAccessMode == oldSelf.libStorageAccessMode) && (!has(self.logStorageAccessMode) || !has(oldSelf.logStorageAccessMode) || self.logStorageAccessMode == oldSelf.logStorageAccessMode)",message="libStorageAccessMode and logStorageAccessMode are immutable: a bound claim cannot change access mode; set them back to their current values"
+type RoleStorage struct {
+	// LibPVCSize is the size of the lib volume (/var/lib/memgraph).
+	// +kubebuilder:default="1Gi"
+	// +optional
+	LibPVCSize *resource.Quantity `json:"libPVCSize,omitempty"`
+
+	// LibStorageClassName of the lib volume; unset means the namespace's default class.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	LibStorageClassName *string `json:"libStorageClassName,omitempty"`
+
+	// LibStorageAccessMode of the lib volume.
+	// +kubebuilder:default=ReadWriteOnce
+	// +optional
+	LibStorageAccessMode AccessMode `json:"libStorageAccessMode,omitempty"`
+
+	// LogPVCSize is the size of the log volume (/var/log/memgraph).
+	// +kubebuilder:default="256Mi"
+	// +optional
+	LogPVCSize *resource.Quantity `json:"logPVCSize,omitempty"`
+
+	// LogStorageClassName of the log volume; unset means the namespace's default class.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	LogStorageClassName *string `json:"logStorageClassName,omitempty"`
+
+	// LogStorageAccessMode of the log volume.
+	// +kubebuilder:default=ReadWriteOnce
+	// +optional
+	LogStorageAccessMode AccessMode `json:"logStorageAccessMode,omitempty"`
+}
+
+// AccessMode is a claim's access mode; one pod writes each volume, so read-only modes
+// are not offered.
+// +kubebuilder:validation:Enum=ReadWriteOnce;ReadWriteOncePod;ReadWriteMany
+type AccessMode string
+
+// PortsSpec are the ports every address the operator registers is built from.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="ports are immutable: the coordinators' Raft membership and every registration carry them; create a new cluster to change them"
+// +kubebuilder:validation:XValidation:rule="!(has(self.bolt) && has(self.management) && has(self.coordinator) && has(self.replication) && has(self.metrics)) || [self.bolt, self.management, self.coordinator, self.replication, self.metrics].all(p, [self.bolt, self.management, self.coordinator, self.replication, self.metrics].filter(q, q == p).size() == 1)",message="ports.bolt, management, coordinator, replication and metrics must be five different ports"
+type PortsSpec struct {
+	// Bolt is the client and admin query port (--bolt-port).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=7687
+	// +optional
+	Bolt int32 `json:"bolt,omitempty"`
+
+	// Management is the port coordinators health-check and command instances on
+	// (--management-port).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=10000
+	// +optional
+	Management int32 `json:"management,omitempty"`
+
+	// Coordinator is the Raft port of coordinators (--coordinator-port).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=12000
+	// +optional
+	Coordinator int32 `json:"coordinator,omitempty"`
+
+	// Replication is the port a replica receives the MAIN's stream on (registered as
+	// replication_server).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=20000
+	// +optional
+	Replication int32 `json:"replication,omitempty"`
+
+	// Metrics is the Prometheus metrics port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=9091
+	// +optional
+	Metrics int32 `json:"metrics,omitempty"`
+}
+
+// RoleProbes are the probe timings of both roles.
+type RoleProbes struct {
+	// Coordinators' probes.
+	// +kubebuilder:default={}
+	// +optional
+	Coordinators Probes `json:"coordinators,omitempty"`
+
+	// Data instances' probes.
+	// +kubebuilder:default={}
+	// +optional
+	Data Probes `json:"data,omitempty"`
+}
+
+// Probes are one role's liveness, readiness and startup probes. A probe left out gets
+// the whole default; a field left out of a given probe gets the Go constant.
+type Probes struct {
+	// Liveness restarts a memgraph that stops answering.
+	// +kubebuilder:default={periodSeconds: 5, timeoutSeconds: 10, failureThreshold: 20}
+	// +optional
+	Liveness *ProbeTimings `json:"liveness,omitempty"`
+
+	// Readiness gates the StatefulSet's rollout and the operator's registration.
+	// +kubebuilder:default={periodSeconds: 5, timeoutSeconds: 10, failureThreshold: 20}
+	// +optional
+	Readiness *ProbeTimings `json:"readiness,omitempty"`
+
+	// Startup covers recovery of a large dataset on start.
+	// +kubebuilder:default={periodSeconds: 10, timeoutSeconds: 10, failureThreshold: 1440}
+	// +optional
+	Startup *ProbeTimings `json:"startup,omitempty"`
+}
+
+// ProbeTimings are a TCP probe's timings; what is probed is fixed by the role.
+type ProbeTimings struct {
+	// InitialDelaySeconds before the first probe.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	InitialDelaySeconds int32 `json:"initialDelaySeconds,omitempty"`
+
+	// PeriodSeconds between probes.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	PeriodSeconds int32 `json:"periodSeconds,omitempty"`
+
+	// TimeoutSeconds of one probe.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+
+	// FailureThreshold is how many failed probes in a row count as a failure.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	FailureThreshold int32 `json:"failureThreshold,omitempty"`
+}
+
+// RoleResources are both roles' container resources.
+type RoleResources struct {
+	// Coordinators' resources.
+	// +optional
+	Coordinators corev1.ResourceRequirements `json:"coordinators,omitempty"`
+	// Data instances' resources.
+	// +optional
+	Data corev1.ResourceRequirements `json:"data,omitempty"`
+}
+
+// RoleLabels are both roles' extra labels.
+type RoleLabels struct {
+	// Coordinators' labels.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Coordinators map[string]string `json:"coordinators,omitempty"`
+	// Data instances' labels.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Data map[string]string `json:"data,omitempty"`
+}
+
+// RoleEnv are both roles' extra environment variables.
+type RoleEnv struct {
+	// Coordinators' variables.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Coordinators []EnvVar `json:"coordinators,omitempty"`
+	// Data instances' variables.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Data []EnvVar `json:"data,omitempty"`
+}
+
+// EnvVar is a plain environment variable.
+type EnvVar struct {
+	// Name of the variable. The license, the ports and the pod's identity are set by the
+	// operator and cannot be shadowed.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z][-._a-zA-Z0-9]*$')",message="extraEnv names must be environment variable names: letters, digits, '_', '-' and '.', not starting with a digit"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['MEMGRAPH_ENTERPRISE_LICENSE', 'MEMGRAPH_ORGANIZATION_NAME'])",message="extraEnv must not set MEMGRAPH_ENTERPRISE_LICENSE or MEMGRAPH_ORGANIZATION_NAME: the license comes from the Secret named in spec.license"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['MEMGRAPH_BOLT_PORT', 'MEMGRAPH_MANAGEMENT_PORT', 'MEMGRAPH_COORDINATOR_PORT'])",message="extraEnv must not set MEMGRAPH_BOLT_PORT, MEMGRAPH_MANAGEMENT_PORT or MEMGRAPH_COORDINATOR_PORT: set spec.ports instead"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['MEMGRAPH_COORDINATOR_ID', 'MEMGRAPH_COORDINATOR_HOSTNAME', 'MEMGRAPH_HA_CLUSTER_INIT_QUERIES', 'POD_NAME', 'POD_NAMESPACE'])",message="extraEnv must not set MEMGRAPH_COORDINATOR_ID, MEMGRAPH_COORDINATOR_HOSTNAME, MEMGRAPH_HA_CLUSTER_INIT_QUERIES, POD_NAME or POD_NAMESPACE: the operator derives each pod's identity and registration from its ordinal; remove the variable"
+	// +required
+	Name string `json:"name"`
+
+	// Value of the variable.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Value string `json:"value,omitempty"`
+}
+
+// RoleArgs are both roles' extra memgraph flags.
+type RoleArgs struct {
+	// Coordinators' flags.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Coordinators []Arg `json:"coordinators,omitempty"`
+	// Data instances' flags.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Data []Arg `json:"data,omitempty"`
+}
+
+// Arg is one memgraph command-line argument, e.g. --log-level=DEBUG.
+// +kubebuilder:validation:MaxLength=1024
+// +kubebuilder:validation:XValidation:rule="!self.matches('^--?(bolt-port|management-port|coordinator-port)(=|$)')",message="extraArgs must not set --bolt-port, --management-port or --coordinator-port: the registrations are built from spec.ports; set the port there"
+// +kubebuilder:validation:XValidation:rule="!self.matches('^--?(coordinator-id|coordinator-hostname|ha-cluster-init-queries)(=|$)')",message="extraArgs must not set --coordinator-id, --coordinator-hostname or --ha-cluster-init-queries: the operator derives each coordinator's identity from its pod ordinal; remove the flag"
+// +kubebuilder:validation:XValidation:rule="!self.matches('^--?(license-key|organization-name)(=|$)')",message="extraArgs must not set --license-key or --organization-name: the license comes from the Secret named in spec.license"
+type Arg string
 
 // MemgraphClusterStatus is the observed state of a MemgraphCluster.
 type MemgraphClusterStatus struct {
 	// ObservedGeneration is the generation the status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// State summarizes the conditions.
+
+	// State summarizes the conditions; Initializing until the operator first writes status.
+	// +kubebuilder:default=Initializing
 	// +optional
-	State string `json:"state,omitempty"`
-	// Conditions describe the current state.
+	State ClusterState `json:"state,omitempty"`
+
+	// Coordinators is how many coordinators SHOW INSTANCES lists as registered.
+	// +optional
+	Coordinators int32 `json:"coordinators"`
+
+	// DataInstances is how many data instances SHOW INSTANCES lists as registered.
+	// +optional
+	DataInstances int32 `json:"dataInstances"`
+
+	// Main is the name of the data instance holding the MAIN role (e.g. instance_0),
+	// empty when there is none.
+	// +optional
+	Main string `json:"main,omitempty"`
+
+	// Leader is the name of the Raft leader (e.g. coordinator_1), empty when no
+	// coordinator names one.
+	// +optional
+	Leader string `json:"leader,omitempty"`
+
+	// Conditions: Ready, Converged and Updated.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// ClusterState is the one-word summary of a MemgraphCluster.
+// +kubebuilder:validation:Enum=Initializing;Ready;Converging;Degraded
+type ClusterState string
+
+const (
+	// StateInitializing means no status written yet, or workloads not up for the first time.
+	StateInitializing ClusterState = "Initializing"
+	// StateReady means one MAIN, a leader, everything registered and converged.
+	StateReady ClusterState = "Ready"
+	// StateConverging means serving, with a scale, retirement or update in flight.
+	StateConverging ClusterState = "Converging"
+	// StateDegraded means not serving as declared (no MAIN, no leader, unreachable members).
+	StateDegraded ClusterState = "Degraded"
+)
+
 // MemgraphCluster is a highly available Memgraph cluster.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mgc,categories=opsuite
-// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
-// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`,description="Summary state"
+// +kubebuilder:printcolumn:name="Coordinators",type=integer,JSONPath=`.spec.coordinators`,description="Declared coordinators"
+// +kubebuilder:printcolumn:name="Data",type=integer,JSONPath=`.spec.dataInstances`,description="Declared data instances"
+// +kubebuilder:printcolumn:name="Main",type=string,JSONPath=`.status.main`,description="The data instance holding MAIN"
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`,description="The Raft leader"
+// +kubebuilder:printcolumn:name="Registered Coordinators",type=integer,JSONPath=`.status.coordinators`,priority=1,description="Coordinators registered in SHOW INSTANCES"
+// +kubebuilder:printcolumn:name="Registered Data",type=integer,JSONPath=`.status.dataInstances`,priority=1,description="Data instances registered in SHOW INSTANCES"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MemgraphCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   MemgraphClusterSpec   `json:"spec,omitempty"`
+	// +required
+	Spec MemgraphClusterSpec `json:"spec"`
+	// +kubebuilder:default:={state: "Initializing", coordinators: 0, dataInstances: 0}
+	// +optional
 	Status MemgraphClusterStatus `json:"status,omitempty"`
 }
 
