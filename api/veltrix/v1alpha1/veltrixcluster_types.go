@@ -23,6 +23,7 @@ const (
 	DefaultMode                             = ModeReplicated
 	DefaultNet                              = NetGo
 	DefaultReclaimPolicy                    = ReclaimRetain
+	DefaultNVMeOnly                         = true
 )
 
 // Mode is the server's -mode.

@@ -64,7 +64,7 @@ func TestDefaultsMatchConstants(t *testing.T) {
 		ReplicationFactor:          veltrixv1.DefaultReplicationFactor,
 		StorageClassName:           veltrixv1.DefaultStorageClassName,
 		DisksPerNode:               veltrixv1.DefaultDisksPerNode,
-		DiskSelector:               veltrixv1.DiskSelector{NVMeOnly: ptr.To(true)},
+		DiskSelector:               veltrixv1.DiskSelector{NVMeOnly: ptr.To(veltrixv1.DefaultNVMeOnly)},
 		ReclaimPolicy:              veltrixv1.DefaultReclaimPolicy,
 		ServerPort:                 veltrixv1.DefaultServerPort,
 		MetricsPort:                veltrixv1.DefaultMetricsPort,
@@ -238,7 +238,7 @@ func TestSamplesApply(t *testing.T) {
 				want.ReclaimPolicy = veltrixv1.DefaultReclaimPolicy
 			}
 			if want.DiskSelector.NVMeOnly == nil {
-				want.DiskSelector.NVMeOnly = ptr.To(true)
+				want.DiskSelector.NVMeOnly = ptr.To(veltrixv1.DefaultNVMeOnly)
 			}
 			if err := env.Client.Create(context.Background(), sent.DeepCopy(), client.FieldValidation("Strict")); err != nil {
 				t.Fatalf("creating %s: %v", sent.Name, err)
