@@ -316,3 +316,23 @@ func TestStatusAndColumns(t *testing.T) {
 		t.Errorf("printer columns %v, want %v", shown, want)
 	}
 }
+
+// TestZeroValuesWrittenInYAML: zeros a Go client omits (omitempty) but a manifest can
+// carry are refused too, not silently replaced by the defaults.
+func TestZeroValuesWrittenInYAML(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vc-")
+	for field, want := range map[string]string{
+		"rawVLog: {enabled: true, xfsPartitionPercent: 0}": "rawVLog.xfsPartitionPercent must be between 1 and 99",
+		"size: 0":         "spec.size: Invalid value: 0",
+		"disksPerNode: 0": "spec.disksPerNode: Invalid value: 0",
+	} {
+		obj := &unstructured.Unstructured{}
+		manifest := "apiVersion: veltrix.io/v1alpha1\nkind: VeltrixCluster\nmetadata: {generateName: vc-, namespace: " + ns + "}\nspec:\n  " + field + "\n"
+		if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		if v := verdict(env.Client.Create(context.Background(), obj), want); v != "" {
+			t.Errorf("%s: %s", field, v)
+		}
+	}
+}
