@@ -329,9 +329,11 @@ type ProbeTimings struct {
 // RoleResources are both roles' container resources.
 type RoleResources struct {
 	// Coordinators' resources.
+	// +kubebuilder:validation:XValidation:rule="['cpu', 'memory'].all(r, !has(self.requests) || !has(self.limits) || !(r in self.requests) || !(r in self.limits) || quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) <= 0)",message="resources.coordinators.requests must not exceed resources.coordinators.limits for cpu and memory: raise the limit or lower the request"
 	// +optional
 	Coordinators corev1.ResourceRequirements `json:"coordinators,omitempty"`
 	// Data instances' resources.
+	// +kubebuilder:validation:XValidation:rule="['cpu', 'memory'].all(r, !has(self.requests) || !has(self.limits) || !(r in self.requests) || !(r in self.limits) || quantity(string(self.requests[r])).compareTo(quantity(string(self.limits[r]))) <= 0)",message="resources.data.requests must not exceed resources.data.limits for cpu and memory: raise the limit or lower the request"
 	// +optional
 	Data corev1.ResourceRequirements `json:"data,omitempty"`
 }
@@ -340,13 +342,21 @@ type RoleResources struct {
 type RoleLabels struct {
 	// Coordinators' labels.
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/component', 'app.kubernetes.io/managed-by']))",message="labels must not set app.kubernetes.io/name, instance, component or managed-by: the operator selects its pods by them; use another key"
 	// +optional
-	Coordinators map[string]string `json:"coordinators,omitempty"`
+	Coordinators map[string]LabelValue `json:"coordinators,omitempty"`
 	// Data instances' labels.
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/component', 'app.kubernetes.io/managed-by']))",message="labels must not set app.kubernetes.io/name, instance, component or managed-by: the operator selects its pods by them; use another key"
 	// +optional
-	Data map[string]string `json:"data,omitempty"`
+	Data map[string]LabelValue `json:"data,omitempty"`
 }
+
+// LabelValue is a label's value; keys are checked by the API server when the operator
+// applies the labels (a CEL rule over map keys of unbounded length is too costly).
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:XValidation:rule="self.matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$')",message="label values must be at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, or empty"
+type LabelValue string
 
 // RoleEnv are both roles' extra environment variables.
 type RoleEnv struct {

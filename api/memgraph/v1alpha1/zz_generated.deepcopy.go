@@ -295,14 +295,14 @@ func (in *RoleLabels) DeepCopyInto(out *RoleLabels) {
 	*out = *in
 	if in.Coordinators != nil {
 		in, out := &in.Coordinators, &out.Coordinators
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]LabelValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}
 	}
 	if in.Data != nil {
 		in, out := &in.Data, &out.Data
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]LabelValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -125,6 +127,27 @@ func TestCreateRules(t *testing.T) {
 		{name: "env listed twice", mutate: func(c *mgc) {
 			c.Spec.ExtraEnv.Coordinators = []memgraphv1.EnvVar{{Name: "A"}, {Name: "A"}}
 		}, want: "spec.extraEnv.coordinators[1]: Duplicate value"},
+		{name: "request above limit", mutate: func(c *mgc) {
+			c.Spec.Resources.Data = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+			}
+		}, want: "resources.data.requests must not exceed resources.data.limits"},
+		{name: "coordinator cpu request above limit", mutate: func(c *mgc) {
+			c.Spec.Resources.Coordinators = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
+			}
+		}, want: "resources.coordinators.requests must not exceed resources.coordinators.limits"},
+		{name: "selector label", mutate: func(c *mgc) {
+			c.Spec.Labels.Data = map[string]memgraphv1.LabelValue{"app.kubernetes.io/instance": "other"}
+		}, want: "labels must not set app.kubernetes.io/name, instance, component or managed-by"},
+		{name: "label value with a space", mutate: func(c *mgc) {
+			c.Spec.Labels.Coordinators = map[string]memgraphv1.LabelValue{"team": "graph db"}
+		}, want: "label values must be at most 63 letters"},
+		{name: "prefixed and empty labels", mutate: func(c *mgc) {
+			c.Spec.Labels.Data = map[string]memgraphv1.LabelValue{"example.com/team": "graph", "app.kubernetes.io/part-of": "shop", "flag": ""}
+		}},
 		{name: "tuning env and args", mutate: func(c *mgc) {
 			c.Spec.ExtraEnv.Data = []memgraphv1.EnvVar{{Name: "MEMGRAPH_LOG_LEVEL", Value: "DEBUG"}}
 			c.Spec.ExtraArgs.Data = []memgraphv1.Arg{"--log-level=DEBUG", "--storage-wal-file-size-kib", "20480", "--bolt-port-x=1"}
@@ -418,7 +441,7 @@ func full(ns string) *memgraphv1.MemgraphCluster {
 			Probes:        memgraphv1.RoleProbes{Coordinators: probes, Data: probes},
 			Resources:     memgraphv1.RoleResources{Coordinators: res, Data: res},
 			Labels: memgraphv1.RoleLabels{
-				Coordinators: map[string]string{"team": "graph", "tier": "raft"}, Data: map[string]string{"team": "graph"},
+				Coordinators: map[string]memgraphv1.LabelValue{"team": "graph", "tier": "raft"}, Data: map[string]memgraphv1.LabelValue{"team": "graph"},
 			},
 			ExtraEnv: memgraphv1.RoleEnv{
 				Coordinators: []memgraphv1.EnvVar{{Name: "TZ", Value: "UTC"}},
@@ -498,5 +521,60 @@ func documents(t *testing.T, path string) [][]byte {
 		if len(bytes.TrimSpace(doc)) > 0 {
 			out = append(out, doc)
 		}
+	}
+}
+
+// TestKubectlColumns: kubectl prints the state, the declared counts, the MAIN and the
+// leader (the registered counts with -o wide), the short name and the opsuite category
+// work, and a new cluster reads Initializing before any controller wrote status.
+func TestKubectlColumns(t *testing.T) {
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := filepath.Join(bin, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		t.Fatalf("kubectl not found in %s: run `make controlplane`", bin)
+	}
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, env.Client, "mgc-")
+	c := minimal(ns)
+	c.Name = "shown"
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := env.Kubeconfig(t)
+	get := func(args ...string) []string {
+		t.Helper()
+		out, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig, "-n", ns, "get"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl get %v: %v\n%s", args, err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	expect := func(got, want []string) {
+		t.Helper()
+		// The last field is the age, which varies.
+		if len(got) != len(want)+1 || !slices.Equal(got[:len(want)], want) {
+			t.Errorf("kubectl printed %q, want %v then <age>", got, want)
+		}
+	}
+	// MAIN and LEADER are empty before the first status write, so the row has no field
+	// for them.
+	expect(get("mgc", "shown"), []string{"NAME", "STATE", "COORDINATORS", "DATA", "MAIN", "LEADER", "AGE", "shown", "Initializing", "3", "2"})
+
+	c.Status = memgraphv1.MemgraphClusterStatus{
+		State: memgraphv1.StateReady, Coordinators: 3, DataInstances: 2, Main: "instance_0", Leader: "coordinator_1",
+	}
+	if err := env.Client.Status().Update(ctx, c); err != nil {
+		t.Fatalf("status update: %v", err)
+	}
+	expect(get("memgraphcluster", "shown"), []string{"NAME", "STATE", "COORDINATORS", "DATA", "MAIN", "LEADER", "AGE", "shown", "Ready", "3", "2", "instance_0", "coordinator_1"})
+	expect(get("mgc", "shown", "-o", "wide"), []string{
+		"NAME", "STATE", "COORDINATORS", "DATA", "MAIN", "LEADER", "REGISTERED", "COORDINATORS", "REGISTERED", "DATA", "AGE",
+		"shown", "Ready", "3", "2", "instance_0", "coordinator_1", "3", "2",
+	})
+	if got := get("opsuite", "-o", "name"); !slices.Contains(got, "memgraphcluster.memgraph.com/shown") {
+		t.Errorf("kubectl get opsuite lists %q, want memgraphcluster.memgraph.com/shown", got)
 	}
 }
