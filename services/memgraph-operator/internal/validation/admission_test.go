@@ -154,13 +154,17 @@ func TestCreateRules(t *testing.T) {
 			c.Spec.ExtraArgs.Coordinators = []memgraphv1.Arg{"--also-log-to-stderr"}
 		}},
 	}
+	ctx := context.Background()
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := minimal(ns)
-			tc.mutate(c)
-			verdict(t, env.Client.Create(context.Background(), c), tc.want)
-		})
+		t.Run(tc.name, func(t *testing.T) { verdict(t, env.Client.Create(ctx, edited(ns, tc.mutate)), tc.want) })
 	}
+}
+
+// edited is a minimal cluster in ns changed by mutate.
+func edited(ns string, mutate func(*memgraphv1.MemgraphCluster)) *memgraphv1.MemgraphCluster {
+	c := minimal(ns)
+	mutate(c)
+	return c
 }
 
 // TestReservedEnvAndFlags: each variable and flag the operator sets is refused in both
@@ -532,10 +536,8 @@ func TestKubectlColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A missing kubectl fails the first get with its path (`make controlplane` builds it).
 	kubectl := filepath.Join(bin, "kubectl")
-	if _, err := os.Stat(kubectl); err != nil {
-		t.Fatalf("kubectl not found in %s: run `make controlplane`", bin)
-	}
 	ctx := context.Background()
 	ns := testenv.NewNamespace(t, env.Client, "mgc-")
 	c := minimal(ns)
@@ -548,7 +550,7 @@ func TestKubectlColumns(t *testing.T) {
 		t.Helper()
 		out, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig, "-n", ns, "get"}, args...)...).CombinedOutput()
 		if err != nil {
-			t.Fatalf("kubectl get %v: %v\n%s", args, err, out)
+			t.Fatalf("%s get %v: %v\n%s", kubectl, args, err, out)
 		}
 		return strings.Fields(string(out))
 	}
