@@ -28,6 +28,9 @@ func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Sn
 	}
 	if len(outdated) == 0 {
 		down := p.stateNotOK(snap, set)
+		if down == "" {
+			down = p.staleView(snap, set)
+		}
 		p.healthy = p.readyShards == p.c.Spec.Shards && p.slotsAssigned != nil && *p.slotsAssigned && down == ""
 		if p.healthy {
 			p.ctl.setRolling(p.c, false)
@@ -35,7 +38,7 @@ func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Sn
 		if !p.healthy {
 			p.progress, p.progressMsg = valkeyv1.ReasonReconciling, fmt.Sprintf("%d of %d shards are ready", p.readyShards, p.c.Spec.Shards)
 			if down != "" {
-				p.progressMsg = fmt.Sprintf("Waiting for %s to report cluster_state ok", down)
+				p.progressMsg = fmt.Sprintf("Waiting for %s", down)
 			}
 			return p.ctl.cfg.Poll
 		}
@@ -82,7 +85,34 @@ func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Sn
 func (p *pass) stateNotOK(snap valkey.Snapshot, set nodeSet) string {
 	for _, m := range set.desired {
 		if v, ok := snap.View(m.addr); ok && !v.Info.OK() {
-			return m.node.Name
+			return m.node.Name + " to report cluster_state ok"
+		}
+	}
+	return ""
+}
+
+// staleView names a member whose own table does not show the desired shape yet (gossip
+// has not reached it): every member must answer clients with the same topology, each
+// primary with its replicas, before the cluster is Ready.
+func (p *pass) staleView(snap valkey.Snapshot, set nodeSet) string {
+	want := int(p.c.Spec.Replicas)
+	for _, m := range set.desired {
+		v, ok := snap.View(m.addr)
+		if !ok {
+			continue
+		}
+		owners := 0
+		for _, n := range v.Primaries() {
+			if n.SlotTotal() == 0 {
+				return m.node.Name + " to learn the role of " + n.Addr
+			}
+			owners++
+			if len(v.ReplicasOf(n.ID)) < want {
+				return m.node.Name + " to see every replica of " + n.Addr
+			}
+		}
+		if owners != int(p.c.Spec.Shards) {
+			return m.node.Name + " to see every shard"
 		}
 	}
 	return ""
