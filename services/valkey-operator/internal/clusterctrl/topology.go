@@ -3,7 +3,6 @@ package clusterctrl
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -240,9 +239,7 @@ func (p *pass) progressFor(steps []planner.Step, set nodeSet) {
 
 // announceSteps records the documented event of every completed action.
 func (p *pass) announceSteps(snap valkey.Snapshot, set nodeSet, done []planner.Step) {
-	met := map[string]bool{}
-	primaries, replicas := 0, 0
-	forgotten := map[string]int{}
+	sum := planner.Summarize(done)
 	shardOf := p.shardOfAddr(set)
 	nodeAt := map[string]*valkeyv1.ValkeyNode{}
 	for _, m := range append(append([]member(nil), set.desired...), set.removed...) {
@@ -256,40 +253,34 @@ func (p *pass) announceSteps(snap valkey.Snapshot, set nodeSet, done []planner.S
 		}
 		return nil
 	}
+	for _, a := range sum.Primaries {
+		ranges := make([]string, len(a.Ranges))
+		for i, r := range a.Ranges {
+			ranges[i] = r.String()
+		}
+		p.normalAbout(about(a.Addr), valkeyv1.EventPrimaryCreated, fmt.Sprintf("Created primary %s with slots %s", a.Addr, strings.Join(ranges, ",")))
+	}
+	for _, r := range sum.Replicas {
+		p.normalAbout(about(r.Addr), valkeyv1.EventReplicaCreated, fmt.Sprintf("Created replica %s for primary %s (shard %s)", r.Addr, r.PrimaryID, shardOf[addrOf(snap, r.PrimaryID)]))
+	}
+	if len(sum.Met) > 0 {
+		p.normal(valkeyv1.EventClusterMeetBatch, fmt.Sprintf("Introduced %d isolated node(s) to the cluster", len(sum.Met)))
+	}
+	if len(sum.Primaries) > 0 {
+		p.normal(valkeyv1.EventPrimariesCreated, fmt.Sprintf("Assigned slots to %d new primary node(s)", len(sum.Primaries)))
+	}
+	if len(sum.Replicas) > 0 {
+		p.normal(valkeyv1.EventReplicasAttached, fmt.Sprintf("Attached %d replica node(s)", len(sum.Replicas)))
+	}
+	// How many members each node was forgotten on, for the message.
+	on := map[string]int{}
 	for _, s := range done {
-		switch s.Op {
-		case planner.Meet:
-			met[s.Addr] = true
-		case planner.AddSlots:
-			primaries++
-			ranges := make([]string, len(s.Ranges))
-			for i, r := range s.Ranges {
-				ranges[i] = r.String()
-			}
-			p.normalAbout(about(s.On), valkeyv1.EventPrimaryCreated, fmt.Sprintf("Created primary %s with slots %s", s.On, strings.Join(ranges, ",")))
-		case planner.Replicate:
-			replicas++
-			p.normalAbout(about(s.On), valkeyv1.EventReplicaCreated, fmt.Sprintf("Created replica %s for primary %s (shard %s)", s.On, s.NodeID, shardOf[addrOf(snap, s.NodeID)]))
-		case planner.Forget:
-			forgotten[s.NodeID]++
+		if s.Op == planner.Forget {
+			on[s.NodeID]++
 		}
 	}
-	if len(met) > 0 {
-		p.normal(valkeyv1.EventClusterMeetBatch, fmt.Sprintf("Introduced %d isolated node(s) to the cluster", len(met)))
-	}
-	if primaries > 0 {
-		p.normal(valkeyv1.EventPrimariesCreated, fmt.Sprintf("Assigned slots to %d new primary node(s)", primaries))
-	}
-	if replicas > 0 {
-		p.normal(valkeyv1.EventReplicasAttached, fmt.Sprintf("Attached %d replica node(s)", replicas))
-	}
-	ids := make([]string, 0, len(forgotten))
-	for id := range forgotten {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		p.normal(valkeyv1.EventStaleNodeForgotten, fmt.Sprintf("Forgot node %s on %d member(s)", id, forgotten[id]))
+	for _, id := range sum.Forgotten {
+		p.normal(valkeyv1.EventStaleNodeForgotten, fmt.Sprintf("Forgot node %s on %d member(s)", id, on[id]))
 	}
 }
 
