@@ -12,6 +12,9 @@ export HELM_CONFIG_HOME := $(ROOT)/.cache/helm/config
 export HELM_DATA_HOME := $(ROOT)/.cache/helm/data
 
 SERVICES := vald-operator veltrix-operator valkey-operator memgraph-operator node-agent
+# Test parts, never shipped (no image, no chart): the local cluster runs them for the
+# products' images, and the operators' integration tests start them as processes.
+SIMULATORS := memgraph-sim veltrix-sim
 OPERATORS := vald-operator veltrix-operator valkey-operator memgraph-operator
 MODULES := api proto shared tools $(addprefix services/,$(SERVICES)) tools/e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -67,9 +70,10 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 	tools/build-controlplane.sh
 
 .PHONY: build
-build: ## Build the five static binaries into bin/.
+build: ## Build the five static binaries and the simulators (tools/cmd/*-sim) into bin/.
 	@mkdir -p bin
 	for s in $(SERVICES); do (cd services/$$s && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(ROOT)/bin/$$s ./cmd); done
+	for s in $(SIMULATORS); do if [ -d tools/cmd/$$s ]; then (cd tools && CGO_ENABLED=0 go build -trimpath -o $(ROOT)/bin/$$s ./cmd/$$s); fi; done
 
 .PHONY: generate
 generate: tools ## Regenerate deepcopy, CRDs, RBAC, protobuf code and chart copies.

@@ -74,6 +74,16 @@ func DefaultImageRules(binDir string) []ImageRule {
 		redis("bitnami/valkey*", "1001"),
 		redis("redis*", ""),
 		redis("bitnami/redis*", "1001"),
+		// Simulators (tools/cmd/*-sim, built by `make build`). Memgraph's image runs
+		// /usr/lib/memgraph/memgraph as memgraph (101:103) and binds 0.0.0.0 unless told;
+		// the simulator binds all its listeners to --bolt-address's host.
+		{Image: "memgraph/memgraph*", Binary: filepath.Join(binDir, "memgraph-sim"),
+			Commands: []string{"memgraph", "docker-entrypoint.sh"}, ExtraArgs: []string{"--bolt-address=$(POD_IP)"},
+			User: "101:103", WorkingDir: "/var/lib/memgraph"},
+		// VeltrixDB's image is distroless with /veltrixdb as its entrypoint; its listeners
+		// are --addr and --metrics-addr.
+		{Image: "ghcr.io/veltrixdb/veltrixdb*", Binary: filepath.Join(binDir, "veltrix-sim"),
+			Commands: []string{"veltrixdb"}, ListenFlags: []string{"--addr", "--metrics-addr"}},
 	}
 }
 
