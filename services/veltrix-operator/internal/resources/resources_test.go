@@ -1,0 +1,262 @@
+package resources
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// cluster is a VeltrixCluster as the API server stores it after the schema's defaults.
+func cluster(mut ...func(*veltrixv1.VeltrixCluster)) *veltrixv1.VeltrixCluster {
+	c := &veltrixv1.VeltrixCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "vx", Namespace: "db"},
+		Spec: veltrixv1.VeltrixClusterSpec{
+			Size: veltrixv1.DefaultSize, Version: veltrixv1.DefaultVersion, Image: veltrixv1.DefaultImage,
+			ReplicationFactor: veltrixv1.DefaultReplicationFactor, StorageClassName: veltrixv1.DefaultStorageClassName,
+			DisksPerNode: veltrixv1.DefaultDisksPerNode, ReclaimPolicy: veltrixv1.DefaultReclaimPolicy,
+			ServerPort: veltrixv1.DefaultServerPort, MetricsPort: veltrixv1.DefaultMetricsPort, GossipPort: veltrixv1.DefaultGossipPort,
+			RawVLog:                    veltrixv1.RawVLogSpec{XFSPartitionPercent: veltrixv1.DefaultXFSPartitionPercent},
+			PodAntiAffinityTopologyKey: veltrixv1.DefaultPodAntiAffinityTopologyKey,
+			Mode:                       veltrixv1.DefaultMode, Net: veltrixv1.DefaultNet,
+		},
+	}
+	for _, m := range mut {
+		m(c)
+	}
+	return c
+}
+
+func rawVLog(c *veltrixv1.VeltrixCluster) {
+	c.Spec.RawVLog.Enabled = true
+	c.Spec.DisksPerNode = 2
+}
+
+// golden compares obj's YAML with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, obj any) {
+	t.Helper()
+	got, err := yaml.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s", name, got)
+	}
+}
+
+func TestStatefulSetGolden(t *testing.T) {
+	golden(t, "statefulset.yaml", StatefulSet(cluster(), 3, "h"))
+	golden(t, "statefulset-rawvlog.yaml", StatefulSet(cluster(rawVLog, func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.AuthConfig = &veltrixv1.SecretKeyRef{Name: "auth", Key: "auth.yaml"}
+		c.Spec.AdminTokenSecret = &veltrixv1.SecretKeyRef{Name: "mine", Key: "t"}
+		c.Spec.NodeSelector = map[string]string{"pool": "nvme"}
+		c.Spec.Tolerations = []corev1.Toleration{{Key: "workload", Value: "veltrixdb", Effect: corev1.TaintEffectNoSchedule}}
+	}), 5, "h2"))
+}
+
+func TestStatefulSetShape(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		c       *veltrixv1.VeltrixCluster
+		seccomp corev1.SeccompProfileType
+		claims  []string
+		hasRaw  bool
+	}{
+		{"xfs only", cluster(), corev1.SeccompProfileTypeRuntimeDefault, []string{"data-0"}, false},
+		{"raw vlog", cluster(rawVLog), corev1.SeccompProfileTypeUnconfined, []string{"data-0", "data-1", "vlog-0", "vlog-1"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := StatefulSet(tc.c, 3, "h")
+			p := s.Spec.Template.Spec
+			if got := p.SecurityContext.SeccompProfile.Type; got != tc.seccomp {
+				t.Errorf("seccomp %s, want %s", got, tc.seccomp)
+			}
+			if s.Spec.UpdateStrategy.RollingUpdate == nil || s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable.IntValue() != 1 {
+				t.Errorf("update strategy %+v, want RollingUpdate maxUnavailable 1", s.Spec.UpdateStrategy)
+			}
+			if s.Spec.Template.Annotations[AnnotationSafeToEvict] != "false" {
+				t.Errorf("pod annotations %v lack safe-to-evict false", s.Spec.Template.Annotations)
+			}
+			if *p.TerminationGracePeriodSeconds != 60 {
+				t.Errorf("grace period %d", *p.TerminationGracePeriodSeconds)
+			}
+			if p.Containers[0].Lifecycle != nil {
+				t.Errorf("lifecycle %+v: the distroless image has no shell for a preStop hook", p.Containers[0].Lifecycle)
+			}
+			if len(p.ReadinessGates) != 1 || p.ReadinessGates[0].ConditionType != veltrixv1.SearchReadyGate {
+				t.Errorf("readiness gates %v", p.ReadinessGates)
+			}
+			anti := p.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+			if len(anti) != 1 || anti[0].TopologyKey != tc.c.Spec.PodAntiAffinityTopologyKey {
+				t.Errorf("anti-affinity %v", anti)
+			}
+			var claims []string
+			for _, v := range s.Spec.VolumeClaimTemplates {
+				claims = append(claims, v.Name)
+				want := corev1.PersistentVolumeFilesystem
+				if strings.HasPrefix(v.Name, VolumeVLog) {
+					want = corev1.PersistentVolumeBlock
+				}
+				if *v.Spec.VolumeMode != want || v.Spec.Selector.MatchLabels[LabelCluster] != "vx" || v.Spec.Selector.MatchLabels[LabelNamespace] != "db" {
+					t.Errorf("claim %s mode %s selector %v", v.Name, *v.Spec.VolumeMode, v.Spec.Selector.MatchLabels)
+				}
+			}
+			if !slices.Equal(claims, tc.claims) {
+				t.Errorf("claims %v, want %v", claims, tc.claims)
+			}
+			if got := len(p.Containers[0].VolumeDevices) > 0; got != tc.hasRaw {
+				t.Errorf("volume devices %v", p.Containers[0].VolumeDevices)
+			}
+		})
+	}
+}
+
+func TestArgs(t *testing.T) {
+	args := Args(cluster(rawVLog))
+	want := []string{
+		"--addr=:9000", "--metrics-addr=:2112", "--node-id=$(POD_NAME)",
+		"--peers=vx-0@vx-0.vx-headless.db.svc.cluster.local:9000,vx-1@vx-1.vx-headless.db.svc.cluster.local:9000,vx-2@vx-2.vx-headless.db.svc.cluster.local:9000",
+		"--join=vx-0.vx-headless.db.svc.cluster.local:9000,vx-1.vx-headless.db.svc.cluster.local:9000,vx-2.vx-headless.db.svc.cluster.local:9000",
+		"--advertise-addr=$(POD_NAME).vx-headless.db.svc.cluster.local:9000",
+		"--mode=replicated", "--net=go",
+		"--data-dirs=/var/lib/veltrix/data-0,/var/lib/veltrix/data-1",
+		"--raw-vlogs=/dev/veltrix/vlog-0,/dev/veltrix/vlog-1",
+		"--replication-factor=3",
+	}
+	if !slices.Equal(args, want) {
+		t.Errorf("args\n%q\nwant\n%q", args, want)
+	}
+	// Scaling never changes the pod template: the bootstrap members are the first
+	// replicationFactor ordinals whatever the size.
+	big := cluster(rawVLog, func(c *veltrixv1.VeltrixCluster) { c.Spec.Size = 7 })
+	if !slices.Equal(Args(big), args) {
+		t.Errorf("size 7 changed the args: %q", Args(big))
+	}
+	standalone := cluster(func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.Mode, c.Spec.Size, c.Spec.ReplicationFactor = veltrixv1.ModeStandalone, 1, 1
+		c.Spec.Net = veltrixv1.NetCPP
+		c.Spec.AuthConfig = nil
+	})
+	got := Args(standalone)
+	if !slices.Contains(got, "--peers=vx-0@vx-0.vx-headless.db.svc.cluster.local:9000") || !slices.Contains(got, "--net=cpp") || slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, "--raw-vlogs") }) {
+		t.Errorf("standalone args %q", got)
+	}
+}
+
+func TestEngineEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		c        *veltrixv1.VeltrixCluster
+		indexMap bool
+		want     map[string]string
+	}{
+		{"defaults", cluster(), false, map[string]string{EnvReplicationFactor: "3"}},
+		{"cache and map index", cluster(func(c *veltrixv1.VeltrixCluster) { c.Spec.CacheMaxSizeMB = new(int64(64)) }), true,
+			map[string]string{EnvReplicationFactor: "3", EnvCacheMaxSizeMB: "64", EnvIndex: IndexMap}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := EngineEnv(tc.c, tc.indexMap)
+			if len(got) != len(tc.want) {
+				t.Fatalf("env %v, want %v", got, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%s=%q, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+	if ConfigHash(EngineEnv(cluster(), false)) == ConfigHash(EngineEnv(cluster(), true)) {
+		t.Error("the map index does not change the config hash, so the pods would not roll")
+	}
+	if ConfigHash(map[string]string{"a": "1", "b": "2"}) != ConfigHash(map[string]string{"b": "2", "a": "1"}) {
+		t.Error("the config hash depends on map order")
+	}
+}
+
+func TestPersistentVolumes(t *testing.T) {
+	disks := []Disk{
+		{Node: "n2", Index: 0, FilesystemUUID: "bbbb", DiskGUID: "g2", PVPath: "/mnt/opsuite/veltrix/db/vx/slot-0", XFSBytes: 400 << 20, RawDevice: "/dev/loop2p2", RawBytes: 600 << 20},
+		{Node: "n1", Index: 0, FilesystemUUID: "aaaa", DiskGUID: "g1", WWN: "wwn-1", PVPath: "/mnt/opsuite/veltrix/db/vx/slot-0", XFSBytes: 400 << 20, RawDevice: "/dev/loop0p2", RawBytes: 600 << 20},
+	}
+	golden(t, "pv-rawvlog.yaml", PersistentVolumes(cluster(rawVLog), disks))
+
+	xfs := PersistentVolumes(cluster(), disks)
+	if len(xfs) != 2 || xfs[0].Name != "veltrix-aaaa" || xfs[1].Name != "veltrix-bbbb" {
+		t.Fatalf("without rawVLog: %d volumes %v", len(xfs), names(xfs))
+	}
+	if q := xfs[0].Spec.Capacity[corev1.ResourceStorage]; q.Value() != 400<<20 {
+		t.Errorf("capacity %s, want the XFS size", q.String())
+	}
+	sized := PersistentVolumes(cluster(func(c *veltrixv1.VeltrixCluster) { q := resource.MustParse("1Gi"); c.Spec.DiskSize = &q }), disks)
+	if q := sized[0].Spec.Capacity[corev1.ResourceStorage]; q.String() != "1Gi" {
+		t.Errorf("capacity %s, want diskSize", q.String())
+	}
+	pv := xfs[0]
+	if pv.Spec.Local == nil || pv.Spec.Local.Path != disks[1].PVPath || pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values[0] != "n1" {
+		t.Errorf("pv %s local %v affinity %v", pv.Name, pv.Spec.Local, pv.Spec.NodeAffinity)
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
+		t.Errorf("reclaim %s: the operator decides, never the PV controller", pv.Spec.PersistentVolumeReclaimPolicy)
+	}
+	if pv.Annotations[AnnotationWWN] != "wwn-1" || pv.Annotations[AnnotationFilesystemUUID] != "aaaa" {
+		t.Errorf("identity annotations %v", pv.Annotations)
+	}
+}
+
+func names(pvs []*corev1.PersistentVolume) []string {
+	var out []string
+	for _, p := range pvs {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestChildren(t *testing.T) {
+	c := cluster()
+	sc := StorageClass(c)
+	if sc.Provisioner != NoProvisioner || string(*sc.VolumeBindingMode) != "WaitForFirstConsumer" || sc.Name != "local-nvme" {
+		t.Errorf("storage class %s provisioner %s binding %s", sc.Name, sc.Provisioner, *sc.VolumeBindingMode)
+	}
+	h := HeadlessService(c)
+	if h.Name != "vx-headless" || h.Spec.ClusterIP != corev1.ClusterIPNone || !h.Spec.PublishNotReadyAddresses {
+		t.Errorf("headless %s %q %v", h.Name, h.Spec.ClusterIP, h.Spec.PublishNotReadyAddresses)
+	}
+	if s := ClientService(c); s.Name != "vx" || s.Spec.ClusterIP != "" || len(s.Spec.Ports) != 2 {
+		t.Errorf("client service %s %+v", s.Name, s.Spec)
+	}
+	if r := AdminTokenRef(c); r.Name != "vx-admin-token" || r.Key != AdminTokenKey {
+		t.Errorf("generated token ref %+v", r)
+	}
+	sm := ServiceMonitor(c)
+	if sm.GetKind() != "ServiceMonitor" || sm.GetAPIVersion() != "monitoring.coreos.com/v1" || sm.GetNamespace() != "db" {
+		t.Errorf("service monitor %s %s %s", sm.GetAPIVersion(), sm.GetKind(), sm.GetNamespace())
+	}
+	if got := PVPath("/mnt/opsuite/", c, 1); got != "/mnt/opsuite/veltrix/db/vx/slot-1" {
+		t.Errorf("pv path %s", got)
+	}
+	if got := BootstrapMembers(cluster(func(c *veltrixv1.VeltrixCluster) { c.Spec.ReplicationFactor = 2 })); !slices.Equal(got, []string{"vx-0", "vx-1"}) {
+		t.Errorf("bootstrap %v", got)
+	}
+}
