@@ -1,0 +1,333 @@
+package resources
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the builders' output")
+
+// minimal is a cluster as a user writes it before admission: every default comes from the
+// Go constants.
+func minimal() *memgraphv1.MemgraphCluster {
+	return &memgraphv1.MemgraphCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db"},
+		Spec:       memgraphv1.MemgraphClusterSpec{License: memgraphv1.LicenseSpec{SecretName: "memgraph-license"}},
+	}
+}
+
+// tuned sets every knob the builders read.
+func tuned() *memgraphv1.MemgraphCluster {
+	c := minimal()
+	gi := resource.MustParse("5Gi")
+	fast := "fast"
+	c.Spec = memgraphv1.MemgraphClusterSpec{
+		Coordinators: 5, DataInstances: 3,
+		Image:            memgraphv1.ImageSpec{Repository: "registry:5000/memgraph", Tag: "3.12.1", PullPolicy: corev1.PullAlways},
+		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
+		License:          memgraphv1.LicenseSpec{SecretName: "lic", LicenseKey: "key", OrganizationKey: "org"},
+		Storage: memgraphv1.StorageSpec{
+			RetentionPolicy: memgraphv1.RetentionPolicy{WhenDeleted: memgraphv1.RetentionDelete, WhenScaled: memgraphv1.RetentionDelete},
+			Data:            memgraphv1.RoleStorage{LibPVCSize: &gi, LibStorageClassName: &fast, LogStorageAccessMode: "ReadWriteOncePod"},
+		},
+		ClusterDomain: "example.org",
+		Ports:         memgraphv1.PortsSpec{Bolt: 17687, Management: 11000, Coordinator: 13000, Replication: 21000, Metrics: 19091},
+		Probes: memgraphv1.RoleProbes{Data: memgraphv1.Probes{
+			Readiness: &memgraphv1.ProbeTimings{InitialDelaySeconds: 3, PeriodSeconds: 7},
+		}},
+		Resources: memgraphv1.RoleResources{Data: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+		}},
+		Labels:    memgraphv1.RoleLabels{Data: map[string]memgraphv1.LabelValue{"team": "graph"}},
+		ExtraEnv:  memgraphv1.RoleEnv{Coordinators: []memgraphv1.EnvVar{{Name: "TZ", Value: "UTC"}}},
+		ExtraArgs: memgraphv1.RoleArgs{Data: []memgraphv1.Arg{"--log-level=DEBUG"}, Coordinators: []memgraphv1.Arg{"--instance-down-timeout-sec=3"}},
+	}
+	return c
+}
+
+// TestGolden pins every object the builders render for a minimal and a fully tuned
+// cluster; `go test ./internal/resources -update` rewrites them for review.
+func TestGolden(t *testing.T) {
+	for name, c := range map[string]*memgraphv1.MemgraphCluster{"minimal": minimal(), "tuned": tuned()} {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{
+				StatefulSet(c, RoleCoordinator, Coordinators(c)),
+				StatefulSet(c, RoleData, DataInstances(c)),
+				HeadlessService(c, RoleCoordinator),
+				HeadlessService(c, RoleData),
+				ClientService(c),
+				PodDisruptionBudget(c, RoleCoordinator),
+				PodDisruptionBudget(c, RoleData),
+			}
+			var docs []string
+			for _, o := range objs {
+				b, err := yaml.Marshal(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				docs = append(docs, string(b))
+			}
+			got := []byte(strings.Join(docs, "---\n"))
+			path := filepath.Join("testdata", name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to write it)", err)
+			}
+			if string(want) != string(got) {
+				t.Errorf("%s differs from the build; run go test ./internal/resources -update and review the diff.\ngot:\n%s", path, got)
+			}
+		})
+	}
+}
+
+func TestCoordinatorIdentityFromOrdinal(t *testing.T) {
+	c := minimal()
+	sts := StatefulSet(c, RoleCoordinator, 3)
+	if sts.Spec.Ordinals == nil || sts.Spec.Ordinals.Start != 1 {
+		t.Fatalf("coordinator ordinals start at %v, want 1 so that pod <name>-coordinator-<id> is coordinator_<id>", sts.Spec.Ordinals)
+	}
+	ctr := sts.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(ctr.Args, "--coordinator-id=$(MEMGRAPH_COORDINATOR_ID)") ||
+		!slices.Contains(ctr.Args, "--coordinator-hostname=$(MEMGRAPH_COORDINATOR_HOSTNAME)") ||
+		!slices.Contains(ctr.Args, "--coordinator-port=12000") {
+		t.Errorf("coordinator args lack the identity flags: %v", ctr.Args)
+	}
+	env := envMap(ctr.Env)
+	if got := env[EnvCoordinatorID]; got.ValueFrom == nil || got.ValueFrom.FieldRef.FieldPath != "metadata.labels['apps.kubernetes.io/pod-index']" {
+		t.Errorf("%s = %+v, want the pod-index label", EnvCoordinatorID, got)
+	}
+	// The pod's hostname expands to the FQDN the operator registers.
+	host := strings.NewReplacer("$(POD_NAME)", "demo-coordinator-2", "$(POD_NAMESPACE)", "db").Replace(env[EnvCoordinatorHostname].Value)
+	if want := "demo-coordinator-2.demo-coordinators.db.svc.cluster.local"; host != want || host != PodFQDN(c, RoleCoordinator, 2) {
+		t.Errorf("coordinator hostname expands to %q, want %q (= PodFQDN)", host, want)
+	}
+	// Data instances have no identity flags and no coordinator port.
+	data := StatefulSet(c, RoleData, 2)
+	if data.Spec.Ordinals != nil {
+		t.Errorf("data ordinals %v, want the default 0", data.Spec.Ordinals)
+	}
+	for _, a := range data.Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--coordinator") {
+			t.Errorf("data instance has %s", a)
+		}
+	}
+}
+
+// TestRunsWithoutAShell: the image's own binary, so both a real kubelet and the local
+// cluster's runner (which replaces /usr/lib/memgraph/memgraph by the simulator) start it.
+func TestRunsWithoutAShell(t *testing.T) {
+	for _, r := range []Role{RoleCoordinator, RoleData} {
+		ctr := StatefulSet(minimal(), r, 1).Spec.Template.Spec.Containers[0]
+		if !slices.Equal(ctr.Command, []string{"/usr/lib/memgraph/memgraph"}) {
+			t.Errorf("%s command %v", r, ctr.Command)
+		}
+		for _, a := range ctr.Args {
+			if !strings.HasPrefix(a, "--") {
+				t.Errorf("%s arg %q is not a flag", r, a)
+			}
+		}
+	}
+}
+
+func TestRestrictedSecurityContext(t *testing.T) {
+	for _, r := range []Role{RoleCoordinator, RoleData} {
+		spec := StatefulSet(minimal(), r, 1).Spec.Template.Spec
+		psc, csc := spec.SecurityContext, spec.Containers[0].SecurityContext
+		if *psc.RunAsUser != 101 || *psc.RunAsGroup != 103 || *psc.FSGroup != 103 || !*psc.RunAsNonRoot ||
+			psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("%s pod security context %+v", r, psc)
+		}
+		if *csc.AllowPrivilegeEscalation || !*csc.ReadOnlyRootFilesystem || !slices.Equal(csc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+			t.Errorf("%s container security context %+v", r, csc)
+		}
+		if len(spec.InitContainers) != 0 {
+			t.Errorf("%s has init containers %v: vm.max_map_count is checked through the node agent", r, spec.InitContainers)
+		}
+	}
+}
+
+func TestLicenseAndExtras(t *testing.T) {
+	c := tuned()
+	data := StatefulSet(c, RoleData, 3).Spec.Template.Spec.Containers[0]
+	env := envMap(data.Env)
+	for name, key := range map[string]string{EnvLicense: "key", EnvOrganization: "org"} {
+		ref := env[name].ValueFrom
+		if ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != "lic" || ref.SecretKeyRef.Key != key {
+			t.Errorf("%s = %+v, want secret lic key %s", name, env[name], key)
+		}
+	}
+	if last := data.Args[len(data.Args)-1]; last != "--log-level=DEBUG" {
+		t.Errorf("extraArgs not last: %v", data.Args)
+	}
+	coord := StatefulSet(c, RoleCoordinator, 5).Spec.Template.Spec.Containers[0]
+	if last := coord.Env[len(coord.Env)-1]; last.Name != "TZ" || last.Value != "UTC" {
+		t.Errorf("extraEnv not last: %v", coord.Env)
+	}
+	if last := coord.Args[len(coord.Args)-1]; last != "--instance-down-timeout-sec=3" {
+		t.Errorf("coordinator extraArgs not last: %v", coord.Args)
+	}
+	// Defaults of an unset license spec.
+	env = envMap(StatefulSet(minimal(), RoleData, 1).Spec.Template.Spec.Containers[0].Env)
+	if env[EnvLicense].ValueFrom.SecretKeyRef.Key != "MEMGRAPH_ENTERPRISE_LICENSE" || env[EnvOrganization].ValueFrom.SecretKeyRef.Key != "MEMGRAPH_ORGANIZATION_NAME" {
+		t.Errorf("default license keys: %+v", env)
+	}
+}
+
+func TestStorageAndRetention(t *testing.T) {
+	cases := []struct {
+		name             string
+		c                *memgraphv1.MemgraphCluster
+		r                Role
+		deleted, scaled  appsv1.PersistentVolumeClaimRetentionPolicyType
+		libSize, logSize string
+		libClass         *string
+		logMode          corev1.PersistentVolumeAccessMode
+	}{
+		{"defaults", minimal(), RoleData, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, "1Gi", "256Mi", nil, corev1.ReadWriteOnce},
+		{"tuned data", tuned(), RoleData, appsv1.DeletePersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType, "5Gi", "256Mi", ptr.To("fast"), corev1.ReadWriteOncePod},
+		{"tuned coordinators", tuned(), RoleCoordinator, appsv1.DeletePersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType, "1Gi", "256Mi", nil, corev1.ReadWriteOnce},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sts := StatefulSet(tc.c, tc.r, 1)
+			rp := sts.Spec.PersistentVolumeClaimRetentionPolicy
+			if rp.WhenDeleted != tc.deleted || rp.WhenScaled != tc.scaled {
+				t.Errorf("retention %+v", rp)
+			}
+			if sts.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+				t.Errorf("update strategy %v, want OnDelete (the operator rolls)", sts.Spec.UpdateStrategy.Type)
+			}
+			vct := sts.Spec.VolumeClaimTemplates
+			if len(vct) != 2 || vct[0].Name != VolumeLib || vct[1].Name != VolumeLog {
+				t.Fatalf("claim templates %v", vct)
+			}
+			if q := vct[0].Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != tc.libSize {
+				t.Errorf("lib size %s, want %s", q.String(), tc.libSize)
+			}
+			if q := vct[1].Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != tc.logSize {
+				t.Errorf("log size %s, want %s", q.String(), tc.logSize)
+			}
+			if !equalPtr(vct[0].Spec.StorageClassName, tc.libClass) {
+				t.Errorf("lib class %v, want %v", vct[0].Spec.StorageClassName, tc.libClass)
+			}
+			if vct[1].Spec.AccessModes[0] != tc.logMode {
+				t.Errorf("log access mode %v, want %v", vct[1].Spec.AccessModes, tc.logMode)
+			}
+		})
+	}
+}
+
+func TestLabelsAndSelectors(t *testing.T) {
+	c := tuned()
+	sts := StatefulSet(c, RoleData, 3)
+	if sts.Labels["team"] != "graph" || sts.Spec.Template.Labels["team"] != "graph" {
+		t.Errorf("user labels missing: %v / %v", sts.Labels, sts.Spec.Template.Labels)
+	}
+	if _, ok := sts.Spec.Selector.MatchLabels["team"]; ok {
+		t.Error("a user label is in the immutable selector")
+	}
+	// A spec that never passed admission cannot take over the selector labels.
+	c.Spec.Labels.Data["app.kubernetes.io/component"] = "hijack"
+	if got := StatefulSet(c, RoleData, 3).Spec.Template.Labels[LabelComponent]; got != "data" {
+		t.Errorf("component label %q", got)
+	}
+	for _, svc := range []*corev1.Service{HeadlessService(c, RoleCoordinator), HeadlessService(c, RoleData)} {
+		if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses {
+			t.Errorf("%s is not headless with not-ready addresses", svc.Name)
+		}
+	}
+	if got := HeadlessService(c, RoleCoordinator).Name; got != "demo-coordinators" {
+		t.Errorf("coordinators service %q", got)
+	}
+	if got := HeadlessService(c, RoleData).Name; got != "demo-data" {
+		t.Errorf("data service %q", got)
+	}
+	for _, r := range []Role{RoleCoordinator, RoleData} {
+		pdb := PodDisruptionBudget(c, r)
+		if pdb.Spec.MaxUnavailable.IntValue() != 1 || pdb.Spec.Selector.MatchLabels[LabelComponent] != string(r) {
+			t.Errorf("%s PDB %+v", r, pdb.Spec)
+		}
+	}
+}
+
+func TestDesiredMembership(t *testing.T) {
+	c := minimal() // 3 coordinators, 2 data instances declared
+	cases := []struct {
+		name                string
+		liveCoord, liveData int32
+		coordIDs            []int
+		dataNames           []string
+		retiringC           []int
+		retiringD           []string
+	}{
+		{"as declared", 3, 2, []int{1, 2, 3}, []string{"demo_data_0", "demo_data_1"}, nil, nil},
+		{"shrinking both", 5, 4, []int{1, 2, 3, 4, 5}, []string{"demo_data_0", "demo_data_1", "demo_data_2", "demo_data_3"}, []int{4, 5}, []string{"demo_data_2", "demo_data_3"}},
+		{"growing", 1, 1, []int{1}, []string{"demo_data_0"}, nil, nil},
+		{"nothing yet", 0, 0, nil, nil, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := DesiredMembership(c, tc.liveCoord, tc.liveData)
+			var ids []int
+			for _, co := range m.Coordinators {
+				ids = append(ids, co.ID)
+			}
+			var names []string
+			for _, d := range m.Data {
+				names = append(names, d.Name)
+			}
+			if !slices.Equal(ids, tc.coordIDs) || !slices.Equal(names, tc.dataNames) ||
+				!slices.Equal(m.RetiringCoordinators, tc.retiringC) || !slices.Equal(m.RetiringData, tc.retiringD) {
+				t.Errorf("got ids %v data %v retiring %v %v", ids, names, m.RetiringCoordinators, m.RetiringData)
+			}
+		})
+	}
+	m := DesiredMembership(tuned(), 1, 1)
+	want := Coordinator{ID: 1, Name: "coordinator_1",
+		BoltServer:        "demo-coordinator-1.demo-coordinators.db.svc.example.org:17687",
+		CoordinatorServer: "demo-coordinator-1.demo-coordinators.db.svc.example.org:13000",
+		ManagementServer:  "demo-coordinator-1.demo-coordinators.db.svc.example.org:11000"}
+	if m.Coordinators[0] != want {
+		t.Errorf("coordinator %+v, want %+v", m.Coordinators[0], want)
+	}
+	wantData := DataInstance{Ordinal: 0, Name: "demo_data_0",
+		BoltServer:        "demo-data-0.demo-data.db.svc.example.org:17687",
+		ManagementServer:  "demo-data-0.demo-data.db.svc.example.org:11000",
+		ReplicationServer: "demo-data-0.demo-data.db.svc.example.org:21000"}
+	if m.Data[0] != wantData {
+		t.Errorf("data %+v, want %+v", m.Data[0], wantData)
+	}
+	if got := DataInstanceName("my.graph-x", 3); got != "my_graph_x_data_3" {
+		t.Errorf("DataInstanceName = %q", got)
+	}
+}
+
+func envMap(env []corev1.EnvVar) map[string]corev1.EnvVar {
+	m := map[string]corev1.EnvVar{}
+	for _, e := range env {
+		m[e.Name] = e
+	}
+	return m
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
