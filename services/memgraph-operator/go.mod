@@ -4,6 +4,7 @@ module github.com/opsuite/suite/services/memgraph-operator
 go 1.26.0
 
 require (
+	github.com/neo4j/neo4j-go-driver/v5 v5.28.4
 	github.com/opsuite/suite/api v0.0.0
 	github.com/opsuite/suite/shared v0.0.0
 	k8s.io/api v0.37.2

@@ -1,0 +1,208 @@
+package memgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/neo4j/neo4j-go-driver/v5/neo4j"
+	"github.com/neo4j/neo4j-go-driver/v5/neo4j/config"
+)
+
+// Dialer opens a Session to one Memgraph instance.
+type Dialer interface {
+	// Dial connects to boltAddr ("host:port") directly and checks that it answers.
+	Dial(ctx context.Context, boltAddr string) (Session, error)
+}
+
+// Session is a connection to one instance. Each method is one autocommit query.
+type Session interface {
+	// Addr is the Bolt address the session was dialled to.
+	Addr() string
+	// ShowInstances runs SHOW INSTANCES on a coordinator (the leader's answer is
+	// authoritative; a follower answers from its own, possibly stale, state).
+	ShowInstances(ctx context.Context) ([]Instance, error)
+	// ReplicationLag runs SHOW REPLICATION LAG on the leader (served through the MAIN).
+	ReplicationLag(ctx context.Context) ([]Lag, error)
+	// ReplicationRole runs SHOW REPLICATION ROLE on a data instance ("main" or "replica").
+	ReplicationRole(ctx context.Context) (string, error)
+	// Exec runs one admin command (built by this package's builders) and discards its rows.
+	Exec(ctx context.Context, cypher string) error
+	// Query runs a read or write query with its values inlined and returns its rows.
+	Query(ctx context.Context, cypher string) ([]map[string]any, error)
+	Close(ctx context.Context) error
+}
+
+// Options configure NewDialer.
+type Options struct {
+	// Username and Password authenticate; an empty Username connects without auth.
+	Username, Password string
+	// Timeout bounds the connect and each query (default DefaultTimeout).
+	Timeout time.Duration
+	// UserAgent is sent in HELLO (default "memgraph-operator").
+	UserAgent string
+}
+
+// DefaultTimeout keeps a pass short when an instance hangs: admin commands are small.
+const DefaultTimeout = 5 * time.Second
+
+// NewDialer returns the Bolt Dialer.
+func NewDialer(o Options) Dialer {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "memgraph-operator"
+	}
+	return boltDialer{opts: o}
+}
+
+type boltDialer struct{ opts Options }
+
+func (d boltDialer) Dial(ctx context.Context, boltAddr string) (Session, error) {
+	auth := neo4j.NoAuth()
+	if d.opts.Username != "" {
+		auth = neo4j.BasicAuth(d.opts.Username, d.opts.Password, "")
+	}
+	timeout := d.opts.Timeout
+	// bolt:// is a direct connection: the driver never routes it elsewhere.
+	drv, err := neo4j.NewDriverWithContext("bolt://"+boltAddr, auth, func(c *config.Config) {
+		c.UserAgent = d.opts.UserAgent
+		c.SocketConnectTimeout = timeout
+		c.ConnectionAcquisitionTimeout = timeout
+		c.MaxConnectionPoolSize = 1
+		c.MaxTransactionRetryTime = 0
+		c.TelemetryDisabled = true
+	})
+	if err != nil {
+		return nil, &Error{Kind: KindProtocol, Addr: boltAddr, Err: err}
+	}
+	s := &boltSession{addr: boltAddr, drv: drv, timeout: timeout}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := drv.VerifyConnectivity(cctx); err != nil {
+		_ = drv.Close(context.WithoutCancel(ctx))
+		return nil, classify(boltAddr, "", err)
+	}
+	return s, nil
+}
+
+type boltSession struct {
+	addr    string
+	drv     neo4j.DriverWithContext
+	timeout time.Duration
+}
+
+func (s *boltSession) Addr() string { return s.addr }
+
+func (s *boltSession) Close(ctx context.Context) error {
+	if err := s.drv.Close(ctx); err != nil {
+		return classify(s.addr, "", err)
+	}
+	return nil
+}
+
+// run sends one autocommit query (session.Run: never BEGIN, which Memgraph refuses for
+// admin queries) and collects its records.
+func (s *boltSession) run(ctx context.Context, cypher string) ([]*neo4j.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	sess := s.drv.NewSession(ctx, neo4j.SessionConfig{AccessMode: neo4j.AccessModeWrite})
+	defer func() { _ = sess.Close(context.WithoutCancel(ctx)) }()
+	res, err := sess.Run(ctx, cypher, nil)
+	if err != nil {
+		return nil, classify(s.addr, cypher, err)
+	}
+	recs, err := res.Collect(ctx)
+	if err != nil {
+		return nil, classify(s.addr, cypher, err)
+	}
+	return recs, nil
+}
+
+func (s *boltSession) Exec(ctx context.Context, cypher string) error {
+	_, err := s.run(ctx, cypher)
+	return err
+}
+
+func (s *boltSession) Query(ctx context.Context, cypher string) ([]map[string]any, error) {
+	recs, err := s.run(ctx, cypher)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]map[string]any, 0, len(recs))
+	for _, r := range recs {
+		rows = append(rows, r.AsMap())
+	}
+	return rows, nil
+}
+
+func (s *boltSession) ShowInstances(ctx context.Context) ([]Instance, error) {
+	rows, err := s.Query(ctx, ShowInstancesQuery)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ParseInstances(rows)
+	if err != nil {
+		return nil, &Error{Kind: KindProtocol, Addr: s.addr, Query: ShowInstancesQuery, Err: err}
+	}
+	return out, nil
+}
+
+func (s *boltSession) ReplicationLag(ctx context.Context) ([]Lag, error) {
+	rows, err := s.Query(ctx, ShowReplicationLagQuery)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ParseLag(rows)
+	if err != nil {
+		return nil, &Error{Kind: KindProtocol, Addr: s.addr, Query: ShowReplicationLagQuery, Err: err}
+	}
+	return out, nil
+}
+
+func (s *boltSession) ReplicationRole(ctx context.Context) (string, error) {
+	rows, err := s.Query(ctx, ShowReplicationRoleQuery)
+	if err != nil {
+		return "", err
+	}
+	if len(rows) != 1 {
+		return "", &Error{Kind: KindProtocol, Addr: s.addr, Query: ShowReplicationRoleQuery,
+			Err: fmt.Errorf("%d rows, want 1", len(rows))}
+	}
+	role, ok := rows[0]["replication role"].(string)
+	if !ok {
+		return "", &Error{Kind: KindProtocol, Addr: s.addr, Query: ShowReplicationRoleQuery,
+			Err: errors.New(`no string column "replication role"`)}
+	}
+	return strings.ToLower(role), nil
+}
+
+// classify turns a driver error into an *Error of the right Kind, keeping the server's
+// code and message verbatim.
+func classify(addr, query string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	var n4j *neo4j.Neo4jError
+	if errors.As(err, &n4j) {
+		kind := KindRefused
+		if strings.Contains(n4j.Code, ".Security.") {
+			kind = KindUnauthenticated
+		}
+		return &Error{Kind: kind, Addr: addr, Query: query, Code: n4j.Code, Message: n4j.Msg, Err: err}
+	}
+	var auth *neo4j.InvalidAuthenticationError
+	if errors.As(err, &auth) || strings.Contains(err.Error(), ".Security.Unauthenticated") {
+		return &Error{Kind: KindUnauthenticated, Addr: addr, Query: query, Err: err}
+	}
+	var usage *neo4j.UsageError
+	if errors.As(err, &usage) {
+		return &Error{Kind: KindProtocol, Addr: addr, Query: query, Err: err}
+	}
+	// Everything else is the transport: dial failures, resets, timeouts, cancellation.
+	return &Error{Kind: KindUnreachable, Addr: addr, Query: query, Err: err}
+}

@@ -1,0 +1,127 @@
+package memgraph
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Read-only queries the operator runs.
+const (
+	ShowInstancesQuery       = "SHOW INSTANCES"
+	ShowInstanceQuery        = "SHOW INSTANCE"
+	ShowReplicationLagQuery  = "SHOW REPLICATION LAG"
+	ShowReplicationRoleQuery = "SHOW REPLICATION ROLE"
+	// YieldLeadershipQuery asks the leader to step down; the election names the successor.
+	YieldLeadershipQuery = "YIELD LEADERSHIP"
+)
+
+// AddCoordinator is ADD COORDINATOR with exactly the three keys Memgraph accepts.
+func AddCoordinator(id int, boltServer, coordinatorServer, managementServer string) string {
+	return "ADD COORDINATOR " + strconv.Itoa(id) + " WITH CONFIG {" +
+		configEntry("bolt_server", boltServer) + ", " +
+		configEntry("coordinator_server", coordinatorServer) + ", " +
+		configEntry("management_server", managementServer) + "}"
+}
+
+// RemoveCoordinator is REMOVE COORDINATOR; Memgraph refuses it for the leader.
+func RemoveCoordinator(id int) string {
+	return "REMOVE COORDINATOR " + strconv.Itoa(id)
+}
+
+// RegisterInstance registers a data instance as a SYNC replica (no mode clause: mixing
+// SYNC and STRICT_SYNC is refused, and ASYNC would let a failover lose commits).
+func RegisterInstance(name, boltServer, managementServer, replicationServer string) string {
+	return "REGISTER INSTANCE " + QuoteName(name) + " WITH CONFIG {" +
+		configEntry("bolt_server", boltServer) + ", " +
+		configEntry("management_server", managementServer) + ", " +
+		configEntry("replication_server", replicationServer) + "}"
+}
+
+// UnregisterInstance is UNREGISTER INSTANCE; Memgraph refuses it for an alive MAIN.
+func UnregisterInstance(name string) string { return "UNREGISTER INSTANCE " + QuoteName(name) }
+
+// SetInstanceToMain is SET INSTANCE ... TO MAIN; Memgraph refuses it while a MAIN exists.
+func SetInstanceToMain(name string) string {
+	return "SET INSTANCE " + QuoteName(name) + " TO MAIN"
+}
+
+// DemoteInstance is DEMOTE INSTANCE; it leaves the cluster without a MAIN (no failover).
+func DemoteInstance(name string) string { return "DEMOTE INSTANCE " + QuoteName(name) }
+
+func configEntry(key, value string) string {
+	return QuoteString(key) + ": " + QuoteString(value)
+}
+
+// QuoteString renders s as a Cypher string literal in double quotes, escaping what would
+// end or alter it, so a value can never become query text.
+func QuoteString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\'':
+			b.WriteString(`\'`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			if r < 0x20 {
+				b.WriteString(`\u00`)
+				b.WriteByte("0123456789abcdef"[r>>4])
+				b.WriteByte("0123456789abcdef"[r&0xf])
+				continue
+			}
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// QuoteName renders an instance name as a Cypher symbolic name: bare when it is a plain
+// identifier (what the operator's names always are: pod names with '-' turned into '_'),
+// else in backticks with backticks doubled.
+func QuoteName(name string) string {
+	if IsPlainName(name) {
+		return name
+	}
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// IsPlainName says whether name is an unquoted Cypher identifier: a letter or '_', then
+// letters, digits or '_' (ASCII only), and not a keyword of the HA commands.
+func IsPlainName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	_, keyword := haKeywords[strings.ToUpper(name)]
+	return !keyword
+}
+
+// haKeywords are words of the HA grammar that would not parse as a bare name.
+var haKeywords = map[string]struct{}{
+	"AS": {}, "ASYNC": {}, "CONFIG": {}, "COORDINATOR": {}, "DEMOTE": {}, "INSTANCE": {},
+	"INSTANCES": {}, "MAIN": {}, "REGISTER": {}, "REPLICA": {}, "SET": {}, "SYNC": {},
+	"STRICT_SYNC": {}, "TO": {}, "UNREGISTER": {}, "WITH": {},
+}
