@@ -1,0 +1,270 @@
+// Package membership decides and carries out VeltrixDB's online membership changes for a
+// VeltrixCluster's StatefulSet, one step per reconcile pass.
+//
+// The rules (Plan):
+//   - Grow at once: when the StatefulSet has fewer replicas than wanted, Replicas is the
+//     wanted size; new pods join by themselves (--join).
+//   - Shrink one member at a time, highest ordinal first: DELETE its member, wait while it
+//     is leaving (its data moving), and lower Replicas by one only once it is gone from the
+//     member list. A removal starts only when no member is joining or leaving and every pod
+//     is Ready (search-ready included), so data never moves off a member while another
+//     copy is unavailable.
+//   - Never below replicationFactor: the wanted size is max(spec.size, replicationFactor);
+//     a smaller spec.size is reported as BelowReplicationFactor.
+//   - Members unknown (no ready pod answered): hold; Replicas stays, nothing is removed
+//     (growing still happens, as it needs no membership).
+//   - A member whose pod no longer exists (ordinal >= the StatefulSet's replicas, e.g. a pod
+//     that re-joined while it was being deleted) is removed the same way.
+//   - A pod the cluster keeps whose member is missing while every pod is Ready (its member
+//     was removed, then spec.size was raised again before its pod went) is added back
+//     with POST /admin/cluster/members, when the caller gives Input.MemberAddr.
+//   - A member leaving for longer than StuckAfter, measured on the caller's clock
+//     (Input.Now - Input.LeavingSince), is RemovalStuck; it is not retried or abandoned.
+//
+// Step executes one pass against the admin API: it reads the members, plans, and sends at
+// most one DELETE; a DELETE the server declines is RemovalRefused, and Replicas is not
+// lowered. SearchReady is the probe behind the veltrix.io/search-ready readiness gate.
+//
+// Waiting messages are stable while the state they describe lasts (they name members and
+// sizes, never errors or times), so they can be condition messages.
+package membership
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
+)
+
+// Condition reasons a Decision carries.
+const (
+	// ReasonScaling: the StatefulSet grows, or members have yet to join.
+	ReasonScaling = "Scaling"
+	// ReasonRemoving: a member is being removed (or about to be), or the StatefulSet is being
+	// lowered after one left.
+	ReasonRemoving = "Removing"
+	// ReasonRemovalRefused: the server declined the DELETE of a member; the StatefulSet is
+	// not shrunk.
+	ReasonRemovalRefused = "RemovalRefused"
+	// ReasonRemovalStuck: a member has been leaving for longer than StuckAfter.
+	ReasonRemovalStuck = "RemovalStuck"
+	// ReasonBelowReplicationFactor: spec.size is below replicationFactor; the cluster keeps
+	// replicationFactor members.
+	ReasonBelowReplicationFactor = "BelowReplicationFactor"
+	// ReasonMembersUnknown: no ready pod answered with the member list; nothing is removed.
+	ReasonMembersUnknown = "MembersUnknown"
+)
+
+// DefaultStuckAfter is StuckAfter when Input leaves it zero: data moves at a bounded rate,
+// so a removal still leaving after this long needs a person to look.
+const DefaultStuckAfter = 15 * time.Minute
+
+// Input is what one pass observed.
+type Input struct {
+	// SpecSize and ReplicationFactor are the VeltrixCluster's spec.
+	SpecSize, ReplicationFactor int32
+	// StatefulSetReplicas is the StatefulSet's live .spec.replicas (0 when it does not
+	// exist yet).
+	StatefulSetReplicas int32
+	// ReadyPods counts the StatefulSet's pods that are Ready (readiness gate included).
+	ReadyPods int32
+	// Members is GET /admin/cluster/members from a ready pod; nil when unknown. Step fills
+	// it itself.
+	Members []veltrix.Member
+	// PodName names the pod (and member id) of an ordinal: "<cluster>-<ordinal>". Required.
+	PodName func(ordinal int32) string
+
+	// MemberAddr is the text-protocol address an ordinal's member advertises
+	// (<pod>.<cluster>-headless.<ns>.svc.cluster.local:<serverPort>); nil never adds members
+	// back (see Decision.Add).
+	MemberAddr func(ordinal int32) string
+
+	// AdminAddrs are the admin HTTP addresses (host:metricsPort) of Ready pods, lowest
+	// ordinal first; Step asks them in order for the members and sends its DELETE to the
+	// first that answered. Plan ignores them.
+	AdminAddrs []string
+
+	// LeavingSince is when the caller first saw Decision.Leaving name the member still
+	// leaving now (zero: not known, never stuck); Now is the caller's clock.
+	LeavingSince, Now time.Time
+	// StuckAfter is how long a member may be leaving before RemovalStuck; zero means
+	// DefaultStuckAfter.
+	StuckAfter time.Duration
+}
+
+// Decision is what to do now.
+type Decision struct {
+	// Replicas is what the StatefulSet's replicas must be now: the wanted size at once when
+	// growing; when shrinking, one less than now only after the highest member is gone.
+	Replicas int32
+	// Remove is the member id to DELETE now ("" = none). After Step, the member a DELETE
+	// was sent for in this pass (Reason says whether the server accepted it).
+	Remove string
+	// Add is the member to POST now (zero = none): a pod the cluster keeps that runs, Ready,
+	// without being a member.
+	Add veltrix.Member
+	// Leaving is the member whose removal is under way (state leaving), "" when none: the
+	// caller records when it first saw this value as Input.LeavingSince and forgets it when
+	// the value changes.
+	Leaving string
+	// Waiting says why the cluster has not converged (stable), "" when converged.
+	Waiting string
+	// Reason is the condition reason (Reason* constants), "" when converged.
+	Reason string
+	// Detail is the server's own message for RemovalRefused, for an event or a log; it may
+	// vary, so it does not belong in a condition message.
+	Detail string
+}
+
+// Converged reports whether nothing is left to do.
+func (d Decision) Converged() bool { return d.Waiting == "" }
+
+// Plan decides one step from what a pass observed. It is pure and deterministic.
+func Plan(in Input) Decision {
+	rf := max(in.ReplicationFactor, 1)
+	wanted := max(in.SpecSize, rf)
+	cur := in.StatefulSetReplicas
+
+	if cur < wanted {
+		d := Decision{Replicas: wanted, Reason: ReasonScaling, Waiting: fmt.Sprintf("scaling up to %d members", wanted)}
+		if in.Members != nil {
+			d.Leaving = leavingMember(in.Members)
+		}
+		return d
+	}
+	if in.Members == nil {
+		return Decision{Replicas: cur, Reason: ReasonMembersUnknown,
+			Waiting: "membership unknown: no ready pod answered GET /admin/cluster/members"}
+	}
+
+	v := newView(in, cur, wanted)
+	if v.leaving != "" {
+		return v.holdLeaving(in)
+	}
+	// A member above the StatefulSet (its pod is gone) goes first: it cannot serve.
+	if len(v.orphans) > 0 {
+		return v.startRemoval(in, v.orphans[0], "whose pod no longer exists")
+	}
+	if d, ok := v.addBack(in, min(cur, wanted)); ok {
+		return d
+	}
+	if cur > wanted {
+		victim := in.PodName(cur - 1)
+		if _, present := v.state[victim]; !present {
+			return Decision{Replicas: cur - 1, Reason: ReasonRemoving,
+				Waiting: fmt.Sprintf("member %s left; lowering the StatefulSet to %d replicas", victim, cur-1)}
+		}
+		return v.startRemoval(in, victim, "to shrink to "+fmt.Sprint(wanted)+" members")
+	}
+	if n := v.notActive(); n > 0 {
+		return Decision{Replicas: cur, Reason: ReasonScaling,
+			Waiting: fmt.Sprintf("waiting for %d of %d members to join", n, cur)}
+	}
+	if in.SpecSize < rf {
+		return Decision{Replicas: cur, Reason: ReasonBelowReplicationFactor,
+			Waiting: fmt.Sprintf("spec.size %d is below replicationFactor %d; keeping %d members", in.SpecSize, rf, rf)}
+	}
+	return Decision{Replicas: cur}
+}
+
+// view indexes the member list for one plan.
+type view struct {
+	cur     int32
+	state   map[string]veltrix.MemberState
+	leaving string   // the first leaving member by id, "" when none
+	joining int      // members joining
+	orphans []string // members named after an ordinal >= cur, highest ordinal first
+	want    []string // pod names of ordinals [0, cur)
+}
+
+func newView(in Input, cur, wanted int32) view {
+	v := view{cur: cur, state: make(map[string]veltrix.MemberState, len(in.Members))}
+	for _, m := range in.Members {
+		v.state[m.ID] = m.State
+		if m.State == veltrix.MemberJoining {
+			v.joining++
+		}
+	}
+	v.leaving = leavingMember(in.Members)
+	v.want = make([]string, cur)
+	for i := range cur {
+		v.want[i] = in.PodName(i)
+	}
+	// Orphans are found by name: ordinals from cur up to as many as there could be members
+	// beyond the StatefulSet. Ids naming no ordinal (added by hand) are left alone.
+	for i := max(cur, wanted) + int32(len(in.Members)) - 1; i >= cur; i-- {
+		if name := in.PodName(i); v.has(name) {
+			v.orphans = append(v.orphans, name)
+		}
+	}
+	return v
+}
+
+func (v view) has(id string) bool { _, ok := v.state[id]; return ok }
+
+// notActive counts the pods of the StatefulSet that are not active members.
+func (v view) notActive() int {
+	n := 0
+	for _, name := range v.want {
+		if v.state[name] != veltrix.MemberActive {
+			n++
+		}
+	}
+	return n
+}
+
+// addBack adds the lowest missing member among ordinals [0, keep) once nothing else is
+// changing and every pod is Ready: a Ready pod that is no member will not join by itself.
+func (v view) addBack(in Input, keep int32) (Decision, bool) {
+	if in.MemberAddr == nil || v.joining > 0 || in.ReadyPods < v.cur {
+		return Decision{}, false
+	}
+	for i := range keep {
+		if id := v.want[i]; !v.has(id) {
+			return Decision{Replicas: v.cur, Add: veltrix.Member{ID: id, Addr: in.MemberAddr(i)}, Reason: ReasonScaling,
+				Waiting: fmt.Sprintf("adding member %s back: its pod runs but it is no member", id)}, true
+		}
+	}
+	return Decision{}, false
+}
+
+func (v view) holdLeaving(in Input) Decision {
+	d := Decision{Replicas: v.cur, Leaving: v.leaving, Reason: ReasonRemoving,
+		Waiting: fmt.Sprintf("member %s is leaving; the StatefulSet shrinks once its data has moved", v.leaving)}
+	stuckAfter := cmp.Or(in.StuckAfter, DefaultStuckAfter)
+	if !in.LeavingSince.IsZero() && !in.Now.IsZero() && in.Now.Sub(in.LeavingSince) > stuckAfter {
+		d.Reason = ReasonRemovalStuck
+		d.Waiting = fmt.Sprintf("member %s has been leaving for more than %s; its data has not finished moving", v.leaving, stuckAfter)
+	}
+	return d
+}
+
+// startRemoval removes id once nothing else is changing and every pod is Ready.
+func (v view) startRemoval(in Input, id, why string) Decision {
+	d := Decision{Replicas: v.cur, Reason: ReasonRemoving}
+	switch {
+	case v.joining > 0:
+		d.Waiting = fmt.Sprintf("waiting for %d joining members before removing member %s", v.joining, id)
+	case in.ReadyPods < v.cur:
+		d.Waiting = fmt.Sprintf("waiting for all %d pods to be ready before removing member %s", v.cur, id)
+	default:
+		d.Remove = id
+		d.Waiting = fmt.Sprintf("removing member %s %s", id, why)
+	}
+	return d
+}
+
+func leavingMember(members []veltrix.Member) string {
+	var ids []string
+	for _, m := range members {
+		if m.State == veltrix.MemberLeaving {
+			ids = append(ids, m.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return slices.Min(ids)
+}
