@@ -103,8 +103,13 @@ func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOp
 	return objs, lifecycle.Succeeded(""), nil
 }
 
-// currentGeneration accepts a ValdRelease once it carries the generation it was built from.
+// currentGeneration accepts a ValdRelease once it carries the generation it was built from
+// and is not being deleted (one held by a finalizer is going away, whatever its labels say;
+// its deletion event brings the pass that creates it again).
 func currentGeneration(want, got client.Object) lifecycle.Result {
+	if !got.GetDeletionTimestamp().IsZero() {
+		return lifecycle.Progressing(fmt.Sprintf("ValdRelease %q is being deleted; it is created again once it is gone.", got.GetName()))
+	}
 	if got.GetLabels()[valdv1.LabelManagedGeneration] != want.GetLabels()[valdv1.LabelManagedGeneration] {
 		return lifecycle.Progressing("Waiting for the ValdReleases to show the current generation.")
 	}

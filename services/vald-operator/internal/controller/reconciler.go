@@ -14,10 +14,12 @@ import (
 	"github.com/opsuite/suite/shared/ssa"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -41,6 +43,10 @@ type Options struct {
 	// wrapClient wraps the manager's client (tests and benchmarks count writes with it).
 	wrapClient func(client.Client) client.Client
 }
+
+// retryBaseDelay is the first retry of a pass halted by an API error; each further failure
+// doubles it up to RequeueAfter.
+const retryBaseDelay = 500 * time.Millisecond
 
 // DefaultOptions are the options without flags or environment.
 func DefaultOptions() Options {
@@ -69,6 +75,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	Options  Options
 
+	// retry spaces the retries of passes halted by API errors, per release.
+	retry workqueue.TypedRateLimiter[client.ObjectKey]
+
 	// pass is the shared skeleton around run: get, deep copy, one status write, events,
 	// requeue mapping and the vald_operator_reconcile_* metrics.
 	pass *reconciler.Reconciler[*valdv1.ValdOperatorRelease]
@@ -96,7 +105,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Applier:  ssa.Applier{Client: c, FieldManager: resources.FieldManager},
 		Recorder: mgr.GetEventRecorder(Name),
 		Options:  opts,
+		retry:    workqueue.NewTypedItemExponentialFailureRateLimiter[client.ObjectKey](retryBaseDelay, opts.RequeueAfter),
 	}
+	// observedGeneration is stamped by run itself: a pass that met an API error reports it
+	// in the conditions and retries without one, yet did not apply its generation.
 	pass, err := reconciler.New(reconciler.Config[*valdv1.ValdOperatorRelease]{
 		Name:       Name,
 		Client:     c,
@@ -104,9 +116,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		New:        func() *valdv1.ValdOperatorRelease { return &valdv1.ValdOperatorRelease{} },
 		Run:        r.run,
 		Conditions: func(v *valdv1.ValdOperatorRelease) []metav1.Condition { return v.Status.Conditions },
-		ObserveGeneration: func(v *valdv1.ValdOperatorRelease, generation int64) {
-			v.Status.ObservedGeneration = generation
-		},
 	})
 	if err != nil {
 		return nil, err
@@ -133,15 +142,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // run evaluates the lifecycle on vor (the skeleton's deep copy) and fills its status.
 func (r *Reconciler) run(ctx context.Context, vor *valdv1.ValdOperatorRelease) (reconciler.Result, error) {
+	key := client.ObjectKeyFromObject(vor)
 	out, err := r.phases(vor).Run(ctx, &vor.Status.Conditions, vor.Generation, time.Now())
 	vor.Status.Phase = out.Phase
 	vor.Status.Progress = valdv1.Progress{Total: out.Total, Completed: out.Completed}
 	vor.Status.ProgressText = fmt.Sprintf("%d/%d", out.Completed, out.Total)
 	vor.Status.State = string(conditions.Summarize(vor.Status.Conditions))
 	recordPhases(out)
+	if err != nil {
+		// Transient (an API error): the conditions say so, observedGeneration stays where
+		// it was, and the pass is retried with back-off; not returned as an error, which
+		// would only log a stack and back off again.
+		log.FromContext(ctx).Error(err, "Failed to reconcile ValdOperatorRelease; retrying")
+		return reconciler.Wait(r.retry.When(key)), nil
+	}
+	vor.Status.ObservedGeneration = vor.Generation
+	r.retry.Forget(key)
 	switch {
-	case err != nil:
-		return reconciler.Done(), err
 	case out.Halt == nil && !out.Seeded:
 		return reconciler.Done(), nil
 	case out.Halt != nil && out.Halt.Reason == valdv1.ReasonFailed:

@@ -59,10 +59,28 @@ func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOpera
 	case errors.As(err, &notOurs):
 		return lifecycle.Failed(fmt.Sprintf("ValdRelease %q exists and belongs to another owner: rename the cluster, or delete that ValdRelease.", notOurs.Key.Name)), nil
 	case errors.As(err, &rejected) && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
+		// The values the spec produced are wrong: only a spec change helps.
 		log.FromContext(ctx).Error(err, "Rejected ValdRelease", "valdRelease", rejected.Key.Name)
-		return lifecycle.Failed(fmt.Sprintf("The API server rejected ValdRelease %q: see the operator's log and the overlay.", rejected.Key.Name)), nil
+		return lifecycle.Failed(fmt.Sprintf("The API server rejected ValdRelease %q as invalid: see the operator's log and the overlay.", rejected.Key.Name)), nil
+	case errors.As(err, &rejected):
+		return lifecycle.Result{}, lifecycle.Retry(writeRefused(rejected.Key.Name, err), err)
+	case apierrors.IsForbidden(err):
+		return lifecycle.Result{}, lifecycle.Retry("The operator may not read or delete ValdReleases (Forbidden): grant its ClusterRole get, list, watch and delete on valdreleases.vald.vdaas.org; retrying.", err)
 	}
 	return lifecycle.Result{}, err
+}
+
+// writeRefused is the condition message of an apply the API server refused for a reason
+// other than the values (permissions, quota, a webhook, an overloaded server).
+func writeRefused(name string, err error) string {
+	if apierrors.IsForbidden(err) {
+		return fmt.Sprintf("The API server refused to write ValdRelease %q (Forbidden): the operator's ClusterRole needs create and patch on valdreleases.vald.vdaas.org, or an admission policy refused it; retrying.", name)
+	}
+	reason := string(apierrors.ReasonForError(err))
+	if reason == "" {
+		reason = "an error"
+	}
+	return fmt.Sprintf("Writing ValdRelease %q failed (%s); retrying.", name, reason)
 }
 
 // appliedReader reads through the cache, except for the objects applied in this pass: the

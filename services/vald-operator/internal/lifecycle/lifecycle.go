@@ -47,6 +47,8 @@ type Outcome struct {
 	Transitions []Transition
 	// Durations is the time each evaluated phase took in this pass.
 	Durations map[string]time.Duration
+	// Err is the transient failure (an API error) that halted the pass; Run returns it too.
+	Err error
 }
 
 // Run evaluates the phases over conds, stamped with generation:
@@ -56,8 +58,10 @@ type Outcome struct {
 //   - when all of them succeed, the next phase is seeded: Progressing when it has a desired
 //     state (it is evaluated on the next pass), Succeeded when it is terminal.
 //
-// Conditions are never removed and each phase has at most one. On error the conditions
-// hold what was evaluated before it.
+// Conditions are never removed and each phase has at most one. A phase whose evaluation
+// fails with an error (a transient API failure) halts the pass as Progressing, its message
+// from RetryMessage, and Run returns the error: the conditions never keep claiming a
+// success the pass could not confirm.
 func (p Phases) Run(ctx context.Context, conds *[]metav1.Condition, generation int64, now time.Time) (Outcome, error) {
 	out := Outcome{Total: int32(len(p)), Durations: map[string]time.Duration{}}
 	record := func(phase string, res Result) {
@@ -91,8 +95,10 @@ func (p Phases) Run(ctx context.Context, conds *[]metav1.Condition, generation i
 			res, err = evaluate(ctx, ph.Desired)
 			out.Durations[ph.Type] = time.Since(began)
 			if err != nil {
-				out.finish(p, *conds, ph.Type)
-				return out, fmt.Errorf("phase %s: %w", ph.Type, err)
+				// A transient failure: the phase is not done, whatever it said before, so
+				// it and every later phase stop claiming success until a pass gets through.
+				res = Progressing(RetryMessage(err))
+				out.Err = fmt.Errorf("phase %s: %w", ph.Type, err)
 			}
 		}
 		record(ph.Type, res)
@@ -104,7 +110,7 @@ func (p Phases) Run(ctx context.Context, conds *[]metav1.Condition, generation i
 				}
 			}
 			out.finish(p, *conds, ph.Type)
-			return out, nil
+			return out, out.Err
 		}
 	}
 

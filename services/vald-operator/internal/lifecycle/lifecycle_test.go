@@ -96,26 +96,40 @@ func TestRunPasses(t *testing.T) {
 	}
 }
 
-func TestRunErrorKeepsEarlierConditions(t *testing.T) {
+func TestRunErrorStopsClaimingSuccess(t *testing.T) {
 	failing := &settable{err: errors.New("apiserver unavailable")}
 	phases := Phases{
 		{Type: "A", Desired: Prop{Check: func() Result { return Succeeded("a") }}},
 		{Type: "B", Desired: failing},
 		{Type: "C"},
 	}
+	// B and C succeeded in an earlier pass; an API error now must not leave them True.
 	conds := []metav1.Condition{
 		{Type: "A", Status: metav1.ConditionUnknown, Reason: "Progressing"},
-		{Type: "B", Status: metav1.ConditionUnknown, Reason: "Progressing"},
+		{Type: "B", Status: metav1.ConditionTrue, Reason: "Succeeded"},
+		{Type: "C", Status: metav1.ConditionTrue, Reason: "Succeeded"},
 	}
 	out, err := phases.Run(context.Background(), &conds, 1, time.Now())
-	if err == nil || !strings.Contains(err.Error(), "phase B") {
-		t.Fatalf("error %v, want one naming phase B", err)
+	if err == nil || !strings.Contains(err.Error(), "phase B") || !errors.Is(out.Err, err) {
+		t.Fatalf("error %v (outcome %v), want one naming phase B", err, out.Err)
 	}
-	if got := summary(conds); got != "A=True/Succeeded B=Unknown/Progressing" {
+	if got := summary(conds); got != "A=True/Succeeded B=Unknown/Progressing C=Unknown/Blocked" {
 		t.Errorf("conditions %s", got)
 	}
-	if out.Phase != "B" || out.Completed != 1 {
-		t.Errorf("outcome phase=%s completed=%d", out.Phase, out.Completed)
+	if msg := conds[1].Message; msg != "A request to the API server failed (an error); retrying. The operator's log has the details." {
+		t.Errorf("message %q", msg)
+	}
+	if out.Phase != "B" || out.Completed != 1 || out.Halt == nil || out.Halt.Reason != "Progressing" {
+		t.Errorf("outcome phase=%s completed=%d halt=%+v", out.Phase, out.Completed, out.Halt)
+	}
+
+	// A RetryError's own message stands in the condition.
+	failing.err = Retry("Writing X failed (Forbidden); retrying.", errors.New("forbidden: user cannot patch"))
+	if _, err := phases.Run(context.Background(), &conds, 1, time.Now()); err == nil {
+		t.Fatal("no error")
+	}
+	if msg := conds[1].Message; msg != "Writing X failed (Forbidden); retrying." {
+		t.Errorf("message %q", msg)
 	}
 }
 

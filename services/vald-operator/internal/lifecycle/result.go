@@ -5,7 +5,11 @@
 package lifecycle
 
 import (
+	"errors"
+	"fmt"
+
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -52,4 +56,31 @@ func (r Result) Waiting() bool { return r.Status == metav1.ConditionUnknown }
 
 func (r Result) condition(condType string) metav1.Condition {
 	return metav1.Condition{Type: condType, Status: r.Status, Reason: r.Reason, Message: r.Message}
+}
+
+// RetryError is a transient failure with the stable message its phase's condition shows
+// while the controller retries (the raw error goes to the log, never to a condition).
+type RetryError struct {
+	Message string
+	Err     error
+}
+
+func (e *RetryError) Error() string { return e.Err.Error() }
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// Retry wraps err with the condition message to show while it is retried.
+func Retry(message string, err error) error { return &RetryError{Message: message, Err: err} }
+
+// RetryMessage is the condition message of a phase halted by err: the RetryError's message
+// when err carries one, else one naming the API server's reason (stable for a given cause).
+func RetryMessage(err error) string {
+	var r *RetryError
+	if errors.As(err, &r) {
+		return r.Message
+	}
+	reason := string(apierrors.ReasonForError(err))
+	if reason == "" {
+		reason = "an error"
+	}
+	return fmt.Sprintf("A request to the API server failed (%s); retrying. The operator's log has the details.", reason)
 }
