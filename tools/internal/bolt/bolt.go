@@ -3,11 +3,7 @@
 // a Conn supplied per connection, so the simulator stays free of framing concerns.
 package bolt
 
-import (
-	"context"
-	"errors"
-	"net"
-)
+import "context"
 
 // ServerAgent is what Memgraph reports in HELLO's SUCCESS; drivers log it and some tools
 // detect Memgraph by it.
@@ -83,11 +79,4 @@ type Node struct {
 	ElementID string
 	Labels    []string
 	Props     map[string]any
-}
-
-// Serve accepts connections on ln until ctx is cancelled or ln fails, serving each with a
-// Conn from newConn.
-func Serve(ctx context.Context, ln net.Listener, newConn func(remote net.Addr) Conn) error {
-	_, _, _ = ctx, ln, newConn
-	return errors.New("bolt: not implemented")
 }
