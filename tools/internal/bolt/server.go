@@ -97,6 +97,9 @@ const (
 	msgFailure = 0x7F
 )
 
+// codeDatabaseError is Memgraph's code for an error that is the server's fault.
+const codeDatabaseError = "Memgraph.DatabaseError.MemgraphError.MemgraphError"
+
 // errClose ends a connection without a reply: Memgraph closes the socket on protocol
 // violations (unexpected or malformed messages) and after a failed authentication.
 var errClose = errors.New("bolt: closing connection")
@@ -130,17 +133,31 @@ type session struct {
 	out packer
 }
 
+// handshakeTimeout bounds how long a silent client may hold a connection before it has
+// even negotiated a version (port scanners, health probes that only open the socket).
+// A variable so a test can shorten it.
+var handshakeTimeout = 10 * time.Second
+
 func (s *session) serve(ctx context.Context, newConn func(net.Addr) Conn) {
+	_ = s.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	v, err := handshake(s.nc)
 	if err != nil {
 		return
 	}
+	_ = s.nc.SetReadDeadline(time.Time{})
 	s.ver = v
 	s.out.v5 = v.major >= 5
 	s.conn = newConn(s.nc.RemoteAddr())
 	defer s.conn.Close()
+	s.loop(ctx)
+}
+
+// loop handles messages until the client leaves, the connection fails or the protocol is
+// violated.
+func (s *session) loop(ctx context.Context) {
 	s.streams = map[int64]*stream{}
 	for {
+		var err error
 		s.in, err = readMessage(s.r, s.in)
 		if err != nil {
 			return
@@ -148,6 +165,11 @@ func (s *session) serve(ctx context.Context, newConn func(net.Addr) Conn) {
 		msg, err := decodeMessage(s.in)
 		if err == nil {
 			err = s.handle(ctx, msg)
+		}
+		if pe, ok := errors.AsType[packError](err); ok {
+			// Nothing of the unpackable reply was written, so a FAILURE keeps the stream
+			// consistent; RESET then drops the broken result.
+			err = s.fail(pe.error, codeDatabaseError)
 		}
 		// Flush only once the client's pipeline is drained, so pipelined requests
 		// (the driver sends RUN+PULL, BEGIN+RUN+PULL together) get one write.
@@ -174,10 +196,14 @@ func decodeMessage(b []byte) (structure, error) {
 	return m, nil
 }
 
+// packError marks a value the Conn returned that PackStream cannot carry (a bug in the
+// Conn, reported to the client as a FAILURE rather than a dropped connection).
+type packError struct{ error }
+
 func (s *session) send(tag byte, fields ...any) error {
 	s.out.buf = s.out.buf[:0]
 	if err := s.out.pack(structure{tag: tag, fields: fields}); err != nil {
-		return err
+		return packError{err}
 	}
 	return writeMessage(s.w, s.out.buf)
 }

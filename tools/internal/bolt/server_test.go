@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -51,6 +52,8 @@ func (c *testConn) Run(_ context.Context, q Query) (*Result, error) {
 			Type:    "rw",
 			Stats:   map[string]any{"nodes-created": 1},
 		}, nil
+	case "UNPACKABLE":
+		return &Result{Fields: []string{"x"}, Records: [][]any{{1}, {make(chan int)}}}, nil
 	case "SYNTAX":
 		return nil, &Failure{Code: "Memgraph.ClientError.MemgraphError.SyntaxError", Message: "line 1"}
 	}
@@ -466,4 +469,73 @@ func TestServeStopsOpenConnections(t *testing.T) {
 	c.success()
 	stop()
 	c.expectClosed()
+}
+
+// A value the Conn returns that PackStream cannot carry is the Conn's bug: the client gets
+// a FAILURE (after the records already sent) instead of a dropped connection.
+func TestUnpackableRecordFails(t *testing.T) {
+	addr, _ := startServer(t)
+	c, _ := dial(t, addr, p(5, 2, 0))
+	c.send(msgHello, map[string]any{"user_agent": "t"})
+	c.success()
+	c.send(msgLogon, map[string]any{"scheme": "basic", "credentials": "secret"})
+	c.success()
+	c.send(msgRun, "UNPACKABLE", map[string]any{}, map[string]any{})
+	c.success()
+	c.send(msgPull, map[string]any{"n": int64(-1)})
+	c.expect(msgRecord)
+	if f := c.expect(msgFailure).(map[string]any); f["code"] != codeDatabaseError {
+		t.Fatalf("FAILURE = %v, want %s", f, codeDatabaseError)
+	}
+	c.send(msgReset)
+	c.success()
+	c.send(msgRun, "UNWIND range(1, 3) AS x RETURN x", map[string]any{}, map[string]any{})
+	c.success()
+}
+
+func TestHandshakeTimeout(t *testing.T) {
+	old := handshakeTimeout
+	handshakeTimeout = 100 * time.Millisecond
+	t.Cleanup(func() { handshakeTimeout = old })
+	addr, _ := startServer(t)
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = nc.Close() }()
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("silent client: read = %v, want EOF once the server gives up", err)
+	}
+}
+
+// FuzzSession feeds arbitrary chunked input to the message loop of every supported version:
+// whatever a client sends, the server must answer or hang up, never panic or spin.
+func FuzzSession(f *testing.F) {
+	msg := func(tag byte, fields ...any) []byte {
+		var p packer
+		if err := p.pack(structure{tag: tag, fields: fields}); err != nil {
+			f.Fatal(err)
+		}
+		var b bytes.Buffer
+		w := bufio.NewWriter(&b)
+		_ = writeMessage(w, p.buf)
+		_ = w.Flush()
+		return b.Bytes()
+	}
+	auth := map[string]any{"user_agent": "f", "scheme": "basic", "credentials": "secret"}
+	run := func(q string) []byte { return msg(msgRun, q, map[string]any{}, map[string]any{}) }
+	pull := msg(msgPull, map[string]any{"n": int64(1)})
+	f.Add(slices.Concat(msg(msgHello, auth), msg(msgLogon, auth), run("UNWIND range(1, 3) AS x RETURN x"), pull, pull, msg(msgDiscard, map[string]any{})))
+	f.Add(slices.Concat(msg(msgHello, auth), msg(msgBegin, map[string]any{}), run("CREATE (n:L {k: $k}) RETURN n"), pull, msg(msgCommit)))
+	f.Add(slices.Concat(msg(msgHello, auth), run("SYNTAX"), pull, msg(msgReset), msg(msgRoute, map[string]any{}, []any{}, nil), msg(msgLogoff), msg(msgGoodbye)))
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		for _, v := range supported {
+			s := &session{
+				r: bufio.NewReader(bytes.NewReader(wire)), w: bufio.NewWriter(io.Discard),
+				id: "bolt-1", ver: v, out: packer{v5: v.major >= 5}, conn: &testConn{},
+			}
+			s.loop(context.Background())
+		}
+	})
 }
