@@ -1,0 +1,419 @@
+package memgraphsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/opsuite/suite/tools/internal/bolt"
+)
+
+// Memgraph's error texts for data instances.
+const (
+	ErrWriteOnReplica      = "Write queries are forbidden on the replica instance."
+	ErrWriteOnReadOnlyMain = "Write queries currently forbidden on the main instance."
+	ErrReplicaShowReplicas = "Replica can't show registered replicas (it shouldn't have any)!"
+	ErrRouteOnDataInstance = "Route message is not supported on a data instance; connect to a coordinator for routing."
+	ErrReplicationInTx     = "Replication queries are not allowed in multicommand transactions."
+	ErrInfoInTx            = "Info reporting queries are not allowed in multicommand transactions."
+)
+
+// replState is a data instance's replication role as persisted in the data directory and
+// restored on startup (--replication-restore-state-on-startup).
+type replState struct {
+	// Name is what the coordinators registered this instance as ("" until they did).
+	Name  string `json:"name"`
+	Role  string `json:"role"`
+	Epoch uint64 `json:"epoch"`
+	// ReplicationServer is where a replica listens.
+	ReplicationServer string        `json:"replication_server,omitempty"`
+	Replicas          []replicaSpec `json:"replicas,omitempty"`
+}
+
+const replStateFile = "sim-replication.json"
+
+// dataInstance is a Memgraph data instance: graph store, Bolt queries, the management
+// server coordinators drive it through, and replication (as MAIN: a link per replica; as
+// REPLICA: a replication server).
+type dataInstance struct {
+	opts  Options
+	store *Store
+	ilog  *invariantLog
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	st       replState
+	writable bool
+	replSrv  *rpcServer
+	links    map[string]*replicaLink
+
+	// writeMu serialises commits, so replicas see transactions in commit order.
+	writeMu sync.Mutex
+	mgmt    *rpcServer
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// replicaLink is a MAIN's view of one replica.
+type replicaLink struct {
+	spec replicaSpec
+	mu   sync.Mutex
+	// acked is the replica's commit count as last confirmed.
+	acked uint64
+	// synced is false until the replica has taken a snapshot from this MAIN (a new link
+	// always starts with one, so a replica whose history diverged is overwritten).
+	synced bool
+}
+
+func newDataInstance(opts Options, ilog *invariantLog, log *slog.Logger) (*dataInstance, error) {
+	store, err := OpenStore(opts.DataDirectory, opts.DataRecovery)
+	if err != nil {
+		return nil, err
+	}
+	d := &dataInstance{opts: opts, store: store, ilog: ilog, log: log, links: map[string]*replicaLink{},
+		st: replState{Role: RoleMain}, writable: true, stop: make(chan struct{})}
+	if opts.RestoreReplication {
+		var st replState
+		switch err := readJSON(filepath.Join(opts.DataDirectory, replStateFile), &st); {
+		case err == nil:
+			d.st = st
+			// A MAIN restored under HA refuses writes until a coordinator confirms it: the
+			// cluster may have failed over while this process was away.
+			d.writable = st.Role != RoleMain || !opts.IsHA()
+			if st.Name != "" {
+				d.ilog.record(Event{Instance: st.Name, Role: st.Role, Epoch: st.Epoch, Writable: d.writable && st.Role == RoleMain})
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func (d *dataInstance) start() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st.Role == RoleReplica && d.st.ReplicationServer != "" {
+		if err := d.listenReplicationLocked(d.st.ReplicationServer); err != nil {
+			return err
+		}
+	}
+	if d.st.Role == RoleMain {
+		d.setLinksLocked(d.st.Replicas)
+	}
+	if d.opts.ManagementPort > 0 {
+		ln, err := net.Listen("tcp", d.opts.Addr(d.opts.ManagementPort))
+		if err != nil {
+			return fmt.Errorf("management server: %w", err)
+		}
+		d.mgmt = serveRPC(ln, d.handleManagement)
+	}
+	d.wg.Add(1)
+	go d.catchUpLoop()
+	return nil
+}
+
+func (d *dataInstance) close() {
+	close(d.stop)
+	d.wg.Wait()
+	if d.mgmt != nil {
+		d.mgmt.Close()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.replSrv != nil {
+		d.replSrv.Close()
+		d.replSrv = nil
+	}
+	if d.st.Name != "" {
+		d.ilog.record(Event{Instance: d.st.Name, Role: RoleDown, Epoch: d.st.Epoch})
+	}
+}
+
+// listenReplicationLocked starts the replication server on the port of addr (the host is
+// always this process's bind host: addr is how others reach it, not what it binds).
+func (d *dataInstance) listenReplicationLocked(addr string) error {
+	if d.replSrv != nil {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("replication server %q: %w", addr, err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(d.opts.BoltAddress, port))
+	if err != nil {
+		return fmt.Errorf("replication server: %w", err)
+	}
+	d.replSrv = serveRPC(ln, d.handleReplication)
+	return nil
+}
+
+func (d *dataInstance) persistLocked() error {
+	if !d.opts.RestoreReplication {
+		return nil
+	}
+	return writeJSON(filepath.Join(d.opts.DataDirectory, replStateFile), d.st)
+}
+
+// setRoleLocked records a role change in the invariant log when it is one.
+func (d *dataInstance) setRoleLocked(name, role string, epoch uint64, writable bool) {
+	changed := d.st.Name != name || d.st.Role != role || d.st.Epoch != epoch || d.writable != writable
+	d.st.Name, d.st.Role, d.st.Epoch, d.writable = name, role, epoch, writable
+	if changed {
+		d.log.Info("Replication role changed", "instance", name, "role", role, "epoch", epoch)
+		d.ilog.record(Event{Instance: name, Role: role, Epoch: epoch, Writable: writable && role == RoleMain})
+	}
+}
+
+func (d *dataInstance) handleManagement(req request) response {
+	switch req.Op {
+	case "health":
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return response{Role: d.st.Role, Writable: d.writable, Committed: d.store.Committed(), Epoch: d.st.Epoch}
+	case "demote":
+		return d.demote(req)
+	case "promote":
+		return d.promote(req)
+	case "lag":
+		return d.lag()
+	}
+	return response{Error: "unknown management operation " + req.Op}
+}
+
+func (d *dataInstance) demote(req request) response {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if req.Epoch < d.st.Epoch {
+		return response{Error: fmt.Sprintf("stale epoch %d, instance is at %d", req.Epoch, d.st.Epoch)}
+	}
+	if err := d.listenReplicationLocked(req.ReplicationServer); err != nil {
+		return errResponse(err)
+	}
+	d.st.ReplicationServer = req.ReplicationServer
+	d.st.Replicas = nil
+	d.links = map[string]*replicaLink{}
+	d.setRoleLocked(req.Name, RoleReplica, req.Epoch, false)
+	if err := d.persistLocked(); err != nil {
+		return errResponse(err)
+	}
+	return response{Role: RoleReplica, Committed: d.store.Committed(), Epoch: d.st.Epoch}
+}
+
+func (d *dataInstance) promote(req request) response {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if req.Epoch < d.st.Epoch {
+		return response{Error: fmt.Sprintf("stale epoch %d, instance is at %d", req.Epoch, d.st.Epoch)}
+	}
+	if d.replSrv != nil {
+		d.replSrv.Close()
+		d.replSrv = nil
+	}
+	if d.st.Epoch != req.Epoch {
+		d.links = map[string]*replicaLink{}
+	}
+	d.st.Replicas = req.Replicas
+	d.setLinksLocked(req.Replicas)
+	d.setRoleLocked(req.Name, RoleMain, req.Epoch, true)
+	if err := d.persistLocked(); err != nil {
+		return errResponse(err)
+	}
+	return response{Role: RoleMain, Writable: true, Committed: d.store.Committed(), Epoch: d.st.Epoch}
+}
+
+// setLinksLocked keeps the links of replicas still listed and adds new ones.
+func (d *dataInstance) setLinksLocked(specs []replicaSpec) {
+	links := map[string]*replicaLink{}
+	for _, s := range specs {
+		if l, ok := d.links[s.Name]; ok && l.spec == s {
+			links[s.Name] = l
+			continue
+		}
+		links[s.Name] = &replicaLink{spec: s}
+	}
+	d.links = links
+}
+
+func (d *dataInstance) lag() response {
+	d.mu.Lock()
+	role, links := d.st.Role, d.sortedLinksLocked()
+	d.mu.Unlock()
+	if role != RoleMain {
+		return response{Error: "replication lag is served by the main instance"}
+	}
+	committed := d.store.Committed()
+	var out []replicaLag
+	for _, l := range links {
+		l.mu.Lock()
+		acked := l.acked
+		if !l.synced {
+			acked = 0
+		}
+		l.mu.Unlock()
+		out = append(out, replicaLag{Name: l.spec.Name, Committed: acked, Behind: committed - min(acked, committed)})
+	}
+	return response{Role: role, Committed: committed, Lag: out}
+}
+
+func (d *dataInstance) sortedLinksLocked() []*replicaLink {
+	out := make([]*replicaLink, 0, len(d.links))
+	for _, s := range d.st.Replicas {
+		if l, ok := d.links[s.Name]; ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// handleReplication is the replica side of the replication stream.
+func (d *dataInstance) handleReplication(req request) response {
+	d.mu.Lock()
+	if d.st.Role != RoleReplica {
+		d.mu.Unlock()
+		return response{Error: "instance is not a replica"}
+	}
+	if req.Epoch < d.st.Epoch {
+		epoch := d.st.Epoch
+		d.mu.Unlock()
+		return response{Error: fmt.Sprintf("main epoch %d is older than the replica's %d", req.Epoch, epoch)}
+	}
+	if req.Epoch > d.st.Epoch {
+		d.st.Epoch = req.Epoch
+		if err := d.persistLocked(); err != nil {
+			d.mu.Unlock()
+			return errResponse(err)
+		}
+	}
+	d.mu.Unlock()
+	switch req.Op {
+	case "ping":
+		return response{Committed: d.store.Committed()}
+	case "append":
+		committed, ok, err := d.store.Append(req.Prev, req.Nodes)
+		if err != nil {
+			return errResponse(err)
+		}
+		return response{Committed: committed, Snapshot: !ok}
+	case "snapshot":
+		if req.Graph == nil {
+			return response{Error: "snapshot without a graph"}
+		}
+		if err := d.store.Replace(*req.Graph); err != nil {
+			return errResponse(err)
+		}
+		return response{Committed: req.Graph.Committed}
+	}
+	return response{Error: "unknown replication operation " + req.Op}
+}
+
+// send brings one replica up to date with the MAIN: the new transaction when the replica
+// holds everything before it, else a snapshot.
+func (d *dataInstance) send(l *replicaLink, epoch, prev uint64, nodes []StoredNode) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ctx := context.Background()
+	timeout := d.opts.ReplicationTimeout
+	if l.synced && nodes != nil {
+		resp, err := call(ctx, l.spec.ReplicationServer, request{Op: "append", Epoch: epoch, Prev: prev, Nodes: nodes}, timeout)
+		if err != nil {
+			l.synced = false
+			return err
+		}
+		if !resp.Snapshot {
+			l.acked = resp.Committed
+			return nil
+		}
+	}
+	g := d.store.Snapshot()
+	resp, err := call(ctx, l.spec.ReplicationServer, request{Op: "snapshot", Epoch: epoch, Graph: &g}, timeout)
+	if err != nil {
+		l.synced = false
+		return err
+	}
+	l.acked, l.synced = resp.Committed, true
+	return nil
+}
+
+// catchUpLoop resends to replicas a SYNC write left behind (down, refused, slow), as
+// Memgraph's MAIN recovers a replica in the background.
+func (d *dataInstance) catchUpLoop() {
+	defer d.wg.Done()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		epoch, links := d.st.Epoch, d.sortedLinksLocked()
+		active := d.st.Role == RoleMain && d.writable
+		d.mu.Unlock()
+		if !active {
+			continue
+		}
+		committed := d.store.Committed()
+		for _, l := range links {
+			l.mu.Lock()
+			behind := !l.synced || l.acked != committed
+			l.mu.Unlock()
+			if behind {
+				if err := d.send(l, epoch, 0, nil); err != nil {
+					d.log.Debug("Replica catch-up failed", "replica", l.spec.Name, "error", err)
+				}
+			}
+		}
+	}
+}
+
+// commit writes one transaction on the MAIN and replicates it: SYNC and STRICT_SYNC
+// replicas before returning (a failed one is left behind and caught up in the
+// background), ASYNC ones in the background.
+func (d *dataInstance) commit(patterns []NodePattern) ([]StoredNode, error) {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	d.mu.Lock()
+	role, writable, epoch, links := d.st.Role, d.writable, d.st.Epoch, d.sortedLinksLocked()
+	d.mu.Unlock()
+	switch {
+	case role == RoleReplica:
+		return nil, &bolt.Failure{Code: bolt.CodeMemgraphError, Message: ErrWriteOnReplica}
+	case !writable:
+		return nil, &bolt.Failure{Code: bolt.CodeMemgraphError, Message: ErrWriteOnReadOnlyMain}
+	}
+	created, committed, err := d.store.Commit(patterns)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	for _, l := range links {
+		if l.spec.Mode == "async" {
+			go func() { _ = d.send(l, epoch, committed-1, created) }()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := d.send(l, epoch, committed-1, created); err != nil {
+				d.log.Warn("Replica did not confirm a SYNC transaction", "replica", l.spec.Name, "error", err)
+			}
+		}()
+	}
+	wg.Wait()
+	return created, nil
+}
+
+// role returns the current role for queries.
+func (d *dataInstance) role() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.st.Role
+}

@@ -1,0 +1,248 @@
+package memgraphsim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// StoredNode is one node of the graph.
+type StoredNode struct {
+	ID     int64          `json:"id"`
+	Labels []string       `json:"labels"`
+	Props  map[string]any `json:"props,omitempty"`
+}
+
+// graph is the persisted content of a data instance: its nodes and the number of
+// transactions committed into it (Memgraph's commit timestamp stand-in, which replication
+// lag and failover candidate choice compare).
+type graph struct {
+	Nodes     []StoredNode `json:"nodes"`
+	NextID    int64        `json:"next_id"`
+	Committed uint64       `json:"committed"`
+}
+
+// Store is a data instance's graph, written through to one file in the data directory on
+// every commit, so a restarted instance recovers it (--data-recovery-on-startup).
+type Store struct {
+	mu   sync.RWMutex
+	path string
+	g    graph
+}
+
+const storeFile = "sim-graph.json"
+
+// OpenStore opens the graph in dir; recover=false starts empty, as Memgraph does when told
+// not to recover (the old file is overwritten on the first commit).
+func OpenStore(dir string, recover bool) (*Store, error) {
+	s := &Store{path: filepath.Join(dir, storeFile), g: graph{NextID: 0}}
+	if !recover {
+		return s, nil
+	}
+	if err := readJSON(s.path, &s.g); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for i := range s.g.Nodes {
+		for k, v := range s.g.Nodes[i].Props {
+			s.g.Nodes[i].Props[k] = fromJSONValue(v)
+		}
+	}
+	return s, nil
+}
+
+// Committed is the number of committed write transactions.
+func (s *Store) Committed() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.g.Committed
+}
+
+// Count counts nodes carrying label ("" = all), plus the pending nodes of an open
+// transaction.
+func (s *Store) Count(label string, pending []NodePattern) int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var n int64
+	for _, node := range s.g.Nodes {
+		if hasLabel(node.Labels, label) {
+			n++
+		}
+	}
+	for _, p := range pending {
+		if hasLabel(p.Labels, label) {
+			n++
+		}
+	}
+	return n
+}
+
+// Match returns the nodes carrying label ("" = all).
+func (s *Store) Match(label string) []StoredNode {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []StoredNode
+	for _, node := range s.g.Nodes {
+		if hasLabel(node.Labels, label) {
+			out = append(out, node)
+		}
+	}
+	return out
+}
+
+func hasLabel(labels []string, label string) bool {
+	if label == "" {
+		return true
+	}
+	for _, l := range labels {
+		if l == label {
+			return true
+		}
+	}
+	return false
+}
+
+// Commit applies one write transaction locally and returns the nodes it created and the
+// new commit count.
+func (s *Store) Commit(patterns []NodePattern) ([]StoredNode, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	created := make([]StoredNode, 0, len(patterns))
+	for _, p := range patterns {
+		created = append(created, StoredNode{ID: s.g.NextID + int64(len(created)), Labels: p.Labels, Props: p.Props})
+	}
+	next := s.g
+	next.Nodes = append(append([]StoredNode(nil), s.g.Nodes...), created...)
+	next.NextID += int64(len(created))
+	next.Committed++
+	if err := writeJSON(s.path, next); err != nil {
+		return nil, 0, err
+	}
+	s.g = next
+	return created, next.Committed, nil
+}
+
+// Append applies a transaction replicated from the MAIN when it follows directly on what
+// this store holds (prev == Committed); ok=false asks the MAIN for a snapshot instead.
+func (s *Store) Append(prev uint64, nodes []StoredNode) (committed uint64, ok bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev != s.g.Committed {
+		return s.g.Committed, false, nil
+	}
+	next := s.g
+	next.Nodes = append(append([]StoredNode(nil), s.g.Nodes...), nodes...)
+	for _, n := range nodes {
+		if n.ID >= next.NextID {
+			next.NextID = n.ID + 1
+		}
+	}
+	next.Committed++
+	if err := writeJSON(s.path, next); err != nil {
+		return s.g.Committed, false, err
+	}
+	s.g = next
+	return next.Committed, true, nil
+}
+
+// Snapshot returns a copy of the whole graph.
+func (s *Store) Snapshot() graph {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.g
+	g.Nodes = append([]StoredNode(nil), s.g.Nodes...)
+	return g
+}
+
+// Replace installs a snapshot sent by the MAIN (a replica that diverged or fell behind).
+func (s *Store) Replace(g graph) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range g.Nodes {
+		for k, v := range g.Nodes[i].Props {
+			g.Nodes[i].Props[k] = fromJSONValue(v)
+		}
+	}
+	if err := writeJSON(s.path, g); err != nil {
+		return err
+	}
+	s.g = g
+	return nil
+}
+
+// Stats are the figures SHOW STORAGE INFO reports.
+func (s *Store) Stats() (vertices int64, committed uint64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return int64(len(s.g.Nodes)), s.g.Committed
+}
+
+// writeJSON replaces path atomically (temp file, fsync, rename) so a crash leaves either
+// the old or the new content.
+func writeJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// fromJSONValue turns json.Number back into int64 or float64, so property types survive a
+// round trip through the file or the replication stream.
+func fromJSONValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if !strings.ContainsAny(x.String(), ".eE") {
+			if i, err := x.Int64(); err == nil {
+				return i
+			}
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = fromJSONValue(x[i])
+		}
+		return x
+	case map[string]any:
+		for k := range x {
+			x[k] = fromJSONValue(x[k])
+		}
+		return x
+	}
+	return v
+}
