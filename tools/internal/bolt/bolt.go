@@ -66,7 +66,11 @@ type Failure struct{ Code, Message string }
 
 func (f *Failure) Error() string { return f.Code + ": " + f.Message }
 
-// RoutingTable is the answer to ROUTE; addresses are "host:port".
+// DefaultDatabase is Memgraph's database name, reported in ROUTE when neither the
+// RoutingTable nor the client names one.
+const DefaultDatabase = "memgraph"
+
+// RoutingTable is the answer to ROUTE; addresses are "host:port". DB may be left empty.
 type RoutingTable struct {
 	TTL                       int64
 	DB                        string

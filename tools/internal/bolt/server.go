@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,35 +14,50 @@ import (
 )
 
 // Serve accepts connections on ln and serves each with the Conn newConn returns, until ctx
-// is cancelled (then it closes ln and every open connection, waits for their handlers and
-// returns nil) or Accept fails (then it returns that error).
+// is cancelled (it returns nil) or ln is closed by someone else (it returns Accept's error);
+// other Accept errors are retried with a backoff. Either way it closes ln and every open
+// connection and waits for their handlers before returning.
 func Serve(ctx context.Context, ln net.Listener, newConn func(remote net.Addr) Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var (
 		mu   sync.Mutex
 		open = map[net.Conn]struct{}{}
 		wg   sync.WaitGroup
 		ids  atomic.Int64
-		stop = context.AfterFunc(ctx, func() {
-			_ = ln.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			for c := range open {
-				_ = c.Close()
-			}
-		})
 	)
-	defer stop()
-	defer wg.Wait()
+	// However Serve ends, the listener and every connection are closed before it returns.
+	context.AfterFunc(ctx, func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for c := range open {
+			_ = c.Close()
+		}
+	})
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return err
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Transient failures such as EMFILE must not take the whole server down:
+			// back off like net/http does and keep accepting.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			continue
 		}
+		backoff = 0
 		mu.Lock()
 		if ctx.Err() != nil { // raced with shutdown: the AfterFunc has already run
 			mu.Unlock()
@@ -492,11 +508,9 @@ func (s *session) route(f any) error {
 		}
 		servers = append(servers, map[string]any{"addresses": addrs, "role": r.role})
 	}
-	table := map[string]any{"ttl": rt.TTL, "servers": servers}
-	if rt.DB != "" {
-		table["db"] = rt.DB
-	} else if db != "" {
-		table["db"] = db
-	}
+	// The driver keys its routing table cache by this name and takes it as the home
+	// database, so never leave it empty: Memgraph's default database is "memgraph".
+	name := cmp.Or(rt.DB, db, DefaultDatabase)
+	table := map[string]any{"ttl": rt.TTL, "db": name, "servers": servers}
 	return s.success(map[string]any{"rt": table})
 }

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -372,7 +373,7 @@ func TestConversationBolt4(t *testing.T) {
 	c43.send(msgHello, map[string]any{"user_agent": "test/43", "scheme": "basic", "principal": "u", "credentials": "secret"})
 	c43.success()
 	c43.send(msgRoute, map[string]any{}, []any{}, nil)
-	if rt := c43.success()["rt"].(map[string]any); rt["ttl"] != int64(300) {
+	if rt := c43.success()["rt"].(map[string]any); rt["ttl"] != int64(300) || rt["db"] != DefaultDatabase {
 		t.Fatalf("ROUTE rt = %v", rt)
 	}
 
@@ -538,4 +539,47 @@ func FuzzSession(f *testing.F) {
 			s.loop(context.Background())
 		}
 	})
+}
+
+// flakyListener fails its first Accepts the way a process out of file descriptors does.
+type flakyListener struct {
+	net.Listener
+	failures atomic.Int32
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.failures.Add(-1) >= 0 {
+		return nil, errors.New("accept: too many open files")
+	}
+	return l.Listener.Accept()
+}
+
+func TestServeSurvivesTransientAcceptErrors(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &flakyListener{Listener: inner}
+	ln.failures.Store(3)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(context.Background(), ln, func(net.Addr) Conn { return &testConn{} })
+	}()
+	c, v := dial(t, inner.Addr().String(), p(5, 2, 0))
+	if v != (version{5, 2}) {
+		t.Fatalf("negotiated %v after transient Accept errors, want 5.2", v)
+	}
+	c.send(msgHello, map[string]any{"user_agent": "t"})
+	c.success()
+
+	// Closing the listener from outside ends Serve with Accept's error.
+	_ = inner.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Serve = %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its listener was closed")
+	}
 }
