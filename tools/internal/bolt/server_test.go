@@ -583,3 +583,45 @@ func TestServeSurvivesTransientAcceptErrors(t *testing.T) {
 		t.Fatal("Serve did not return after its listener was closed")
 	}
 }
+
+// Inside a transaction several results may be open at once; PULL picks one by qid, and
+// qid -1 (or none) means the latest.
+func TestTransactionWithSeveralResults(t *testing.T) {
+	addr, _ := startServer(t)
+	c, _ := dial(t, addr, p(4, 4, 2))
+	c.send(msgHello, map[string]any{"user_agent": "t", "scheme": "basic", "credentials": "secret"})
+	c.success()
+	c.send(msgBegin, map[string]any{"mode": "r"})
+	c.success()
+	query := "UNWIND range(1, 3) AS x RETURN x"
+	c.send(msgRun, query, map[string]any{}, map[string]any{})
+	c.send(msgRun, query, map[string]any{}, map[string]any{})
+	if a, b := c.success()["qid"], c.success()["qid"]; a != int64(0) || b != int64(1) {
+		t.Fatalf("qids %v, %v; want 0, 1", a, b)
+	}
+	c.send(msgPull, map[string]any{"n": int64(2), "qid": int64(0)})
+	c.expect(msgRecord)
+	c.expect(msgRecord)
+	if s := c.success(); s["has_more"] != true {
+		t.Fatalf("PULL qid 0 n=2: %v, want has_more", s)
+	}
+	c.send(msgDiscard, map[string]any{"n": int64(-1)}) // no qid: the latest, qid 1
+	if s := c.success(); s["has_more"] != false {
+		t.Fatalf("DISCARD latest: %v", s)
+	}
+	c.send(msgPull, map[string]any{"n": int64(-1), "qid": int64(0)})
+	if rec := c.expect(msgRecord); !reflect.DeepEqual(rec, []any{int64(3)}) {
+		t.Fatalf("rest of qid 0: %v, want [3]", rec)
+	}
+	c.success()
+	c.send(msgRun, query, map[string]any{}, map[string]any{})
+	c.success()
+	c.send(msgPull, map[string]any{"n": int64(-1), "qid": int64(7)})
+	if f := c.expect(msgFailure).(map[string]any); f["code"] != CodeMemgraphError {
+		t.Fatalf("PULL of an unknown qid: %v", f)
+	}
+	c.send(msgRollback)
+	c.expect(msgIgnored)
+	c.send(msgReset)
+	c.success()
+}
