@@ -1,0 +1,406 @@
+// Package planner turns the declared Memgraph HA topology and what the Raft leader shows
+// (SHOW INSTANCES, and SHOW REPLICATION LAG when a MAIN must move) into the ordered admin
+// commands of one registration pass. It is pure: no I/O, no clock, deterministic.
+//
+// Rules, in the order the commands come out:
+//  1. ADD COORDINATOR for every declared, non-retiring coordinator the leader does not
+//     list with its bolt_server (a fresh coordinator lists itself with none): the
+//     leader's own entry first.
+//  2. REGISTER INSTANCE (SYNC) for every declared, non-retiring data instance not listed.
+//  3. With no MAIN listed: SET INSTANCE TO MAIN over candidates tried in order. A retiring
+//     instance still registered and up is restored: rule 4 unregisters every retiring
+//     replica before it demotes, so in a MAIN-less cluster it is the MAIN the operator
+//     demoted (an operator killed between DEMOTE and SET MAIN), the one copy nothing can
+//     be ahead of, while no survivor can be proven current without a MAIN to measure lag
+//     against. If such an instance is down, the plan waits for it. Otherwise the up
+//     survivors in declared order, then the ones registered in this pass (bootstrap).
+//  4. Retirement of data instances: UNREGISTER INSTANCE of each retiring non-MAIN (only
+//     while a MAIN exists); then, when the MAIN itself is retiring and up, DEMOTE it and
+//     SET a survivor TO MAIN, whose candidates are the up survivors that SHOW REPLICATION
+//     LAG proves caught up (declared order) with the demoted MAIN last, as the fallback
+//     that restores service; then UNREGISTER it. With no caught-up survivor nothing is
+//     demoted; a retiring MAIN that is down is left to the coordinators' failover.
+//  5. REMOVE COORDINATOR of each retiring coordinator still a member, never the leader;
+//     when the leader retires, YIELD LEADERSHIP ends the plan: its successor is elected,
+//     so the next pass re-observes under it.
+//
+// Never planned: SET INSTANCE TO MAIN while a MAIN is listed, UNREGISTER of the MAIN,
+// REMOVE COORDINATOR of the leader, anything after YIELD LEADERSHIP. Members that are
+// neither declared nor retiring (registered by hand) are left alone.
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
+)
+
+// Coordinator is a declared coordinator: the pod with ordinal ID-1.
+type Coordinator struct {
+	ID                int
+	Name              string // memgraph.CoordinatorName(ID)
+	BoltServer        string
+	CoordinatorServer string
+	ManagementServer  string
+}
+
+// DataInstance is a declared data instance.
+type DataInstance struct {
+	Name              string // the pod name with '-' turned into '_'
+	BoltServer        string
+	ManagementServer  string
+	ReplicationServer string
+}
+
+// Desired is the declared topology: every live pod of both StatefulSets (retiring ones
+// included, so they can be found and handed off) and which of them are retiring.
+type Desired struct {
+	Coordinators         []Coordinator
+	Data                 []DataInstance
+	RetiringCoordinators []int
+	RetiringData         []string
+}
+
+// Observed is what the leader showed at the start of the pass.
+type Observed struct {
+	// Leader is the name of the coordinator the commands will run on: the Raft leader.
+	Leader    string
+	Instances []memgraph.Instance
+	// Lag is SHOW REPLICATION LAG, needed only when NeedsLag says so; without it a
+	// retiring MAIN is not moved.
+	Lag []memgraph.Lag
+}
+
+// Kind is the command a Command stands for.
+type Kind int
+
+const (
+	AddCoordinator Kind = iota + 1
+	RegisterInstance
+	SetMain
+	DemoteInstance
+	UnregisterInstance
+	RemoveCoordinator
+	YieldLeadership
+)
+
+var kindNames = [...]string{"", "AddCoordinator", "RegisterInstance", "SetMain", "DemoteInstance",
+	"UnregisterInstance", "RemoveCoordinator", "YieldLeadership"}
+
+func (k Kind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Command is one admin command of a plan.
+type Command struct {
+	Kind Kind
+	// Coordinator is the member to add (AddCoordinator) or whose ID to remove.
+	Coordinator Coordinator
+	// Instance is the data instance to register (RegisterInstance), or whose Name to
+	// demote or unregister.
+	Instance DataInstance
+	// Candidates are SetMain's targets, tried in order until one is accepted.
+	Candidates []string
+	// Fallback is the MAIN this plan demoted, tried after every candidate: it restores
+	// service but means the handover failed, so the pass must stop there.
+	Fallback string
+}
+
+// Attempt is one query a command may send.
+type Attempt struct {
+	Target   string // instance or coordinator name
+	Cypher   string
+	Fallback bool // the demoted MAIN restored as a last resort
+}
+
+// Attempts lists the queries of the command: one, except SetMain's candidates in order.
+func (c Command) Attempts() []Attempt {
+	switch c.Kind {
+	case SetMain:
+		out := make([]Attempt, 0, len(c.Candidates)+1)
+		for _, n := range c.Candidates {
+			out = append(out, Attempt{Target: n, Cypher: memgraph.SetInstanceToMain(n)})
+		}
+		if c.Fallback != "" {
+			out = append(out, Attempt{Target: c.Fallback, Cypher: memgraph.SetInstanceToMain(c.Fallback), Fallback: true})
+		}
+		return out
+	case AddCoordinator, RemoveCoordinator:
+		return []Attempt{{Target: memgraph.CoordinatorName(c.Coordinator.ID), Cypher: c.Cypher()}}
+	case YieldLeadership:
+		return []Attempt{{Cypher: c.Cypher()}}
+	}
+	return []Attempt{{Target: c.Instance.Name, Cypher: c.Cypher()}}
+}
+
+// Cypher is the command's query text, values inlined and quoted (SetMain: its first
+// attempt).
+func (c Command) Cypher() string {
+	switch c.Kind {
+	case AddCoordinator:
+		k := c.Coordinator
+		return memgraph.AddCoordinator(k.ID, k.BoltServer, k.CoordinatorServer, k.ManagementServer)
+	case RegisterInstance:
+		d := c.Instance
+		return memgraph.RegisterInstance(d.Name, d.BoltServer, d.ManagementServer, d.ReplicationServer)
+	case SetMain:
+		if a := c.Attempts(); len(a) > 0 {
+			return a[0].Cypher
+		}
+		return ""
+	case DemoteInstance:
+		return memgraph.DemoteInstance(c.Instance.Name)
+	case UnregisterInstance:
+		return memgraph.UnregisterInstance(c.Instance.Name)
+	case RemoveCoordinator:
+		return memgraph.RemoveCoordinator(c.Coordinator.ID)
+	case YieldLeadership:
+		return memgraph.YieldLeadershipQuery
+	}
+	return ""
+}
+
+// String names the command and its target(s), without addresses.
+func (c Command) String() string {
+	switch c.Kind {
+	case AddCoordinator, RemoveCoordinator:
+		return c.Kind.String() + " " + memgraph.CoordinatorName(c.Coordinator.ID)
+	case SetMain:
+		s := c.Kind.String() + " " + joinNames(c.Candidates)
+		if c.Fallback != "" {
+			s += " (fallback " + c.Fallback + ")"
+		}
+		return s
+	case YieldLeadership:
+		return c.Kind.String()
+	}
+	return c.Kind.String() + " " + c.Instance.Name
+}
+
+// Result is one pass's plan.
+type Result struct {
+	Commands []Command
+	// Waiting says what the plan holds back and why, one stable sentence each; empty
+	// when nothing is held back.
+	Waiting []string
+}
+
+// Converged says there is nothing to do and nothing to wait for.
+func (r Result) Converged() bool { return len(r.Commands) == 0 && len(r.Waiting) == 0 }
+
+// Messages the plan waits with (instance names are stable for a retirement's duration).
+const (
+	WaitNoMainCandidate    = "no data instance is up to become MAIN"
+	waitDemotedMainDown    = "the cluster has no MAIN and retiring instance %s, possibly the demoted MAIN, is down"
+	waitRetiringMainDown   = "retiring MAIN %s is down; waiting for the coordinators' failover"
+	waitNoCaughtUpSurvivor = "no surviving replica is up and proven caught up by SHOW REPLICATION LAG to take over MAIN from %s"
+	waitMainlessUnregister = "retiring instances are kept registered until the cluster has a MAIN again"
+)
+
+// NeedsLag says whether Plan needs SHOW REPLICATION LAG for these instances: the MAIN is
+// up and retiring, so it must be handed to a survivor proven caught up.
+func NeedsLag(want Desired, instances []memgraph.Instance) bool {
+	m, ok := memgraph.MainOf(instances)
+	return ok && m.Up() && slices.Contains(want.RetiringData, m.Name)
+}
+
+// Plan computes one pass's commands.
+func Plan(want Desired, seen Observed) Result {
+	var r Result
+	retiringC := make(map[int]bool, len(want.RetiringCoordinators))
+	for _, id := range want.RetiringCoordinators {
+		retiringC[id] = true
+	}
+	retiringD := make(map[string]bool, len(want.RetiringData))
+	for _, n := range want.RetiringData {
+		retiringD[n] = true
+	}
+	coords := make(map[int]memgraph.Instance)
+	data := make(map[string]memgraph.Instance)
+	var dataOrder []string // observed order, for members the spec does not declare
+	for _, in := range seen.Instances {
+		if in.IsCoordinator() {
+			if id, ok := memgraph.CoordinatorID(in.Name); ok {
+				coords[id] = in
+			}
+			continue
+		}
+		data[in.Name] = in
+		dataOrder = append(dataOrder, in.Name)
+	}
+	leaderID, _ := memgraph.CoordinatorID(seen.Leader)
+
+	// 1. Coordinators, the leader's own entry first (it was born listing itself only).
+	adds := make([]Coordinator, 0, len(want.Coordinators))
+	for _, c := range want.Coordinators {
+		if retiringC[c.ID] {
+			continue
+		}
+		if row, ok := coords[c.ID]; ok && row.BoltServer != "" {
+			continue
+		}
+		adds = append(adds, c)
+	}
+	slices.SortStableFunc(adds, func(a, b Coordinator) int {
+		return boolRank(a.ID != leaderID) - boolRank(b.ID != leaderID)
+	})
+	for _, c := range adds {
+		r.Commands = append(r.Commands, Command{Kind: AddCoordinator, Coordinator: c})
+	}
+
+	// 2. Data instances to register.
+	var registered []string // names registered by this pass
+	for _, d := range want.Data {
+		if retiringD[d.Name] {
+			continue
+		}
+		if _, ok := data[d.Name]; ok {
+			continue
+		}
+		r.Commands = append(r.Commands, Command{Kind: RegisterInstance, Instance: d})
+		registered = append(registered, d.Name)
+	}
+
+	// Retiring data instances still registered, declared order first.
+	var retiringUp, retiringDown []string
+	seenRetiring := map[string]bool{}
+	for _, n := range append(namesOf(want.Data), dataOrder...) {
+		row, ok := data[n]
+		if !ok || !retiringD[n] || seenRetiring[n] {
+			continue
+		}
+		seenRetiring[n] = true
+		if row.Up() {
+			retiringUp = append(retiringUp, n)
+		} else {
+			retiringDown = append(retiringDown, n)
+		}
+	}
+	// Up survivors, declared order.
+	var survivorsUp []string
+	for _, d := range want.Data {
+		if row, ok := data[d.Name]; ok && !retiringD[d.Name] && row.Up() {
+			survivorsUp = append(survivorsUp, d.Name)
+		}
+	}
+
+	main, hasMain := memgraph.MainOf(seen.Instances)
+	switch {
+	case !hasMain:
+		// 3. No MAIN.
+		var candidates []string
+		switch {
+		case len(retiringUp) > 0:
+			// Restore, not hand over: no survivor is proven current without a MAIN to
+			// measure lag against; the next pass hands over with proof.
+			candidates = retiringUp
+		case len(retiringDown) > 0:
+			r.Waiting = append(r.Waiting, fmt.Sprintf(waitDemotedMainDown, retiringDown[0]))
+		default:
+			candidates = append(append(candidates, survivorsUp...), registered...)
+			if len(candidates) == 0 {
+				r.Waiting = append(r.Waiting, WaitNoMainCandidate)
+			}
+		}
+		if len(candidates) > 0 {
+			r.Commands = append(r.Commands, Command{Kind: SetMain, Candidates: candidates})
+		}
+		if len(retiringUp)+len(retiringDown) > 0 {
+			r.Waiting = append(r.Waiting, waitMainlessUnregister)
+		}
+	default:
+		// 4. Retirement: replicas first, so that a MAIN-less cluster (an operator killed
+		// between DEMOTE and SET MAIN) keeps only the demoted MAIN among the retiring.
+		for _, n := range append(retiringUp, retiringDown...) {
+			if n != main.Name {
+				r.Commands = append(r.Commands, Command{Kind: UnregisterInstance, Instance: DataInstance{Name: n}})
+			}
+		}
+		if retiringD[main.Name] {
+			r.Commands, r.Waiting = handOver(r.Commands, r.Waiting, main, want, data, seen.Lag)
+		}
+	}
+
+	// 5. Coordinators to retire; the leader is asked to step down, last.
+	ids := slices.Clone(want.RetiringCoordinators)
+	slices.Sort(ids)
+	yield := false
+	for _, id := range slices.Compact(ids) {
+		if _, ok := coords[id]; !ok {
+			continue
+		}
+		if id == leaderID {
+			yield = true
+			continue
+		}
+		r.Commands = append(r.Commands, Command{Kind: RemoveCoordinator, Coordinator: Coordinator{ID: id, Name: memgraph.CoordinatorName(id)}})
+	}
+	if yield {
+		r.Commands = append(r.Commands, Command{Kind: YieldLeadership})
+	}
+	return r
+}
+
+// handOver moves MAIN off a retiring instance: DEMOTE, SET a caught-up survivor TO MAIN
+// (the demoted MAIN last), UNREGISTER the demoted one.
+func handOver(cmds []Command, waiting []string, main memgraph.Instance, want Desired,
+	data map[string]memgraph.Instance, lag []memgraph.Lag) ([]Command, []string) {
+	if !main.Up() {
+		return cmds, append(waiting, fmt.Sprintf(waitRetiringMainDown, main.Name))
+	}
+	caughtUp := make(map[string]bool, len(lag))
+	for _, l := range lag {
+		caughtUp[l.Instance] = l.CaughtUp()
+	}
+	retiring := make(map[string]bool, len(want.RetiringData))
+	for _, n := range want.RetiringData {
+		retiring[n] = true
+	}
+	var candidates []string
+	for _, d := range want.Data {
+		row, ok := data[d.Name]
+		if !ok || retiring[d.Name] || !row.Up() || row.Role != memgraph.RoleReplica || !caughtUp[d.Name] {
+			continue
+		}
+		candidates = append(candidates, d.Name)
+	}
+	if len(candidates) == 0 {
+		return cmds, append(waiting, fmt.Sprintf(waitNoCaughtUpSurvivor, main.Name))
+	}
+	return append(cmds,
+		Command{Kind: DemoteInstance, Instance: DataInstance{Name: main.Name}},
+		Command{Kind: SetMain, Candidates: candidates, Fallback: main.Name},
+		Command{Kind: UnregisterInstance, Instance: DataInstance{Name: main.Name}},
+	), waiting
+}
+
+func namesOf(ds []DataInstance) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Name
+	}
+	return out
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func joinNames(ns []string) string {
+	s := ""
+	for i, n := range ns {
+		if i > 0 {
+			s += ","
+		}
+		s += n
+	}
+	return s
+}
