@@ -14,3 +14,43 @@ const (
 	// search_ready=1.
 	SearchReadyGate = "veltrix.io/search-ready"
 )
+
+// More condition types the operator reports.
+const (
+	// ConditionDisksPrepared is True when the node agents prepared disks on enough nodes for
+	// the cluster's members.
+	ConditionDisksPrepared = "DisksPrepared"
+	// ConditionMaxMapCountLow (negative polarity) is True when vm.max_map_count is below
+	// 262144 on nodes whose agent may not raise it.
+	ConditionMaxMapCountLow = "MaxMapCountLow"
+	// ConditionMembershipSettled is True when the server's membership matches the spec's
+	// size; Unknown while members join or leave, False when a removal is refused or stuck.
+	ConditionMembershipSettled = "MembershipSettled"
+	// ConditionServiceMonitor is True when the ServiceMonitor was written, False when its
+	// CRD is not installed (best-effort: the cluster runs without it).
+	ConditionServiceMonitor = "ServiceMonitor"
+)
+
+// Condition reasons.
+const (
+	ReasonReady                  = "Ready"
+	ReasonProvisioning           = "Provisioning"
+	ReasonMembersNotReady        = "MembersNotReady"
+	ReasonUpgrading              = "Upgrading"
+	ReasonChildrenFailed         = "ChildrenFailed"
+	ReasonDisksNotPrepared       = "DisksNotPrepared"
+	ReasonReplicationFactorMet   = "ReplicationFactorMet"
+	ReasonBelowReplicationFactor = "BelowReplicationFactor"
+	ReasonPrepared               = "Prepared"
+	ReasonNotEnoughNodes         = "NotEnoughNodes"
+	ReasonMaxMapCountMet         = "MaxMapCountMet"
+	// ReasonIndexMapFallback: the low nodes run with VELTRIXDB_INDEX=map (spec.indexMapFallback).
+	ReasonIndexMapFallback = "IndexMapFallback"
+	// ReasonNodesExcluded: the low nodes are not used (spec.indexMapFallback is off).
+	ReasonNodesExcluded     = "NodesExcluded"
+	ReasonSettled           = "Settled"
+	ReasonApplied           = "Applied"
+	ReasonCRDMissing        = "CRDMissing"
+	ReasonAgentsMissing     = "NodeAgentsNotConfigured"
+	ReasonAdminTokenMissing = "AdminTokenMissing"
+)

@@ -1,0 +1,327 @@
+// Package disks prepares a VeltrixCluster's disks through the node agents: it picks the
+// candidate nodes (nodeSelector, tolerations, schedulable), asks each agent to prepare the
+// disks the spec's selector matches (XFS, or the XFS/raw split for rawVLog) under the
+// cluster's PV path, and to ensure vm.max_map_count, and turns the answers into the
+// resources.Disk values the PersistentVolumes are built from. Failures are classified into
+// stable reasons (unreachable, permission denied, no matching disks, refused) so the
+// controller reports what is wrong without raw, changing error text.
+package disks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
+	"github.com/opsuite/suite/shared/nodeagent"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// MaxMapCount is the sysctl the native index needs, and its minimum.
+const (
+	MaxMapCount        = "vm.max_map_count"
+	MinMaxMapCount     = 262144
+	noMatchingDisksMsg = "eligible devices match the selector"
+)
+
+// Agent is one node's agent; *nodeagent.Client implements it.
+type Agent interface {
+	PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDisksRequest) (*nodeagentv1.PrepareDisksResponse, error)
+	ReleaseDisks(ctx context.Context, req *nodeagentv1.ReleaseDisksRequest) (*nodeagentv1.ReleaseDisksResponse, error)
+	EnsureSysctl(ctx context.Context, req *nodeagentv1.EnsureSysctlRequest) (*nodeagentv1.EnsureSysctlResponse, error)
+}
+
+// Agents hands out the agent of a node.
+type Agents interface {
+	Node(name string) Agent
+}
+
+// PoolAgents are the agents of a shared/nodeagent Pool.
+type PoolAgents struct{ Pool *nodeagent.Pool }
+
+// Node implements Agents.
+func (p PoolAgents) Node(name string) Agent { return p.Pool.Node(name) }
+
+// PVRoot is the PV root of a node's agent (its --pv-root).
+type PVRoot func(node string) string
+
+// SamePVRoot is the PV root of agents that all run with the same --pv-root.
+func SamePVRoot(root string) PVRoot { return func(string) string { return root } }
+
+// Problem is why a node's agent did not give its disks or its sysctl; the values are the
+// condition reasons.
+type Problem string
+
+// Problems, from what the agent answered.
+const (
+	ProblemNone Problem = ""
+	// ProblemUnreachable: no agent pod on the node, or it did not answer.
+	ProblemUnreachable Problem = "AgentUnreachable"
+	// ProblemPermissionDenied: the agent refused the operator's token or its RBAC.
+	ProblemPermissionDenied Problem = "AgentPermissionDenied"
+	// ProblemNoMatchingDisks: too few blank devices match the disk selector.
+	ProblemNoMatchingDisks Problem = "NoMatchingDisks"
+	// ProblemRefused: the agent refused the request (a device holding data, a PV path
+	// prepared with other settings, too small for XFS).
+	ProblemRefused Problem = "DisksRefused"
+	// ProblemAgentError: any other failure of the agent.
+	ProblemAgentError Problem = "AgentError"
+)
+
+// Classify maps an agent call's error to a Problem and a stable message: the agent's own
+// message for its refusals (it names devices and sizes, which do not change from pass to
+// pass), a fixed text where the error would carry addresses or timings.
+func Classify(err error) (Problem, string) {
+	if err == nil {
+		return ProblemNone, ""
+	}
+	if errors.Is(err, nodeagent.ErrNoAgent) {
+		return ProblemUnreachable, "no ready node-agent pod on the node"
+	}
+	st, _ := status.FromError(err)
+	switch st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return ProblemUnreachable, "the node agent did not answer"
+	case codes.PermissionDenied:
+		return ProblemPermissionDenied, "the node agent denied the operator (bind the operator to the agent's preparer ClusterRole)"
+	case codes.Unauthenticated:
+		return ProblemPermissionDenied, "the node agent did not accept the operator's token"
+	case codes.FailedPrecondition:
+		if strings.Contains(st.Message(), noMatchingDisksMsg) {
+			return ProblemNoMatchingDisks, st.Message()
+		}
+		return ProblemRefused, st.Message()
+	case codes.InvalidArgument, codes.NotFound:
+		return ProblemRefused, st.Message()
+	}
+	return ProblemAgentError, fmt.Sprintf("the node agent failed (%s)", st.Code())
+}
+
+// Candidates are the nodes the cluster may use, sorted by name: schedulable, matching
+// spec.nodeSelector, and with every NoSchedule/NoExecute taint tolerated.
+func Candidates(c *veltrixv1.VeltrixCluster, nodes []corev1.Node) []string {
+	var out []string
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Spec.Unschedulable || !n.DeletionTimestamp.IsZero() || !matchesSelector(n.Labels, c.Spec.NodeSelector) || !tolerated(n.Spec.Taints, c.Spec.Tolerations) {
+			continue
+		}
+		out = append(out, n.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func matchesSelector(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func tolerated(taints []corev1.Taint, tolerations []corev1.Toleration) bool {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		ok := false
+		for j := range tolerations {
+			if tolerations[j].ToleratesTaint(klog.Background(), t, true) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Order is the order nodes are tried in: the nodes the cluster already uses first (their
+// disks hold its data), then the other candidates by name. Used nodes that are no longer
+// candidates are kept too: their volumes still pin members there.
+func Order(candidates, used []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range used {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, n := range candidates {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// PrepareRequest is what a node's agent is asked for: disksPerNode devices matching the
+// selector, split for rawVLog, bind-mounted under the cluster's PV path.
+func PrepareRequest(c *veltrixv1.VeltrixCluster, pvRoot string) *nodeagentv1.PrepareDisksRequest {
+	sel := &nodeagentv1.DeviceSelector{
+		Model:    c.Spec.DiskSelector.Model,
+		NvmeOnly: c.Spec.DiskSelector.NVMeOnlyOrDefault(),
+		Count:    uint32(max(c.Spec.DisksPerNode, 1)),
+	}
+	if q := c.Spec.DiskSelector.MinSize; q != nil {
+		sel.MinSizeBytes = q.Value()
+	}
+	if q := c.Spec.DiskSelector.MaxSize; q != nil {
+		sel.MaxSizeBytes = q.Value()
+	}
+	return &nodeagentv1.PrepareDisksRequest{Selector: sel, XfsPercent: c.Spec.XFSPercent(), PvPath: resources.PVPath(pvRoot, c, 0)}
+}
+
+// ReleaseRequest releases every disk prepared for the cluster on a node, wiping it when
+// the data is to go.
+func ReleaseRequest(c *veltrixv1.VeltrixCluster, pvRoot string, wipe bool) *nodeagentv1.ReleaseDisksRequest {
+	return &nodeagentv1.ReleaseDisksRequest{PvPath: resources.PVPath(pvRoot, c, 0), Wipe: wipe}
+}
+
+// FromAgent turns the agent's prepared disks into resources.Disk values, indexed by
+// filesystem UUID order (never by kernel name). A disk not ready (preparing, missing) makes
+// the answer incomplete: it returns an error naming it.
+func FromAgent(node string, prepared []*nodeagentv1.PreparedDisk) ([]resources.Disk, error) {
+	sorted := append([]*nodeagentv1.PreparedDisk(nil), prepared...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].GetFilesystemUuid() < sorted[j].GetFilesystemUuid() })
+	out := make([]resources.Disk, 0, len(sorted))
+	for i, p := range sorted {
+		if p.GetState() != "ready" {
+			return nil, fmt.Errorf("disk %s is %s", p.GetFilesystemUuid(), p.GetState())
+		}
+		if p.GetFilesystemUuid() == "" || p.GetPvPath() == "" {
+			return nil, fmt.Errorf("the agent reported a prepared disk without filesystem UUID or PV path")
+		}
+		out = append(out, resources.Disk{
+			Node: node, Index: int32(i),
+			FilesystemUUID: p.GetFilesystemUuid(), DiskGUID: p.GetDiskGuid(), WWN: p.GetWwn(), Serial: p.GetSerial(),
+			PVPath: p.GetPvPath(), XFSBytes: p.GetXfsSizeBytes(),
+			RawDevice: p.GetRawDevice(), RawBytes: p.GetRawSizeBytes(),
+		})
+	}
+	return out, nil
+}
+
+// NodeResult is what one node's agent answered.
+type NodeResult struct {
+	Node string
+	// Disks are the prepared disks; nil when Problem is set.
+	Disks   []resources.Disk
+	Problem Problem
+	Message string
+	// MaxMapCountLow: vm.max_map_count is below the minimum and the agent may not raise it.
+	MaxMapCountLow bool
+	// SysctlProblem is set when the sysctl could not even be read.
+	SysctlProblem Problem
+	SysctlMessage string
+}
+
+// Usable reports whether the node can run a member: its disks are prepared, and its
+// vm.max_map_count is met (or the map index may stand in).
+func (r NodeResult) Usable(indexMapFallback bool) bool {
+	return r.Problem == ProblemNone && r.SysctlProblem == ProblemNone && (!r.MaxMapCountLow || indexMapFallback)
+}
+
+// Result is one preparation pass over the nodes.
+type Result struct {
+	// Nodes are the nodes asked, in the order asked.
+	Nodes []NodeResult
+	// Wanted is how many usable nodes the cluster needs.
+	Wanted int
+}
+
+// Usable are the nodes that can run members, in the order asked.
+func (r Result) Usable(indexMapFallback bool) []NodeResult {
+	var out []NodeResult
+	for _, n := range r.Nodes {
+		if n.Usable(indexMapFallback) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Prepare asks the agents of ordered nodes, one after another, until wanted nodes are
+// usable (or every node was asked): prepare the disks, then ensure vm.max_map_count. A node
+// failing is reported and the next one is tried, so one broken node does not hold up the
+// cluster while others have disks.
+func Prepare(ctx context.Context, agents Agents, c *veltrixv1.VeltrixCluster, ordered []string, pvRoot PVRoot, wanted int) Result {
+	res := Result{Wanted: wanted}
+	usable := 0
+	for _, node := range ordered {
+		if usable >= wanted {
+			break
+		}
+		req := PrepareRequest(c, pvRoot(node))
+		r := NodeResult{Node: node}
+		agent := agents.Node(node)
+		resp, err := agent.PrepareDisks(ctx, req)
+		if err == nil {
+			r.Disks, err = FromAgent(node, resp.GetDisks())
+			if err != nil {
+				r.Problem, r.Message = ProblemAgentError, err.Error()
+			}
+		} else {
+			r.Problem, r.Message = Classify(err)
+		}
+		if r.Problem == ProblemNone {
+			r.MaxMapCountLow, r.SysctlProblem, r.SysctlMessage = ensureMaxMapCount(ctx, agent)
+		}
+		if r.Usable(c.Spec.IndexMapFallback) {
+			usable++
+		}
+		res.Nodes = append(res.Nodes, r)
+	}
+	return res
+}
+
+// ensureMaxMapCount asks the agent to raise vm.max_map_count to the minimum. An agent that
+// may not raise it answers FailedPrecondition: the value is low and stays low.
+func ensureMaxMapCount(ctx context.Context, agent Agent) (low bool, p Problem, msg string) {
+	resp, err := agent.EnsureSysctl(ctx, &nodeagentv1.EnsureSysctlRequest{Name: MaxMapCount, Minimum: MinMaxMapCount})
+	if err == nil {
+		return !resp.GetStatus().GetMet(), ProblemNone, ""
+	}
+	if status.Code(err) == codes.FailedPrecondition {
+		return true, ProblemNone, ""
+	}
+	p, msg = Classify(err)
+	return false, p, msg
+}
+
+// Release releases the cluster's disks on each node (wiping them when asked); it returns
+// the nodes whose agent did not do it, with the reason.
+func Release(ctx context.Context, agents Agents, c *veltrixv1.VeltrixCluster, nodes []string, pvRoot PVRoot, wipe bool) map[string]string {
+	failed := map[string]string{}
+	for _, node := range nodes {
+		if _, err := agents.Node(node).ReleaseDisks(ctx, ReleaseRequest(c, pvRoot(node), wipe)); err != nil {
+			p, msg := Classify(err)
+			failed[node] = fmt.Sprintf("%s: %s", p, msg)
+		}
+	}
+	return failed
+}
+
+// Problems reports whether any node asked had a problem (disks or sysctl).
+func (r Result) Problems() bool {
+	for _, n := range r.Nodes {
+		if n.Problem != ProblemNone || n.SysctlProblem != ProblemNone {
+			return true
+		}
+	}
+	return false
+}
