@@ -148,7 +148,7 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 
 func (o Options) validate() error {
 	if o.IsHA() && !o.Licensed {
-		return errors.New(LicenseError)
+		return errors.New(LicenseError) //nolint:staticcheck // Memgraph's own wording, capital and all
 	}
 	if (o.CoordinatorID > 0) != (o.CoordinatorPort > 0) {
 		return errors.New("--coordinator-id and --coordinator-port must be set together")

@@ -1,0 +1,415 @@
+package memgraphsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opsuite/suite/tools/internal/bolt"
+)
+
+// freePort reserves a loopback port long enough to learn its number.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// simProc is one simulator process run in-process.
+type simProc struct {
+	opts Options
+	srv  *Server
+}
+
+// testCluster is 3 coordinators and 2 data instances on loopback, with fast timings.
+type testCluster struct {
+	t      *testing.T
+	ilog   string
+	coords []*simProc
+	data   []*simProc
+}
+
+func fastOptions(dir string) Options {
+	return Options{BoltAddress: "127.0.0.1", DataDirectory: dir, LogLevel: "WARNING", DataRecovery: true, RestoreReplication: true,
+		InstanceDownTimeout: 1500 * time.Millisecond, HealthCheckInterval: 200 * time.Millisecond,
+		RaftHeartbeat: 300 * time.Millisecond, RaftElection: 300 * time.Millisecond, ReplicationTimeout: time.Second, Licensed: true}
+}
+
+func newTestCluster(t *testing.T, coordinators, data int) *testCluster {
+	t.Helper()
+	root := t.TempDir()
+	tc := &testCluster{t: t, ilog: filepath.Join(root, "invariants.jsonl")}
+	for i := 1; i <= coordinators; i++ {
+		o := fastOptions(filepath.Join(root, fmt.Sprintf("coord%d", i)))
+		o.CoordinatorID, o.CoordinatorPort, o.ManagementPort, o.BoltPort = i, freePort(t), freePort(t), freePort(t)
+		o.InvariantLog = tc.ilog
+		tc.coords = append(tc.coords, &simProc{opts: o})
+	}
+	for i := range data {
+		o := fastOptions(filepath.Join(root, fmt.Sprintf("data%d", i)))
+		o.ManagementPort, o.BoltPort = freePort(t), freePort(t)
+		o.InvariantLog = tc.ilog
+		tc.data = append(tc.data, &simProc{opts: o})
+	}
+	for _, p := range append(append([]*simProc{}, tc.coords...), tc.data...) {
+		tc.start(p)
+	}
+	t.Cleanup(func() {
+		for _, p := range append(append([]*simProc{}, tc.coords...), tc.data...) {
+			tc.stop(p)
+		}
+	})
+	return tc
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func (tc *testCluster) start(p *simProc) {
+	tc.t.Helper()
+	srv, err := Start(context.Background(), p.opts, quiet)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	p.srv = srv
+}
+
+func (tc *testCluster) stop(p *simProc) {
+	if p.srv != nil {
+		_ = p.srv.Close()
+		p.srv = nil
+	}
+}
+
+// conn is a Bolt connection's query side, without the wire.
+func (p *simProc) conn() bolt.Conn {
+	if p.srv.coord != nil {
+		return &coordConn{c: p.srv.coord}
+	}
+	return &dataConn{d: p.srv.data}
+}
+
+func run(t *testing.T, p *simProc, query string) (*bolt.Result, error) {
+	t.Helper()
+	return p.conn().Run(context.Background(), bolt.Query{Text: query, Mode: "w"})
+}
+
+func mustRun(t *testing.T, p *simProc, query string) *bolt.Result {
+	t.Helper()
+	r, err := run(t, p, query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return r
+}
+
+func wantFailure(t *testing.T, err error, message string) {
+	t.Helper()
+	var f *bolt.Failure
+	if !errors.As(err, &f) || f.Code != bolt.CodeMemgraphError || f.Message != message {
+		t.Fatalf("error %v, want FAILURE %q", err, message)
+	}
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *simProc) addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+func (tc *testCluster) addCoordinatorQuery(p *simProc) string {
+	return fmt.Sprintf(`ADD COORDINATOR %d WITH CONFIG {"bolt_server": %q, "coordinator_server": %q, "management_server": %q}`,
+		p.opts.CoordinatorID, p.addr(p.opts.BoltPort), p.addr(p.opts.CoordinatorPort), p.addr(p.opts.ManagementPort))
+}
+
+func registerQuery(name string, p *simProc, replicationPort int) string {
+	return fmt.Sprintf(`REGISTER INSTANCE %s WITH CONFIG {"bolt_server": %q, "management_server": %q, "replication_server": %q}`,
+		name, p.addr(p.opts.BoltPort), p.addr(p.opts.ManagementPort), p.addr(replicationPort))
+}
+
+// leader is the coordinator that is the ready leader now, or nil.
+func (tc *testCluster) leader() *simProc {
+	for _, p := range tc.coords {
+		if p.srv != nil && p.srv.coord.ready() {
+			return p
+		}
+	}
+	return nil
+}
+
+func (tc *testCluster) waitLeader() *simProc {
+	tc.t.Helper()
+	var l *simProc
+	eventually(tc.t, 10*time.Second, "a coordinator leader", func() bool { l = tc.leader(); return l != nil })
+	return l
+}
+
+// bootstrap forms the Raft group and registers the data instances as instance_<i>, with
+// instance_0 MAIN, as the operator would.
+func (tc *testCluster) bootstrap() {
+	tc.t.Helper()
+	l := tc.waitLeader()
+	if l != tc.coords[0] {
+		tc.t.Fatalf("leader is coordinator %d, want 1 (the only one that bootstraps)", l.opts.CoordinatorID)
+	}
+	for _, p := range tc.coords {
+		mustRun(tc.t, l, tc.addCoordinatorQuery(p))
+	}
+	for i, p := range tc.data {
+		mustRun(tc.t, l, registerQuery(fmt.Sprintf("instance_%d", i), p, freePort(tc.t)))
+	}
+	mustRun(tc.t, l, "SET INSTANCE instance_0 TO MAIN")
+}
+
+// rows indexes SHOW INSTANCES by name.
+func showInstances(t *testing.T, p *simProc) map[string][]any {
+	t.Helper()
+	r := mustRun(t, p, "SHOW INSTANCES")
+	if strings.Join(r.Fields, ",") != "name,bolt_server,coordinator_server,management_server,health,role,last_succ_resp_ms" {
+		t.Fatalf("SHOW INSTANCES fields %q", r.Fields)
+	}
+	out := map[string][]any{}
+	for _, row := range r.Records {
+		out[row[0].(string)] = row
+	}
+	return out
+}
+
+func count(t *testing.T, p *simProc, label string) int64 {
+	t.Helper()
+	return mustRun(t, p, "MATCH (n:"+label+") RETURN count(n)").Records[0][0].(int64)
+}
+
+func TestClusterBootstrapReplicationAndRefusals(t *testing.T) {
+	tc := newTestCluster(t, 3, 2)
+	// Coordinators 2 and 3 start without a cluster: no leader until coordinator 1 adds them.
+	for _, p := range tc.coords[1:] {
+		rows := showInstances(t, p)
+		if len(rows) != 1 || rows[fmt.Sprintf("coordinator_%d", p.opts.CoordinatorID)][5] != RoleFollower {
+			t.Fatalf("fresh coordinator %d shows %v, want only itself as follower", p.opts.CoordinatorID, rows)
+		}
+	}
+	tc.bootstrap()
+	leader := tc.coords[0]
+
+	rows := showInstances(t, leader)
+	if len(rows) != 5 {
+		t.Fatalf("SHOW INSTANCES has %d rows, want 5: %v", len(rows), rows)
+	}
+	for name, want := range map[string][2]string{"coordinator_1": {"up", "leader"}, "instance_0": {"up", "main"}, "instance_1": {"up", "replica"}} {
+		if rows[name][4] != want[0] || rows[name][5] != want[1] {
+			t.Errorf("%s: health/role %v/%v, want %v", name, rows[name][4], rows[name][5], want)
+		}
+	}
+	if rows["coordinator_1"][6] != int64(0) || rows["instance_0"][2] != "" || rows["coordinator_2"][1] != tc.coords[1].addr(tc.coords[1].opts.BoltPort) {
+		t.Errorf("unexpected rows %v", rows)
+	}
+	eventually(t, 5*time.Second, "followers up in SHOW INSTANCES", func() bool {
+		r := showInstances(t, leader)
+		return r["coordinator_2"][4] == "up" && r["coordinator_3"][4] == "up"
+	})
+
+	main, replica := tc.data[0], tc.data[1]
+	r := mustRun(t, main, `CREATE (:Person {name: "ann"}), (:Person {name: "bob"}), (:City {name: "Oslo"})`)
+	if r.Stats["nodes-created"] != int64(3) {
+		t.Fatalf("stats %v", r.Stats)
+	}
+	// SYNC: the replica has the write once CREATE returned.
+	if n := count(t, replica, "Person"); n != 2 {
+		t.Fatalf("replica counts %d Person nodes, want 2", n)
+	}
+	if role := mustRun(t, replica, "SHOW REPLICATION ROLE").Records[0][0]; role != RoleReplica {
+		t.Fatalf("replica role %v", role)
+	}
+	_, err := run(t, replica, `CREATE (:Person {name: "eve"})`)
+	wantFailure(t, err, ErrWriteOnReplica)
+
+	lag := mustRun(t, leader, "SHOW REPLICATION LAG")
+	if len(lag.Records) != 2 || lag.Records[1][0] != "instance_1" {
+		t.Fatalf("lag %v", lag.Records)
+	}
+	info := lag.Records[1][1].(map[string]any)["memgraph"].(map[string]any)
+	if info["num_committed_txns"] != int64(1) || info["num_txns_behind_main"] != int64(0) {
+		t.Fatalf("lag of instance_1 %v", info)
+	}
+
+	_, err = run(t, leader, "SET INSTANCE instance_1 TO MAIN")
+	wantFailure(t, err, ErrMainExists)
+	_, err = run(t, leader, "SET INSTANCE nobody TO MAIN")
+	wantFailure(t, err, ErrNoSuchInstance)
+	_, err = run(t, leader, "REMOVE COORDINATOR 1")
+	wantFailure(t, err, "Request for removing coordinator 1 failed because the current leader cannot be removed!")
+	_, err = run(t, leader, "UNREGISTER INSTANCE instance_0")
+	wantFailure(t, err, ErrUnregisterAliveMain)
+	_, err = run(t, leader, "DEMOTE INSTANCE instance_1")
+	wantFailure(t, err, "Instance instance_1 is already a replica!")
+	_, err = run(t, leader, tc.addCoordinatorQuery(tc.coords[1]))
+	wantFailure(t, err, ErrDuplicateCoordinator)
+	_, err = run(t, leader, registerQuery("instance_0", tc.data[0], freePort(t)))
+	wantFailure(t, err, ErrDuplicateInstance)
+	// A follower forwards mutations; the leader's refusal comes back as Memgraph words it.
+	_, err = run(t, tc.coords[2], registerQuery("instance_0", tc.data[0], freePort(t)))
+	wantFailure(t, err, ErrForwardFailed)
+	_, err = leader.conn().Run(context.Background(), bolt.Query{Text: "SHOW INSTANCES", InTx: true})
+	wantFailure(t, err, ErrCoordinatorInTx)
+	_, err = run(t, leader, "MATCH (n) RETURN count(n)")
+	wantFailure(t, err, ErrCoordinatorOnly)
+	_, err = run(t, leader, "SHOW STORAGE INFO")
+	wantFailure(t, err, ErrNoStorage)
+	_, err = run(t, main, "SHOW INSTANCES")
+	wantFailure(t, err, "Only coordinator can run SHOW INSTANCES.")
+
+	// A follower answers SHOW INSTANCES through the leader.
+	if fr := showInstances(t, tc.coords[1]); fr["instance_0"][5] != RoleMain || fr["instance_0"][4] != "up" {
+		t.Fatalf("follower's SHOW INSTANCES %v", fr)
+	}
+	// A follower routes from its own state, which catches up with the leader's commits.
+	eventually(t, 5*time.Second, "the follower's routing table", func() bool {
+		rt, err := tc.coords[1].conn().Route("")
+		return err == nil && len(rt.Routers) == 3 && len(rt.Writers) == 1 && rt.Writers[0] == main.addr(main.opts.BoltPort) &&
+			len(rt.Readers) == 1 && rt.TTL == 300
+	})
+
+	// DEMOTE leaves the cluster MAIN-less (no failover); SET MAIN then works.
+	mustRun(t, leader, "DEMOTE INSTANCE instance_0")
+	_, err = run(t, main, `CREATE (:Person)`)
+	wantFailure(t, err, ErrWriteOnReplica)
+	mustRun(t, leader, "SET INSTANCE instance_1 TO MAIN")
+	mustRun(t, replica, `CREATE (:Person {name: "cid"})`)
+	if n := count(t, main, "Person"); n != 3 {
+		t.Fatalf("old MAIN, now replica, counts %d Person nodes, want 3", n)
+	}
+
+	events, err := ReadInvariantLog(tc.ilog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := MaxMains(events); m != 1 {
+		t.Fatalf("invariant log shows %d MAINs at once, want 1", m)
+	}
+	if w := MainlessWindows(events, time.Now()); len(w) != 1 {
+		t.Fatalf("MAIN-less windows %v, want exactly the one DEMOTE opened", w)
+	}
+}
+
+// kill stops a process without the clean-shutdown line in the invariant log, as SIGKILL
+// would.
+func (tc *testCluster) kill(p *simProc) {
+	if p.srv.coord != nil {
+		p.srv.coord.ilog = &invariantLog{}
+	} else {
+		p.srv.data.ilog = &invariantLog{}
+	}
+	p.srv.ilog = &invariantLog{}
+	tc.stop(p)
+}
+
+func TestFailoverToReplicaAndOldMainRejoins(t *testing.T) {
+	tc := newTestCluster(t, 3, 2)
+	tc.bootstrap()
+	leader, oldMain, replica := tc.coords[0], tc.data[0], tc.data[1]
+	mustRun(t, oldMain, `CREATE (:Person {name: "ann"}), (:Person {name: "bob"})`)
+
+	killed := time.Now()
+	tc.kill(oldMain)
+	eventually(t, 10*time.Second, "failover to instance_1", func() bool {
+		r := showInstances(t, leader)
+		return r["instance_1"][5] == RoleMain && r["instance_1"][4] == "up" && r["instance_0"][4] == "down" && r["instance_0"][5] == "unknown"
+	})
+	t.Logf("failover took %s (down timeout %s)", time.Since(killed).Round(time.Millisecond), oldMain.opts.InstanceDownTimeout)
+	eventually(t, 5*time.Second, "the new MAIN accepting writes", func() bool {
+		_, err := run(t, replica, `CREATE (:Person {name: "cid"})`)
+		return err == nil
+	})
+
+	// The old MAIN restores its role from disk but refuses writes until the coordinators
+	// decide; they make it a replica of the new MAIN, which sends it what it missed.
+	tc.start(oldMain)
+	if _, err := run(t, oldMain, `CREATE (:Person {name: "lost"})`); err == nil {
+		t.Fatal("the restarted old MAIN accepted a write before the coordinators confirmed it")
+	}
+	eventually(t, 10*time.Second, "the old MAIN back as a caught-up replica", func() bool {
+		r := showInstances(t, leader)
+		return r["instance_0"][5] == RoleReplica && r["instance_0"][4] == "up" && count(t, oldMain, "Person") == 3
+	})
+
+	events, err := ReadInvariantLog(tc.ilog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := MaxMains(events); m != 1 {
+		t.Fatalf("invariant log shows %d writable MAINs at once, want 1", m)
+	}
+	windows := MainlessWindows(events, time.Now())
+	if len(windows) != 1 {
+		t.Fatalf("MAIN-less windows %v, want the failover's only", windows)
+	}
+	t.Logf("MAIN-less window during failover: %s", windows[0].Duration().Round(time.Millisecond))
+}
+
+func TestCoordinatorLeaderLossYieldAndRemove(t *testing.T) {
+	tc := newTestCluster(t, 3, 1)
+	tc.bootstrap()
+	first := tc.coords[0]
+
+	tc.kill(first)
+	next := tc.waitLeader()
+	if rows := showInstances(t, next); rows["instance_0"][5] != RoleMain || rows[first.coordName()][4] != "down" {
+		t.Fatalf("new leader's SHOW INSTANCES %v", rows)
+	}
+	// Raft state survives a restart: coordinator 1 rejoins as a follower with the cluster's state.
+	tc.start(first)
+	eventually(t, 10*time.Second, "coordinator 1 back with the registered instance", func() bool {
+		st := first.srv.coord.fsm.state()
+		_, ok := st.instance("instance_0")
+		return ok && st.Main == "instance_0"
+	})
+
+	mustRun(t, next, "YIELD LEADERSHIP")
+	eventually(t, 10*time.Second, "leadership to move", func() bool { l := tc.leader(); return l != nil && l != next })
+	l := tc.waitLeader()
+	var follower *simProc
+	for _, p := range tc.coords {
+		if p != l {
+			follower = p
+			break
+		}
+	}
+	mustRun(t, l, fmt.Sprintf("REMOVE COORDINATOR %d", follower.opts.CoordinatorID))
+	if rows := showInstances(t, l); len(rows) != 3 {
+		t.Fatalf("after REMOVE COORDINATOR, SHOW INSTANCES has %d rows, want 2 coordinators and 1 instance: %v", len(rows), rows)
+	}
+	events, err := ReadInvariantLog(tc.ilog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := 0
+	for _, e := range events {
+		if e.Role == RoleLeader {
+			leaders++
+		}
+	}
+	if leaders < 3 {
+		t.Fatalf("invariant log has %d leader changes, want at least 3 (bootstrap, after the kill, after YIELD)", leaders)
+	}
+}
+
+func (p *simProc) coordName() string { return "coordinator_" + strconv.Itoa(p.opts.CoordinatorID) }
