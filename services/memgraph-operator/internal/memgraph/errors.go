@@ -178,6 +178,8 @@ var refusalPatterns = []struct {
 	{"writing to raft log failed", RefusalRaftWrite},
 	{"forwarded to the leader but leader failed", RefusalNotLeader},
 	{"coordinator is not a leader", RefusalNotLeader},
+	{"is not a leader", RefusalNotLeader},
+	{"lost leadership", RefusalNotLeader},
 	{"write queries are forbidden on the replica", RefusalReplicaWrite},
 	{"coordinator can run only coordinator queries", RefusalCoordinatorOnly},
 	{"only coordinator can", RefusalNotCoordinator},

@@ -1,0 +1,369 @@
+// Package memgraphtest starts Memgraph HA simulator processes (bin/memgraph-sim, built by
+// `make build`) on 127.0.0.1 for tests: coordinators and data instances with free ports, a
+// shared invariant log, and the planner.Desired that registers them. A test that needs the
+// simulator fails (never skips) when the binary is missing.
+package memgraphtest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
+)
+
+// SimBinary is bin/memgraph-sim of the repository holding the working directory.
+func SimBinary(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			bin := filepath.Join(dir, "bin", "memgraph-sim")
+			if _, err := os.Stat(bin); err != nil {
+				t.Fatalf("%s is missing: run make build (or cd tools && go build -o ../bin/memgraph-sim ./cmd/memgraph-sim)", bin)
+			}
+			return bin
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.work above the working directory: cannot find bin/memgraph-sim")
+		}
+		dir = parent
+	}
+}
+
+// Env is the environment every simulator process gets: a license (HA refuses to start
+// without one) and Raft timings short enough for tests.
+var Env = []string{
+	"MEMGRAPH_ENTERPRISE_LICENSE=test-license",
+	"MEMGRAPH_ORGANIZATION_NAME=test-organization",
+	"MEMGRAPH_SIM_RAFT_HEARTBEAT=500ms",
+	"MEMGRAPH_SIM_RAFT_ELECTION=500ms",
+	"MEMGRAPH_SIM_REPLICATION_TIMEOUT=2s",
+}
+
+// Cluster is a set of simulator processes of one test.
+type Cluster struct {
+	t   testing.TB
+	bin string
+	dir string
+	// InvariantLog is the JSONL file every process appends its role changes to.
+	InvariantLog string
+	// DownTimeoutSec is --instance-down-timeout-sec for coordinators (default 2).
+	DownTimeoutSec int
+
+	mu           sync.Mutex
+	Coordinators map[int]*Process
+	Data         map[string]*Process
+	dataOrder    []string
+}
+
+// NewCluster prepares a cluster; processes are stopped when the test ends.
+func NewCluster(t testing.TB) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, bin: SimBinary(t), dir: t.TempDir(), DownTimeoutSec: 2,
+		Coordinators: map[int]*Process{}, Data: map[string]*Process{}}
+	c.InvariantLog = filepath.Join(c.dir, "invariants.jsonl")
+	t.Cleanup(c.stopAll)
+	return c
+}
+
+// Process is one simulator process.
+type Process struct {
+	Name    string
+	ID      int // coordinator id, 0 for a data instance
+	Bolt    string
+	Mgmt    string
+	Coord   string // coordinator server (coordinators)
+	Repl    string // replication server (data instances)
+	DataDir string
+	LogFile string
+	args    []string
+	cmd     *exec.Cmd
+	done    chan struct{}
+}
+
+// Running says whether the process is alive.
+func (p *Process) Running() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// StartCoordinator starts coordinator id.
+func (c *Cluster) StartCoordinator(id int) *Process {
+	c.t.Helper()
+	ports := freePorts(c.t, 3)
+	p := &Process{Name: memgraph.CoordinatorName(id), ID: id,
+		Bolt: hostPort(ports[0]), Mgmt: hostPort(ports[1]), Coord: hostPort(ports[2]),
+		DataDir: filepath.Join(c.dir, fmt.Sprintf("coordinator-%d", id))}
+	p.args = []string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(ports[0]),
+		"--management-port=" + strconv.Itoa(ports[1]), "--coordinator-port=" + strconv.Itoa(ports[2]),
+		"--coordinator-id=" + strconv.Itoa(id), "--coordinator-hostname=127.0.0.1",
+		"--instance-down-timeout-sec=" + strconv.Itoa(c.DownTimeoutSec),
+		"--experimental-enabled=high-availability", "--data-directory=" + p.DataDir,
+		"--sim-invariant-log=" + c.InvariantLog, "--also-log-to-stderr", "--log-level=INFO"}
+	c.mu.Lock()
+	c.Coordinators[id] = p
+	c.mu.Unlock()
+	c.start(p)
+	return p
+}
+
+// StartData starts a data instance (HA-managed: it has a management port).
+func (c *Cluster) StartData(name string) *Process {
+	c.t.Helper()
+	ports := freePorts(c.t, 3)
+	p := &Process{Name: name, Bolt: hostPort(ports[0]), Mgmt: hostPort(ports[1]), Repl: hostPort(ports[2]),
+		DataDir: filepath.Join(c.dir, name)}
+	p.args = []string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(ports[0]),
+		"--management-port=" + strconv.Itoa(ports[1]), "--data-directory=" + p.DataDir,
+		"--sim-invariant-log=" + c.InvariantLog, "--also-log-to-stderr", "--log-level=INFO"}
+	c.mu.Lock()
+	c.Data[name] = p
+	c.dataOrder = append(c.dataOrder, name)
+	c.mu.Unlock()
+	c.start(p)
+	return p
+}
+
+func (c *Cluster) start(p *Process) {
+	c.t.Helper()
+	if err := os.MkdirAll(p.DataDir, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	p.LogFile = filepath.Join(c.dir, p.Name+".log")
+	logf, err := os.OpenFile(p.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, p.args...)
+	cmd.Env = append(os.Environ(), Env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		c.t.Fatalf("start %s: %v", p.Name, err)
+	}
+	p.cmd, p.done = cmd, make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(p.done)
+	}()
+	if err := waitListening(p.Bolt, p.done, 15*time.Second); err != nil {
+		c.t.Fatalf("%s: %v; log %s:\n%s", p.Name, err, p.LogFile, tailFile(p.LogFile, 2000))
+	}
+}
+
+// Stop ends the process with SIGTERM (a clean shutdown), SIGKILL after 10 s.
+func (c *Cluster) Stop(p *Process) { c.signal(p, syscall.SIGTERM) }
+
+// Kill ends the process with SIGKILL (a crash).
+func (c *Cluster) Kill(p *Process) { c.signal(p, syscall.SIGKILL) }
+
+func (c *Cluster) signal(p *Process, sig syscall.Signal) {
+	if !p.Running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// Restart starts a stopped process again with the same ports and data directory.
+func (c *Cluster) Restart(p *Process) {
+	c.t.Helper()
+	c.Stop(p)
+	c.start(p)
+}
+
+func (c *Cluster) stopAll() {
+	c.mu.Lock()
+	var all []*Process
+	for _, p := range c.Coordinators {
+		all = append(all, p)
+	}
+	for _, p := range c.Data {
+		all = append(all, p)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Stop(p) }()
+	}
+	wg.Wait()
+	if c.t.Failed() {
+		for _, p := range all {
+			c.t.Logf("--- %s log (tail):\n%s", p.Name, tailFile(p.LogFile, 3000))
+		}
+	}
+}
+
+// Desired registers every started process; the coordinators with ids in retiringC and
+// the data instances named in retiringD are retiring.
+func (c *Cluster) Desired(retiringC []int, retiringD []string) planner.Desired {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var w planner.Desired
+	ids := make([]int, 0, len(c.Coordinators))
+	for id := range c.Coordinators {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		p := c.Coordinators[id]
+		w.Coordinators = append(w.Coordinators, planner.Coordinator{ID: id, Name: p.Name,
+			BoltServer: p.Bolt, CoordinatorServer: p.Coord, ManagementServer: p.Mgmt})
+	}
+	for _, n := range c.dataOrder {
+		p := c.Data[n]
+		w.Data = append(w.Data, planner.DataInstance{Name: n, BoltServer: p.Bolt,
+			ManagementServer: p.Mgmt, ReplicationServer: p.Repl})
+	}
+	w.RetiringCoordinators = retiringC
+	w.RetiringData = retiringD
+	return w
+}
+
+// Event is one line of the simulator's invariant log.
+type Event struct {
+	TS       time.Time `json:"ts"`
+	Instance string    `json:"instance"`
+	Role     string    `json:"role"`
+	Writable bool      `json:"writable"`
+}
+
+// Events reads the invariant log in time order.
+func (c *Cluster) Events() []Event {
+	c.t.Helper()
+	f, err := os.Open(c.InvariantLog)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	var out []Event
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			c.t.Fatalf("invariant log: %v", err)
+		}
+		out = append(out, e)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TS.Before(out[j].TS) })
+	return out
+}
+
+// WritableMains replays the log and returns, for each event, how many data instances
+// were writable MAINs right after it, plus the MAIN-less stretches after the first MAIN.
+func WritableMains(events []Event) (most int, mainless []time.Duration) {
+	mains := map[string]bool{}
+	var since time.Time
+	seen := false
+	for _, e := range events {
+		switch e.Role {
+		case "main":
+			mains[e.Instance] = e.Writable
+		case "replica", "down":
+			delete(mains, e.Instance)
+		}
+		n := 0
+		for _, w := range mains {
+			if w {
+				n++
+			}
+		}
+		most = max(most, n)
+		switch {
+		case n > 0 && !since.IsZero():
+			mainless = append(mainless, e.TS.Sub(since))
+			since = time.Time{}
+		case n > 0:
+			seen = true
+		case seen && since.IsZero():
+			since = e.TS
+		}
+	}
+	return most, mainless
+}
+
+func hostPort(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
+
+// freePorts reserves n distinct free ports (released before the process binds them).
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	return out
+}
+
+func waitListening(addr string, done <-chan struct{}, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			_ = conn.Close()
+			return nil
+		}
+		select {
+		case <-done:
+			return errors.New("exited before listening")
+		case <-ctx.Done():
+			return fmt.Errorf("not listening on %s after %v", addr, timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
