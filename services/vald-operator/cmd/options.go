@@ -18,6 +18,8 @@ func operatorFlags(fs *flag.FlagSet, o *controller.Options, getenv func(string) 
 		"How long a Pending or Progressing release waits before it is checked again ($REQUEUE_AFTER).")
 	env.Int(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", "MAX_CONCURRENT_RECONCILES",
 		"Releases reconciled at once ($MAX_CONCURRENT_RECONCILES).")
+	env.Duration(&o.CRDPollInterval, "crd-poll-interval", "CRD_POLL_INTERVAL",
+		"How often the operator checks whether the ValdRelease CRD is installed, until it is ($CRD_POLL_INTERVAL).")
 	env.Bool(&o.RequireNodePoolMatch, "require-nodepool-match", "REQUIRE_NODEPOOL_MATCH",
 		"Generate ValdReleases only for infrastructure entries whose node pools have Nodes labelled <prefix>/namespace=<namespace> and <prefix>/type=general|agent ($REQUIRE_NODEPOOL_MATCH).")
 	env.String(&b.NodePoolLabelPrefix, "nodepool-label-prefix", "NODEPOOL_LABEL_PREFIX",

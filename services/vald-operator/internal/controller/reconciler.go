@@ -13,15 +13,19 @@ import (
 	"github.com/opsuite/suite/shared/reconciler"
 	"github.com/opsuite/suite/shared/ssa"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Name is the controller's name: its field manager, event reporter and metrics prefix.
@@ -37,6 +41,9 @@ type Options struct {
 	RequireNodePoolMatch bool
 	// MaxConcurrentReconciles is the number of releases reconciled at once.
 	MaxConcurrentReconciles int
+	// CRDPollInterval is how often discovery is asked whether the ValdRelease CRD is
+	// served, until it is.
+	CRDPollInterval time.Duration
 	// Build is the builder's configuration.
 	Build resources.Config
 
@@ -50,7 +57,7 @@ const retryBaseDelay = 500 * time.Millisecond
 
 // DefaultOptions are the options without flags or environment.
 func DefaultOptions() Options {
-	return Options{RequeueAfter: 30 * time.Second, MaxConcurrentReconciles: 4, Build: resources.DefaultConfig()}
+	return Options{RequeueAfter: 30 * time.Second, MaxConcurrentReconciles: 4, CRDPollInterval: 10 * time.Second, Build: resources.DefaultConfig()}
 }
 
 // Validate reports every invalid option at once.
@@ -58,6 +65,9 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.RequeueAfter <= 0 {
 		errs = append(errs, fmt.Errorf("requeue interval %s must be positive", o.RequeueAfter))
+	}
+	if o.CRDPollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("CRD poll interval %s must be positive", o.CRDPollInterval))
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("max concurrent reconciles %d must be at least 1", o.MaxConcurrentReconciles))
@@ -121,16 +131,40 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		return nil, err
 	}
 	r.pass = pass
+	// The ValdRelease watch is not registered here but by valdReleaseWatch once the CRD is
+	// served (see there why).
+	wake := make(chan event.GenericEvent)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("valdoperatorrelease").
 		For(&valdv1.ValdOperatorRelease{}).
-		Owns(&valdv1.ValdRelease{}).
+		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 	if opts.RequireNodePoolMatch {
 		b = b.WatchesMetadata(nodeMetadata(), nodePoolHandler(mgr.GetClient(), opts.Build),
 			builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
-	return r, b.Complete(r)
+	ctl, err := b.Build(r)
+	if err != nil {
+		return nil, err
+	}
+	return r, mgr.Add(&valdReleaseWatch{
+		mapper:   mgr.GetRESTMapper(),
+		cache:    mgr.GetCache(),
+		ctrl:     ctl,
+		handler:  handler.EnqueueRequestsFromMapFunc(r.valdReleaseRequests),
+		releases: mgr.GetClient(),
+		wake:     wake,
+		interval: opts.CRDPollInterval,
+	})
+}
+
+// valdReleaseRequests maps a ValdRelease event to the release that controls it.
+func (r *Reconciler) valdReleaseRequests(_ context.Context, vr client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	if ref := metav1.GetControllerOf(vr); ref != nil && ref.Kind == "ValdOperatorRelease" && ref.APIVersion == valdv1.GroupVersion.String() {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: vr.GetNamespace(), Name: ref.Name}})
+	}
+	return reqs
 }
 
 // Reconcile runs one pass of the lifecycle and writes status once. A release being

@@ -11,6 +11,7 @@ import (
 	"github.com/opsuite/suite/services/vald-operator/internal/lifecycle"
 	"github.com/opsuite/suite/shared/children"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -56,6 +57,9 @@ func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOpera
 	switch {
 	case err == nil:
 		return lifecycle.Succeeded(""), nil
+	case meta.IsNoMatchError(err):
+		// Not the spec's fault, nor transient: waiting for someone to install the CRD.
+		return lifecycle.Pending(crdMissing), nil
 	case errors.As(err, &notOurs):
 		return lifecycle.Failed(fmt.Sprintf("ValdRelease %q exists and belongs to another owner: rename the cluster, or delete that ValdRelease.", notOurs.Key.Name)), nil
 	case errors.As(err, &rejected) && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
