@@ -252,14 +252,21 @@ func (n *Node) gossipLoop(ctx context.Context) {
 		}
 		v := n.snapshot()
 		line := "_MEMBERS " + mustJSON(v)
+		// In parallel: a member whose name does not resolve yet costs a dial timeout.
+		var wg sync.WaitGroup
 		for _, m := range v.Members {
-			if m.ID == n.cfg.NodeID || ctx.Err() != nil {
+			if m.ID == n.cfg.NodeID {
 				continue
 			}
-			if ans, err := n.peers.Do(m.Addr, line); err == nil {
-				n.takeGossip(m.ID, ans)
-			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if ans, err := n.peers.Do(m.Addr, line); err == nil {
+					n.takeGossip(m.ID, ans)
+				}
+			}()
 		}
+		wg.Wait()
 		n.activateJoined()
 		n.finishLeaving()
 		n.retryHints()

@@ -99,7 +99,7 @@ func ParseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	fs := flag.NewFlagSet("veltrix-sim", flag.ContinueOnError)
 	fs.SetOutput(output)
 	var c Config
-	var peers, dataDirs, rawVLogs, join, refuse string
+	var peers, seeds, dataDirs, rawVLogs, join, refuse string
 	envInt := func(name string, def int) int {
 		if v, err := strconv.Atoi(getenv(name)); err == nil {
 			return v
@@ -128,6 +128,7 @@ func ParseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", ":2112", "HTTP listen address (/healthz, /readyz, /metrics, /admin)")
 	fs.StringVar(&c.NodeID, "node-id", "", "this node's id (the pod name)")
 	fs.StringVar(&peers, "peers", "", "bootstrap members, id@host:port,... (text-protocol ports)")
+	fs.StringVar(&seeds, "seeds", "", "alias of --peers")
 	fs.StringVar(&c.Mode, "mode", ModeStandalone, "standalone|raft|replicated")
 	fs.StringVar(&dataDirs, "data-dirs", "", "comma-separated data directories (XFS mounts)")
 	fs.StringVar(&rawVLogs, "raw-vlogs", "", "comma-separated raw VLog block devices, one per data dir")
@@ -153,6 +154,9 @@ func ParseConfig(args []string, getenv func(string) string, output io.Writer) (C
 		return Config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
+	if peers == "" {
+		peers = seeds
+	}
 	if c.Peers, err = parsePeers(peers); err != nil {
 		return Config{}, err
 	}
