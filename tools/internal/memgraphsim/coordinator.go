@@ -232,6 +232,16 @@ func (c *coordinator) ready() bool {
 	return c.leaderReady && c.isLeader()
 }
 
+// waitReady waits while this coordinator is a leader still applying its log, so a query
+// arriving right after an election is served instead of refused.
+func (c *coordinator) waitReady() bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for c.isLeader() && !c.ready() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return c.ready()
+}
+
 // healthLoop checks every instance each interval while leader, then reconciles roles.
 func (c *coordinator) healthLoop() {
 	defer c.wg.Done()
@@ -497,7 +507,7 @@ func (c *coordinator) exec(cmd Command, text string) ([][]any, error) {
 	case KindShowInstance:
 		return [][]any{c.showInstance()}, nil
 	case KindShowInstances:
-		if c.ready() {
+		if c.waitReady() {
 			return c.showInstancesAsLeader(), nil
 		}
 		if meta, ok := c.leaderMeta(); ok && meta.ManagementServer != "" {
@@ -508,7 +518,7 @@ func (c *coordinator) exec(cmd Command, text string) ([][]any, error) {
 		}
 		return c.showInstancesAsFollower(), nil
 	}
-	if c.ready() {
+	if c.waitReady() {
 		return c.leaderExec(cmd)
 	}
 	meta, ok := c.leaderMeta()
