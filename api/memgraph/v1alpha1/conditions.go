@@ -9,6 +9,9 @@ const (
 	ConditionConverged = "Converged"
 	// ConditionUpdated says every pod runs the declared template.
 	ConditionUpdated = "Updated"
+	// ConditionNodesPrepared says every node running a pod of the cluster has
+	// vm.max_map_count at Memgraph's minimum (262144), as the node agent reports it.
+	ConditionNodesPrepared = "NodesPrepared"
 )
 
 // Condition reasons named by the product document; stable, since users wait on them.
@@ -19,4 +22,27 @@ const (
 	ReasonWorkloadsNotReady            = "WorkloadsNotReady"
 	ReasonNoCoordinatorLeader          = "NoCoordinatorLeader"
 	ReasonCoordinatorUnreachable       = "CoordinatorUnreachable"
+)
+
+// Further reasons of this operator.
+const (
+	// ReasonReady: Ready is True.
+	ReasonReady = "Ready"
+	// ReasonNoMain: a leader answers, but no data instance holds MAIN.
+	ReasonNoMain = "NoMain"
+	// ReasonRegistrationFailed: a registration command failed; the next pass observes again.
+	ReasonRegistrationFailed = "RegistrationFailed"
+	// ReasonRegistrationInProgress: registrations were issued this pass (bootstrap or a
+	// lost registration restored).
+	ReasonRegistrationInProgress = "RegistrationInProgress"
+	// ReasonUpdated: every pod runs the StatefulSets' current template.
+	ReasonUpdated = "Updated"
+	// ReasonUpdatePending: some pods run an older template (updates are OnDelete).
+	ReasonUpdatePending = "UpdatePending"
+	// ReasonNodesPrepared: vm.max_map_count is high enough on every node of the cluster.
+	ReasonNodesPrepared = "NodesPrepared"
+	// ReasonMaxMapCountTooLow: some node's vm.max_map_count is below 262144.
+	ReasonMaxMapCountTooLow = "MaxMapCountTooLow"
+	// ReasonNodeAgentUnavailable: the node agent could not be asked on some node.
+	ReasonNodeAgentUnavailable = "NodeAgentUnavailable"
 )

@@ -1,0 +1,208 @@
+// Package controller is the MemgraphCluster controller: it writes each role's StatefulSet
+// and headless Service, the client Service and the PodDisruptionBudgets by server-side
+// apply, checks vm.max_map_count on the cluster's nodes through the node agent, drives the
+// HA membership through one registration call per pass once every pod is ready, shrinks a
+// StatefulSet only after the registration has retired its highest members, and reports
+// status, conditions, events and metrics.
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
+	"github.com/opsuite/suite/shared/reconciler"
+	"github.com/opsuite/suite/shared/ssa"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Name is the controller's name; its events come from it.
+const Name = "memgraphcluster-controller"
+
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphclusters/status,verbs=get;update;patch
+// Owner references with blockOwnerDeletion need update on the owner's finalizers where
+// OwnerReferencesPermissionEnforcement is on.
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Registrar brings the cluster's HA membership towards want: one call per pass, only when
+// every pod of both StatefulSets is ready. It reads the leader's SHOW INSTANCES, issues
+// what is missing (ADD COORDINATOR, REGISTER INSTANCE, SET MAIN only without a MAIN,
+// retirements) and reports what it saw.
+type Registrar interface {
+	Register(ctx context.Context, c *memgraphv1.MemgraphCluster, want resources.Membership) (Registration, error)
+}
+
+// Registration is what one registration pass observed and did.
+type Registration struct {
+	// Leader and Main are names as SHOW INSTANCES shows them; empty when there is none.
+	Leader, Main string
+	// Coordinators and DataInstances count the registered members.
+	Coordinators, DataInstances int32
+	// Converged: membership equals want and nothing retiring is left in it.
+	Converged bool
+	// Reason and Message say why not converged (a ReasonXxx of the API), "" when converged.
+	Reason, Message string
+	// RetiredCoordinators (ids) and RetiredData (names) have left the membership: their
+	// StatefulSet may now shed them.
+	RetiredCoordinators []int
+	RetiredData         []string
+	// Executed are the commands run this pass.
+	Executed []string
+}
+
+// SysctlChecker asks a node's agent for vm.max_map_count against a minimum (raising it
+// where the agent is allowed to).
+type SysctlChecker interface {
+	MaxMapCount(ctx context.Context, node string, minimum int64) (SysctlReport, error)
+}
+
+// SysctlReport is a node's vm.max_map_count after the check.
+type SysctlReport struct {
+	Value, Minimum int64
+	Met, Raised    bool
+}
+
+// Config is what the controller needs besides the manager; zero fields take defaults.
+type Config struct {
+	// Operator names the metrics (memgraph-operator -> memgraph_operator_reconcile_total).
+	Operator string
+	// Registrar drives the HA membership; nil leaves Converged Unknown (no data plane).
+	Registrar Registrar
+	// Sysctls checks the nodes; nil leaves NodesPrepared Unknown (no node agent).
+	Sysctls SysctlChecker
+	// Poll is how soon a pass that waits for the data plane or the workloads looks again.
+	Poll time.Duration
+	// Resync is how often a converged cluster is re-registered: a registration a pod lost
+	// (wiped storage, a restart) makes no watch event.
+	Resync time.Duration
+	// SysctlRecheck is how long a node's met vm.max_map_count is trusted.
+	SysctlRecheck time.Duration
+}
+
+func (cfg *Config) defaults() {
+	if cfg.Operator == "" {
+		cfg.Operator = "memgraph-operator"
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 3 * time.Second
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = 30 * time.Second
+	}
+	if cfg.SysctlRecheck <= 0 {
+		cfg.SysctlRecheck = 10 * time.Minute
+	}
+}
+
+// Controller reconciles MemgraphClusters.
+type Controller struct {
+	cfg      Config
+	client   client.Client
+	apply    ssa.Applier
+	recorder events.EventRecorder
+	metrics  *clusterMetrics
+
+	mu sync.Mutex
+	// nodes remembers each node's last met check, so a steady cluster does not call the
+	// agents every pass; unmet nodes are asked again every pass.
+	nodes map[string]time.Time
+	// written is the status each cluster's last pass computed: the cache can lag the
+	// status write of the previous pass, and judging transitions from a stale status
+	// repeats their events.
+	written map[types.UID]*memgraphv1.MemgraphClusterStatus
+}
+
+// Setup adds the controller to mgr.
+func Setup(mgr ctrl.Manager, cfg Config) error {
+	cfg.defaults()
+	ctl := &Controller{
+		cfg:      cfg,
+		client:   mgr.GetClient(),
+		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.FieldManager},
+		recorder: mgr.GetEventRecorder(Name),
+		metrics:  metricsFor(cfg.Operator),
+		nodes:    map[string]time.Time{},
+		written:  map[types.UID]*memgraphv1.MemgraphClusterStatus{},
+	}
+	r, err := reconciler.New(reconciler.Config[*memgraphv1.MemgraphCluster]{
+		Name:   cfg.Operator,
+		Client: mgr.GetClient(),
+		// The kit records an event per condition transition, reason = the condition's.
+		Recorder: mgr.GetEventRecorder(Name),
+		New:      func() *memgraphv1.MemgraphCluster { return &memgraphv1.MemgraphCluster{} },
+		Run:      ctl.run,
+		Conditions: func(c *memgraphv1.MemgraphCluster) []metav1.Condition {
+			return c.Status.Conditions
+		},
+		ObserveGeneration: func(c *memgraphv1.MemgraphCluster, gen int64) { c.Status.ObservedGeneration = gen },
+	})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("memgraphcluster").
+		For(&memgraphv1.MemgraphCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		// A pod landing on a node is when that node's vm.max_map_count is checked.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.(*corev1.Pod).Spec.NodeName != e.ObjectNew.(*corev1.Pod).Spec.NodeName
+			}})).
+		Complete(r)
+}
+
+func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[resources.LabelCluster]
+	if name == "" || o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// lastStatus is the status this controller last computed for c, or c's own on its first
+// pass since the controller started.
+func (ctl *Controller) lastStatus(c *memgraphv1.MemgraphCluster) memgraphv1.MemgraphClusterStatus {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	if last, ok := ctl.written[c.UID]; ok {
+		return *last.DeepCopy()
+	}
+	return *c.Status.DeepCopy()
+}
+
+func (ctl *Controller) remember(c *memgraphv1.MemgraphCluster) {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	ctl.written[c.UID] = c.Status.DeepCopy()
+}
+
+// CacheByObject restricts the manager's pod cache to the operator's own pods.
+func CacheByObject() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})},
+	}
+}

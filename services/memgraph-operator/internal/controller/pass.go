@@ -1,0 +1,232 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
+	"github.com/opsuite/suite/shared/children"
+	"github.com/opsuite/suite/shared/reconciler"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+var roles = []resources.Role{resources.RoleCoordinator, resources.RoleData}
+
+// pass is one reconcile of one cluster: what it found and did, turned into status at the end.
+type pass struct {
+	ctl    *Controller
+	c      *memgraphv1.MemgraphCluster
+	before memgraphv1.MemgraphClusterStatus
+	now    time.Time
+
+	// sts are the role's StatefulSets as last written or read.
+	sts map[resources.Role]*appsv1.StatefulSet
+	// notReady describes the roles whose pods are not all ready ("" when all are).
+	notReady []string
+	// reg is the registration pass's report; nil when it did not run.
+	reg    *Registration
+	regErr error
+	nodes  nodeFindings
+}
+
+// run is the reconciler's pass over c.
+func (ctl *Controller) run(ctx context.Context, c *memgraphv1.MemgraphCluster) (reconciler.Result, error) {
+	p := &pass{ctl: ctl, c: c, before: ctl.lastStatus(c), now: time.Now(), sts: map[resources.Role]*appsv1.StatefulSet{}}
+	wait, err := p.reconcile(ctx)
+	p.writeStatus()
+	ctl.remember(c)
+	ctl.metrics.record(c)
+	if err != nil {
+		return reconciler.Result{}, err
+	}
+	return reconciler.Wait(wait), nil
+}
+
+// reconcile runs the steps in order and says when to look again.
+func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
+	cfg := p.ctl.cfg
+	if err := p.applyChildren(ctx); err != nil {
+		return 0, err
+	}
+	p.checkNodes(ctx)
+	for _, r := range roles {
+		if msg := notReady(p.sts[r], r); msg != "" {
+			p.notReady = append(p.notReady, msg)
+		}
+	}
+	// The gate is strict, retiring pods included: the registration acts on a fully known
+	// cluster or not at all.
+	if len(p.notReady) > 0 || cfg.Registrar == nil {
+		return cfg.Poll, nil
+	}
+	want := resources.DesiredMembership(p.c, *p.sts[resources.RoleCoordinator].Spec.Replicas, *p.sts[resources.RoleData].Spec.Replicas)
+	reg, err := cfg.Registrar.Register(ctx, p.c, want)
+	p.ctl.metrics.commands.Add(float64(len(reg.Executed)))
+	if err != nil {
+		// The data plane refused or failed a command: observe again soon; not an error
+		// loop, the condition says it and the log has the cause.
+		p.regErr = err
+		log.FromContext(ctx).Error(err, "Registration failed", "memgraphCluster", p.c.Name)
+		return cfg.Poll, nil
+	}
+	p.reg = &reg
+	if err := p.shrink(ctx); err != nil {
+		return 0, err
+	}
+	if len(reg.Executed) > 0 {
+		reason := reg.Reason
+		if reason == "" {
+			reason = memgraphv1.ReasonRegistrationInProgress
+		}
+		p.normal(reason, "Ran "+strings.Join(reg.Executed, "; "))
+	}
+	if reg.Converged && !p.retiring() {
+		return cfg.Resync, nil
+	}
+	return cfg.Poll, nil
+}
+
+// applyChildren writes every child by server-side apply and prunes the ones no longer
+// wanted. The StatefulSets keep their live size while shrinking (heldReplicas).
+func (p *pass) applyChildren(ctx context.Context) error {
+	c := p.c
+	live := map[resources.Role]*appsv1.StatefulSet{}
+	for _, r := range roles {
+		sts := &appsv1.StatefulSet{}
+		err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.StatefulSetName(c.Name, r)}, sts)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("reading StatefulSet: %w", err)
+		default:
+			live[r] = sts
+		}
+	}
+	var desired []*appsv1.StatefulSet
+	for _, r := range roles {
+		var liveReplicas *int32
+		if l := live[r]; l != nil {
+			liveReplicas = l.Spec.Replicas
+		}
+		desired = append(desired, p.desiredStatefulSet(r, heldReplicas(declared(c, r), liveReplicas), live[r]))
+	}
+	stsOut, err := childrenOf[*appsv1.StatefulSet](p, func() client.ObjectList { return &appsv1.StatefulSetList{} }).Sync(ctx, desired)
+	if err != nil {
+		return err
+	}
+	for i, r := range roles {
+		p.sts[r] = live[r]
+		for _, a := range stsOut.Applied {
+			if a.Name == desired[i].Name {
+				p.sts[r] = a
+			}
+		}
+	}
+	svcs := []*corev1.Service{
+		resources.HeadlessService(c, resources.RoleCoordinator), resources.HeadlessService(c, resources.RoleData), resources.ClientService(c),
+	}
+	if _, err := childrenOf[*corev1.Service](p, func() client.ObjectList { return &corev1.ServiceList{} }).Sync(ctx, svcs); err != nil {
+		return err
+	}
+	pdbs := []*policyv1.PodDisruptionBudget{
+		resources.PodDisruptionBudget(c, resources.RoleCoordinator), resources.PodDisruptionBudget(c, resources.RoleData),
+	}
+	_, err = childrenOf[*policyv1.PodDisruptionBudget](p, func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} }).Sync(ctx, pdbs)
+	return err
+}
+
+// desiredStatefulSet is the role's StatefulSet with replicas pods. Claim templates are
+// immutable in a StatefulSet, so a live one keeps its own (a grown size is not applied
+// to existing claims here).
+func (p *pass) desiredStatefulSet(r resources.Role, replicas int32, live *appsv1.StatefulSet) *appsv1.StatefulSet {
+	sts := resources.StatefulSet(p.c, r, replicas)
+	if live != nil {
+		sts.Spec.VolumeClaimTemplates = nil
+		for _, t := range live.Spec.VolumeClaimTemplates {
+			t = *t.DeepCopy()
+			t.Status = corev1.PersistentVolumeClaimStatus{}
+			sts.Spec.VolumeClaimTemplates = append(sts.Spec.VolumeClaimTemplates, t)
+		}
+	}
+	return sts
+}
+
+// shrink lowers each shrinking StatefulSet past the members the registration retired.
+func (p *pass) shrink(ctx context.Context) error {
+	c := p.c
+	for _, r := range roles {
+		sts := p.sts[r]
+		current := *sts.Spec.Replicas
+		first := int32(0)
+		retired := func(ordinal int32) bool {
+			return slices.Contains(p.reg.RetiredData, resources.DataInstanceName(c.Name, ordinal))
+		}
+		if r == resources.RoleCoordinator {
+			first = resources.FirstCoordinatorOrdinal
+			retired = func(ordinal int32) bool { return slices.Contains(p.reg.RetiredCoordinators, int(ordinal)) }
+		}
+		n := shrunkReplicas(declared(c, r), current, first, retired)
+		if n == current {
+			continue
+		}
+		want := p.desiredStatefulSet(r, n, sts)
+		if err := controllerutil.SetControllerReference(c, want, p.ctl.client.Scheme()); err != nil {
+			return err
+		}
+		if err := p.ctl.apply.Apply(ctx, want); err != nil {
+			return fmt.Errorf("shrinking StatefulSet %s: %w", want.Name, err)
+		}
+		p.sts[r] = want
+		p.normal(memgraphv1.ReasonRetirementInProgress, fmt.Sprintf("Scaled StatefulSet %s from %d to %d: the retired members left the cluster", want.Name, current, n))
+	}
+	return nil
+}
+
+// retiring reports whether a StatefulSet still runs more pods than declared.
+func (p *pass) retiring() bool {
+	for _, r := range roles {
+		if sts := p.sts[r]; sts != nil && *sts.Spec.Replicas > declared(p.c, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func declared(c *memgraphv1.MemgraphCluster, r resources.Role) int32 {
+	if r == resources.RoleCoordinator {
+		return resources.Coordinators(c)
+	}
+	return resources.DataInstances(c)
+}
+
+// notReady describes a StatefulSet whose pods are not all there and ready; "" when they are.
+func notReady(sts *appsv1.StatefulSet, r resources.Role) string {
+	want := *sts.Spec.Replicas
+	s := sts.Status
+	if s.ObservedGeneration < sts.Generation || s.Replicas != want || s.ReadyReplicas != want {
+		return fmt.Sprintf("%d of %d %s pods ready", s.ReadyReplicas, want, r)
+	}
+	return ""
+}
+
+func (p *pass) normal(reason, message string) {
+	p.ctl.recorder.Eventf(p.c, nil, corev1.EventTypeNormal, reason, reason, "%s", message)
+}
+
+// childrenOf is the cluster's children of one kind, pruned by the cluster's labels.
+func childrenOf[O client.Object](p *pass, newList func() client.ObjectList) children.Set[O] {
+	return children.Set[O]{
+		Client: p.ctl.client, Applier: p.ctl.apply, Owner: p.c,
+		NewList: newList, Selector: resources.ClusterLabels(p.c.Name),
+	}
+}

@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"testing"
+
+	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestHeldReplicas(t *testing.T) {
+	cases := []struct {
+		declared int32
+		live     *int32
+		want     int32
+	}{
+		{3, nil, 3},              // new
+		{3, ptr.To[int32](3), 3}, // unchanged
+		{5, ptr.To[int32](3), 5}, // growing: at once
+		{3, ptr.To[int32](5), 5}, // shrinking: held until retired
+	}
+	for _, tc := range cases {
+		if got := heldReplicas(tc.declared, tc.live); got != tc.want {
+			t.Errorf("heldReplicas(%d, %v) = %d, want %d", tc.declared, tc.live, got, tc.want)
+		}
+	}
+}
+
+func TestShrunkReplicas(t *testing.T) {
+	set := func(ordinals ...int32) func(int32) bool {
+		return func(o int32) bool {
+			for _, x := range ordinals {
+				if x == o {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	cases := []struct {
+		name                     string
+		declared, current, first int32
+		retired                  func(int32) bool
+		want                     int32
+	}{
+		{"nothing retired", 2, 4, 0, set(), 4},
+		{"all retired", 2, 4, 0, set(2, 3), 2},
+		{"highest retired only", 2, 4, 0, set(3), 3},
+		{"a lower one retired, the highest not: hold", 2, 4, 0, set(2), 4},
+		{"never below declared", 2, 4, 0, set(0, 1, 2, 3), 2},
+		{"coordinators from ordinal 1", 3, 5, 1, set(4, 5), 3},
+		{"coordinator leader (5) not yet retired", 3, 5, 1, set(4), 5},
+		{"not shrinking", 3, 3, 1, set(1, 2, 3), 3},
+	}
+	for _, tc := range cases {
+		if got := shrunkReplicas(tc.declared, tc.current, tc.first, tc.retired); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	cond := func(typ string, s metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: s, Reason: reason}
+	}
+	ready := cond(memgraphv1.ConditionReady, metav1.ConditionTrue, memgraphv1.ReasonReady)
+	converged := cond(memgraphv1.ConditionConverged, metav1.ConditionTrue, memgraphv1.ReasonConverged)
+	updated := cond(memgraphv1.ConditionUpdated, metav1.ConditionTrue, memgraphv1.ReasonUpdated)
+	retiring := cond(memgraphv1.ConditionConverged, metav1.ConditionFalse, memgraphv1.ReasonRetirementInProgress)
+	pods := cond(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonWorkloadsNotReady)
+	noLeader := cond(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonNoCoordinatorLeader)
+	cases := []struct {
+		name   string
+		conds  []metav1.Condition
+		before memgraphv1.ClusterState
+		want   memgraphv1.ClusterState
+	}{
+		{"all good", []metav1.Condition{ready, converged, updated}, memgraphv1.StateInitializing, memgraphv1.StateReady},
+		{"serving, retiring", []metav1.Condition{ready, retiring, updated}, memgraphv1.StateReady, memgraphv1.StateConverging},
+		{"first pods starting", []metav1.Condition{pods}, "", memgraphv1.StateInitializing},
+		{"pods starting after a scale", []metav1.Condition{pods}, memgraphv1.StateReady, memgraphv1.StateConverging},
+		{"no leader after serving", []metav1.Condition{noLeader}, memgraphv1.StateReady, memgraphv1.StateDegraded},
+		{"no leader at bootstrap", []metav1.Condition{noLeader}, memgraphv1.StateInitializing, memgraphv1.StateInitializing},
+	}
+	for _, tc := range cases {
+		if got := summarize(tc.conds, tc.before); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

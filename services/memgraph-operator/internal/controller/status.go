@@ -1,0 +1,172 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
+	"github.com/opsuite/suite/shared/conditions"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Stable condition messages (no volatile values, so a steady cluster writes nothing).
+const (
+	msgConverged      = "Registration matches the spec and both StatefulSets run the declared counts"
+	msgRetiring       = "Members above the declared counts are leaving the cluster before their pods are removed"
+	msgRegistration   = "A registration command failed; the next pass observes the cluster again (the operator's log has the cause)"
+	msgReady          = "A MAIN serves and the coordinators have a leader (status.main, status.leader)"
+	msgNoLeader       = "No coordinator names a Raft leader: the coordinators have lost their quorum"
+	msgNoMain         = "The coordinators' leader answers, but no data instance holds MAIN"
+	msgNoRegistrar    = "The operator runs without a data-plane client; registration is off"
+	msgUpdated        = "Every pod runs its StatefulSet's current template"
+	msgNodesPrepared  = "vm.max_map_count is at least 262144 on every node running a pod of the cluster"
+	reasonNoRegistrar = "RegistrationDisabled"
+)
+
+// writeStatus turns what the pass found into the status fields and conditions.
+func (p *pass) writeStatus() {
+	c := p.c
+	st := &c.Status
+	gen := c.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		conditions.Set(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}, gen)
+	}
+	if p.reg != nil {
+		st.Main, st.Leader = p.reg.Main, p.reg.Leader
+		st.Coordinators, st.DataInstances = p.reg.Coordinators, p.reg.DataInstances
+	}
+	workloads := strings.Join(p.notReady, ", ")
+
+	switch {
+	case len(p.sts) < len(roles):
+		// The children could not be written; the error is returned and retried.
+	case len(p.notReady) > 0:
+		set(memgraphv1.ConditionConverged, metav1.ConditionFalse, memgraphv1.ReasonWorkloadsNotReady, "Waiting for pods: "+workloads)
+		set(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonWorkloadsNotReady, "Waiting for pods: "+workloads)
+	case p.ctl.cfg.Registrar == nil:
+		set(memgraphv1.ConditionConverged, metav1.ConditionUnknown, reasonNoRegistrar, msgNoRegistrar)
+		set(memgraphv1.ConditionReady, metav1.ConditionUnknown, reasonNoRegistrar, msgNoRegistrar)
+	case p.regErr != nil:
+		set(memgraphv1.ConditionConverged, metav1.ConditionFalse, memgraphv1.ReasonRegistrationFailed, msgRegistration)
+		// Ready keeps what the last observation said: one failed command is no outage.
+		if conditions.Get(st.Conditions, memgraphv1.ConditionReady) == nil {
+			set(memgraphv1.ConditionReady, metav1.ConditionUnknown, memgraphv1.ReasonRegistrationFailed, msgRegistration)
+		}
+	default:
+		setConverged(set, p.reg, p.retiring())
+		setReady(set, p.reg)
+	}
+	p.setUpdated(set)
+	p.setNodesPrepared(set)
+	st.State = summarize(st.Conditions, p.before.State)
+}
+
+type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
+
+// setConverged: converged when the registration reports so and no StatefulSet is left
+// above its declared count.
+func setConverged(set setFunc, reg *Registration, retiring bool) {
+	switch {
+	case !reg.Converged:
+		reason, msg := reg.Reason, reg.Message
+		if reason == "" {
+			reason = memgraphv1.ReasonRegistrationInProgress
+		}
+		if msg == "" {
+			msg = "Registering the declared members"
+		}
+		set(memgraphv1.ConditionConverged, metav1.ConditionFalse, reason, msg)
+	case retiring:
+		set(memgraphv1.ConditionConverged, metav1.ConditionFalse, memgraphv1.ReasonRetirementInProgress, msgRetiring)
+	default:
+		set(memgraphv1.ConditionConverged, metav1.ConditionTrue, memgraphv1.ReasonConverged, msgConverged)
+	}
+}
+
+// setReady: ready with a leader and a MAIN; the registration's reason explains a missing leader.
+func setReady(set setFunc, reg *Registration) {
+	switch {
+	case reg.Reason == memgraphv1.ReasonCoordinatorUnreachable || reg.Reason == memgraphv1.ReasonNoCoordinatorLeader:
+		msg := reg.Message
+		if msg == "" {
+			msg = msgNoLeader
+		}
+		set(memgraphv1.ConditionReady, metav1.ConditionFalse, reg.Reason, msg)
+	case reg.Leader == "":
+		set(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonNoCoordinatorLeader, msgNoLeader)
+	case reg.Main == "":
+		set(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonNoMain, msgNoMain)
+	default:
+		set(memgraphv1.ConditionReady, metav1.ConditionTrue, memgraphv1.ReasonReady, msgReady)
+	}
+}
+
+// setUpdated: updates are OnDelete, so a pod runs an older template until it is deleted.
+func (p *pass) setUpdated(set setFunc) {
+	if len(p.sts) < len(roles) {
+		return
+	}
+	var pending []string
+	for _, r := range roles {
+		s := p.sts[r]
+		switch {
+		case s.Status.ObservedGeneration == 0:
+			// Never observed: a new StatefulSet, whose pods all start on its template.
+		case s.Status.ObservedGeneration < s.Generation:
+			pending = append(pending, fmt.Sprintf("the %s StatefulSet's new template is not observed yet", r))
+		case s.Status.UpdatedReplicas < s.Status.Replicas:
+			pending = append(pending, fmt.Sprintf("%d %s pods run an older template", s.Status.Replicas-s.Status.UpdatedReplicas, r))
+		}
+	}
+	if len(pending) > 0 {
+		set(memgraphv1.ConditionUpdated, metav1.ConditionFalse, memgraphv1.ReasonUpdatePending,
+			strings.Join(pending, "; ")+" (updates are OnDelete: a pod takes the new template when it is deleted)")
+		return
+	}
+	set(memgraphv1.ConditionUpdated, metav1.ConditionTrue, memgraphv1.ReasonUpdated, msgUpdated)
+}
+
+// setNodesPrepared names the nodes whose vm.max_map_count is too low or whose agent did
+// not answer; without a node agent the condition is absent.
+func (p *pass) setNodesPrepared(set setFunc) {
+	n := p.nodes
+	switch {
+	case !n.checked:
+		if p.ctl.cfg.Sysctls == nil {
+			meta.RemoveStatusCondition(&p.c.Status.Conditions, memgraphv1.ConditionNodesPrepared)
+		}
+	case len(n.unmet) > 0:
+		set(memgraphv1.ConditionNodesPrepared, metav1.ConditionFalse, memgraphv1.ReasonMaxMapCountTooLow, fmt.Sprintf(
+			"vm.max_map_count is below %d on node(s) %s: Memgraph can fail to map memory there; allow the node agent to raise it, or set it on those nodes",
+			resources.MaxMapCountMinimum, strings.Join(n.unmet, ", ")))
+	case len(n.failed) > 0:
+		set(memgraphv1.ConditionNodesPrepared, metav1.ConditionUnknown, memgraphv1.ReasonNodeAgentUnavailable,
+			"The node agent did not answer on node(s) "+strings.Join(n.failed, ", ")+"; vm.max_map_count is unchecked there")
+	case len(n.nodes) > 0:
+		set(memgraphv1.ConditionNodesPrepared, metav1.ConditionTrue, memgraphv1.ReasonNodesPrepared, msgNodesPrepared)
+	}
+}
+
+// summarize is the one-word state: Ready when serving, converged and updated; Converging
+// while serving with work in flight or pods (re)starting; Initializing until the cluster
+// first served; Degraded when it served before and now has no leader or no MAIN.
+func summarize(conds []metav1.Condition, before memgraphv1.ClusterState) memgraphv1.ClusterState {
+	ready := conditions.Get(conds, memgraphv1.ConditionReady)
+	converged := conditions.Get(conds, memgraphv1.ConditionConverged)
+	updated := conditions.Get(conds, memgraphv1.ConditionUpdated)
+	isTrue := func(c *metav1.Condition) bool { return c != nil && c.Status == metav1.ConditionTrue }
+	switch {
+	case isTrue(ready) && isTrue(converged) && isTrue(updated):
+		return memgraphv1.StateReady
+	case isTrue(ready):
+		return memgraphv1.StateConverging
+	case before == "" || before == memgraphv1.StateInitializing:
+		return memgraphv1.StateInitializing
+	case ready != nil && (ready.Reason == memgraphv1.ReasonWorkloadsNotReady || ready.Status == metav1.ConditionUnknown):
+		// Pods starting (a scale) or restarting: not an outage the operator has observed.
+		return memgraphv1.StateConverging
+	}
+	return memgraphv1.StateDegraded
+}
