@@ -213,3 +213,65 @@ func argValue(args []string, flag string) string {
 	}
 	return ""
 }
+
+func setFaults(t *testing.T, tn *testNode, body string) {
+	t.Helper()
+	if code, out := httpDo(t, "POST", "http://"+tn.httpAddr+"/admin/sim/faults", "", strings.NewReader(body)); code != 200 {
+		t.Fatalf("faults %s: %d %s", body, code, out)
+	}
+}
+
+func TestJoinerStaysJoiningUntilDataMoved(t *testing.T) {
+	nodes := cluster(t, 3, 2)
+	want := writeKeys(t, nodes, "h", 80)
+	for _, tn := range nodes {
+		setFaults(t, tn, `{"move_rate":0}`)
+	}
+	j := joiner(t, "vc-3", nodes, 2)
+	j.start()
+	nodes = append(nodes, j)
+	waitMembers(t, nodes, "vc-0=active,vc-1=active,vc-2=active,vc-3=joining")
+	time.Sleep(500 * time.Millisecond)
+	if got := memberStates(nodes[0].members()); got != "vc-0=active,vc-1=active,vc-2=active,vc-3=joining" {
+		t.Fatalf("with moves held vc-3 must stay joining: %s", got)
+	}
+	if lost := lostKeys(t, j, want); len(lost) > 0 {
+		t.Fatalf("while vc-3 joins: %d keys not found: %v", len(lost), lost[:min(5, len(lost))])
+	}
+	// POST of a member already in is idempotent.
+	body := fmt.Sprintf(`{"id":"vc-3","addr":%q}`, j.textAddr)
+	if code, out := httpDo(t, "POST", "http://"+nodes[2].httpAddr+"/admin/cluster/members", "", strings.NewReader(body)); code != 200 || !strings.Contains(out, `"id":"vc-3"`) {
+		t.Fatalf("POST vc-3 again: %d %s", code, out)
+	}
+	for _, tn := range nodes[:3] {
+		setFaults(t, tn, `{"move_rate":1000}`)
+	}
+	waitMembers(t, nodes, "vc-0=active,vc-1=active,vc-2=active,vc-3=active")
+	waitCopies(t, nodes, 160)
+}
+
+func TestRemovalHeldByMoveRateZeroStaysLeaving(t *testing.T) {
+	nodes := cluster(t, 3, 2)
+	want := writeKeys(t, nodes, "s", 80)
+	setFaults(t, nodes[2], `{"move_rate":0}`)
+	if code, body := httpDo(t, "DELETE", "http://"+nodes[0].httpAddr+"/admin/cluster/members/vc-2", "", nil); code != http.StatusAccepted {
+		t.Fatalf("DELETE vc-2: %d %s", code, body)
+	}
+	waitMembers(t, nodes, "vc-0=active,vc-1=active,vc-2=leaving")
+	time.Sleep(time.Second)
+	if got := memberStates(nodes[1].members()); got != "vc-0=active,vc-1=active,vc-2=leaving" {
+		t.Fatalf("with moves held vc-2 must stay leaving: %s", got)
+	}
+	if n := nodes[2].info()["keys"]; n == "0" {
+		t.Fatalf("vc-2 moved its keys with move_rate 0")
+	}
+	// A second DELETE while it leaves is accepted again (idempotent).
+	if code, body := httpDo(t, "DELETE", "http://"+nodes[1].httpAddr+"/admin/cluster/members/vc-2", "", nil); code != http.StatusAccepted {
+		t.Fatalf("second DELETE vc-2: %d %s", code, body)
+	}
+	setFaults(t, nodes[2], `{"move_rate":1000}`)
+	waitMembers(t, nodes, "vc-0=active,vc-1=active")
+	if lost := lostKeys(t, nodes[0], want); len(lost) > 0 {
+		t.Fatalf("%d keys lost: %v", len(lost), lost[:min(5, len(lost))])
+	}
+}
