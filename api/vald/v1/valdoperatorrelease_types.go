@@ -22,9 +22,11 @@ type ValdOperatorReleaseSpec struct {
 
 // Infrastructure is one group of clusters sharing a role (green/blue, hot/cold).
 type Infrastructure struct {
-	// Role is a free label for this entry, such as green or blue.
+	// Role is a free label for this entry, such as green or blue. It is the value of the
+	// vald.vdaas.org/role label of the entry's ValdReleases, so it must be a valid label value.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="size(self) <= 63 && self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="role must be a valid label value (it labels the ValdReleases): at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	Role string `json:"role"`
 
 	// Type is a hint of the cluster type (kind, eks, gke...); informational only.
@@ -317,6 +319,7 @@ type ValdOperatorReleaseStatus struct {
 
 // ValdOperatorRelease generates ValdRelease objects for the Vald Helm Operator.
 // +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name must be at most 63 characters: it is the value of the vald.vdaas.org/operator-release label on every ValdRelease"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vor,categories=opsuite
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`

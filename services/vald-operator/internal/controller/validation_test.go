@@ -34,6 +34,16 @@ func TestAdmission(t *testing.T) {
 		{name: "duplicate roles", mutate: func(v *valdv1.ValdOperatorRelease) {
 			v.Spec.Infrastructure = append(v.Spec.Infrastructure, v.Spec.Infrastructure[0])
 		}, want: "each infrastructure entry needs its own role"},
+		{name: "role with a slash", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.Infrastructure[0].Role = "hot/cold" },
+			want: "role must be a valid label value (it labels the ValdReleases): at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"},
+		{name: "role of 64 characters", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.Infrastructure[0].Role = strings.Repeat("r", 64) },
+			want: "role must be a valid label value"},
+		{name: "role of 63 characters with '_' and '.'", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.Infrastructure[0].Role = "Hot_1." + strings.Repeat("r", 57)
+		}},
+		{name: "release name of 64 characters", mutate: func(v *valdv1.ValdOperatorRelease) { v.Name = strings.Repeat("n", 64) },
+			want: "metadata.name must be at most 63 characters: it is the value of the vald.vdaas.org/operator-release label on every ValdRelease"},
+		{name: "release name of 63 characters", mutate: func(v *valdv1.ValdOperatorRelease) { v.Name = strings.Repeat("n", 63) }},
 		{name: "distance type", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.VectorEngine.Vald.Agent.NGT.DistanceType = "euclid" },
 			want: `spec.vectorEngine.vald.agent.ngt.distanceType: Unsupported value: "euclid"`},
 		{name: "object type", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.VectorEngine.Vald.Agent.NGT.ObjectType = "double" },
