@@ -105,9 +105,29 @@ type Server struct {
 	c *Cluster
 
 	mu   sync.Mutex
+	proc *process // the last process started, nil before the first
+}
+
+// process is one run of the binary.
+type process struct {
 	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // Wait's result once done is closed
+	done chan struct{} // closed once Wait returned
+	err  error         // Wait's result, set before done is closed
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) current() *process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
 }
 
 // Binary returns the path of bin/veltrix-sim and fails the test when it is missing.
@@ -326,23 +346,18 @@ func (s *Server) start() {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("veltrixtest: starting %s: %v", s.c.bin, err)
 	}
-	done := make(chan struct{})
+	p := &process{cmd: cmd, done: make(chan struct{})}
 	s.mu.Lock()
-	s.cmd, s.done = cmd, done
+	s.proc = p
 	s.mu.Unlock()
 	go func() {
-		err := cmd.Wait()
-		s.mu.Lock()
-		s.err = err
-		s.mu.Unlock()
-		close(done)
+		p.err = cmd.Wait()
+		close(p.done)
 	}()
 	testenv.Eventually(t, StartTimeout, s.ID+" answering on "+s.Addr, func() (bool, string) {
-		select {
-		case <-done:
+		if p.exited() {
 			// Another process answering on its port must not pass for it.
-			t.Fatalf("veltrixtest: %s exited at start (%v); log:\n%s", s.ID, s.ExitErr(), logTail(s.logFile(), 3000))
-		default:
+			t.Fatalf("veltrixtest: %s exited at start (%v); log:\n%s", s.ID, p.err, logTail(s.logFile(), 3000))
 		}
 		if err := s.ping(); err != nil {
 			return false, err.Error()
@@ -380,24 +395,16 @@ func (s *Server) ping() error {
 
 // Running reports whether the process is up.
 func (s *Server) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return false
-	}
-	select {
-	case <-s.done:
-		return false
-	default:
-		return true
-	}
+	p := s.current()
+	return p != nil && !p.exited()
 }
 
 // ExitErr is how the last process ended (nil while running or after a clean exit).
 func (s *Server) ExitErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
+	if p := s.current(); p != nil && p.exited() {
+		return p.err
+	}
+	return nil
 }
 
 // Stop sends SIGTERM (a clean shutdown that writes a checkpoint, as the kubelet's) and
@@ -409,10 +416,12 @@ func (s *Server) Stop() {
 	}
 }
 
-// Kill sends SIGKILL (a crash) and waits for the exit.
+// Kill sends SIGKILL (a crash) and waits for the exit; how the process ended does not
+// matter, only that it did.
 func (s *Server) Kill() {
 	s.c.t.Helper()
-	if err := s.signal(syscall.SIGKILL, 10*time.Second); err != nil && !isKilled(err) {
+	var ee *exec.ExitError
+	if err := s.signal(syscall.SIGKILL, 10*time.Second); err != nil && !errors.As(err, &ee) {
 		s.c.t.Errorf("veltrixtest: killing %s: %v", s.ID, err)
 	}
 }
@@ -435,36 +444,22 @@ func (s *Server) Start() {
 
 // signal sends sig and waits up to timeout for the exit; it returns how the process ended.
 func (s *Server) signal(sig syscall.Signal, timeout time.Duration) error {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.mu.Unlock()
-	if cmd == nil {
+	p := s.current()
+	if p == nil {
 		return nil
 	}
-	select {
-	case <-done:
-		return s.ExitErr() // already gone: report how
-	default:
+	if p.exited() {
+		return p.err // already gone: report how
 	}
-	_ = cmd.Process.Signal(sig)
+	_ = p.cmd.Process.Signal(sig)
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(timeout):
-		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("pid %d did not exit within %s of %v", cmd.Process.Pid, timeout, sig)
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("pid %d did not exit within %s of %v", p.cmd.Process.Pid, timeout, sig)
 	}
-	return s.ExitErr()
-}
-
-func isKilled(err error) bool {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return true
-		}
-	}
-	return false
+	return p.err
 }
 
 // Conn dials the process's text protocol; closed when the test ends.

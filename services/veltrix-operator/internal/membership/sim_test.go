@@ -1,0 +1,302 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrixtest"
+	"github.com/opsuite/suite/shared/testenv"
+)
+
+// These tests run Step against real simulator processes; the test plays the StatefulSet:
+// a process runs for every ordinal below replicas, and the highest one is stopped only when
+// a Decision lowers Replicas.
+
+// statefulSet plays the StatefulSet of a veltrixtest.Cluster.
+type statefulSet struct {
+	t        *testing.T
+	c        *veltrixtest.Cluster
+	replicas int32
+	admin    veltrix.Admin
+}
+
+// readyPods counts running processes whose INFO says search_ready=1, as the readiness gate.
+func (s *statefulSet) readyPods() int32 {
+	var n int32
+	for _, srv := range s.c.Servers() {
+		if srv.Ordinal >= s.replicas || !srv.Running() {
+			continue
+		}
+		if ok, err := SearchReady(context.Background(), s.admin, srv.Addr); err == nil && ok {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *statefulSet) input(size, rf int32) Input {
+	var addrs []string
+	for _, srv := range s.c.Servers() {
+		if srv.Ordinal < s.replicas && srv.Running() {
+			addrs = append(addrs, srv.AdminAddr)
+		}
+	}
+	return Input{SpecSize: size, ReplicationFactor: rf, StatefulSetReplicas: s.replicas, ReadyPods: s.readyPods(),
+		PodName: s.c.PodName, MemberAddr: s.c.MemberAddr, AdminAddrs: addrs, Now: time.Now()}
+}
+
+// apply lowers or raises the StatefulSet as d says; a lowered one stops its highest process
+// (SIGTERM, as a deleted pod).
+func (s *statefulSet) apply(d Decision) {
+	s.t.Helper()
+	for d.Replicas < s.replicas {
+		s.replicas--
+		if srv := s.c.Server(s.replicas); srv != nil {
+			srv.Stop()
+		}
+	}
+	if d.Replicas > s.replicas {
+		s.t.Fatalf("Decision %+v grows the StatefulSet; this test only shrinks", d)
+	}
+}
+
+func writeKeys(t *testing.T, conn *veltrix.Conn, n int) map[string]string {
+	t.Helper()
+	keys := map[string]string{}
+	for i := range n {
+		k, v := fmt.Sprintf("key-%04d", i), fmt.Sprintf("value-%04d", i)
+		if err := conn.Put(context.Background(), k, v); err != nil {
+			t.Fatalf("PUT %s: %v", k, err)
+		}
+		keys[k] = v
+	}
+	return keys
+}
+
+// lostKeys reads every key through conn and returns those missing or wrong.
+func lostKeys(t *testing.T, conn *veltrix.Conn, keys map[string]string) []string {
+	t.Helper()
+	var lost []string
+	for k, v := range keys {
+		got, err := conn.Get(context.Background(), k)
+		if err != nil || got != v {
+			lost = append(lost, fmt.Sprintf("%s=%q (%v)", k, got, err))
+		}
+	}
+	slices.Sort(lost)
+	return lost
+}
+
+func memberIDs(t *testing.T, admin veltrix.Admin, addr string) map[string]veltrix.MemberState {
+	t.Helper()
+	ms, err := admin.Members(context.Background(), addr)
+	if err != nil {
+		t.Fatalf("members from %s: %v", addr, err)
+	}
+	out := map[string]veltrix.MemberState{}
+	for _, m := range ms {
+		out[m.ID] = m.State
+	}
+	return out
+}
+
+func TestStepScalesDown5To3WithoutLosingKeys(t *testing.T) {
+	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{ReplicationFactor: 2, MoveRate: 2000})
+	c.Join()
+	c.Join()
+	c.WaitMembers(5, nil)
+	admin := c.Client()
+	keys := writeKeys(t, c.Server(4).Conn(), 600)
+
+	s := &statefulSet{t: t, c: c, replicas: 5, admin: admin}
+	var removed []string
+	last := ""
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		in := s.input(3, 2)
+		d, err := Step(context.Background(), admin, in)
+		if err != nil {
+			t.Fatalf("Step: %v (decision %+v)", err, d)
+		}
+		if d.Reason == ReasonRemovalRefused || d.Reason == ReasonRemovalStuck || d.Reason == ReasonMembersUnknown {
+			t.Fatalf("Step: %+v", d)
+		}
+		if d.Remove != "" {
+			removed = append(removed, d.Remove)
+		}
+		if d.Replicas < s.replicas {
+			// Lowered only once the highest member is gone from the membership Step read
+			// (epochs only grow, so asking again is no older; other members may lag behind by
+			// a gossip round, which is why keys are checked at the end).
+			victim := c.PodName(s.replicas - 1)
+			if st, ok := memberIDs(t, admin, in.AdminAddrs[0])[victim]; ok {
+				t.Fatalf("Step lowered to %d while %s reports %s as %s", d.Replicas, in.AdminAddrs[0], victim, st)
+			}
+			if d.Replicas != s.replicas-1 {
+				t.Fatalf("Step lowered from %d to %d at once", s.replicas, d.Replicas)
+			}
+		}
+		if d.Remove != "" || d.Replicas != s.replicas || d.Reason != last {
+			t.Logf("replicas=%d remove=%q leaving=%q %s: %s", d.Replicas, d.Remove, d.Leaving, d.Reason, d.Waiting)
+			last = d.Reason
+		}
+		s.apply(d)
+		if d.Converged() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not converged after 2 minutes: %+v", d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s.replicas != 3 || !slices.Equal(removed, []string{"vx-4", "vx-3"}) {
+		t.Fatalf("converged at %d replicas having removed %v, want 3 having removed [vx-4 vx-3]", s.replicas, removed)
+	}
+	c.WaitMembers(3, []string{"vx-0", "vx-1", "vx-2"})
+	for _, srv := range c.Servers()[:3] {
+		if lost := lostKeys(t, srv.Conn(), keys); len(lost) > 0 {
+			t.Errorf("%d of %d keys lost reading through %s: %v", len(lost), len(keys), srv.ID, lost[:min(len(lost), 10)])
+		}
+	}
+}
+
+func TestStepRefusedRemovalDoesNotShrink(t *testing.T) {
+	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{ReplicationFactor: 1, RefuseDelete: 409})
+	admin := c.Client()
+	s := &statefulSet{t: t, c: c, replicas: 3, admin: admin}
+	for pass := range 3 { // refused every pass, never shrunk
+		d, err := Step(context.Background(), admin, s.input(2, 1))
+		if err != nil {
+			t.Fatalf("pass %d: Step: %v", pass, err)
+		}
+		want := Decision{Replicas: 3, Remove: "vx-2", Reason: ReasonRemovalRefused,
+			Waiting: "the server refused to remove member vx-2; the StatefulSet is not shrunk", Detail: d.Detail}
+		if d != want || d.Detail == "" {
+			t.Fatalf("pass %d: Step = %+v, want %+v with the server's message in Detail", pass, d, want)
+		}
+		s.apply(d)
+	}
+	if st := memberIDs(t, admin, c.Server(0).AdminAddr)["vx-2"]; st != veltrix.MemberActive {
+		t.Fatalf("vx-2 is %q after refused removals, want active", st)
+	}
+}
+
+// TestStepRemovalTheServerRefuses: a spec replicationFactor below the server's lets Plan
+// ask for a removal the server itself declines (it would leave fewer owners than its own
+// replication factor).
+func TestStepRemovalTheServerRefuses(t *testing.T) {
+	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{ReplicationFactor: 3})
+	d, err := Step(context.Background(), c.Client(), (&statefulSet{t: t, c: c, replicas: 3, admin: c.Client()}).input(2, 2))
+	if err != nil {
+		t.Fatalf("Step: %v", err)
+	}
+	if d.Reason != ReasonRemovalRefused || d.Replicas != 3 || d.Remove != "vx-2" || d.Detail == "" {
+		t.Fatalf("Step = %+v, want RemovalRefused of vx-2 with 3 replicas and the server's reason", d)
+	}
+	t.Logf("server's reason: %s", d.Detail)
+}
+
+func TestStepStuckRemoval(t *testing.T) {
+	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{ReplicationFactor: 1, Paused: true})
+	writeKeys(t, c.Server(0).Conn(), 50) // something to move, so vx-2 stays leaving
+	admin := c.Client()
+	s := &statefulSet{t: t, c: c, replicas: 3, admin: admin}
+	d, err := Step(context.Background(), admin, s.input(2, 1))
+	if err != nil || d.Remove != "vx-2" || d.Leaving != "vx-2" || d.Reason != ReasonRemoving {
+		t.Fatalf("first Step = %+v, %v; want vx-2 removed and leaving", d, err)
+	}
+	since := time.Now()
+	in := s.input(2, 1)
+	in.LeavingSince, in.StuckAfter = since, time.Minute
+	in.Now = since.Add(30 * time.Second)
+	if d, err = Step(context.Background(), admin, in); err != nil || d.Reason != ReasonRemoving || d.Leaving != "vx-2" || d.Remove != "" {
+		t.Fatalf("Step within StuckAfter = %+v, %v; want Removing, no second DELETE", d, err)
+	}
+	in.Now = since.Add(2 * time.Minute)
+	if d, err = Step(context.Background(), admin, in); err != nil || d.Reason != ReasonRemovalStuck || d.Replicas != 3 || d.Remove != "" {
+		t.Fatalf("Step past StuckAfter = %+v, %v; want RemovalStuck at 3 replicas", d, err)
+	}
+}
+
+func TestStepAddsBackAMemberRemovedBeforeItsPodWent(t *testing.T) {
+	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{ReplicationFactor: 2, MoveRate: 5000})
+	admin := c.Client()
+	keys := writeKeys(t, c.Server(0).Conn(), 100)
+	s := &statefulSet{t: t, c: c, replicas: 3, admin: admin}
+	// Size 2: vx-2 is removed; before the StatefulSet is lowered, size goes back to 3.
+	d, err := Step(context.Background(), admin, s.input(2, 2))
+	if err != nil || d.Remove != "vx-2" {
+		t.Fatalf("Step to 2 = %+v, %v; want vx-2 removed", d, err)
+	}
+	c.WaitMembers(2, []string{"vx-0", "vx-1"})
+	testenv.Eventually(t, time.Minute, "vx-2 added back and active", func() (bool, string) {
+		d, err := Step(context.Background(), admin, s.input(3, 2))
+		if err != nil {
+			return false, err.Error()
+		}
+		if d.Replicas != 3 {
+			t.Fatalf("Step to 3 = %+v, want 3 replicas", d)
+		}
+		return d.Converged(), fmt.Sprintf("%+v", d)
+	})
+	if lost := lostKeys(t, c.Server(2).Conn(), keys); len(lost) > 0 {
+		t.Errorf("%d keys lost reading through vx-2: %v", len(lost), lost[:min(len(lost), 10)])
+	}
+}
+
+func TestStepAsksTheNextPodAndReportsUnreachable(t *testing.T) {
+	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{AdminToken: "tok"})
+	dead := testenv.FreeAddr(t)
+	s := &statefulSet{t: t, c: c, replicas: 3, admin: c.Client()}
+
+	in := s.input(3, 2)
+	in.AdminAddrs = append([]string{dead}, in.AdminAddrs...)
+	if d, err := Step(context.Background(), c.Client(), in); err != nil || !d.Converged() {
+		t.Fatalf("Step with a dead first address = %+v, %v; want converged from the next one", d, err)
+	}
+
+	in.AdminAddrs = []string{dead}
+	d, err := Step(context.Background(), c.Client(), in)
+	if !errors.Is(err, veltrix.ErrUnreachable) || d.Reason != ReasonMembersUnknown || d.Replicas != 3 {
+		t.Fatalf("Step with only a dead address = %+v, %v; want MembersUnknown and ErrUnreachable", d, err)
+	}
+
+	in = s.input(2, 1)
+	wrong := veltrix.New(veltrix.Options{Token: "wrong"})
+	d, err = Step(context.Background(), wrong, in)
+	if !errors.Is(err, veltrix.ErrUnauthorized) || d.Reason != ReasonMembersUnknown || d.Remove != "" || d.Replicas != 3 {
+		t.Fatalf("Step with a wrong token = %+v, %v; want MembersUnknown and ErrUnauthorized", d, err)
+	}
+
+	in.AdminAddrs = nil
+	if _, err := Step(context.Background(), c.Client(), in); !errors.Is(err, ErrNoAdminAddr) {
+		t.Fatalf("Step without addresses: %v, want ErrNoAdminAddr", err)
+	}
+}
+
+func TestSearchReadyDuringIndexRebuild(t *testing.T) {
+	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{IndexRebuild: 6 * time.Second})
+	writeKeys(t, c.Server(0).Conn(), 50)
+	admin := c.Client()
+	srv := c.Server(1)
+	if ok, err := SearchReady(context.Background(), admin, srv.Addr); err != nil || !ok {
+		t.Fatalf("SearchReady before the restart = %v, %v; want true", ok, err)
+	}
+	srv.Restart()
+	if ok, err := SearchReady(context.Background(), admin, srv.Addr); err != nil || ok {
+		t.Fatalf("SearchReady right after the restart = %v, %v; want false while the index rebuilds", ok, err)
+	}
+	testenv.Eventually(t, 30*time.Second, "search_ready=1 after the rebuild", func() (bool, string) {
+		ok, err := SearchReady(context.Background(), admin, srv.Addr)
+		return err == nil && ok, fmt.Sprint(ok, err)
+	})
+	srv.Stop()
+	if _, err := SearchReady(context.Background(), admin, srv.Addr); !errors.Is(err, veltrix.ErrUnreachable) {
+		t.Fatalf("SearchReady of a stopped member: %v, want ErrUnreachable", err)
+	}
+}
