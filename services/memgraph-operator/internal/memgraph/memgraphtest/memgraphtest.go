@@ -284,9 +284,12 @@ func (c *Cluster) Events() []Event {
 	return out
 }
 
-// WritableMains replays the log and returns, for each event, how many data instances
-// were writable MAINs right after it, plus the MAIN-less stretches after the first MAIN.
-func WritableMains(events []Event) (most int, mainless []time.Duration) {
+// Window is a stretch of the log with no writable MAIN.
+type Window struct{ From, To time.Time }
+
+// WritableMains replays the log: the most data instances that were writable MAINs at
+// once, and the stretches without one after the first MAIN appeared.
+func WritableMains(events []Event) (most int, mainless []Window) {
 	mains := map[string]bool{}
 	var since time.Time
 	seen := false
@@ -306,7 +309,7 @@ func WritableMains(events []Event) (most int, mainless []time.Duration) {
 		most = max(most, n)
 		switch {
 		case n > 0 && !since.IsZero():
-			mainless = append(mainless, e.TS.Sub(since))
+			mainless = append(mainless, Window{From: since, To: e.TS})
 			since = time.Time{}
 		case n > 0:
 			seen = true

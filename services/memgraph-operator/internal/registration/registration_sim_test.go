@@ -1,0 +1,334 @@
+package registration_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph/memgraphtest"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/registration"
+)
+
+var dialer = memgraph.NewDialer(memgraph.Options{Timeout: 3 * time.Second})
+
+// converge runs passes until one converges; it returns every pass's Outcome.
+func converge(t *testing.T, ctx context.Context, want registration.Desired) []registration.Outcome {
+	t.Helper()
+	var outs []registration.Outcome
+	for {
+		out, err := registration.Reconcile(ctx, dialer, want)
+		if err != nil {
+			t.Fatalf("Reconcile after %d passes: %v (last %+v)", len(outs), err, last(outs))
+		}
+		outs = append(outs, out)
+		if out.Converged {
+			return outs
+		}
+		t.Logf("pass %d: %s %q executed %q", len(outs), out.Reason, out.Message, out.Executed)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not converged: last pass %+v", out)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+func last(outs []registration.Outcome) registration.Outcome {
+	if len(outs) == 0 {
+		return registration.Outcome{}
+	}
+	return outs[len(outs)-1]
+}
+
+func executed(outs []registration.Outcome) []string {
+	var q []string
+	for _, o := range outs {
+		q = append(q, o.Executed...)
+	}
+	return q
+}
+
+// bootstrap starts coordinators 1..nc and data instances d_0.. and registers them.
+func bootstrap(t *testing.T, ctx context.Context, nc, nd int) (*memgraphtest.Cluster, []registration.Outcome) {
+	t.Helper()
+	cl := memgraphtest.NewCluster(t)
+	for id := 1; id <= nc; id++ {
+		cl.StartCoordinator(id)
+	}
+	for i := 0; i < nd; i++ {
+		cl.StartData(fmt.Sprintf("d_%d", i))
+	}
+	return cl, converge(t, ctx, cl.Desired(nil, nil))
+}
+
+func assertMembership(t *testing.T, out registration.Outcome, coords []string, data []string) {
+	t.Helper()
+	var gotC, gotD []string
+	mains := 0
+	for _, in := range out.Instances {
+		if in.IsCoordinator() {
+			if in.BoltServer == "" {
+				t.Errorf("%s listed without its bolt server", in.Name)
+			}
+			gotC = append(gotC, in.Name)
+			continue
+		}
+		gotD = append(gotD, in.Name)
+		if in.Role == memgraph.RoleMain {
+			mains++
+		}
+	}
+	slices.Sort(gotC)
+	slices.Sort(gotD)
+	if !slices.Equal(gotC, coords) || !slices.Equal(gotD, data) {
+		t.Errorf("membership %v %v, want %v %v", gotC, gotD, coords, data)
+	}
+	if mains != 1 || out.Main == "" {
+		t.Errorf("%d MAINs listed, Main %q; want exactly one", mains, out.Main)
+	}
+}
+
+func assertOneMainAtATime(t *testing.T, cl *memgraphtest.Cluster) {
+	t.Helper()
+	if most, _ := memgraphtest.WritableMains(cl.Events()); most > 1 {
+		t.Errorf("the invariant log shows %d writable MAINs at once", most)
+	}
+}
+
+func leaderSession(t *testing.T, ctx context.Context, cl *memgraphtest.Cluster, leader string) memgraph.Session {
+	t.Helper()
+	id, ok := memgraph.CoordinatorID(leader)
+	if !ok {
+		t.Fatalf("leader %q", leader)
+	}
+	s, err := dialer.Dial(ctx, cl.Coordinators[id].Bolt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func TestBootstrap3Plus2(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := time.Now()
+	cl, outs := bootstrap(t, ctx, 3, 2)
+	t.Logf("3+2 registered in %v over %d passes; executed %q", time.Since(start).Round(time.Millisecond), len(outs), executed(outs))
+	out := last(outs)
+	assertMembership(t, out, []string{"coordinator_1", "coordinator_2", "coordinator_3"}, []string{"d_0", "d_1"})
+	if out.Leader != "coordinator_1" || out.Main != "d_0" || out.Reason != "" {
+		t.Errorf("Leader %q Main %q Reason %q; want coordinator_1, d_0, converged", out.Leader, out.Main, out.Reason)
+	}
+	// Steady state: a resync writes nothing.
+	for i := 0; i < 3; i++ {
+		again, err := registration.Reconcile(ctx, dialer, cl.Desired(nil, nil))
+		if err != nil || !again.Converged || len(again.Executed) != 0 {
+			t.Fatalf("resync %d: %+v %v; want converged with no write", i, again, err)
+		}
+	}
+	assertOneMainAtATime(t, cl)
+}
+
+func TestReregistrationAfterUnregisterByHand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, outs := bootstrap(t, ctx, 3, 3)
+	out := last(outs)
+	replica := "d_1"
+	if out.Main == replica {
+		replica = "d_2"
+	}
+	s := leaderSession(t, ctx, cl, out.Leader)
+	if err := s.Exec(ctx, memgraph.UnregisterInstance(replica)); err != nil {
+		t.Fatal(err)
+	}
+	outs = converge(t, ctx, cl.Desired(nil, nil))
+	want := memgraph.RegisterInstance(replica, cl.Data[replica].Bolt, cl.Data[replica].Mgmt, cl.Data[replica].Repl)
+	if got := executed(outs); !slices.Equal(got, []string{want}) {
+		t.Errorf("executed %q, want only %q", got, want)
+	}
+	if last(outs).Main != out.Main {
+		t.Errorf("MAIN moved from %s to %s", out.Main, last(outs).Main)
+	}
+	assertMembership(t, last(outs), []string{"coordinator_1", "coordinator_2", "coordinator_3"}, []string{"d_0", "d_1", "d_2"})
+	assertOneMainAtATime(t, cl)
+}
+
+func TestDataScaleDownWithMainOnRetiring(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, outs := bootstrap(t, ctx, 3, 3)
+	out := last(outs)
+	s := leaderSession(t, ctx, cl, out.Leader)
+	// Park the MAIN on the instance that will retire, as a human (or a failover) might.
+	for _, q := range []string{memgraph.DemoteInstance(out.Main), memgraph.SetInstanceToMain("d_2")} {
+		if err := s.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	const nodes = 25
+	writeNodes(t, ctx, cl.Data["d_2"].Bolt, nodes)
+	parked := time.Now()
+
+	outs = converge(t, ctx, cl.Desired(nil, []string{"d_2"}))
+	got := executed(outs)
+	t.Logf("executed %q", got)
+	wantOrder := []string{memgraph.DemoteInstance("d_2"), memgraph.SetInstanceToMain("d_0"), memgraph.UnregisterInstance("d_2")}
+	if !slices.Equal(got, wantOrder) {
+		t.Errorf("executed %q, want %q", got, wantOrder)
+	}
+	out = last(outs)
+	if out.Main != "d_0" || !slices.Equal(out.RetiredData, []string{"d_2"}) {
+		t.Errorf("Main %q RetiredData %v; want d_0 and [d_2]", out.Main, out.RetiredData)
+	}
+	assertMembership(t, out, []string{"coordinator_1", "coordinator_2", "coordinator_3"}, []string{"d_0", "d_1"})
+	if n := countNodes(t, ctx, cl.Data["d_0"].Bolt); n != nodes {
+		t.Errorf("new MAIN d_0 holds %d Probe nodes, want %d", n, nodes)
+	}
+	assertOneMainAtATime(t, cl)
+	_, windows := memgraphtest.WritableMains(cl.Events())
+	var handover []time.Duration
+	for _, w := range windows {
+		if w.From.After(parked) {
+			handover = append(handover, w.To.Sub(w.From))
+		}
+	}
+	if len(handover) != 1 {
+		t.Errorf("MAIN-less windows after the MAIN was parked: %v, want exactly the handover's", handover)
+	}
+	t.Logf("MAIN-less window during the planned handover: %v", handover)
+}
+
+func TestCoordinatorScaleDownWithLeaderRetiring(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	cl, outs := bootstrap(t, ctx, 5, 2)
+	leader := forceLeader(t, ctx, cl, last(outs).Leader, 4, 5)
+	t.Logf("leadership forced onto %s", leader)
+
+	outs = converge(t, ctx, cl.Desired([]int{4, 5}, nil))
+	yielded := false
+	for _, o := range outs {
+		if o.Reason == registration.ReasonLeadershipTransferInProgress {
+			yielded = true
+		}
+		for _, q := range o.Executed {
+			if id, ok := memgraph.CoordinatorID(o.Leader); ok && q == memgraph.RemoveCoordinator(id) {
+				t.Errorf("REMOVE COORDINATOR aimed at the pass's leader %s", o.Leader)
+			}
+		}
+		if i := slices.Index(o.Executed, memgraph.YieldLeadershipQuery); i >= 0 && i != len(o.Executed)-1 {
+			t.Errorf("commands after YIELD LEADERSHIP: %q", o.Executed)
+		}
+	}
+	if !yielded {
+		t.Errorf("no pass yielded leadership: %q", executed(outs))
+	}
+	out := last(outs)
+	if !slices.Equal(out.RetiredCoordinators, []int{4, 5}) {
+		t.Errorf("RetiredCoordinators %v, want [4 5]", out.RetiredCoordinators)
+	}
+	if id, _ := memgraph.CoordinatorID(out.Leader); id < 1 || id > 3 {
+		t.Errorf("leader %s is not a survivor", out.Leader)
+	}
+	assertMembership(t, out, []string{"coordinator_1", "coordinator_2", "coordinator_3"}, []string{"d_0", "d_1"})
+	assertOneMainAtATime(t, cl)
+}
+
+// forceLeader moves Raft leadership onto one of ids: YIELD hands it to the first caught-up
+// follower in configuration order, so the leaders in the way are stopped first (at most
+// two of five, keeping the quorum), then restarted.
+func forceLeader(t *testing.T, ctx context.Context, cl *memgraphtest.Cluster, leader string, ids ...int) string {
+	t.Helper()
+	var stopped []*memgraphtest.Process
+	defer func() {
+		for _, p := range stopped {
+			cl.Restart(p)
+		}
+	}()
+	for attempt := 0; attempt < 12; attempt++ {
+		id, _ := memgraph.CoordinatorID(leader)
+		if slices.Contains(ids, id) {
+			return leader
+		}
+		if len(stopped) < 2 {
+			p := cl.Coordinators[id]
+			cl.Stop(p)
+			stopped = append(stopped, p)
+		} else {
+			s := leaderSession(t, ctx, cl, leader)
+			if err := s.Exec(ctx, memgraph.YieldLeadershipQuery); err != nil {
+				t.Logf("YIELD LEADERSHIP on %s: %v", leader, err)
+			}
+		}
+		leader = waitNewLeader(t, ctx, cl, leader)
+	}
+	t.Fatalf("could not move leadership onto %v", ids)
+	return ""
+}
+
+// waitNewLeader polls the running coordinators until one names a leader other than old.
+func waitNewLeader(t *testing.T, ctx context.Context, cl *memgraphtest.Cluster, old string) string {
+	t.Helper()
+	for {
+		for _, p := range cl.Coordinators {
+			if !p.Running() {
+				continue
+			}
+			s, err := dialer.Dial(ctx, p.Bolt)
+			if err != nil {
+				continue
+			}
+			rows, err := s.ShowInstances(ctx)
+			_ = s.Close(ctx)
+			if l, ok := memgraph.LeaderOf(rows); err == nil && ok && l.Name != old {
+				return l.Name
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no new leader after %s", old)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func writeNodes(t *testing.T, ctx context.Context, bolt string, n int) {
+	t.Helper()
+	s, err := dialer.Dial(ctx, bolt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close(ctx) }()
+	var b strings.Builder
+	b.WriteString("CREATE ")
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(:Probe {i: %d})", i)
+	}
+	if err := s.Exec(ctx, b.String()); err != nil {
+		t.Fatalf("write through %s: %v", bolt, err)
+	}
+}
+
+func countNodes(t *testing.T, ctx context.Context, bolt string) int64 {
+	t.Helper()
+	s, err := dialer.Dial(ctx, bolt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close(ctx) }()
+	rows, err := s.Query(ctx, "MATCH (n:Probe) RETURN count(n) AS c")
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("count on %s: %v %v", bolt, rows, err)
+	}
+	n, _ := rows[0]["c"].(int64)
+	return n
+}
