@@ -185,7 +185,8 @@ func parseOpAnswer(ans string) (View, error) {
 	return View{}, fmt.Errorf("bad answer from the leader: %q", ans)
 }
 
-// broadcast pushes v to every member of v and of prev (a removed member learns it is gone).
+// broadcast pushes v to every member of v and of prev (a removed member learns it is
+// gone), in parallel: a member whose name does not resolve yet costs a dial timeout.
 func (n *Node) broadcast(v, prev View) {
 	line := "_MEMBERS " + mustJSON(v)
 	seen := map[string]bool{n.cfg.NodeID: true}
@@ -242,34 +243,27 @@ func (n *Node) gossipLoop(ctx context.Context) {
 	if n.cfg.Mode == ModeStandalone {
 		return
 	}
-	t := time.NewTicker(n.cfg.GossipInterval)
+	every(ctx, n.cfg.GossipInterval, nil, func() {
+		v := n.snapshot()
+		n.broadcast(v, v)
+		n.activateJoined()
+		n.finishLeaving()
+		n.retryHints()
+	})
+}
+
+// every runs f each interval (and whenever wake fires) until ctx ends.
+func every(ctx context.Context, interval time.Duration, wake <-chan struct{}, f func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-wake:
 		case <-t.C:
 		}
-		v := n.snapshot()
-		line := "_MEMBERS " + mustJSON(v)
-		// In parallel: a member whose name does not resolve yet costs a dial timeout.
-		var wg sync.WaitGroup
-		for _, m := range v.Members {
-			if m.ID == n.cfg.NodeID {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if ans, err := n.peers.Do(m.Addr, line); err == nil {
-					n.takeGossip(m.ID, ans)
-				}
-			}()
-		}
-		wg.Wait()
-		n.activateJoined()
-		n.finishLeaving()
-		n.retryHints()
+		f()
 	}
 }
 
@@ -370,17 +364,7 @@ func (n *Node) joinLoop(ctx context.Context) {
 
 // moveLoop hands keys to the owners the current view gives them, at the move rate.
 func (n *Node) moveLoop(ctx context.Context) {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-n.wake:
-		case <-t.C:
-		}
-		n.movePass(ctx)
-	}
+	every(ctx, 200*time.Millisecond, n.wake, func() { n.movePass(ctx) })
 }
 
 // movePass: for a partition this node owns, its keys go to owners that are new since it
@@ -557,18 +541,11 @@ func (n *Node) checkpointLoop(ctx context.Context) {
 	if n.cfg.CheckpointEvery <= 0 {
 		return
 	}
-	t := time.NewTicker(n.cfg.CheckpointEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, n.cfg.CheckpointEvery, nil, func() {
 		if st := n.store.Load(); st.Pending() > 0 {
 			if err := st.Checkpoint(); err != nil {
 				n.log.Error("Periodic checkpoint failed", "err", err)
 			}
 		}
-	}
+	})
 }

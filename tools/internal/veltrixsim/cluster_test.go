@@ -110,6 +110,15 @@ func TestJoinThenLeaveLosesNoKey(t *testing.T) {
 	if e0, e3 := nodes[0].info()["epoch"], nodes[3].info()["epoch"]; e0 != e3 {
 		t.Errorf("epochs differ: vc-0 %s, vc-3 %s", e0, e3)
 	}
+
+	// Scaled up again on the volume it kept: its persisted membership no longer lists it,
+	// so it joins anew.
+	if err := nodes[4].stop(); err != nil {
+		t.Fatal(err)
+	}
+	nodes[4].start()
+	waitMembers(t, nodes, "vc-0=active,vc-1=active,vc-2=active,vc-3=active,vc-4=active")
+	waitCopies(t, nodes, 400)
 }
 
 func TestRemovalRefusals(t *testing.T) {
