@@ -9,18 +9,37 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
+// lockedBuffer is the output of a process the test reads while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // simProcess runs the simulator as a real process (this test binary re-executed).
-func simProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+func simProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), reexecEnv+"=1"), env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +49,7 @@ func simProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.B
 			_ = cmd.Wait()
 		}
 	})
-	return cmd, &out
+	return cmd, out
 }
 
 func freeAddr(t *testing.T) string {
@@ -43,7 +62,7 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func waitExit(t *testing.T, cmd *exec.Cmd, out *bytes.Buffer) int {
+func waitExit(t *testing.T, cmd *exec.Cmd, out *lockedBuffer) int {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
