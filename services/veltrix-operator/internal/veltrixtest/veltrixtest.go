@@ -8,7 +8,9 @@
 package veltrixtest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -191,14 +193,15 @@ func (c *Cluster) newServer(ordinal int32) *Server {
 }
 
 // Join starts the member of the next ordinal: --peers the bootstrap members, --join their
-// addresses, --advertise-addr its own. It waits until the process answers, not until it is
-// an active member.
-func (c *Cluster) Join() *Server {
+// addresses, --advertise-addr its own, and extra flags for it alone (kept for restarts). It
+// waits until the process answers, not until it is an active member.
+func (c *Cluster) Join(extra ...string) *Server {
 	c.t.Helper()
 	c.mu.Lock()
 	ordinal := int32(len(c.servers))
 	c.mu.Unlock()
 	s := c.newServer(ordinal)
+	s.Extra = extra
 	s.start()
 	return s
 }
@@ -462,6 +465,51 @@ func (s *Server) signal(sig syscall.Signal, timeout time.Duration) error {
 	return p.err
 }
 
+// Faults are the simulator's run-time knobs (POST /admin/sim/faults).
+type Faults struct {
+	// RefuseDelete answers member DELETEs with 409 or 500; 0 accepts them.
+	RefuseDelete int `json:"refuse_delete"`
+	// MoveRate is keys per second moved on membership changes; 0 holds moves.
+	MoveRate float64 `json:"move_rate"`
+}
+
+// SetFaults changes the process's run-time knobs.
+func (s *Server) SetFaults(f Faults) {
+	s.c.t.Helper()
+	body, err := json.Marshal(f)
+	if err != nil {
+		s.c.t.Fatalf("veltrixtest: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.AdminAddr+"/admin/sim/faults", bytes.NewReader(body))
+	if err != nil {
+		s.c.t.Fatalf("veltrixtest: %v", err)
+	}
+	if tok := s.c.Opts.AdminToken; tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.c.t.Fatalf("veltrixtest: setting faults on %s: %v", s.ID, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		s.c.t.Fatalf("veltrixtest: setting faults %s on %s: %s %s", body, s.ID, resp.Status, msg)
+	}
+}
+
+// SetFaults changes the run-time knobs of every running process.
+func (c *Cluster) SetFaults(f Faults) {
+	c.t.Helper()
+	for _, s := range c.Servers() {
+		if s.Running() {
+			s.SetFaults(f)
+		}
+	}
+}
+
 // Conn dials the process's text protocol; closed when the test ends.
 func (s *Server) Conn() *veltrix.Conn {
 	s.c.t.Helper()
@@ -471,6 +519,15 @@ func (s *Server) Conn() *veltrix.Conn {
 	}
 	s.c.t.Cleanup(func() { _ = conn.Close() })
 	return conn
+}
+
+// Log returns everything the process (every run of it) logged.
+func (s *Server) Log() string {
+	b, err := os.ReadFile(s.logFile())
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // logTail returns the last n bytes of a file, or why it could not be read.
