@@ -1,4 +1,5 @@
-// Command memgraph-operator runs the Memgraph operator's controllers.
+// Command memgraph-operator runs the Memgraph operator's MemgraphCluster controller: each
+// role's StatefulSet and Services, the HA registration over Bolt, scaling, status.
 package main
 
 import (
@@ -6,8 +7,12 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/go-logr/logr"
 	memgraphv1alpha1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/controller"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 	"github.com/opsuite/suite/shared/manager"
+	"github.com/opsuite/suite/shared/nodeagent"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -23,11 +28,35 @@ func main() {
 	}
 }
 
-// run starts the manager. The Memgraph reconcilers are added by their product issue; until
-// then the binary serves health, readiness and metrics and takes its leader-election lease.
 func run(ctx context.Context, args []string) error {
 	return manager.Run(ctx, manager.Operator{
 		Name:    "memgraph-operator",
 		Schemes: []func(*runtime.Scheme) error{memgraphv1alpha1.AddToScheme},
+		Setup:   setup,
+		// Only the operator's own pods (their nodes are checked), not every pod.
+		CacheByObject: controller.CacheByObject(),
 	}, args, os.Stderr)
+}
+
+// setup adds the controller. The node agent is optional: without NODE_AGENT_NAMESPACE
+// (the chart sets it with nodeAgent.enabled) vm.max_map_count is not checked.
+func setup(mgr ctrl.Manager, log logr.Logger) error {
+	cfg := controller.Config{Registrar: controller.BoltRegistrar{Dialer: memgraph.NewDialer(memgraph.Options{})}}
+	if os.Getenv(nodeagent.EnvNamespace) == "" {
+		log.Info("No node agent configured; vm.max_map_count is not checked", "env", nodeagent.EnvNamespace)
+	} else {
+		agents, err := nodeagent.AgentsFromEnv()
+		if err != nil {
+			return err
+		}
+		pool, err := nodeagent.NewForManager(mgr, agents, nodeagent.Options{})
+		if err != nil {
+			return err
+		}
+		cfg.Sysctls = controller.NodeAgentSysctls{Pool: pool}
+	}
+	if err := controller.Setup(mgr, cfg); err != nil {
+		return fmt.Errorf("MemgraphCluster controller: %w", err)
+	}
+	return nil
 }
