@@ -73,9 +73,9 @@ func startProc(t *testing.T, p *proc) {
 	go func() { p.exited <- p.cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
-		_ = <-p.exited
+		err := <-p.exited
 		if t.Failed() {
-			t.Logf("%s stderr:\n%s", p.name, p.stderr.String())
+			t.Logf("%s (%v) stderr:\n%s", p.name, err, p.stderr.String())
 		}
 	})
 }
