@@ -1,22 +1,25 @@
 // Package registration runs one registration pass against a Memgraph HA cluster: it
-// finds the Raft leader, plans with package planner and executes the plan there.
-// M-CTRL's controller calls Reconcile once per reconcile and turns the Outcome into
-// status, conditions, events and the StatefulSet shrink.
+// finds the Raft leader, plans with package planner and executes the plan there. The
+// controller calls Reconcile once per reconcile and turns the Outcome into status,
+// conditions, events and the StatefulSet shrink (RetiredCoordinators, RetiredData).
 //
-// Leader discovery asks every declared coordinator (retiring ones included, concurrently)
-// for SHOW INSTANCES and skips those naming no leader (quorum lost, stepped down,
-// removed: their state may be arbitrarily stale). Of the rest, the leader named by the
-// most coordinators wins, ties to the first in id order; the commands then go to that
-// leader, whose own answer must name itself. A coordinator whose view holds nothing but
-// itself is fresh (a new pod, or one whose storage was wiped): it calls itself leader of
-// a one-member cluster, so its vote does not count, and the cluster is bootstrapped on
-// the lowest id only when every declared coordinator answered and all are fresh. Asking
-// only the first coordinator that names a leader, as the product document did, would
-// bootstrap a second cluster on a wiped coordinator_1 while the real one still runs.
+// Leader discovery (PickLeader, pure) asks every declared coordinator, retiring ones
+// included and all at once, for SHOW INSTANCES and skips those naming no leader (quorum
+// lost, stepped down, removed: their state may be arbitrarily stale). A coordinator whose
+// view holds nothing but itself is fresh (a new pod, or one whose storage was wiped) and
+// does not vote: it leads, or waits to join, a cluster of its own. Of the votes, the
+// leader named most wins, ties to the first voter in id order, and it must confirm with a
+// view of its own that names itself and is not fresh. With no vote at all, the cluster
+// is bootstrapped on the lowest id leading itself, and only when every declared
+// coordinator answered and all are fresh. Asking only the first coordinator that names a
+// leader, as the product document did, bootstraps a second cluster on a wiped
+// coordinator_1 while the real one still runs (TestPickLeader, and
+// TestWipedCoordinatorIsNotTakenForTheLeader against the simulator).
 //
-// A pass stops at the first refusal or transport error (the next pass re-observes), and
-// after YIELD LEADERSHIP or a fallback promotion. Errors are returned only for a
-// malformed Desired or a cancelled context; everything the cluster does is in Outcome.
+// A pass stops at the first refusal or transport error (the next pass re-observes), after
+// YIELD LEADERSHIP, and after a fallback promotion (planner.Execute). Reconcile returns
+// an error only for a malformed Desired or a cancelled context; whatever the cluster did
+// is in the Outcome, whose Reason is "" exactly when Converged.
 package registration
 
 import (
@@ -26,7 +29,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	mgv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
@@ -258,171 +260,4 @@ func membership(rows []memgraph.Instance) (map[int]bool, map[string]bool) {
 		data[r.Name] = true
 	}
 	return coords, data
-}
-
-// coordView is one coordinator's answer.
-type coordView struct {
-	c    planner.Coordinator
-	sess memgraph.Session
-	rows []memgraph.Instance
-	err  error
-}
-
-// fresh: the coordinator knows nothing but itself (a new or wiped pod).
-func (v *coordView) fresh() bool {
-	for _, r := range v.rows {
-		if !r.IsCoordinator() || r.Name != v.c.Name {
-			return false
-		}
-	}
-	return true
-}
-
-type leaderConn struct {
-	name string
-	sess memgraph.Session
-	rows []memgraph.Instance
-}
-
-type discovery struct {
-	views           []*coordView
-	extra           memgraph.Session // a leader outside the declared set
-	reason, message string
-}
-
-func (f *discovery) close(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx)
-	for _, v := range f.views {
-		if v.sess != nil {
-			_ = v.sess.Close(ctx)
-		}
-	}
-	if f.extra != nil {
-		_ = f.extra.Close(ctx)
-	}
-}
-
-// discover finds the leader; nil with a reason when there is none to act on.
-func discover(ctx context.Context, d memgraph.Dialer, want Desired) (*leaderConn, *discovery) {
-	coords := slices.Clone(want.Coordinators)
-	slices.SortStableFunc(coords, func(a, b planner.Coordinator) int { return a.ID - b.ID })
-	f := &discovery{views: make([]*coordView, len(coords))}
-	var wg sync.WaitGroup
-	for i, c := range coords {
-		if c.Name == "" {
-			c.Name = memgraph.CoordinatorName(c.ID)
-		}
-		v := &coordView{c: c}
-		f.views[i] = v
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v.sess, v.err = d.Dial(ctx, c.BoltServer)
-			if v.err != nil {
-				return
-			}
-			v.rows, v.err = v.sess.ShowInstances(ctx)
-		}()
-	}
-	wg.Wait()
-
-	var answered, unreachable, freshCount int
-	votes := map[string]int{}
-	firstVote := map[string]int{}
-	leaderRow := map[string]memgraph.Instance{}
-	for i, v := range f.views {
-		if v.err != nil {
-			unreachable++
-			continue
-		}
-		answered++
-		if v.fresh() {
-			freshCount++
-			continue
-		}
-		l, ok := memgraph.LeaderOf(v.rows)
-		if !ok {
-			continue // names no leader: its view may be stale
-		}
-		if _, seen := votes[l.Name]; !seen {
-			firstVote[l.Name] = i
-			leaderRow[l.Name] = l
-		}
-		votes[l.Name]++
-	}
-
-	if len(votes) == 0 {
-		switch {
-		case answered == 0:
-			f.reason = ReasonCoordinatorUnreachable
-			f.message = fmt.Sprintf("none of the %d coordinators answered", len(f.views))
-		case freshCount == answered && unreachable == 0:
-			// Bootstrap: all fresh; the lowest id naming itself leader of its own
-			// one-member cluster forms the cluster.
-			for _, v := range f.views {
-				if l, ok := memgraph.LeaderOf(v.rows); ok && l.Name == v.c.Name {
-					return &leaderConn{name: v.c.Name, sess: v.sess, rows: v.rows}, f
-				}
-			}
-			f.reason = ReasonNoCoordinatorLeader
-			f.message = fmt.Sprintf("none of the %d new coordinators leads yet", len(f.views))
-		case freshCount == answered:
-			f.reason = ReasonCoordinatorUnreachable
-			f.message = fmt.Sprintf("%d of %d coordinators did not answer; a new cluster is formed only when all answer", unreachable, len(f.views))
-		default:
-			f.reason = ReasonNoCoordinatorLeader
-			f.message = fmt.Sprintf("no coordinator names a leader (%d of %d answered)", answered, len(f.views))
-		}
-		return nil, f
-	}
-
-	names := make([]string, 0, len(votes))
-	for n := range votes {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if votes[names[i]] != votes[names[j]] {
-			return votes[names[i]] > votes[names[j]]
-		}
-		return firstVote[names[i]] < firstVote[names[j]]
-	})
-	leader := names[0]
-	for _, v := range f.views {
-		if v.c.Name != leader {
-			continue
-		}
-		if v.err != nil {
-			f.reason = ReasonCoordinatorUnreachable
-			f.message = fmt.Sprintf("leader %s does not answer", leader)
-			return nil, f
-		}
-		if l, ok := memgraph.LeaderOf(v.rows); !ok || l.Name != leader {
-			f.reason = ReasonNoCoordinatorLeader
-			f.message = fmt.Sprintf("coordinators name %s leader but it does not (%d votes)", leader, votes[leader])
-			return nil, f
-		}
-		return &leaderConn{name: leader, sess: v.sess, rows: v.rows}, f
-	}
-	// A leader outside the declared set (e.g. an id a human added): reach it by the
-	// address it was registered with.
-	addr := leaderRow[leader].BoltServer
-	if addr == "" {
-		f.reason = ReasonNoCoordinatorLeader
-		f.message = fmt.Sprintf("leader %s is not declared and shows no bolt server", leader)
-		return nil, f
-	}
-	sess, err := d.Dial(ctx, addr)
-	if err != nil {
-		f.reason = ReasonCoordinatorUnreachable
-		f.message = fmt.Sprintf("leader %s does not answer", leader)
-		return nil, f
-	}
-	f.extra = sess
-	rows, err := sess.ShowInstances(ctx)
-	if l, ok := memgraph.LeaderOf(rows); err != nil || !ok || l.Name != leader {
-		f.reason = ReasonNoCoordinatorLeader
-		f.message = fmt.Sprintf("coordinators name %s leader but it does not", leader)
-		return nil, f
-	}
-	return &leaderConn{name: leader, sess: sess, rows: rows}, f
 }

@@ -1,0 +1,78 @@
+package registration
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
+)
+
+func TestPickLeader(t *testing.T) {
+	coord := func(id int) planner.Coordinator {
+		return planner.Coordinator{ID: id, Name: memgraph.CoordinatorName(id), BoltServer: "c:" + memgraph.CoordinatorName(id)}
+	}
+	row := func(id int, role string) memgraph.Instance {
+		return memgraph.Instance{Name: memgraph.CoordinatorName(id), BoltServer: "c:" + memgraph.CoordinatorName(id), CoordinatorServer: "x", Role: role}
+	}
+	// cluster is a full view with leader l among ids.
+	cluster := func(l int, ids ...int) []memgraph.Instance {
+		var rows []memgraph.Instance
+		for _, id := range ids {
+			role := memgraph.RoleFollower
+			if id == l {
+				role = memgraph.RoleLeader
+			}
+			rows = append(rows, row(id, role))
+		}
+		return append(rows, memgraph.Instance{Name: "d_0", Role: memgraph.RoleMain})
+	}
+	alone := func(id int, role string) []memgraph.Instance {
+		return []memgraph.Instance{{Name: memgraph.CoordinatorName(id), CoordinatorServer: "x", Role: role}}
+	}
+	down := errors.New("connection refused")
+	view := func(id int, rows []memgraph.Instance) View { return View{Coordinator: coord(id), Rows: rows} }
+	unreachable := func(id int) View { return View{Coordinator: coord(id), Err: down} }
+
+	cases := []struct {
+		name   string
+		views  []View
+		index  int
+		leader string
+		reason string
+	}{
+		{"all agree", []View{view(1, cluster(2, 1, 2, 3)), view(2, cluster(2, 1, 2, 3)), view(3, cluster(2, 1, 2, 3))}, 1, "coordinator_2", ""},
+		{"a follower naming no leader is skipped",
+			[]View{view(1, cluster(0, 1, 2, 3)), view(2, cluster(2, 1, 2, 3)), view(3, cluster(2, 1, 2, 3))}, 1, "coordinator_2", ""},
+		{"none names a leader", []View{view(1, cluster(0, 1, 2, 3)), view(2, cluster(0, 1, 2, 3)), unreachable(3)}, -1, "", ReasonNoCoordinatorLeader},
+		{"none answers", []View{unreachable(1), unreachable(2), unreachable(3)}, -1, "", ReasonCoordinatorUnreachable},
+		{"bootstrap: all fresh, the lowest id leading", []View{view(1, alone(1, "leader")), view(2, alone(2, "follower")), view(3, alone(3, "follower"))}, 0, "coordinator_1", ""},
+		{"bootstrap, Memgraph style: every fresh coordinator leads itself", []View{view(1, alone(1, "leader")), view(2, alone(2, "leader")), view(3, alone(3, "leader"))}, 0, "coordinator_1", ""},
+		{"bootstrap waits for a fresh leader", []View{view(1, alone(1, "follower")), view(2, alone(2, "follower")), view(3, alone(3, "follower"))}, -1, "", ReasonNoCoordinatorLeader},
+		{"never bootstrap with a coordinator missing", []View{view(1, alone(1, "leader")), view(2, alone(2, "follower")), unreachable(3)}, -1, "", ReasonCoordinatorUnreachable},
+		{"a wiped coordinator_1 leading itself is not the cluster's leader",
+			[]View{view(1, alone(1, "leader")), view(2, cluster(3, 1, 2, 3)), view(3, cluster(3, 1, 2, 3))}, 2, "coordinator_3", ""},
+		{"stale votes for a wiped coordinator_1: wait",
+			[]View{view(1, alone(1, "leader")), view(2, cluster(1, 1, 2, 3)), view(3, cluster(1, 1, 2, 3))}, -1, "", ReasonNoCoordinatorLeader},
+		{"new coordinators of a scale-up do not vote", []View{view(1, cluster(2, 1, 2, 3)), view(2, cluster(2, 1, 2, 3)), view(3, cluster(2, 1, 2, 3)),
+			view(4, alone(4, "leader")), view(5, alone(5, "leader")), view(6, alone(6, "leader")), view(7, alone(7, "leader"))}, 1, "coordinator_2", ""},
+		{"plurality wins", []View{view(1, cluster(1, 1, 2, 3)), view(2, cluster(2, 1, 2, 3)), view(3, cluster(2, 1, 2, 3))}, 1, "coordinator_2", ""},
+		{"a tie goes to the first voter's leader", []View{view(1, cluster(1, 1, 2, 3)), view(2, cluster(2, 1, 2, 3)), unreachable(3)}, 0, "coordinator_1", ""},
+		{"the named leader is unreachable", []View{unreachable(1), view(2, cluster(1, 1, 2, 3)), view(3, cluster(1, 1, 2, 3))}, -1, "", ReasonCoordinatorUnreachable},
+		{"a leader outside the declared set is reached by its bolt server", []View{view(1, cluster(9, 1, 2, 9)), view(2, cluster(9, 1, 2, 9))}, -1, "coordinator_9", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ch := PickLeader(c.views)
+			if ch.Index != c.index || ch.Leader != c.leader || ch.Reason != c.reason {
+				t.Fatalf("PickLeader = %+v, want index %d leader %q reason %q", ch, c.index, c.leader, c.reason)
+			}
+			if (ch.Reason == "") == (ch.Message != "") {
+				t.Errorf("reason %q with message %q", ch.Reason, ch.Message)
+			}
+			if c.leader == "coordinator_9" && ch.BoltServer != "c:coordinator_9" {
+				t.Errorf("BoltServer %q", ch.BoltServer)
+			}
+		})
+	}
+}
