@@ -428,3 +428,30 @@ func TestCoordinatorLeaderLossYieldAndRemove(t *testing.T) {
 }
 
 func (p *simProc) coordName() string { return "coordinator_" + strconv.Itoa(p.opts.CoordinatorID) }
+
+// A MAIN that comes back before the down timeout but without its data (an emptied data
+// directory) must not be promoted again: its replicas would copy the empty graph.
+func TestMainBackEmptyLosesToUpToDateReplica(t *testing.T) {
+	tc := newTestCluster(t, 1, 2)
+	tc.bootstrap()
+	leader, oldMain := tc.coords[0], tc.data[0]
+	mustRun(t, oldMain, `CREATE (:Person {name: "ann"}), (:Person {name: "bob"})`)
+	tc.kill(oldMain)
+	oldMain.opts.DataRecovery = false
+	tc.start(oldMain)
+	eventually(t, 10*time.Second, "instance_1 to be MAIN", func() bool {
+		r := showInstances(t, leader)
+		return r["instance_1"][5] == RoleMain && r["instance_0"][5] == RoleReplica
+	})
+	eventually(t, 5*time.Second, "the emptied instance to get the graph back", func() bool { return count(t, oldMain, "Person") == 2 })
+	if n := count(t, tc.data[1], "Person"); n != 2 {
+		t.Fatalf("new MAIN counts %d Person nodes, want 2", n)
+	}
+	events, err := ReadInvariantLog(tc.ilog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := MaxMains(events); m != 1 {
+		t.Fatalf("invariant log shows %d writable MAINs at once, want 1", m)
+	}
+}

@@ -352,7 +352,10 @@ func (c *coordinator) reconcileLocked() {
 	if st.Main != "" {
 		h, up := c.alive(st.Main)
 		switch {
-		case !up:
+		case !up || (!c.isCurrentMain(st, h) && c.replicaAhead(st, h.committed)):
+			// Down, or back without the current epoch and behind a replica (restarted
+			// on an empty or older data directory): promoting it again would make the
+			// replicas copy its older graph.
 			if err := c.failoverLocked(st); err != nil {
 				c.log.Warn("Failover failed", "error", err)
 			}
@@ -382,6 +385,20 @@ func (c *coordinator) reconcileLocked() {
 	}
 }
 
+func (c *coordinator) isCurrentMain(st clusterState, h instHealth) bool {
+	return h.role == RoleMain && h.writable && h.epoch == st.Epoch
+}
+
+// replicaAhead says whether an alive replica has committed more than the MAIN.
+func (c *coordinator) replicaAhead(st clusterState, committed uint64) bool {
+	for _, inst := range st.Instances {
+		if h, up := c.alive(inst.Name); up && inst.Name != st.Main && h.committed > committed {
+			return true
+		}
+	}
+	return false
+}
+
 // ensureMainLocked (re)sends the promotion when the MAIN is not the writable MAIN of the
 // current epoch or its replica list changed.
 func (c *coordinator) ensureMainLocked(st clusterState, h instHealth) {
@@ -394,7 +411,7 @@ func (c *coordinator) ensureMainLocked(st clusterState, h instHealth) {
 	c.hmu.Lock()
 	same := c.promoted == string(key)
 	c.hmu.Unlock()
-	if same && h.role == RoleMain && h.writable && h.epoch == st.Epoch {
+	if same && c.isCurrentMain(st, h) {
 		return
 	}
 	if err := c.promote(inst, st.Epoch, specs); err != nil {

@@ -69,6 +69,9 @@ type replicaLink struct {
 	// synced is false until the replica has taken a snapshot from this MAIN (a new link
 	// always starts with one, so a replica whose history diverged is overwritten).
 	synced bool
+	// failedAt is the last failed send: a write does not wait for a replica that failed
+	// within the last second (Memgraph's replica in RECOVERY); the catch-up loop serves it.
+	failedAt time.Time
 }
 
 func newDataInstance(opts Options, ilog *invariantLog, log *slog.Logger) (*dataInstance, error) {
@@ -323,7 +326,7 @@ func (d *dataInstance) send(l *replicaLink, epoch, prev uint64, nodes []StoredNo
 	if l.synced && nodes != nil {
 		resp, err := call(ctx, l.spec.ReplicationServer, request{Op: "append", Epoch: epoch, Prev: prev, Nodes: nodes}, timeout)
 		if err != nil {
-			l.synced = false
+			l.synced, l.failedAt = false, time.Now()
 			return err
 		}
 		if !resp.Snapshot {
@@ -334,7 +337,7 @@ func (d *dataInstance) send(l *replicaLink, epoch, prev uint64, nodes []StoredNo
 	g := d.store.Snapshot()
 	resp, err := call(ctx, l.spec.ReplicationServer, request{Op: "snapshot", Epoch: epoch, Graph: &g}, timeout)
 	if err != nil {
-		l.synced = false
+		l.synced, l.failedAt = false, time.Now()
 		return err
 	}
 	l.acked, l.synced = resp.Committed, true
@@ -395,7 +398,10 @@ func (d *dataInstance) commit(patterns []NodePattern) ([]StoredNode, error) {
 	}
 	var wg sync.WaitGroup
 	for _, l := range links {
-		if l.spec.Mode == "async" {
+		l.mu.Lock()
+		recovering := !l.synced && time.Since(l.failedAt) < time.Second
+		l.mu.Unlock()
+		if l.spec.Mode == "async" || recovering {
 			go func() { _ = d.send(l, epoch, committed-1, created) }()
 			continue
 		}
