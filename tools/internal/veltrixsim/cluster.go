@@ -320,45 +320,52 @@ func (n *Node) finishLeaving() {
 	n.log.Info("Left the cluster: every partition moved")
 }
 
-// joinLoop: a node that is not a member asks the --join members to add it.
+// joinLoop: a node that is not a member asks the --join members to add it, at start and
+// whenever it finds itself absent without having left (a bootstrap member whose data dir
+// was replaced, after the cluster removed it, starts from --peers and learns it is out).
+// A member that left stays out until it restarts, or the scale-down would undo itself.
 func (n *Node) joinLoop(ctx context.Context) {
 	if n.cfg.Mode == ModeStandalone {
 		return
 	}
-	if _, in := n.snapshot().Member(n.cfg.NodeID); in {
+	if len(n.cfg.Join) == 0 {
+		if _, in := n.snapshot().Member(n.cfg.NodeID); !in {
+			n.log.Info("Not a member and no --join: serving as a coordinator only")
+		}
 		return
 	}
-	if len(n.cfg.Join) == 0 {
-		n.log.Info("Not a member and no --join: serving as a coordinator only")
+	n.tryJoin()
+	every(ctx, 500*time.Millisecond, nil, n.tryJoin)
+}
+
+func (n *Node) tryJoin() {
+	v := n.snapshot()
+	if _, in := v.Member(n.cfg.NodeID); in {
+		return
+	}
+	n.mu.Lock()
+	left := n.left
+	n.mu.Unlock()
+	if left {
 		return
 	}
 	self := n.cfg.selfAddr()
-	for {
-		for _, addr := range n.cfg.Join {
-			if addr == self {
-				continue
-			}
-			ans, err := n.peers.Do(addr, fmt.Sprintf("_OP 0 %s %s %s", opJoin, n.cfg.NodeID, self))
-			if err != nil {
-				continue
-			}
-			v, err := parseOpAnswer(ans)
-			if err != nil {
-				n.log.Info("Join refused", "via", addr, "err", err)
-				continue
-			}
-			n.adopt(v)
-			n.log.Info("Joined the cluster", "via", addr, "epoch", v.Epoch)
-			return
+	for _, addr := range n.cfg.Join {
+		if addr == self {
+			continue
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(500 * time.Millisecond):
+		ans, err := n.peers.Do(addr, fmt.Sprintf("_OP 0 %s %s %s", opJoin, n.cfg.NodeID, self))
+		if err != nil {
+			continue
 		}
-		if _, in := n.snapshot().Member(n.cfg.NodeID); in {
-			return
+		v, err := parseOpAnswer(ans)
+		if err != nil {
+			n.log.Info("Join refused", "via", addr, "err", err)
+			continue
 		}
+		n.adopt(v)
+		n.log.Info("Joined the cluster", "via", addr, "epoch", v.Epoch)
+		return
 	}
 }
 

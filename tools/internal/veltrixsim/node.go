@@ -39,6 +39,7 @@ type Node struct {
 	synced       map[int][]string // partition -> owners known to hold this node's keys of it
 	moveEpoch    int64            // last epoch a full move pass completed at
 	moveDirty    bool
+	left         bool // this node was leaving: once absent it stays out until restarted
 	movesPending int
 	peerMoves    map[string]int64 // member -> its move epoch, from gossip answers
 	hints        map[string]map[string]Entry
@@ -151,6 +152,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.mu.Lock()
 	n.view, n.synced = view, synced
+	n.noteLeavingLocked()
 	n.mu.Unlock()
 	n.store.Store(st)
 	if err := n.persist(); err != nil {
@@ -232,6 +234,7 @@ func (n *Node) adopt(v View) bool {
 	}
 	n.view = v.Clone()
 	n.moveDirty = true
+	n.noteLeavingLocked()
 	n.mu.Unlock()
 	n.kick()
 	n.log.Info("Adopted membership", "epoch", v.Epoch, "members", memberSummary(v))
@@ -239,6 +242,14 @@ func (n *Node) adopt(v View) bool {
 		n.log.Error("Could not persist the membership", "err", err)
 	}
 	return true
+}
+
+// noteLeavingLocked records whether this node is leaving; while it is absent the flag
+// keeps what it was.
+func (n *Node) noteLeavingLocked() {
+	if m, ok := n.view.Member(n.cfg.NodeID); ok {
+		n.left = m.State == StateLeaving
+	}
 }
 
 func memberSummary(v View) string {
