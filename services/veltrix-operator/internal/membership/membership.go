@@ -21,12 +21,16 @@
 //   - A member leaving for longer than StuckAfter, measured on the caller's clock
 //     (Input.Now - Input.LeavingSince), is RemovalStuck; it is not retried or abandoned.
 //
-// Step executes one pass against the admin API: it reads the members, plans, and sends at
-// most one DELETE; a DELETE the server declines is RemovalRefused, and Replicas is not
-// lowered. SearchReady is the probe behind the veltrix.io/search-ready readiness gate.
+// When several apply, the first of these wins: grow; members unknown; a member leaving;
+// a member whose pod is gone; a member to add back; shrink; members yet to join;
+// BelowReplicationFactor; converged. One pass changes one thing.
 //
-// Waiting messages are stable while the state they describe lasts (they name members and
-// sizes, never errors or times), so they can be condition messages.
+// Step executes one pass against the admin API: it reads the members, plans, and sends at
+// most one DELETE or POST; a DELETE the server declines is RemovalRefused, and Replicas is
+// not lowered. SearchReady is the probe behind the veltrix.io/search-ready readiness gate.
+//
+// Waiting messages are stable while the state they describe lasts (they name members,
+// sizes and StuckAfter, never errors or clock times), so they can be condition messages.
 package membership
 
 import (
