@@ -8,6 +8,7 @@ import (
 	"time"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	"github.com/opsuite/suite/services/vald-operator/internal/lifecycle"
 	"github.com/opsuite/suite/services/vald-operator/internal/resources"
 	"github.com/opsuite/suite/shared/conditions"
 	"github.com/opsuite/suite/shared/reconciler"
@@ -47,17 +48,16 @@ type Options struct {
 	// Build is the builder's configuration.
 	Build resources.Config
 
+	// retryBaseDelay is the first retry of a pass halted by an API error or a name held by
+	// something else; each further failure doubles it up to RequeueAfter.
+	retryBaseDelay time.Duration
 	// wrapClient wraps the manager's client (tests and benchmarks count writes with it).
 	wrapClient func(client.Client) client.Client
 }
 
-// retryBaseDelay is the first retry of a pass halted by an API error; each further failure
-// doubles it up to RequeueAfter.
-const retryBaseDelay = 500 * time.Millisecond
-
 // DefaultOptions are the options without flags or environment.
 func DefaultOptions() Options {
-	return Options{RequeueAfter: 30 * time.Second, MaxConcurrentReconciles: 4, CRDPollInterval: 10 * time.Second, Build: resources.DefaultConfig()}
+	return Options{RequeueAfter: 30 * time.Second, MaxConcurrentReconciles: 4, CRDPollInterval: 10 * time.Second, retryBaseDelay: 500 * time.Millisecond, Build: resources.DefaultConfig()}
 }
 
 // Validate reports every invalid option at once.
@@ -87,6 +87,8 @@ type Reconciler struct {
 
 	// retry spaces the retries of passes halted by API errors, per release.
 	retry workqueue.TypedRateLimiter[client.ObjectKey]
+	// waiting are the releases waiting for a ValdRelease name held by something else.
+	waiting nameWaiters
 
 	// pass is the shared skeleton around run: get, deep copy, one status write, events,
 	// requeue mapping and the vald_operator_reconcile_* metrics.
@@ -115,7 +117,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Applier:  ssa.Applier{Client: c, FieldManager: resources.FieldManager},
 		Recorder: mgr.GetEventRecorder(Name),
 		Options:  opts,
-		retry:    workqueue.NewTypedItemExponentialFailureRateLimiter[client.ObjectKey](retryBaseDelay, opts.RequeueAfter),
+		retry:    workqueue.NewTypedItemExponentialFailureRateLimiter[client.ObjectKey](opts.retryBaseDelay, opts.RequeueAfter),
 	}
 	// observedGeneration is stamped by run itself: a pass that met an API error reports it
 	// in the conditions and retries without one, yet did not apply its generation.
@@ -158,11 +160,20 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	})
 }
 
-// valdReleaseRequests maps a ValdRelease event to the release that controls it.
+// valdReleaseRequests maps a ValdRelease event to the releases it concerns: the one that
+// controls it, the one its label names (which may adopt it), and those waiting for its
+// name (a deletion or a released controller frees it).
 func (r *Reconciler) valdReleaseRequests(_ context.Context, vr client.Object) []reconcile.Request {
 	var reqs []reconcile.Request
+	add := func(key client.ObjectKey) { reqs = append(reqs, reconcile.Request{NamespacedName: key}) }
 	if ref := metav1.GetControllerOf(vr); ref != nil && ref.Kind == "ValdOperatorRelease" && ref.APIVersion == valdv1.GroupVersion.String() {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: vr.GetNamespace(), Name: ref.Name}})
+		add(types.NamespacedName{Namespace: vr.GetNamespace(), Name: ref.Name})
+	}
+	if name := vr.GetLabels()[valdv1.LabelOperatorRelease]; name != "" {
+		add(types.NamespacedName{Namespace: vr.GetNamespace(), Name: name})
+	}
+	for _, release := range r.waiting.waitingFor(client.ObjectKeyFromObject(vr)) {
+		add(release)
 	}
 	return reqs
 }
@@ -187,7 +198,12 @@ func (r *Reconciler) run(ctx context.Context, vor *valdv1.ValdOperatorRelease) (
 		// Transient (an API error): the conditions say so, observedGeneration stays where
 		// it was, and the pass is retried with back-off; not returned as an error, which
 		// would only log a stack and back off again.
-		log.FromContext(ctx).Error(err, "Failed to reconcile ValdOperatorRelease; retrying")
+		var external *lifecycle.RetryError
+		if errors.As(err, &external) && external.External {
+			log.FromContext(ctx).Info("Waiting for a cause outside the release to go", "reason", err.Error())
+		} else {
+			log.FromContext(ctx).Error(err, "Failed to reconcile ValdOperatorRelease; retrying")
+		}
 		return reconciler.Wait(r.retry.When(key)), nil
 	}
 	vor.Status.ObservedGeneration = vor.Generation

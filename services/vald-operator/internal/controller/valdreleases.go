@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/services/vald-operator/internal/lifecycle"
 	"github.com/opsuite/suite/shared/children"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -29,31 +31,43 @@ func stampValuesHash(vr *valdv1.ValdRelease) {
 }
 
 // syncValdReleases applies the ValdReleases that differ from what the cache holds, then
-// deletes those this release owns but no longer builds (shared/children). A converged
-// release writes nothing. objs is never empty: the builder fails an empty render before
-// Sync runs, and the kit refuses an empty set anyway.
+// deletes those this release controls but no longer builds (shared/children by label, then
+// by owner reference for any whose label was removed by hand). A converged release writes
+// nothing. objs is never empty: the builder fails an empty render before Sync runs, and the
+// kit refuses an empty set anyway.
 func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOperatorRelease, objs []client.Object, applied map[client.ObjectKey]client.Object) (lifecycle.Result, error) {
+	release := client.ObjectKeyFromObject(vor)
 	desired := make([]*valdv1.ValdRelease, len(objs))
 	for i, obj := range objs {
 		desired[i] = obj.(*valdv1.ValdRelease)
 	}
-	set := children.Set[*valdv1.ValdRelease]{
-		Client:   r.Client,
-		Applier:  r.Applier,
-		Owner:    vor,
-		NewList:  func() client.ObjectList { return &valdv1.ValdReleaseList{} },
-		Selector: map[string]string{valdv1.LabelOperatorRelease: vor.Name},
-	}
-	out, err := set.Sync(ctx, desired)
-	for _, vr := range out.Applied {
-		applied[client.ObjectKeyFromObject(vr)] = vr
-		countWrite("apply")
-	}
-	for range out.Pruned {
-		countWrite("prune")
+	err := r.adopt(ctx, vor, desired, applied)
+	if err == nil {
+		set := children.Set[*valdv1.ValdRelease]{
+			Client:   freshClient{Client: r.Client, applied: applied},
+			Applier:  r.Applier,
+			Owner:    vor,
+			NewList:  func() client.ObjectList { return &valdv1.ValdReleaseList{} },
+			Selector: map[string]string{valdv1.LabelOperatorRelease: vor.Name},
+		}
+		var out children.Outcome[*valdv1.ValdRelease]
+		out, err = set.Sync(ctx, desired)
+		for _, vr := range out.Applied {
+			applied[client.ObjectKeyFromObject(vr)] = vr
+			countWrite("apply")
+		}
+		for range out.Pruned {
+			countWrite("prune")
+		}
+		if err == nil {
+			err = r.pruneUnlabelled(ctx, vor, desired)
+		}
 	}
 	var notOurs *children.NotControlledError
 	var rejected *children.ApplyError
+	if !errors.As(err, &notOurs) {
+		r.waiting.done(release)
+	}
 	switch {
 	case err == nil:
 		return lifecycle.Succeeded(""), nil
@@ -61,7 +75,11 @@ func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOpera
 		// Not the spec's fault, nor transient: waiting for someone to install the CRD.
 		return lifecycle.Pending(crdMissing), nil
 	case errors.As(err, &notOurs):
-		return lifecycle.Failed(fmt.Sprintf("ValdRelease %q exists and belongs to another owner: rename the cluster, or delete that ValdRelease.", notOurs.Key.Name)), nil
+		// Not the spec's fault either: the name may be released. The event of that
+		// ValdRelease (deleted, its controller removed) wakes this release; back-off
+		// retries cover what no event shows.
+		r.waiting.wait(release, notOurs.Key)
+		return lifecycle.Result{}, lifecycle.WaitFor(nameTaken(notOurs, vor.Name), err)
 	case errors.As(err, &rejected) && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
 		// The values the spec produced are wrong: only a spec change helps.
 		log.FromContext(ctx).Error(err, "Rejected ValdRelease", "valdRelease", rejected.Key.Name)
@@ -72,6 +90,116 @@ func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOpera
 		return lifecycle.Result{}, lifecycle.Retry("The operator may not read or delete ValdReleases (Forbidden): grant its ClusterRole get, list, watch and delete on valdreleases.vald.vdaas.org; retrying.", err)
 	}
 	return lifecycle.Result{}, err
+}
+
+// nameTaken is the condition message of a ValdRelease name held by something else.
+func nameTaken(e *children.NotControlledError, release string) string {
+	if e.Controller == nil {
+		return fmt.Sprintf("ValdRelease %q exists without a controller and is not labelled %s=%s: delete it, or add that label to let this release adopt it; waiting.", e.Key.Name, valdv1.LabelOperatorRelease, release)
+	}
+	return fmt.Sprintf("ValdRelease %q belongs to %s %q: rename the cluster, or delete that ValdRelease; waiting for the name.", e.Key.Name, e.Controller.Kind, e.Controller.Name)
+}
+
+// adopt takes over the desired ValdReleases that exist without any controller but carry
+// this release's label: what `kubectl delete vor --cascade=orphan` leaves, or an owner
+// reference removed by hand. The apply adds the controller reference (owner references
+// merge by uid under server-side apply). One controlled by anything else is never taken.
+func (r *Reconciler) adopt(ctx context.Context, vor *valdv1.ValdOperatorRelease, desired []*valdv1.ValdRelease, applied map[client.ObjectKey]client.Object) error {
+	for _, want := range desired {
+		key := client.ObjectKeyFromObject(want)
+		live := &valdv1.ValdRelease{}
+		if err := r.Client.Get(ctx, key, live); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading ValdRelease %s: %w", key, err)
+		}
+		if metav1.GetControllerOf(live) != nil || live.Labels[valdv1.LabelOperatorRelease] != vor.Name || !live.DeletionTimestamp.IsZero() {
+			continue
+		}
+		answer := want.DeepCopy()
+		if err := r.Applier.Apply(ctx, answer); err != nil {
+			return &children.ApplyError{Kind: "ValdRelease", Key: key, Err: err}
+		}
+		applied[key] = answer
+		countWrite("apply")
+		log.FromContext(ctx).Info("Adopted ValdRelease", "valdRelease", key.Name, "generation", vor.Generation)
+	}
+	return nil
+}
+
+// pruneUnlabelled deletes the ValdReleases this release controls that it does not build
+// and that lack its label (removed by hand), which the kit's label-selected prune cannot
+// see. The cache's objects are only read, so they are not copied.
+func (r *Reconciler) pruneUnlabelled(ctx context.Context, vor *valdv1.ValdOperatorRelease, desired []*valdv1.ValdRelease) error {
+	wanted := make(map[string]bool, len(desired))
+	for _, vr := range desired {
+		wanted[vr.Name] = true
+	}
+	list := &valdv1.ValdReleaseList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(vor.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing ValdReleases to prune: %w", err)
+	}
+	for i := range list.Items {
+		vr := &list.Items[i]
+		owner := metav1.GetControllerOf(vr)
+		if owner == nil || owner.UID != vor.UID || wanted[vr.Name] || !vr.DeletionTimestamp.IsZero() || vr.Labels[valdv1.LabelOperatorRelease] == vor.Name {
+			continue
+		}
+		uid := vr.UID
+		stale := &valdv1.ValdRelease{ObjectMeta: metav1.ObjectMeta{Namespace: vr.Namespace, Name: vr.Name}}
+		if err := r.Client.Delete(ctx, stale, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pruning ValdRelease %s: %w", vr.Name, err)
+		}
+		countWrite("prune")
+		log.FromContext(ctx).Info("Pruned ValdRelease", "valdRelease", vr.Name, "reason", "controlled by this release without its label")
+	}
+	return nil
+}
+
+// freshClient is the manager's client whose reads of the ValdReleases applied in this pass
+// return the API server's answer, fresher than the cache (see appliedReader).
+type freshClient struct {
+	client.Client
+	applied map[client.ObjectKey]client.Object
+}
+
+func (f freshClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return appliedReader{Reader: f.Client, applied: f.applied}.Get(ctx, key, obj, opts...)
+}
+
+// nameWaiters remembers which releases wait for a ValdRelease name held by something
+// else, so the event that frees the name wakes them.
+type nameWaiters struct {
+	mu        sync.Mutex
+	byRelease map[client.ObjectKey]client.ObjectKey
+}
+
+func (w *nameWaiters) wait(release, vr client.ObjectKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byRelease == nil {
+		w.byRelease = map[client.ObjectKey]client.ObjectKey{}
+	}
+	w.byRelease[release] = vr
+}
+
+func (w *nameWaiters) done(release client.ObjectKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.byRelease, release)
+}
+
+func (w *nameWaiters) waitingFor(vr client.ObjectKey) []client.ObjectKey {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []client.ObjectKey
+	for release, name := range w.byRelease {
+		if name == vr {
+			out = append(out, release)
+		}
+	}
+	return out
 }
 
 // writeRefused is the condition message of an apply the API server refused for a reason

@@ -59,8 +59,8 @@ type Outcome struct {
 //     state (it is evaluated on the next pass), Succeeded when it is terminal.
 //
 // Conditions are never removed and each phase has at most one. A phase whose evaluation
-// fails with an error (a transient API failure) halts the pass as Progressing, its message
-// from RetryMessage, and Run returns the error: the conditions never keep claiming a
+// fails with an error (a transient API failure, or a cause outside the spec) halts the pass
+// as Progressing (Pending for a RetryError marked External) with a stable message, and Run returns the error: the conditions never keep claiming a
 // success the pass could not confirm.
 func (p Phases) Run(ctx context.Context, conds *[]metav1.Condition, generation int64, now time.Time) (Outcome, error) {
 	out := Outcome{Total: int32(len(p)), Durations: map[string]time.Duration{}}
@@ -97,7 +97,7 @@ func (p Phases) Run(ctx context.Context, conds *[]metav1.Condition, generation i
 			if err != nil {
 				// A transient failure: the phase is not done, whatever it said before, so
 				// it and every later phase stop claiming success until a pass gets through.
-				res = Progressing(RetryMessage(err))
+				res = retryResult(err)
 				out.Err = fmt.Errorf("phase %s: %w", ph.Type, err)
 			}
 		}

@@ -131,6 +131,15 @@ func TestRunErrorStopsClaimingSuccess(t *testing.T) {
 	if msg := conds[1].Message; msg != "Writing X failed (Forbidden); retrying." {
 		t.Errorf("message %q", msg)
 	}
+
+	// A cause outside the controller waits: Pending.
+	failing.err = WaitFor("Name taken; waiting.", errors.New("not controlled"))
+	if _, err := phases.Run(context.Background(), &conds, 1, time.Now()); err == nil {
+		t.Fatal("no error")
+	}
+	if got := summary(conds); got != "A=True/Succeeded B=Unknown/Pending C=Unknown/Blocked" || conds[1].Message != "Name taken; waiting." {
+		t.Errorf("conditions %s, message %q", got, conds[1].Message)
+	}
 }
 
 func TestTransitionElapsed(t *testing.T) {

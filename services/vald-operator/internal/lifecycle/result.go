@@ -63,6 +63,9 @@ func (r Result) condition(condType string) metav1.Condition {
 type RetryError struct {
 	Message string
 	Err     error
+	// External marks a cause outside the controller (a name another owner holds): the
+	// condition is Pending rather than Progressing.
+	External bool
 }
 
 func (e *RetryError) Error() string { return e.Err.Error() }
@@ -71,13 +74,29 @@ func (e *RetryError) Unwrap() error { return e.Err }
 // Retry wraps err with the condition message to show while it is retried.
 func Retry(message string, err error) error { return &RetryError{Message: message, Err: err} }
 
-// RetryMessage is the condition message of a phase halted by err: the RetryError's message
-// when err carries one, else one naming the API server's reason (stable for a given cause).
-func RetryMessage(err error) string {
+// WaitFor wraps err, caused by something outside the controller and the spec, with the
+// condition message to show (Pending) while it is retried.
+func WaitFor(message string, err error) error {
+	return &RetryError{Message: message, Err: err, External: true}
+}
+
+// retryResult is the condition of a phase halted by err: Pending with the RetryError's
+// message when its cause is external, Progressing with it otherwise, and without one
+// Progressing with a message naming the API server's reason (stable for a given cause).
+func retryResult(err error) Result {
 	var r *RetryError
-	if errors.As(err, &r) {
-		return r.Message
+	switch {
+	case errors.As(err, &r) && r.External:
+		return Pending(r.Message)
+	case errors.As(err, &r):
+		return Progressing(r.Message)
 	}
+	return Progressing(retryMessage(err))
+}
+
+// retryMessage is the message of a transient err without a RetryError: it names the API
+// server's reason.
+func retryMessage(err error) string {
 	reason := string(apierrors.ReasonForError(err))
 	if reason == "" {
 		reason = "an error"
