@@ -350,10 +350,22 @@ func TestFailoverToReplicaAndOldMainRejoins(t *testing.T) {
 		return r["instance_1"][5] == RoleMain && r["instance_1"][4] == "up" && r["instance_0"][4] == "down" && r["instance_0"][5] == "unknown"
 	})
 	t.Logf("failover took %s (down timeout %s)", time.Since(killed).Round(time.Millisecond), oldMain.opts.InstanceDownTimeout)
+	// The old MAIN is now an unreachable SYNC replica: the write commits on the new MAIN
+	// and the client hears that a replica did not confirm it, as from Memgraph.
 	eventually(t, 5*time.Second, "the new MAIN accepting writes", func() bool {
 		_, err := run(t, replica, `CREATE (:Person {name: "cid"})`)
-		return err == nil
+		var f *bolt.Failure
+		if errors.As(err, &f) && f.Message == ErrSyncReplica {
+			return true
+		}
+		if err != nil && !strings.Contains(err.Error(), "Write queries currently forbidden") {
+			t.Fatalf("write on the new MAIN: %v", err)
+		}
+		return false
 	})
+	if n := count(t, replica, "Person"); n != 3 {
+		t.Fatalf("new MAIN counts %d Person nodes, want 3", n)
+	}
 
 	// The old MAIN restores its role from disk but refuses writes until the coordinators
 	// decide; they make it a replica of the new MAIN, which sends it what it missed.
@@ -453,5 +465,34 @@ func TestMainBackEmptyLosesToUpToDateReplica(t *testing.T) {
 	}
 	if m := MaxMains(events); m != 1 {
 		t.Fatalf("invariant log shows %d writable MAINs at once, want 1", m)
+	}
+}
+
+func TestStrictSyncRefusesWhatAReplicaCannotConfirm(t *testing.T) {
+	tc := newTestCluster(t, 1, 3)
+	l := tc.waitLeader()
+	mustRun(t, l, tc.addCoordinatorQuery(tc.coords[0]))
+	for i, p := range tc.data[:2] {
+		mustRun(t, l, strings.Replace(registerQuery(fmt.Sprintf("instance_%d", i), p, freePort(t)), " WITH CONFIG", " AS STRICT_SYNC WITH CONFIG", 1))
+	}
+	_, err := run(t, l, registerQuery("instance_2", tc.data[2], freePort(t)))
+	if err == nil || !strings.Contains(err.Error(), "SYNC and STRICT_SYNC") {
+		t.Fatalf("registering a SYNC replica beside STRICT_SYNC ones: %v", err)
+	}
+	mustRun(t, l, "SET INSTANCE instance_0 TO MAIN")
+	main := tc.data[0]
+	mustRun(t, main, `CREATE (:Person)`)
+	if n := count(t, tc.data[1], "Person"); n != 1 {
+		t.Fatalf("STRICT_SYNC replica counts %d, want 1", n)
+	}
+	tc.kill(tc.data[1])
+	_, err = run(t, main, `CREATE (:Person)`)
+	wantFailure(t, err, ErrStrictSyncReplica)
+	if n := count(t, main, "Person"); n != 1 {
+		t.Fatalf("MAIN counts %d Person nodes after a refused STRICT_SYNC write, want 1", n)
+	}
+	r := mustRun(t, main, "SHOW REPLICAS")
+	if len(r.Records) != 1 || r.Records[0][0] != "instance_1" || r.Records[0][2] != "strict_sync" {
+		t.Fatalf("SHOW REPLICAS %v", r.Records)
 	}
 }

@@ -9,15 +9,19 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/opsuite/suite/tools/internal/bolt"
 )
 
 // Memgraph's error texts for data instances.
 const (
 	ErrWriteOnReplica      = "Write queries are forbidden on the replica instance."
-	ErrWriteOnReadOnlyMain = "Write queries currently forbidden on the main instance."
+	ErrWriteOnReadOnlyMain = "Write queries currently forbidden on the main instance. The cluster is in the process of setting up a new main instance, please retry the query later on."
+	// ErrSyncReplica is returned for a transaction a SYNC replica did not confirm: it is
+	// committed on the MAIN all the same, and the replica catches up later.
+	ErrSyncReplica = "Replication Exception: At least one SYNC replica has not confirmed committing last transaction. Check the status of the replicas using 'SHOW REPLICAS' query."
+	// ErrStrictSyncReplica refuses a transaction before it commits anywhere.
+	ErrStrictSyncReplica   = "At least one STRICT_SYNC replica has not confirmed committing last transaction. Transaction will be aborted on all instances."
 	ErrReplicaShowReplicas = "Replica can't show registered replicas (it shouldn't have any)!"
 	ErrRouteOnDataInstance = "Route message is not supported on a data instance; connect to a coordinator for routing."
 	ErrReplicationInTx     = "Replication queries are not allowed in multicommand transactions."
@@ -378,8 +382,11 @@ func (d *dataInstance) catchUpLoop() {
 }
 
 // commit writes one transaction on the MAIN and replicates it: SYNC and STRICT_SYNC
-// replicas before returning (a failed one is left behind and caught up in the
-// background), ASYNC ones in the background.
+// replicas before returning, ASYNC ones in the background. A SYNC replica that does not
+// confirm leaves the transaction committed on the MAIN and the client told so (Memgraph's
+// replication exception); the replica is caught up in the background. A STRICT_SYNC
+// replica that cannot be reached refuses the transaction before it commits anywhere (a
+// reachability check stands in for Memgraph's two-phase commit).
 func (d *dataInstance) commit(patterns []NodePattern) ([]StoredNode, error) {
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
@@ -388,32 +395,49 @@ func (d *dataInstance) commit(patterns []NodePattern) ([]StoredNode, error) {
 	d.mu.Unlock()
 	switch {
 	case role == RoleReplica:
-		return nil, &bolt.Failure{Code: bolt.CodeMemgraphError, Message: ErrWriteOnReplica}
+		return nil, failure(ErrWriteOnReplica)
 	case !writable:
-		return nil, &bolt.Failure{Code: bolt.CodeMemgraphError, Message: ErrWriteOnReadOnlyMain}
+		return nil, failure(ErrWriteOnReadOnlyMain)
+	}
+	for _, l := range links {
+		if l.spec.Mode != "strict_sync" {
+			continue
+		}
+		if _, err := call(context.Background(), l.spec.ReplicationServer, request{Op: "ping", Epoch: epoch}, d.opts.ReplicationTimeout); err != nil {
+			return nil, failure(ErrStrictSyncReplica)
+		}
 	}
 	created, committed, err := d.store.Commit(patterns)
 	if err != nil {
 		return nil, err
 	}
 	var wg sync.WaitGroup
+	var unconfirmed atomic.Bool
 	for _, l := range links {
 		l.mu.Lock()
 		recovering := !l.synced && time.Since(l.failedAt) < time.Second
 		l.mu.Unlock()
-		if l.spec.Mode == "async" || recovering {
+		if l.spec.Mode == "async" {
 			go func() { _ = d.send(l, epoch, committed-1, created) }()
+			continue
+		}
+		if recovering {
+			unconfirmed.Store(true)
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := d.send(l, epoch, committed-1, created); err != nil {
+				unconfirmed.Store(true)
 				d.log.Warn("Replica did not confirm a SYNC transaction", "replica", l.spec.Name, "error", err)
 			}
 		}()
 	}
 	wg.Wait()
+	if unconfirmed.Load() {
+		return created, failure(ErrSyncReplica)
+	}
 	return created, nil
 }
 

@@ -214,7 +214,12 @@ func TestProcessCluster(t *testing.T) {
 	})
 	t.Logf("failover %s after SIGKILL of the MAIN", time.Since(killed).Round(10*time.Millisecond))
 	wrote := time.Now()
-	mustBolt(t, replicaConn, `CREATE (:Person {name: "cid"})`)
+	if _, _, err := replicaConn.run(`CREATE (:Person {name: "cid"})`); err == nil || !strings.Contains(err.Error(), ErrSyncReplica) {
+		t.Fatalf("write with the old MAIN, now a SYNC replica, down: %v, want %q", err, ErrSyncReplica)
+	}
+	if n := mustBolt(t, replicaConn, "MATCH (n:Person) RETURN count(n)")[0][0]; n != int64(3) {
+		t.Fatalf("new MAIN counts %v Person nodes, want 3 (an unconfirmed SYNC write still commits)", n)
+	}
 	t.Logf("write on the new MAIN took %s", time.Since(wrote).Round(10*time.Millisecond))
 
 	// SIGTERM stops the others cleanly.
