@@ -1,15 +1,29 @@
-// Command veltrix-operator runs the VeltrixDB operator's controllers.
+// Command veltrix-operator runs the VeltrixDB operator's controller: VeltrixCluster on disks
+// the node agents prepare, online membership, search-ready readiness gates, checkpoints on
+// deletion.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
+	"github.com/go-logr/logr"
 	veltrixv1alpha1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/controller"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/disks"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
 	"github.com/opsuite/suite/shared/manager"
+	"github.com/opsuite/suite/shared/nodeagent"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The metrics endpoint authenticates and authorizes its callers through the API server.
@@ -23,11 +37,57 @@ func main() {
 	}
 }
 
-// run starts the manager. The VeltrixDB reconcilers are added by their product issue; until
-// then the binary serves health, readiness and metrics and takes its leader-election lease.
+// options are the operator's own flags.
+type options struct {
+	pvRoot string
+}
+
+func (o *options) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.pvRoot, "pv-root", "/mnt/opsuite", "The node agents' --pv-root (the node-agent chart's pvRoot): the PV source paths of the clusters' disks are made below it.")
+}
+
+func (o *options) validate() error {
+	if !filepath.IsAbs(o.pvRoot) || filepath.Clean(o.pvRoot) == "/" {
+		return errors.New("--pv-root must be an absolute path other than /")
+	}
+	return nil
+}
+
 func run(ctx context.Context, args []string) error {
+	o := options{}
+	managed := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	return manager.Run(ctx, manager.Operator{
-		Name:    "veltrix-operator",
-		Schemes: []func(*runtime.Scheme) error{veltrixv1alpha1.AddToScheme},
+		Name:     "veltrix-operator",
+		AddFlags: o.addFlags,
+		Validate: o.validate,
+		Schemes:  []func(*runtime.Scheme) error{veltrixv1alpha1.AddToScheme},
+		Setup:    func(mgr ctrl.Manager, log logr.Logger) error { return setup(mgr, log, o) },
+		// Only the operator's own pods, Secrets and volumes, not every one of the cluster;
+		// the user's admin token Secret is read through the API reader.
+		CacheByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:              {Label: managed},
+			&corev1.Secret{}:           {Label: managed},
+			&corev1.PersistentVolume{}: {Label: managed},
+		},
 	}, args, os.Stderr)
+}
+
+// setup reaches the node agents as the chart configures them (NODE_AGENT_*); without them
+// the controller still runs and says on every cluster why it cannot prepare disks.
+func setup(mgr ctrl.Manager, log logr.Logger, o options) error {
+	cfg := controller.Config{PVRoot: disks.SamePVRoot(o.pvRoot)}
+	agents, err := nodeagent.AgentsFromEnv()
+	if err != nil {
+		log.Error(err, "Node agents not configured; clusters will wait with condition Ready=False (NodeAgentsNotConfigured)")
+	} else {
+		pool, err := nodeagent.NewForManager(mgr, agents, nodeagent.Options{})
+		if err != nil {
+			return fmt.Errorf("node agents: %w", err)
+		}
+		cfg.Agents = disks.PoolAgents{Pool: pool}
+	}
+	if err := controller.Setup(mgr, cfg); err != nil {
+		return fmt.Errorf("VeltrixCluster controller: %w", err)
+	}
+	return nil
 }

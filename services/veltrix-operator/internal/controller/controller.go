@@ -1,0 +1,216 @@
+// Package controller is the VeltrixCluster controller. Each pass writes the children in
+// the order the cluster needs them — the local-nvme StorageClass, the disks the node agents
+// prepare (and vm.max_map_count), the local PersistentVolumes made from the agents'
+// answers, the ServiceAccount, the headless and client Services, the admin token Secret,
+// the ConfigMap of engine env, the ServiceMonitor (best-effort) and the StatefulSet — then
+// drives membership one step at a time (internal/membership), sets each pod's
+// veltrix.io/search-ready readiness gate from INFO, and reports conditions, events and
+// metrics. Its finalizer checkpoints every member before the cluster goes and, with reclaim
+// policy Delete, deletes the volumes and releases the disks through the agents.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/disks"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
+	"github.com/opsuite/suite/shared/conditions"
+	"github.com/opsuite/suite/shared/reconciler"
+	"github.com/opsuite/suite/shared/ssa"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Name is the controller's name: events come from it.
+const Name = "veltrixcluster-controller"
+
+// +kubebuilder:rbac:groups=veltrix.io,resources=veltrixclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=veltrix.io,resources=veltrixclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=veltrix.io,resources=veltrixclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Config is what the controller needs besides the manager; zero fields take the defaults.
+type Config struct {
+	// Operator names the metrics (veltrix-operator -> veltrix_operator_reconcile_total).
+	Operator string
+	// Agents reach the node agents; nil leaves every cluster waiting with a condition that
+	// says the operator has no node agents configured.
+	Agents disks.Agents
+	// PVRoot is the agents' --pv-root (the node-agent chart's pvRoot); default /mnt/opsuite
+	// on every node.
+	PVRoot disks.PVRoot
+	// Admin makes the admin API client for a token (default veltrix.New).
+	Admin func(token string) veltrix.Admin
+	// AdminAddr and TextAddr are a member's admin HTTP and text-protocol addresses (default
+	// its pod IP with the metrics and server ports); "" while it has none.
+	AdminAddr, TextAddr func(c *veltrixv1.VeltrixCluster, pod *corev1.Pod) string
+	// Resync is how often a settled cluster is looked at again (the document's 30 s).
+	Resync time.Duration
+	// Poll is how soon a cluster with work under way is looked at again.
+	Poll time.Duration
+	// Backoff is the first wait after a node agent problem, doubled per failing pass up to
+	// MaxBackoff, so a broken agent is never called in a hot loop.
+	Backoff, MaxBackoff time.Duration
+	// CheckpointTimeout bounds how long deletion waits for members that do not answer the
+	// checkpoint request before it goes on without them (with a Warning event).
+	CheckpointTimeout time.Duration
+	// Reader reads objects the cache does not hold (the user's Secrets); default the
+	// manager's API reader.
+	Reader client.Reader
+}
+
+func (cfg *Config) defaults(mgr ctrl.Manager) {
+	if cfg.Operator == "" {
+		cfg.Operator = "veltrix-operator"
+	}
+	if cfg.PVRoot == nil {
+		cfg.PVRoot = disks.SamePVRoot("/mnt/opsuite")
+	}
+	if cfg.Admin == nil {
+		cfg.Admin = func(token string) veltrix.Admin { return veltrix.New(veltrix.Options{Token: token}) }
+	}
+	if cfg.AdminAddr == nil {
+		cfg.AdminAddr = func(c *veltrixv1.VeltrixCluster, p *corev1.Pod) string { return podAddr(p, c.Spec.MetricsPort) }
+	}
+	if cfg.TextAddr == nil {
+		cfg.TextAddr = func(c *veltrixv1.VeltrixCluster, p *corev1.Pod) string { return podAddr(p, c.Spec.ServerPort) }
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = 30 * time.Second
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 5 * time.Second
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 10 * time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 5 * time.Minute
+	}
+	if cfg.CheckpointTimeout <= 0 {
+		cfg.CheckpointTimeout = 2 * time.Minute
+	}
+	if cfg.Reader == nil {
+		cfg.Reader = mgr.GetAPIReader()
+	}
+}
+
+func podAddr(p *corev1.Pod, port int32) string {
+	if p.Status.PodIP == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", p.Status.PodIP, port)
+}
+
+// Controller reconciles VeltrixClusters.
+type Controller struct {
+	cfg      Config
+	client   client.Client
+	apply    ssa.Applier
+	recorder events.EventRecorder
+	metrics  *metrics
+
+	mu    sync.Mutex
+	state map[types.UID]*memory
+}
+
+// memory is what the controller keeps about a cluster between passes.
+type memory struct {
+	// failures counts consecutive passes with a node agent problem (the back-off).
+	failures int
+	// leaving is the member whose removal is under way, and since when.
+	leaving      string
+	leavingSince time.Time
+}
+
+func (ctl *Controller) memoryOf(c *veltrixv1.VeltrixCluster) *memory {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	m, ok := ctl.state[c.UID]
+	if !ok {
+		m = &memory{}
+		ctl.state[c.UID] = m
+	}
+	return m
+}
+
+func (ctl *Controller) forget(c *veltrixv1.VeltrixCluster) {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	delete(ctl.state, c.UID)
+}
+
+// Summary is how the cluster's conditions read: MaxMapCountLow is an issue when True.
+func Summary() []conditions.SummaryOption {
+	return []conditions.SummaryOption{conditions.NegativePolarity(veltrixv1.ConditionMaxMapCountLow)}
+}
+
+// Setup adds the controller to mgr.
+func Setup(mgr ctrl.Manager, cfg Config) error {
+	cfg.defaults(mgr)
+	ctl := &Controller{
+		cfg:      cfg,
+		client:   mgr.GetClient(),
+		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.FieldManager},
+		recorder: mgr.GetEventRecorder(Name),
+		metrics:  newMetrics(),
+		state:    map[types.UID]*memory{},
+	}
+	r, err := reconciler.New(reconciler.Config[*veltrixv1.VeltrixCluster]{
+		Name:       cfg.Operator,
+		Client:     mgr.GetClient(),
+		Recorder:   ctl.recorder,
+		New:        func() *veltrixv1.VeltrixCluster { return &veltrixv1.VeltrixCluster{} },
+		Run:        ctl.run,
+		Conditions: func(c *veltrixv1.VeltrixCluster) []metav1.Condition { return c.Status.Conditions },
+		ObserveGeneration: func(c *veltrixv1.VeltrixCluster, g int64) {
+			c.Status.ObservedGeneration = g
+		},
+		Finalizer: veltrixv1.Finalizer,
+		Finalize:  ctl.finalize,
+		Summary:   Summary(),
+	})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("veltrixcluster").
+		For(&veltrixv1.VeltrixCluster{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.Secret{}).
+		// A member's pod becoming ready (or not) changes readiness gates and membership.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		Complete(r)
+}
+
+func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[resources.LabelCluster]
+	if name == "" || o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
