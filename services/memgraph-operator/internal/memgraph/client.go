@@ -140,25 +140,23 @@ func (s *boltSession) Query(ctx context.Context, cypher string) ([]map[string]an
 }
 
 func (s *boltSession) ShowInstances(ctx context.Context) ([]Instance, error) {
-	rows, err := s.Query(ctx, ShowInstancesQuery)
-	if err != nil {
-		return nil, err
-	}
-	out, err := ParseInstances(rows)
-	if err != nil {
-		return nil, &Error{Kind: KindProtocol, Addr: s.addr, Query: ShowInstancesQuery, Err: err}
-	}
-	return out, nil
+	return queryParsed(ctx, s, ShowInstancesQuery, ParseInstances)
 }
 
 func (s *boltSession) ReplicationLag(ctx context.Context) ([]Lag, error) {
-	rows, err := s.Query(ctx, ShowReplicationLagQuery)
+	return queryParsed(ctx, s, ShowReplicationLagQuery, ParseLag)
+}
+
+// queryParsed runs a read query and parses its rows; a parse failure is KindProtocol.
+func queryParsed[T any](ctx context.Context, s *boltSession, q string, parse func([]map[string]any) (T, error)) (T, error) {
+	var zero T
+	rows, err := s.Query(ctx, q)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	out, err := ParseLag(rows)
+	out, err := parse(rows)
 	if err != nil {
-		return nil, &Error{Kind: KindProtocol, Addr: s.addr, Query: ShowReplicationLagQuery, Err: err}
+		return zero, &Error{Kind: KindProtocol, Addr: s.addr, Query: q, Err: err}
 	}
 	return out, nil
 }

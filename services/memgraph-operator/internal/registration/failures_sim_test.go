@@ -91,11 +91,7 @@ func TestKilledBetweenDemoteAndPromote(t *testing.T) {
 	cl, outs := bootstrap(t, ctx, 3, 3)
 	out := last(outs)
 	s := leaderSession(t, ctx, cl, out.Leader)
-	for _, q := range []string{memgraph.DemoteInstance(out.Main), memgraph.SetInstanceToMain("d_2")} {
-		if err := s.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	parkMain(t, ctx, s, out.Main, "d_2")
 	const nodes = 12
 	writeNodes(t, ctx, cl.Data["d_2"].Bolt, nodes)
 	// The first command of the handover, then the operator "dies".
@@ -126,24 +122,12 @@ func TestMainKilled(t *testing.T) {
 	writeNodes(t, ctx, cl.Data[old].Bolt, 7)
 	killed := time.Now()
 	cl.Kill(cl.Data[old])
-	var out registration.Outcome
-	for {
-		var err error
-		out, err = registration.Reconcile(ctx, dialer, cl.Desired(nil, nil))
-		if err != nil {
-			t.Fatal(err)
+	out := last(passUntil(t, ctx, cl.Desired(nil, nil), func(o registration.Outcome) bool {
+		if o.Reason == registration.ReasonCommandRefused {
+			t.Fatalf("refused while the coordinators fail over: %+v", o)
 		}
-		if out.Reason == registration.ReasonCommandRefused {
-			t.Fatalf("refused while the coordinators fail over: %+v", out)
-		}
-		if out.Main != "" && out.Main != old {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("no failover: %+v", out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return o.Main != "" && o.Main != old
+	}))
 	t.Logf("failover to %s %v after the kill", out.Main, time.Since(killed).Round(time.Millisecond))
 	cl.Restart(cl.Data[old])
 	// The coordinators demote the returning MAIN; registration has nothing to add.
@@ -171,18 +155,5 @@ func TestMainKilled(t *testing.T) {
 
 func waitReason(t *testing.T, ctx context.Context, want registration.Desired, reason string) registration.Outcome {
 	t.Helper()
-	for {
-		out, err := registration.Reconcile(ctx, dialer, want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out.Reason == reason {
-			return out
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("never %s; last %+v", reason, out)
-		case <-time.After(300 * time.Millisecond):
-		}
-	}
+	return last(passUntil(t, ctx, want, func(o registration.Outcome) bool { return o.Reason == reason }))
 }

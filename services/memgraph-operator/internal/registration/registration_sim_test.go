@@ -18,6 +18,12 @@ var dialer = memgraph.NewDialer(memgraph.Options{Timeout: 3 * time.Second})
 // converge runs passes until one converges; it returns every pass's Outcome.
 func converge(t *testing.T, ctx context.Context, want registration.Desired) []registration.Outcome {
 	t.Helper()
+	return passUntil(t, ctx, want, func(o registration.Outcome) bool { return o.Converged })
+}
+
+// passUntil runs passes 300 ms apart until done accepts one; it returns them all.
+func passUntil(t *testing.T, ctx context.Context, want registration.Desired, done func(registration.Outcome) bool) []registration.Outcome {
+	t.Helper()
 	var outs []registration.Outcome
 	for {
 		out, err := registration.Reconcile(ctx, dialer, want)
@@ -25,13 +31,13 @@ func converge(t *testing.T, ctx context.Context, want registration.Desired) []re
 			t.Fatalf("Reconcile after %d passes: %v (last %+v)", len(outs), err, last(outs))
 		}
 		outs = append(outs, out)
-		if out.Converged {
+		if done(out) {
 			return outs
 		}
 		t.Logf("pass %d: %s %q executed %q", len(outs), out.Reason, out.Message, out.Executed)
 		select {
 		case <-ctx.Done():
-			t.Fatalf("not converged: last pass %+v", out)
+			t.Fatalf("gave up after %d passes: last %+v", len(outs), out)
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
@@ -165,12 +171,7 @@ func TestDataScaleDownWithMainOnRetiring(t *testing.T) {
 	cl, outs := bootstrap(t, ctx, 3, 3)
 	out := last(outs)
 	s := leaderSession(t, ctx, cl, out.Leader)
-	// Park the MAIN on the instance that will retire, as a human (or a failover) might.
-	for _, q := range []string{memgraph.DemoteInstance(out.Main), memgraph.SetInstanceToMain("d_2")} {
-		if err := s.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	parkMain(t, ctx, s, out.Main, "d_2")
 	const nodes = 25
 	writeNodes(t, ctx, cl.Data["d_2"].Bolt, nodes)
 	parked := time.Now()
@@ -294,6 +295,16 @@ func waitNewLeader(t *testing.T, ctx context.Context, cl *memgraphtest.Cluster, 
 		case <-ctx.Done():
 			t.Fatalf("no new leader after %s", old)
 		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// parkMain moves the MAIN onto to by hand (DEMOTE + SET), as a human or a failover might.
+func parkMain(t *testing.T, ctx context.Context, leader memgraph.Session, from, to string) {
+	t.Helper()
+	for _, q := range []string{memgraph.DemoteInstance(from), memgraph.SetInstanceToMain(to)} {
+		if err := leader.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
 		}
 	}
 }

@@ -23,29 +23,21 @@ import (
 
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
+	"github.com/opsuite/suite/shared/testenv"
 )
 
 // SimBinary is bin/memgraph-sim of the repository holding the working directory.
 func SimBinary(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			bin := filepath.Join(dir, "bin", "memgraph-sim")
-			if _, err := os.Stat(bin); err != nil {
-				t.Fatalf("%s is missing: run make build (or cd tools && go build -o ../bin/memgraph-sim ./cmd/memgraph-sim)", bin)
-			}
-			return bin
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.work above the working directory: cannot find bin/memgraph-sim")
-		}
-		dir = parent
+	bin := filepath.Join(root, "bin", "memgraph-sim")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is missing: run make build (or cd tools && go build -o ../bin/memgraph-sim ./cmd/memgraph-sim)", bin)
 	}
+	return bin
 }
 
 // Env is the environment every simulator process gets: a license (HA refuses to start
