@@ -129,3 +129,27 @@ func waitFor[T any](t *testing.T, ctx context.Context, f func() (T, bool)) T {
 		}
 	}
 }
+
+// TestClientAuth: with MEMGRAPH_USER/MEMGRAPH_PASSWORD set, a dial without (or with
+// wrong) credentials is Unauthenticated, never Unreachable; the right ones work.
+func TestClientAuth(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := memgraphtest.NewCluster(t)
+	cl.ExtraEnv = []string{"MEMGRAPH_USER=admin", "MEMGRAPH_PASSWORD=s3cret"}
+	data := cl.StartData("d_0")
+	for _, o := range []memgraph.Options{{}, {Username: "admin", Password: "wrong"}} {
+		_, err := memgraph.NewDialer(o).Dial(ctx, data.Bolt)
+		if !memgraph.IsUnauthenticated(err) {
+			t.Errorf("dial as %q: %v, want unauthenticated", o.Username, err)
+		}
+	}
+	s, err := memgraph.NewDialer(memgraph.Options{Username: "admin", Password: "s3cret"}).Dial(ctx, data.Bolt)
+	if err != nil {
+		t.Fatalf("dial with the right credentials: %v", err)
+	}
+	defer func() { _ = s.Close(ctx) }()
+	if _, err := s.Query(ctx, "MATCH (n) RETURN count(n) AS c"); err != nil {
+		t.Errorf("query as admin: %v", err)
+	}
+}

@@ -59,6 +59,8 @@ type Cluster struct {
 	InvariantLog string
 	// DownTimeoutSec is --instance-down-timeout-sec for coordinators (default 2).
 	DownTimeoutSec int
+	// ExtraEnv is added to Env for processes started from now on (e.g. MEMGRAPH_USER).
+	ExtraEnv []string
 
 	mu           sync.Mutex
 	Coordinators map[int]*Process
@@ -152,7 +154,7 @@ func (c *Cluster) start(p *Process) {
 		c.t.Fatal(err)
 	}
 	cmd := exec.Command(c.bin, p.args...)
-	cmd.Env = append(os.Environ(), Env...)
+	cmd.Env = append(append(os.Environ(), Env...), c.ExtraEnv...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
