@@ -345,7 +345,7 @@ func TestStepAsksTheNextPodAndReportsUnreachable(t *testing.T) {
 }
 
 func TestSearchReadyDuringIndexRebuild(t *testing.T) {
-	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{IndexRebuild: 6 * time.Second})
+	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{IndexRebuild: 8 * time.Second})
 	writeKeys(t, c.Server(0).Conn(), 50)
 	admin := c.Client()
 	srv := c.Server(1)
