@@ -318,13 +318,7 @@ func TestClusterBootstrapReplicationAndRefusals(t *testing.T) {
 		t.Fatalf("old MAIN, now replica, counts %d Person nodes, want 3", n)
 	}
 
-	events, err := ReadInvariantLog(tc.ilog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := MaxMains(events); m != 1 {
-		t.Fatalf("invariant log shows %d MAINs at once, want 1", m)
-	}
+	events := tc.oneMainAtMost()
 	if w := MainlessWindows(events, time.Now()); len(w) != 1 {
 		t.Fatalf("MAIN-less windows %v, want exactly the one DEMOTE opened", w)
 	}
@@ -378,13 +372,7 @@ func TestFailoverToReplicaAndOldMainRejoins(t *testing.T) {
 		return r["instance_0"][5] == RoleReplica && r["instance_0"][4] == "up" && count(t, oldMain, "Person") == 3
 	})
 
-	events, err := ReadInvariantLog(tc.ilog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := MaxMains(events); m != 1 {
-		t.Fatalf("invariant log shows %d writable MAINs at once, want 1", m)
-	}
+	events := tc.oneMainAtMost()
 	windows := MainlessWindows(events, time.Now())
 	if len(windows) != 1 {
 		t.Fatalf("MAIN-less windows %v, want the failover's only", windows)
@@ -424,10 +412,7 @@ func TestCoordinatorLeaderLossYieldAndRemove(t *testing.T) {
 	if rows := showInstances(t, l); len(rows) != 3 {
 		t.Fatalf("after REMOVE COORDINATOR, SHOW INSTANCES has %d rows, want 2 coordinators and 1 instance: %v", len(rows), rows)
 	}
-	events, err := ReadInvariantLog(tc.ilog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := tc.events()
 	leaders := 0
 	for _, e := range events {
 		if e.Role == RoleLeader {
@@ -459,13 +444,7 @@ func TestMainBackEmptyLosesToUpToDateReplica(t *testing.T) {
 	if n := count(t, tc.data[1], "Person"); n != 2 {
 		t.Fatalf("new MAIN counts %d Person nodes, want 2", n)
 	}
-	events, err := ReadInvariantLog(tc.ilog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := MaxMains(events); m != 1 {
-		t.Fatalf("invariant log shows %d writable MAINs at once, want 1", m)
-	}
+	tc.oneMainAtMost()
 }
 
 func TestStrictSyncRefusesWhatAReplicaCannotConfirm(t *testing.T) {
@@ -495,4 +474,24 @@ func TestStrictSyncRefusesWhatAReplicaCannotConfirm(t *testing.T) {
 	if len(r.Records) != 1 || r.Records[0][0] != "instance_1" || r.Records[0][2] != "strict_sync" {
 		t.Fatalf("SHOW REPLICAS %v", r.Records)
 	}
+}
+
+func (tc *testCluster) events() []Event {
+	tc.t.Helper()
+	events, err := ReadInvariantLog(tc.ilog)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	return events
+}
+
+// oneMainAtMost asserts the invariant log never shows two writable MAINs at once and
+// that some MAIN existed.
+func (tc *testCluster) oneMainAtMost() []Event {
+	tc.t.Helper()
+	events := tc.events()
+	if m := MaxMains(events); m != 1 {
+		tc.t.Fatalf("invariant log shows at most %d writable MAINs at once, want exactly 1", m)
+	}
+	return events
 }
