@@ -1,0 +1,139 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/controller"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
+	"github.com/opsuite/suite/shared/testenv"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestBadAgentAnswers: an agent that refuses the operator (no preparer role) and one without
+// a matching disk each end in a DisksPrepared condition and a Warning event that say what is
+// wrong; no StatefulSet is made without disks, and the agent is asked with back-off, not in
+// a loop.
+func TestBadAgentAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		preparer bool
+		nvmeOnly bool
+		reason   string
+		message  string
+	}{
+		{"permission denied", false, false, "AgentPermissionDenied", "node-a: AgentPermissionDenied (the node agent denied the operator (bind the operator to the agent's preparer ClusterRole))"},
+		{"no matching disks", true, true, "NoMatchingDisks", "node-a: NoMatchingDisks (0 eligible devices match the selector, 1 requested)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			sa := strings.ReplaceAll(tc.name, " ", "-")
+			f := startFleet(t, operatorTokens(t, sa, tc.preparer), 1<<30, []string{"node-a"}, nil)
+			ns := testenv.NewNamespace(t, env.Client, "vx")
+			startController(t, f, ns)
+			c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+				c.Spec.Size, c.Spec.ReplicationFactor = 1, 1
+				c.Spec.DiskSelector.NVMeOnly = ptr.To(tc.nvmeOnly)
+			})
+			cond := condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionFalse, tc.reason)
+			if !strings.Contains(cond.Message, tc.message) || !strings.Contains(cond.Message, "0 of 1 nodes usable") {
+				t.Errorf("DisksPrepared message %q lacks %q", cond.Message, tc.message)
+			}
+			ready := condition(t, c, veltrixv1.ConditionReady, metav1.ConditionFalse, veltrixv1.ReasonDisksNotPrepared)
+			if ready.Message == "" {
+				t.Error("Ready has no message")
+			}
+			testenv.Eventually(t, 10*time.Second, "a Warning event "+tc.reason, func() (bool, string) {
+				ev := eventReasons(t, c)
+				return ev[tc.reason] == corev1.EventTypeWarning, "events so far: " + strings.Join(keys(ev), ", ")
+			})
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &appsv1.StatefulSet{})
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("a StatefulSet without disks: %v", err)
+			}
+			var live veltrixv1.VeltrixCluster
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil || live.Status.State != veltrixv1.StateFailed {
+				t.Errorf("state %q (%v), want Failed", live.Status.State, err)
+			}
+			before := f.calls.count("node-a")
+			time.Sleep(4 * time.Second)
+			if n := f.calls.count("node-a") - before; n > 6 {
+				t.Errorf("node-a was asked %d times in 4 s: a hot loop", n)
+			}
+			if tc.preparer {
+				if p := f.prepared(t, "node-a"); len(p) != 0 {
+					t.Errorf("the agent prepared %d disks for a selector nothing matches", len(p))
+				}
+			}
+		})
+	}
+}
+
+// TestNoAgents: an operator started without node agents says so on the cluster.
+func TestNoAgents(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vx")
+	env.StartManager(t, func(mgr ctrl.Manager) error {
+		return controller.Setup(mgr, controller.Config{})
+	}, testenv.InNamespaces(ns))
+	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) { c.Spec.Size, c.Spec.ReplicationFactor = 1, 1 })
+	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionFalse, veltrixv1.ReasonAgentsMissing)
+}
+
+// TestRetainKeepsVolumes: deleting a cluster with reclaim policy Retain keeps its volumes
+// and its prepared disks, and says so in an event.
+func TestRetainKeepsVolumes(t *testing.T) {
+	ctx := context.Background()
+	f := startFleet(t, operatorTokens(t, "retain", true), 1<<30, []string{"node-b"}, nil)
+	ns := testenv.NewNamespace(t, env.Client, "vx")
+	startController(t, f, ns)
+	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.Size, c.Spec.ReplicationFactor = 1, 1
+		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
+		c.Spec.IndexMapFallback = true
+	})
+	condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionTrue, veltrixv1.ReasonPrepared)
+	var live veltrixv1.VeltrixCluster
+	testenv.Eventually(t, 30*time.Second, "the finalizer", func() (bool, string) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+			return false, err.Error()
+		}
+		return len(live.Finalizers) == 1 && live.Finalizers[0] == veltrixv1.Finalizer, strings.Join(live.Finalizers, ",")
+	})
+	if err := env.Client.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 60*time.Second, "the cluster gone", func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &veltrixv1.VeltrixCluster{})
+		return apierrors.IsNotFound(err), "still there"
+	})
+	var pvs corev1.PersistentVolumeList
+	if err := env.Client.List(ctx, &pvs, client.MatchingLabels(resources.VolumeLabels(c))); err != nil {
+		t.Fatal(err)
+	}
+	if len(pvs.Items) != 1 || !pvs.Items[0].DeletionTimestamp.IsZero() {
+		t.Errorf("reclaim policy Retain: %d volumes, want the one kept", len(pvs.Items))
+	}
+	if p := f.prepared(t, "node-b"); len(p) != 1 {
+		t.Errorf("reclaim policy Retain: node-b has %d prepared disks, want 1 kept", len(p))
+	}
+	if ev := eventReasons(t, c); ev[controller.EventVolumesRetained] != corev1.EventTypeNormal {
+		t.Errorf("events %v lack VolumesRetained", ev)
+	}
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
