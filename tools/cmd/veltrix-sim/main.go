@@ -3,33 +3,21 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/opsuite/suite/tools/internal/veltrixsim"
 )
 
 func main() {
 	err := run()
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, veltrixsim.ErrCrashedMidMove):
+	code := veltrixsim.ExitCode(err)
+	if code != 0 {
 		fmt.Fprintln(os.Stderr, "veltrix-sim:", err)
-		os.Exit(3)
-	default:
-		fmt.Fprintln(os.Stderr, "veltrix-sim:", err)
-		os.Exit(1)
 	}
+	os.Exit(code)
 }
 
 func run() error {
-	// SIGTERM is the kubelet's stop: a clean shutdown that writes a checkpoint.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	return veltrixsim.Main(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	return veltrixsim.RunProcess(os.Args[1:])
 }

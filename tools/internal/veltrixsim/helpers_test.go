@@ -4,18 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -26,19 +23,12 @@ const reexecEnv = "VELTRIXSIM_TEST_MAIN"
 // with reexecEnv set behaves like cmd/veltrix-sim.
 func TestMain(m *testing.M) {
 	if os.Getenv(reexecEnv) == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		err := Main(ctx, os.Args[1:], os.Getenv, os.Stderr)
-		stop()
-		switch {
-		case err == nil:
-			os.Exit(0)
-		case errors.Is(err, ErrCrashedMidMove):
+		err := RunProcess(os.Args[1:])
+		if code := ExitCode(err); code != 0 {
 			fmt.Fprintln(os.Stderr, "veltrix-sim:", err)
-			os.Exit(3)
-		default:
-			fmt.Fprintln(os.Stderr, "veltrix-sim:", err)
-			os.Exit(1)
+			os.Exit(code)
 		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }

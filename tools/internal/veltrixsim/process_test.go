@@ -1,44 +1,25 @@
 package veltrixsim
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/opsuite/suite/shared/testenv"
 )
 
-// lockedBuffer is the output of a process the test reads while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // simProcess runs the simulator as a real process (this test binary re-executed).
-func simProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *lockedBuffer) {
+func simProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *testenv.LogBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(append(os.Environ(), reexecEnv+"=1"), env...)
-	out := &lockedBuffer{}
+	out := &testenv.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -52,17 +33,7 @@ func simProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *lockedB
 	return cmd, out
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func waitExit(t *testing.T, cmd *exec.Cmd, out *lockedBuffer) int {
+func waitExit(t *testing.T, cmd *exec.Cmd, out *testenv.LogBuffer) int {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -84,7 +55,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, out *lockedBuffer) int {
 
 func TestProcessRefusesNativeIndexBelowMaxMapCount(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"--addr", freeAddr(t), "--metrics-addr", freeAddr(t), "--data-dirs", dir,
+	args := []string{"--addr", testenv.FreeAddr(t), "--metrics-addr", testenv.FreeAddr(t), "--data-dirs", dir,
 		"--sim-max-map-count-file", mapCountFile(t, 65530)}
 	cmd, out := simProcess(t, nil, args...)
 	if code := waitExit(t, cmd, out); code == 0 || !strings.Contains(out.String(), "native index needs vm.max_map_count >= 262144, the node has 65530") {
@@ -110,7 +81,7 @@ func TestProcessRefusesNativeIndexBelowMaxMapCount(t *testing.T) {
 
 func TestProcessSIGTERMCheckpointsAndRestartRebuildsSearch(t *testing.T) {
 	dirs := []string{t.TempDir(), t.TempDir()}
-	text, metrics := freeAddr(t), freeAddr(t)
+	text, metrics := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	args := []string{"--addr", text, "--metrics-addr", metrics, "--data-dirs", strings.Join(dirs, ","),
 		"--sim-max-map-count-file", mapCountFile(t, MinMaxMapCount), "--sim-index-rebuild", "2s"}
 	cmd, out := simProcess(t, nil, args...)
