@@ -16,6 +16,7 @@ import (
 	"github.com/opsuite/suite/services/veltrix-operator/internal/controller"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/disks"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
+	"github.com/opsuite/suite/shared/envflag"
 	"github.com/opsuite/suite/shared/manager"
 	"github.com/opsuite/suite/shared/nodeagent"
 	corev1 "k8s.io/api/core/v1"
@@ -37,20 +38,27 @@ func main() {
 	}
 }
 
+// EnvPVRoot sets --pv-root's default; the chart sets it from nodeAgent.pvRoot.
+const EnvPVRoot = "NODE_AGENT_PV_ROOT"
+
 // options are the operator's own flags.
 type options struct {
 	pvRoot string
+	env    *envflag.Set
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.pvRoot, "pv-root", "/mnt/opsuite", "The node agents' --pv-root (the node-agent chart's pvRoot): the PV source paths of the clusters' disks are made below it.")
+	o.pvRoot = "/mnt/opsuite"
+	o.env = envflag.New(fs, os.Getenv)
+	o.env.String(&o.pvRoot, "pv-root", EnvPVRoot, "The node agents' --pv-root (the node-agent chart's pvRoot): the PV source paths of the clusters' disks are made below it ($"+EnvPVRoot+").")
 }
 
 func (o *options) validate() error {
+	errs := []error{o.env.Err()}
 	if !filepath.IsAbs(o.pvRoot) || filepath.Clean(o.pvRoot) == "/" {
-		return errors.New("--pv-root must be an absolute path other than /")
+		errs = append(errs, errors.New("--pv-root must be an absolute path other than /"))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func run(ctx context.Context, args []string) error {
