@@ -236,7 +236,7 @@ func (v view) addBack(in Input, keep int32) (Decision, bool) {
 
 func (v view) holdLeaving(in Input) Decision {
 	d := Decision{Replicas: v.cur, Leaving: v.leaving, Reason: ReasonRemoving,
-		Waiting: fmt.Sprintf("member %s is leaving; the StatefulSet shrinks once its data has moved", v.leaving)}
+		Waiting: leavingMessage(v.leaving)}
 	stuckAfter := cmp.Or(in.StuckAfter, DefaultStuckAfter)
 	if !in.LeavingSince.IsZero() && !in.Now.IsZero() && in.Now.Sub(in.LeavingSince) > stuckAfter {
 		d.Reason = ReasonRemovalStuck
@@ -258,6 +258,12 @@ func (v view) startRemoval(in Input, id, why string) Decision {
 		d.Waiting = fmt.Sprintf("removing member %s %s", id, why)
 	}
 	return d
+}
+
+// leavingMessage is the same whether the DELETE was just sent or seen in an earlier pass,
+// so the condition message does not flap.
+func leavingMessage(id string) string {
+	return fmt.Sprintf("member %s is leaving; waiting until its data has moved", id)
 }
 
 func leavingMember(members []veltrix.Member) string {

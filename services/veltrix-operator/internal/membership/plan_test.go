@@ -93,7 +93,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "shrink: while it is leaving, hold and say who",
 			in:   Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 5, ReadyPods: 5, Members: members("0", "1", "2", "3", "4:leaving")},
-			want: Decision{Replicas: 5, Leaving: "vx-4", Reason: ReasonRemoving, Waiting: "member vx-4 is leaving; the StatefulSet shrinks once its data has moved"},
+			want: Decision{Replicas: 5, Leaving: "vx-4", Reason: ReasonRemoving, Waiting: "member vx-4 is leaving; waiting until its data has moved"},
 		},
 		{
 			name: "shrink: once it is gone, lower by one",
@@ -123,7 +123,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "shrink: another member leaving holds the removal",
 			in:   Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 5, ReadyPods: 5, Members: members("0", "1:leaving", "2", "3", "4")},
-			want: Decision{Replicas: 5, Leaving: "vx-1", Reason: ReasonRemoving, Waiting: "member vx-1 is leaving; the StatefulSet shrinks once its data has moved"},
+			want: Decision{Replicas: 5, Leaving: "vx-1", Reason: ReasonRemoving, Waiting: "member vx-1 is leaving; waiting until its data has moved"},
 		},
 		{
 			name: "never below replicationFactor: spec.size below it keeps replicationFactor members",
@@ -159,7 +159,7 @@ func TestPlan(t *testing.T) {
 			name: "leaving within StuckAfter: still Removing",
 			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members("0", "1", "2", "3:leaving"),
 				LeavingSince: t0, Now: t0.Add(DefaultStuckAfter)},
-			want: Decision{Replicas: 4, Leaving: "vx-3", Reason: ReasonRemoving, Waiting: "member vx-3 is leaving; the StatefulSet shrinks once its data has moved"},
+			want: Decision{Replicas: 4, Leaving: "vx-3", Reason: ReasonRemoving, Waiting: "member vx-3 is leaving; waiting until its data has moved"},
 		},
 		{
 			name: "leaving longer than StuckAfter: RemovalStuck, StatefulSet not shrunk",
@@ -177,7 +177,7 @@ func TestPlan(t *testing.T) {
 			name: "no LeavingSince: never stuck",
 			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members("0", "1", "2", "3:leaving"),
 				Now: t0.Add(24 * time.Hour)},
-			want: Decision{Replicas: 4, Leaving: "vx-3", Reason: ReasonRemoving, Waiting: "member vx-3 is leaving; the StatefulSet shrinks once its data has moved"},
+			want: Decision{Replicas: 4, Leaving: "vx-3", Reason: ReasonRemoving, Waiting: "member vx-3 is leaving; waiting until its data has moved"},
 		},
 		{
 			name: "growing while a member leaves: grow, and keep reporting who leaves",

@@ -271,8 +271,12 @@ func TestStepStuckRemoval(t *testing.T) {
 	in := s.input(2, 1)
 	in.LeavingSince, in.StuckAfter = since, time.Minute
 	in.Now = since.Add(30 * time.Second)
+	first := d
 	if d, err = Step(context.Background(), admin, in); err != nil || d.Reason != ReasonRemoving || d.Leaving != "vx-2" || d.Remove != "" {
 		t.Fatalf("Step within StuckAfter = %+v, %v; want Removing, no second DELETE", d, err)
+	}
+	if d.Waiting != first.Waiting {
+		t.Errorf("the message changed between the DELETE's pass and the next: %q, then %q", first.Waiting, d.Waiting)
 	}
 	in.Now = since.Add(2 * time.Minute)
 	if d, err = Step(context.Background(), admin, in); err != nil || d.Reason != ReasonRemovalStuck || d.Replicas != 3 || d.Remove != "" {

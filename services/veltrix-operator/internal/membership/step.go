@@ -39,7 +39,7 @@ func Step(ctx context.Context, admin veltrix.Admin, in Input) (Decision, error) 
 	switch {
 	case err == nil:
 		d.Leaving = d.Remove
-		d.Waiting = fmt.Sprintf("member %s is leaving; the StatefulSet shrinks once its data has moved", d.Remove)
+		d.Waiting = leavingMessage(d.Remove) // what the next pass says too
 		return d, nil
 	case errors.Is(err, veltrix.ErrNotFound):
 		// Gone already (another pass or a person removed it): the next pass lowers.
