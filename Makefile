@@ -14,7 +14,7 @@ export HELM_DATA_HOME := $(ROOT)/.cache/helm/data
 SERVICES := vald-operator veltrix-operator valkey-operator memgraph-operator node-agent
 # Test parts, never shipped (no image, no chart): the local cluster runs them for the
 # products' images, and the operators' integration tests start them as processes.
-SIMULATORS := memgraph-sim veltrix-sim
+SIMULATORS := memgraph-sim veltrix-sim vald-helm-sim
 OPERATORS := vald-operator veltrix-operator valkey-operator memgraph-operator
 MODULES := api proto shared tools $(addprefix services/,$(SERVICES)) tools/e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

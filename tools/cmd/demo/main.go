@@ -95,6 +95,14 @@ func run() error {
 			return fmt.Errorf("installing chart %s: %w", chart, err)
 		}
 	}
+	// The Vald Helm Operator's stand-in (tools/cmd/vald-helm-sim) sets the ValdReleases'
+	// status, as the real one would; it needs the CRD the vald-operator chart installed.
+	if err := d.tool(ctx, "kubectl", "apply", "-f", filepath.Join(root, "deploy", "local", "vald-helm-operator.yaml")); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("applying the Vald Helm Operator stand-in: %w", err)
+	}
 	if err := d.tool(ctx, "kubectl", "apply", "-f", filepath.Join(root, "deploy", "samples")); err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -84,6 +84,11 @@ func DefaultImageRules(binDir string) []ImageRule {
 		// are --addr and --metrics-addr.
 		{Image: "ghcr.io/veltrixdb/veltrixdb*", Binary: filepath.Join(binDir, "veltrix-sim"),
 			Commands: []string{"veltrixdb"}, ListenFlags: []string{"--addr", "--metrics-addr"}},
+		// The Vald Helm Operator (operator-sdk's helm-operator with the Vald chart) runs as
+		// distroless nonroot; the Vald chart passes `run` and controller-runtime's listeners.
+		{Image: "vdaas/vald-helm-operator*", Binary: filepath.Join(binDir, "vald-helm-sim"),
+			Commands: []string{"helm-operator"}, ListenFlags: []string{"--metrics-bind-address", "--health-probe-bind-address"},
+			User: images.User},
 	}
 }
 

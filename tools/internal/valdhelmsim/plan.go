@@ -1,0 +1,145 @@
+package valdhelmsim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// DeployedMessage is the Deployed condition's message. The real operator puts the chart's
+// NOTES there; the stand-in's are fixed so its status settles.
+const DeployedMessage = "vald-helm-sim: the Vald chart is simulated; no Vald component runs"
+
+// Observed is one ValdRelease as the planner sees it.
+type Observed struct {
+	Namespace, Name string
+	Generation      int64
+	Annotations     map[string]string
+	// Spec is the ValdRelease's spec (the Vald chart's values), hashed into the manifest.
+	Spec   any
+	Status Status
+}
+
+// Attempt names one install or upgrade try: the generation it releases and whether it
+// was told to fail with which message. A new key starts a new try (and its delay).
+func (o Observed) Attempt() string {
+	msg, failing := o.Annotations[AnnotationFail]
+	return fmt.Sprintf("%d/%t/%s", o.Generation, failing, msg)
+}
+
+// Plan is the next status and how long until the pending try completes (0: none pending).
+type Plan struct {
+	Status       Status
+	RequeueAfter time.Duration
+}
+
+// Next computes the status a Helm operator would show for o at now, when the try for
+// o.Attempt() began at started and each try takes delay. It is pure: the caller keeps
+// the start times and writes the status.
+func Next(o Observed, started, now time.Time, delay time.Duration) (Plan, error) {
+	st := Status{Conditions: append([]Condition(nil), o.Status.Conditions...), DeployedRelease: o.Status.DeployedRelease}
+	st.Set(Condition{Type: ConditionInitialized, Status: "True"}, now)
+	// The real operator reads the release history before anything else; failing there it
+	// stops, leaving the rest of the status as it was.
+	if msg, ok := o.Annotations[AnnotationIrreconcilable]; ok {
+		st.Set(Condition{Type: ConditionIrreconcilable, Status: "True", Reason: ReasonReconcileError, Message: msg}, now)
+		return Plan{Status: st}, nil
+	}
+	st.Remove(ConditionIrreconcilable)
+
+	deployedGen, deployed := releasedGeneration(st.DeployedRelease)
+	failMsg, failing := o.Annotations[AnnotationFail]
+	if deployed && deployedGen == o.Generation && !failing {
+		// Nothing to upgrade: a failure of an abandoned try no longer applies.
+		st.Remove(ConditionReleaseFailed)
+		if d := st.Get(ConditionDeployed); d == nil || d.Status != "True" {
+			st.Set(Condition{Type: ConditionDeployed, Status: "True", Reason: ReasonInstallSuccessful, Message: DeployedMessage}, now)
+		}
+		return Plan{Status: st}, nil
+	}
+	// A try is under way: Helm installs or upgrades inside one reconcile, so until it ends
+	// the status shows what the last try left.
+	if left := delay - now.Sub(started); left > 0 {
+		return Plan{Status: st, RequeueAfter: left}, nil
+	}
+	if failing {
+		reason := ReasonInstallError
+		if deployed {
+			// The previous release stays deployed; Deployed keeps saying so.
+			reason = ReasonUpgradeError
+		}
+		st.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: reason, Message: failMsg}, now)
+		return Plan{Status: st}, nil
+	}
+	reason := ReasonInstallSuccessful
+	if deployed {
+		reason = ReasonUpgradeSuccessful
+	}
+	manifest, err := renderManifest(o)
+	if err != nil {
+		return Plan{}, err
+	}
+	st.Remove(ConditionReleaseFailed)
+	st.Set(Condition{Type: ConditionDeployed, Status: "True", Reason: reason, Message: DeployedMessage}, now)
+	st.DeployedRelease = &Release{Name: o.Name, Manifest: manifest}
+	return Plan{Status: st}, nil
+}
+
+// The manifest "rendered" for a release: one ConfigMap recording what was released. Its
+// generation is how a restarted (or newly elected) simulator knows what is deployed, as
+// the real operator knows from Helm's release records.
+const manifestSource = "# Source: vald/templates/vald-helm-sim.yaml\n"
+
+type manifestObject struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Data map[string]string `json:"data"`
+}
+
+func renderManifest(o Observed) (string, error) {
+	values, err := json.Marshal(o.Spec)
+	if err != nil {
+		return "", fmt.Errorf("hashing the values of %s/%s: %w", o.Namespace, o.Name, err)
+	}
+	sum := sha256.Sum256(values)
+	var m manifestObject
+	m.APIVersion, m.Kind = "v1", "ConfigMap"
+	m.Metadata.Name, m.Metadata.Namespace = o.Name+"-vald-helm-sim", o.Namespace
+	m.Data = map[string]string{"generation": strconv.FormatInt(o.Generation, 10), "values-sha256": hex.EncodeToString(sum[:])}
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	return "---\n" + manifestSource + string(out), nil
+}
+
+// releasedGeneration reads the generation a deployed release was made from. A release
+// the simulator did not render (another operator's) counts as generation 0: deployed,
+// and upgraded at the next try.
+func releasedGeneration(r *Release) (int64, bool) {
+	if r == nil {
+		return 0, false
+	}
+	if !strings.Contains(r.Manifest, manifestSource) {
+		return 0, true
+	}
+	var m manifestObject
+	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(r.Manifest, "---\n")), &m); err != nil {
+		return 0, true
+	}
+	gen, err := strconv.ParseInt(m.Data["generation"], 10, 64)
+	if err != nil {
+		return 0, true
+	}
+	return gen, true
+}
