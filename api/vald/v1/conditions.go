@@ -14,6 +14,14 @@ const (
 	ConditionCompleted = "Completed"
 )
 
+// ConditionNodePoolMatchLost is not a phase: it is True while ValdReleases of entries whose
+// node-pool match was lost are kept as last rendered (for the operator's
+// NODEPOOL_LOSS_GRACE), and absent otherwise. Its lastTransitionTime is when the grace began.
+const ConditionNodePoolMatchLost = "NodePoolMatchLost"
+
+// ReasonHeld: ValdReleases are kept as last rendered although no longer built.
+const ReasonHeld = "Held"
+
 // Reasons of lifecycle conditions. Status Unknown carries Progressing, Pending or Blocked;
 // True carries Succeeded; False carries Failed.
 const (

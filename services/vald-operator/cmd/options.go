@@ -22,6 +22,8 @@ func operatorFlags(fs *flag.FlagSet, o *controller.Options, getenv func(string) 
 		"How often the operator checks whether the ValdRelease CRD is installed, until it is ($CRD_POLL_INTERVAL).")
 	env.Bool(&o.RequireNodePoolMatch, "require-nodepool-match", "REQUIRE_NODEPOOL_MATCH",
 		"Generate ValdReleases only for infrastructure entries whose node pools have Nodes labelled <prefix>/namespace=<namespace> and <prefix>/type=general|agent ($REQUIRE_NODEPOOL_MATCH).")
+	env.Duration(&o.NodePoolLossGrace, "nodepool-loss-grace", "NODEPOOL_LOSS_GRACE",
+		"How long the ValdReleases of an infrastructure entry whose node-pool match was lost are kept before they are pruned; 0 prunes at once ($NODEPOOL_LOSS_GRACE).")
 	env.String(&b.NodePoolLabelPrefix, "nodepool-label-prefix", "NODEPOOL_LABEL_PREFIX",
 		"Prefix of the node-pool label keys; empty means the bare keys namespace and type ($NODEPOOL_LABEL_PREFIX).")
 	env.String(&b.DefaultStorageClass, "default-storage-class", "DEFAULT_STORAGE_CLASS",

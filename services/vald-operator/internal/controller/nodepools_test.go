@@ -3,12 +3,15 @@ package controller
 import (
 	"context"
 	"testing"
+	"time"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const testPoolPrefix = "pool.test.opsuite.io"
@@ -45,6 +48,7 @@ func TestNodePoolMatch(t *testing.T) {
 	h := start(t, func(o *Options) {
 		o.RequireNodePoolMatch = true
 		o.Build.NodePoolLabelPrefix = testPoolPrefix
+		o.NodePoolLossGrace = 0 // a lost match prunes at once; TestNodePoolLossGrace holds
 	})
 	h.create(h.twoEntries("vor"))
 
@@ -69,7 +73,7 @@ func TestNodePoolMatch(t *testing.T) {
 	h.waitFor("both ValdReleases", func() bool { return names(h.valdReleases()) == h.ns+"-dedicated,"+h.ns+"-plain" })
 	h.waitStatus("vor", statusCompleted)
 
-	// Losing the agent node prunes the dedicated entry's ValdRelease.
+	// Losing the agent node prunes the dedicated entry's ValdRelease (no grace).
 	delete(agent.Labels, testPoolPrefix+"/namespace")
 	if err := env.Client.Update(context.Background(), agent); err != nil {
 		t.Fatal(err)
@@ -95,5 +99,90 @@ func TestNodePoolMatchOff(t *testing.T) {
 	h.waitStatus("vor", statusCompleted)
 	if got := names(h.valdReleases()); got != h.ns+"-dedicated,"+h.ns+"-plain" {
 		t.Errorf("ValdReleases with the match off: %s", got)
+	}
+}
+
+// TestNodePoolLossGrace: an entry whose node-pool match is lost while others still match
+// keeps its ValdReleases as last rendered for the grace, with a condition and a Warning
+// event saying so; they are pruned when it ends, and kept for good if the nodes return.
+func TestNodePoolLossGrace(t *testing.T) {
+	const grace = 4 * time.Second
+	h := start(t, func(o *Options) {
+		o.RequireNodePoolMatch = true
+		o.Build.NodePoolLabelPrefix = testPoolPrefix
+		o.NodePoolLossGrace = grace
+		o.RequeueAfter = time.Hour // only the hold's own requeue ends it
+	})
+	h.node(valdv1.NodePoolTypeGeneral)
+	agent := h.node(valdv1.NodePoolTypeValdAgent)
+	h.create(h.twoEntries("vor"))
+	h.waitStatus("vor", statusCompleted)
+	both := h.ns + "-dedicated," + h.ns + "-plain"
+	h.waitFor("both ValdReleases", func() bool { return names(h.valdReleases()) == both })
+
+	// The agent node leaves the pool, and the spec changes meanwhile: the plain entry is
+	// rewritten, the dedicated one held as it was.
+	relabel := func(ns string) {
+		t.Helper()
+		n := &corev1.Node{}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(agent), n); err != nil {
+			t.Fatal(err)
+		}
+		n.Labels[testPoolPrefix+"/namespace"] = ns
+		if err := env.Client.Update(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relabel("elsewhere")
+	lost := time.Now()
+	h.update("vor", func(v *valdv1.ValdOperatorRelease) { v.Spec.VectorEngine.Vald.Agent.NGT.Dimension = 16 })
+	held := statusCompleted + " NodePoolMatchLost=True/Held"
+	vor := h.waitStatus("vor", held)
+	c := condition(vor, valdv1.ConditionNodePoolMatchLost)
+	until := c.LastTransitionTime.Add(grace).UTC().Format(time.RFC3339)
+	if want := `No labelled nodes match the node pools of infrastructure entries "blue" any more: their ValdReleases are kept as last rendered until ` + until + ` (NODEPOOL_LOSS_GRACE), then pruned unless the nodes come back.`; c.Message != want {
+		t.Errorf("message %q, want %q", c.Message, want)
+	}
+	gens := map[string]string{}
+	for _, vr := range h.valdReleases() {
+		gens[vr.Name] = vr.Labels[valdv1.LabelManagedGeneration]
+	}
+	if gens[h.ns+"-dedicated"] != "1" || gens[h.ns+"-plain"] != "2" {
+		t.Errorf("managed generations while held: %v, want dedicated at 1 (held), plain at 2", gens)
+	}
+	h.waitFor("a Warning event for the hold", func() bool {
+		evs := &eventsv1.EventList{}
+		if err := env.Client.List(context.Background(), evs, client.InNamespace(h.ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "vor" && e.Reason == valdv1.ReasonHeld && e.Type == corev1.EventTypeWarning {
+				return true
+			}
+		}
+		return false
+	})
+
+	// The grace ends: the held ValdRelease is pruned and the condition goes.
+	h.waitStatus("vor", statusCompleted)
+	if got := names(h.valdReleases()); got != h.ns+"-plain" {
+		t.Errorf("ValdReleases after the grace: %s", got)
+	}
+	if waited := time.Since(lost); waited < grace-time.Second {
+		t.Errorf("pruned after %s, before the grace of %s", waited, grace)
+	}
+
+	// Back: the node returns; then leaves again and comes back within the grace, so the
+	// ValdRelease is kept and the condition goes without a prune.
+	relabel(h.ns)
+	h.waitFor("the dedicated ValdRelease again", func() bool { return names(h.valdReleases()) == both })
+	h.waitStatus("vor", statusCompleted)
+	before := h.valdReleases()[0]
+	relabel("elsewhere")
+	h.waitStatus("vor", held)
+	relabel(h.ns)
+	h.waitStatus("vor", statusCompleted)
+	if vrs := h.valdReleases(); names(vrs) != both || vrs[0].UID != before.UID {
+		t.Errorf("ValdReleases after the nodes came back within the grace: %s", names(vrs))
 	}
 }

@@ -4,16 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/services/vald-operator/internal/lifecycle"
 	"github.com/opsuite/suite/services/vald-operator/internal/resources"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// passState is what one pass's phases learn beyond their conditions.
+type passState struct {
+	// applied are the ValdReleases written in this pass, as the API server answered.
+	applied map[client.ObjectKey]client.Object
+	// hold is the grace of entries whose node-pool match was lost; zero when none is held.
+	hold heldEntries
+	// matched is true once the pass has judged the node-pool match (hold is then current).
+	matched bool
+}
+
 // phases is the lifecycle of one release, bound to this pass.
-func (r *Reconciler) phases(vor *valdv1.ValdOperatorRelease) lifecycle.Phases {
-	applied := map[client.ObjectKey]client.Object{}
+func (r *Reconciler) phases(vor *valdv1.ValdOperatorRelease, st *passState) lifecycle.Phases {
+	applied := st.applied
 	return lifecycle.Phases{
 		{
 			Type:    valdv1.ConditionWaitingClusterCreate,
@@ -24,7 +36,7 @@ func (r *Reconciler) phases(vor *valdv1.ValdOperatorRelease) lifecycle.Phases {
 			Type: valdv1.ConditionWaitingCreateVrs,
 			Desired: &lifecycle.Resource{
 				Builder: func(ctx context.Context) ([]client.Object, lifecycle.Result, error) {
-					return r.desiredValdReleases(ctx, vor)
+					return r.desiredValdReleases(ctx, vor, st)
 				},
 				Sync: func(ctx context.Context, objs []client.Object) (lifecycle.Result, error) {
 					return r.syncValdReleases(ctx, vor, objs, applied)
@@ -77,8 +89,10 @@ func clustersCreated(vor *valdv1.ValdOperatorRelease) lifecycle.Result {
 }
 
 // desiredValdReleases builds the ValdReleases; a build that cannot succeed (an empty
-// render, a name too long) fails the phase before anything is written or pruned.
-func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOperatorRelease) ([]client.Object, lifecycle.Result, error) {
+// render, a name too long) fails the phase before anything is written or pruned. With the
+// node-pool match on, the ValdReleases of entries whose match was lost are kept as they are
+// for the grace (see holdUnmatched).
+func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOperatorRelease, st *passState) ([]client.Object, lifecycle.Result, error) {
 	in := resources.Input{Release: vor}
 	if r.Options.RequireNodePoolMatch {
 		pools, err := r.matchNodePools(ctx, vor.Namespace)
@@ -95,12 +109,20 @@ func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOp
 	if err != nil {
 		return nil, lifecycle.Result{}, err
 	}
-	objs := make([]client.Object, len(vrs))
-	for i, vr := range vrs {
+	objs := make([]client.Object, 0, len(vrs))
+	for _, vr := range vrs {
 		stampValuesHash(vr)
-		objs[i] = vr
+		objs = append(objs, vr)
 	}
-	return objs, lifecycle.Succeeded(""), nil
+	held, err := r.holdUnmatched(ctx, vor, resources.Unmatched(in), time.Now(), st)
+	if meta.IsNoMatchError(err) {
+		return nil, lifecycle.Pending(crdMissing), nil
+	}
+	if err != nil {
+		return nil, lifecycle.Result{}, err
+	}
+	st.matched = true
+	return append(objs, held...), lifecycle.Succeeded(""), nil
 }
 
 // currentGeneration accepts a ValdRelease once it carries the generation it was built from

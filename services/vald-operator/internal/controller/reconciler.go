@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
@@ -42,6 +43,9 @@ type Options struct {
 	RequireNodePoolMatch bool
 	// MaxConcurrentReconciles is the number of releases reconciled at once.
 	MaxConcurrentReconciles int
+	// NodePoolLossGrace is how long the ValdReleases of an entry whose node-pool match was
+	// lost are kept before they are pruned; zero prunes them at once.
+	NodePoolLossGrace time.Duration
 	// CRDPollInterval is how often discovery is asked whether the ValdRelease CRD is
 	// served, until it is.
 	CRDPollInterval time.Duration
@@ -57,7 +61,7 @@ type Options struct {
 
 // DefaultOptions are the options without flags or environment.
 func DefaultOptions() Options {
-	return Options{RequeueAfter: 30 * time.Second, MaxConcurrentReconciles: 4, CRDPollInterval: 10 * time.Second, retryBaseDelay: 500 * time.Millisecond, Build: resources.DefaultConfig()}
+	return Options{RequeueAfter: 30 * time.Second, MaxConcurrentReconciles: 4, CRDPollInterval: 10 * time.Second, NodePoolLossGrace: 10 * time.Minute, retryBaseDelay: 500 * time.Millisecond, Build: resources.DefaultConfig()}
 }
 
 // Validate reports every invalid option at once.
@@ -65,6 +69,9 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.RequeueAfter <= 0 {
 		errs = append(errs, fmt.Errorf("requeue interval %s must be positive", o.RequeueAfter))
+	}
+	if o.NodePoolLossGrace < 0 {
+		errs = append(errs, fmt.Errorf("node-pool loss grace %s must not be negative", o.NodePoolLossGrace))
 	}
 	if o.CRDPollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("CRD poll interval %s must be positive", o.CRDPollInterval))
@@ -128,6 +135,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		New:        func() *valdv1.ValdOperatorRelease { return &valdv1.ValdOperatorRelease{} },
 		Run:        r.run,
 		Conditions: func(v *valdv1.ValdOperatorRelease) []metav1.Condition { return v.Status.Conditions },
+		// A hold of ValdReleases is announced as a Warning (it ends in a prune); it does not
+		// change status.state, which summarises the phases.
+		Summary: []conditions.SummaryOption{conditions.NegativePolarity(append(slices.Clone(conditions.DefaultNegativePolarity), valdv1.ConditionNodePoolMatchLost)...)},
 	})
 	if err != nil {
 		return nil, err
@@ -188,7 +198,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // run evaluates the lifecycle on vor (the skeleton's deep copy) and fills its status.
 func (r *Reconciler) run(ctx context.Context, vor *valdv1.ValdOperatorRelease) (reconciler.Result, error) {
 	key := client.ObjectKeyFromObject(vor)
-	out, err := r.phases(vor).Run(ctx, &vor.Status.Conditions, vor.Generation, time.Now())
+	st := &passState{applied: map[client.ObjectKey]client.Object{}}
+	out, err := r.phases(vor, st).Run(ctx, &vor.Status.Conditions, vor.Generation, time.Now())
+	if st.matched && err == nil {
+		setHoldCondition(vor, st.hold)
+	}
 	vor.Status.Phase = out.Phase
 	vor.Status.Progress = valdv1.Progress{Total: out.Total, Completed: out.Completed}
 	vor.Status.ProgressText = fmt.Sprintf("%d/%d", out.Completed, out.Total)
@@ -208,12 +222,21 @@ func (r *Reconciler) run(ctx context.Context, vor *valdv1.ValdOperatorRelease) (
 	}
 	vor.Status.ObservedGeneration = vor.Generation
 	r.retry.Forget(key)
+	// Held ValdReleases are pruned when their grace ends, with or without an event.
+	var holdLeft time.Duration
+	if len(st.hold.Roles) > 0 {
+		holdLeft = max(time.Until(st.hold.Until), time.Second)
+	}
 	switch {
-	case out.Halt == nil && !out.Seeded:
-		return reconciler.Done(), nil
 	case out.Halt != nil && out.Halt.Reason == valdv1.ReasonFailed:
 		// No retry helps: the condition, the event and this error say what to change.
 		return reconciler.Terminal(fmt.Errorf("phase %s failed: %s", out.Phase, out.Halt.Message)), nil
+	case out.Halt == nil && !out.Seeded && holdLeft == 0:
+		return reconciler.Done(), nil
+	case out.Halt == nil && !out.Seeded:
+		return reconciler.Wait(holdLeft), nil
+	case holdLeft > 0:
+		return reconciler.Wait(min(holdLeft, r.Options.RequeueAfter)), nil
 	default:
 		// Pending or Progressing: look again later; watch events usually come first.
 		return reconciler.Wait(r.Options.RequeueAfter), nil

@@ -99,12 +99,28 @@ func DesiredValdReleases(in Input, cfg Config) ([]*valdv1.ValdRelease, error) {
 	return out, nil
 }
 
-// admit reports whether the pools an entry uses have labelled nodes.
+// admit reports whether the pools an entry declares have labelled nodes: an entry without
+// a general pool does not need general nodes, one without an agent pool no agent nodes.
 func (n NodePools) admit(infra valdv1.Infrastructure) bool {
-	if !n[valdv1.NodePoolTypeGeneral] {
+	if infra.NodePools.General != nil && !n[valdv1.NodePoolTypeGeneral] {
 		return false
 	}
 	return infra.NodePools.Agent == nil || n[valdv1.NodePoolTypeValdAgent]
+}
+
+// Unmatched returns the roles of the active entries the node-pool match leaves out, in
+// spec order; none when the match is off.
+func Unmatched(in Input) []string {
+	if in.Nodes == nil {
+		return nil
+	}
+	var roles []string
+	for _, infra := range in.Release.Spec.Infrastructure {
+		if infra.IsActive() && !in.Nodes.admit(infra) {
+			roles = append(roles, infra.Role)
+		}
+	}
+	return roles
 }
 
 func desiredValdRelease(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, cl valdv1.Cluster, cfg Config) (*valdv1.ValdRelease, error) {

@@ -174,6 +174,46 @@ func TestDesiredValdReleasesFailures(t *testing.T) {
 	}
 }
 
+// TestNodePoolAdmission: an entry needs labelled nodes only for the pools it declares.
+func TestNodePoolAdmission(t *testing.T) {
+	general, agent := &valdv1.NodePool{Replicas: 1}, &valdv1.NodePool{Replicas: 1}
+	entry := func(role string, g, a *valdv1.NodePool) valdv1.Infrastructure {
+		return valdv1.Infrastructure{Role: role, Clusters: []valdv1.Cluster{{Name: role, ID: "1"}}, NodePools: valdv1.NodePools{General: g, Agent: a}}
+	}
+	vor := loadRelease(t, "full")
+	vor.Spec.Infrastructure = []valdv1.Infrastructure{
+		entry("both", general, agent), entry("general-only", general, nil), entry("agent-only", nil, agent), entry("none", nil, nil),
+	}
+	cases := []struct {
+		nodes     NodePools
+		unmatched string
+		built     string
+	}{
+		{nodes: nil, unmatched: "", built: "search-agent-only,search-both,search-general-only,search-none"},
+		{nodes: NodePools{}, unmatched: "both,general-only,agent-only", built: "search-none"},
+		{nodes: NodePools{valdv1.NodePoolTypeGeneral: true}, unmatched: "both,agent-only", built: "search-general-only,search-none"},
+		{nodes: NodePools{valdv1.NodePoolTypeValdAgent: true}, unmatched: "both,general-only", built: "search-agent-only,search-none"},
+		{nodes: NodePools{valdv1.NodePoolTypeGeneral: true, valdv1.NodePoolTypeValdAgent: true}, unmatched: "", built: "search-agent-only,search-both,search-general-only,search-none"},
+	}
+	for _, tc := range cases {
+		in := Input{Release: vor, Nodes: tc.nodes}
+		if got := strings.Join(Unmatched(in), ","); got != tc.unmatched {
+			t.Errorf("nodes %v: unmatched %q, want %q", tc.nodes, got, tc.unmatched)
+		}
+		vrs, err := DesiredValdReleases(in, testConfig())
+		if err != nil {
+			t.Fatalf("nodes %v: %v", tc.nodes, err)
+		}
+		var names []string
+		for _, vr := range vrs {
+			names = append(names, vr.Name)
+		}
+		if got := strings.Join(names, ","); got != tc.built {
+			t.Errorf("nodes %v: built %s, want %s", tc.nodes, got, tc.built)
+		}
+	}
+}
+
 func TestPVSize(t *testing.T) {
 	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
 	cfg := DefaultConfig()
