@@ -1,0 +1,147 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/controller"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrixtest"
+	"github.com/opsuite/suite/shared/testenv"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// memberPod stands in for the pod the StatefulSet controller and the kubelet would make
+// (neither runs here): the member's labels, Running, containers ready.
+func memberPod(t *testing.T, c *veltrixv1.VeltrixCluster, ordinal int32) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	labels := resources.SelectorLabels(c)
+	labels[resources.LabelCluster] = c.Name
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: resources.PodName(c, ordinal), Namespace: c.Namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			Containers:     []corev1.Container{{Name: resources.ContainerName, Image: c.Spec.ImageRef()}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: veltrixv1.SearchReadyGate}},
+		},
+	}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1", Conditions: []corev1.PodCondition{
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// TestMembersAndReadinessGate runs the controller against three simulator processes whose
+// pods it finds in the API: it sets each pod's search-ready gate from INFO, reports Ready
+// with the topology, and scales 3 -> 2 through the admin API: DELETE the highest member,
+// wait until its data moved, then lower the StatefulSet.
+func TestMembersAndReadinessGate(t *testing.T) {
+	ctx := context.Background()
+	const token = "integration-admin-token"
+	sims := veltrixtest.StartCluster(t, 3, veltrixtest.Options{Name: "vx", ReplicationFactor: 2, AdminToken: token, IndexRebuild: time.Second})
+	f := startFleet(t, operatorTokens(t, "members", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
+	ns := testenv.NewNamespace(t, env.Client, "vx")
+	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "admin", Namespace: ns}, Data: map[string][]byte{"token": []byte(token)}}); err != nil {
+		t.Fatal(err)
+	}
+	addr := func(text bool) func(*veltrixv1.VeltrixCluster, *corev1.Pod) string {
+		return func(_ *veltrixv1.VeltrixCluster, p *corev1.Pod) string {
+			var o int32
+			if _, err := fmt.Sscanf(p.Name, "vx-%d", &o); err != nil || sims.Server(o) == nil || !sims.Server(o).Running() {
+				return ""
+			}
+			if text {
+				return sims.Server(o).Addr
+			}
+			return sims.Server(o).AdminAddr
+		}
+	}
+	startController(t, f, ns, func(cfg *controller.Config) {
+		cfg.AdminAddr, cfg.TextAddr = addr(false), addr(true)
+	})
+	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.Size, c.Spec.ReplicationFactor = 3, 2
+		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
+		c.Spec.IndexMapFallback = true
+		c.Spec.AdminTokenSecret = &veltrixv1.SecretKeyRef{Name: "admin", Key: "token"}
+	})
+	for o := range int32(3) {
+		memberPod(t, c, o)
+	}
+
+	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionTrue, veltrixv1.ReasonReady)
+	condition(t, c, veltrixv1.ConditionReplicationFactorMet, metav1.ConditionTrue, veltrixv1.ReasonReplicationFactorMet)
+	condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionTrue, veltrixv1.ReasonSettled)
+	for o := range int32(3) {
+		var pod corev1.Pod
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.PodName(c, o)}, &pod); err != nil {
+			t.Fatal(err)
+		}
+		gate := false
+		for _, cond := range pod.Status.Conditions {
+			gate = gate || cond.Type == veltrixv1.SearchReadyGate && cond.Status == corev1.ConditionTrue
+		}
+		if !gate {
+			t.Errorf("pod %s: search-ready gate not True: %v", pod.Name, pod.Status.Conditions)
+		}
+	}
+	var live veltrixv1.VeltrixCluster
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+		t.Fatal(err)
+	}
+	if live.Status.State != veltrixv1.StateRunning || live.Status.ReadyMembers != 3 || len(live.Status.Members) != 3 || live.Status.PartitionCount == 0 || live.Status.PartitionMap == "" {
+		t.Errorf("status %+v", live.Status)
+	}
+
+	// Scale down: the member leaves first, then the StatefulSet shrinks.
+	live.Spec.Size = 2
+	if err := env.Client.Update(ctx, &live); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 90*time.Second, "StatefulSet at 2 replicas", func() (bool, string) {
+		var sts appsv1.StatefulSet
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &sts); err != nil {
+			return false, err.Error()
+		}
+		return *sts.Spec.Replicas == 2, fmt.Sprintf("replicas %d", *sts.Spec.Replicas)
+	})
+	members, err := sims.Client().Members(ctx, sims.Server(0).AdminAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members {
+		if m.ID == "vx-2" {
+			t.Errorf("the StatefulSet shrank while vx-2 is still a member (%s)", m.State)
+		}
+	}
+	// The StatefulSet controller would now delete the pod.
+	sims.Server(2).Stop()
+	if err := env.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "vx-2", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "Ready with 2 members", func() (bool, string) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+			return false, err.Error()
+		}
+		return live.Status.ReadyMembers == 2 && len(live.Status.Members) == 2 && live.Status.State == veltrixv1.StateRunning,
+			fmt.Sprintf("ready %d members %v state %s", live.Status.ReadyMembers, live.Status.Members, live.Status.State)
+	})
+	if live.Status.LastScaleTime == nil {
+		t.Error("lastScaleTime not set by the scale-down")
+	}
+}
