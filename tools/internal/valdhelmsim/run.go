@@ -127,6 +127,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	}
 	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
 	mo := ctrl.Options{
+		Logger:                        logger,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
