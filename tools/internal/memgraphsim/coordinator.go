@@ -73,6 +73,8 @@ type coordinator struct {
 	hmu         sync.Mutex
 	health      map[string]*instHealth
 	coordOK     map[string]time.Time // coordinator id -> last successful check
+	coordDown   map[string]bool      // coordinators this leader declared down
+	readySince  time.Time
 	leaderReady bool
 	// promoted remembers what the MAIN was last told (epoch and replica list), so an
 	// unchanged cluster costs no management calls beyond health checks.
@@ -103,7 +105,7 @@ func (s *streamLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Con
 
 func newCoordinator(opts Options, ilog *invariantLog, log *slog.Logger) (*coordinator, error) {
 	c := &coordinator{opts: opts, id: opts.CoordinatorID, ilog: ilog, log: log, fsm: newFSM(),
-		health: map[string]*instHealth{}, coordOK: map[string]time.Time{}, stop: make(chan struct{})}
+		health: map[string]*instHealth{}, coordOK: map[string]time.Time{}, coordDown: map[string]bool{}, stop: make(chan struct{})}
 	dir := filepath.Join(opts.DataDirectory, "sim-raft")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -218,7 +220,7 @@ func (c *coordinator) watchLeadership() {
 			for _, i := range c.fsm.state().Instances {
 				c.health[i.Name] = &instHealth{lastOK: now}
 			}
-			c.coordOK = map[string]time.Time{}
+			c.coordOK, c.coordDown, c.readySince = map[string]time.Time{}, map[string]bool{}, now
 			c.promoted = ""
 			c.leaderReady = true
 			c.hmu.Unlock()
@@ -313,10 +315,23 @@ func (c *coordinator) checkHealth() {
 					_ = conn.Close()
 				}
 			}
+			now := time.Now()
+			c.hmu.Lock()
+			defer c.hmu.Unlock()
 			if err == nil {
-				c.hmu.Lock()
-				c.coordOK[id] = time.Now()
-				c.hmu.Unlock()
+				c.coordOK[id] = now
+				delete(c.coordDown, id)
+				return
+			}
+			last, seen := c.coordOK[id]
+			if !seen {
+				last = c.readySince
+			}
+			if !c.coordDown[id] && now.Sub(last) >= c.opts.InstanceDownTimeout {
+				// A killed coordinator writes nothing itself; without this line the log
+				// would show it leading forever.
+				c.coordDown[id] = true
+				c.ilog.record(Event{Instance: "coordinator_" + id, Role: RoleDown, ObservedBy: c.name()})
 			}
 		}()
 	}

@@ -213,6 +213,10 @@ func TestProcessCluster(t *testing.T) {
 		return rows[4][5] == RoleMain && rows[3][4] == "down"
 	})
 	t.Logf("failover %s after SIGKILL of the MAIN", time.Since(killed).Round(10*time.Millisecond))
+	// Raft names the new MAIN a moment before the promotion reaches it.
+	eventually(t, 5*time.Second, "instance_1 promoted", func() bool {
+		return mustBolt(t, replicaConn, "SHOW REPLICATION ROLE")[0][0] == RoleMain
+	})
 	wrote := time.Now()
 	if _, _, err := replicaConn.run(`CREATE (:Person {name: "cid"})`); err == nil || !strings.Contains(err.Error(), ErrSyncReplica) {
 		t.Fatalf("write with the old MAIN, now a SYNC replica, down: %v, want %q", err, ErrSyncReplica)
