@@ -43,6 +43,8 @@ func operatorFlags(fs *flag.FlagSet, o *controller.Options, getenv func(string) 
 	env.String(&b.DiscovererKind, "discoverer-kind", "DISCOVERER_KIND",
 		"Discoverer workload when a release names none: DaemonSet or Deployment ($DISCOVERER_KIND).")
 	env.IntOrString(&b.DiscovererMaxUnavailable, "discoverer-max-unavailable", "DISCOVERER_MAX_UNAVAILABLE",
-		"Rolling-update maxUnavailable of a DaemonSet discoverer, a number or a percentage ($DISCOVERER_MAX_UNAVAILABLE).")
+		"Rolling-update maxUnavailable of a DaemonSet discoverer (the Vald chart's discoverer.rollingUpdate.maxUnavailable), a number or a percentage ($DISCOVERER_MAX_UNAVAILABLE).")
+	env.String(&b.DiscovererPDBMaxUnavailable, "discoverer-pdb-max-unavailable", "DISCOVERER_PDB_MAX_UNAVAILABLE",
+		"maxUnavailable of the discoverer's PodDisruptionBudget (the Vald chart's discoverer.maxUnavailable), a number or a percentage; empty keeps the chart's default ($DISCOVERER_PDB_MAX_UNAVAILABLE).")
 	return func() error { return errors.Join(env.Err(), o.Validate()) }
 }

@@ -38,6 +38,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"REQUIRE_NODEPOOL_MATCH": "true", "NODEPOOL_LABEL_PREFIX": "pool.example.com",
 		"DEFAULT_STORAGE_CLASS": "fast", "PV_MIN_SIZE": "5Gi", "REQUEUE_AFTER": "5s",
 		"GATEWAY_SERVICE_TYPE": "LoadBalancer", "DISCOVERER_KIND": "DaemonSet", "DISCOVERER_MAX_UNAVAILABLE": "25%",
+		"DISCOVERER_PDB_MAX_UNAVAILABLE": "1", "NODEPOOL_LOSS_GRACE": "1m", "CRD_POLL_INTERVAL": "3s",
 	}
 	o, err := parse(t, env, "--requeue-after=2s", "--pv-min-size=3Gi")
 	if err != nil {
@@ -46,7 +47,8 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	b := o.Build
 	if !o.RequireNodePoolMatch || b.NodePoolLabelPrefix != "pool.example.com" || b.DefaultStorageClass != "fast" ||
 		o.RequeueAfter != 2*time.Second || b.PVMinSize.String() != "3Gi" || b.GatewayServiceType != "LoadBalancer" ||
-		b.DiscovererKind != "DaemonSet" || b.DiscovererMaxUnavailable.String() != "25%" {
+		b.DiscovererKind != "DaemonSet" || b.DiscovererMaxUnavailable.String() != "25%" || b.DiscovererPDBMaxUnavailable != "1" ||
+		o.NodePoolLossGrace != time.Minute || o.CRDPollInterval != 3*time.Second {
 		t.Errorf("options %+v", o)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -233,9 +234,14 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 	values["gateway"] = map[string]any{"lb": lb}
 
 	// Discoverer.
+	// The Vald chart has two settings of that name: rollingUpdate.maxUnavailable paces the
+	// DaemonSet's rollout, maxUnavailable is its PodDisruptionBudget (either kind).
 	disc := map[string]any{"kind": firstNonEmpty(v.Discoverer.Kind, cfg.DiscovererKind)}
 	if disc["kind"] == "DaemonSet" {
-		disc["maxUnavailable"] = cfg.DiscovererMaxUnavailable.String()
+		disc["rollingUpdate"] = map[string]any{"maxUnavailable": intOrPercent(cfg.DiscovererMaxUnavailable)}
+	}
+	if cfg.DiscovererPDBMaxUnavailable != "" {
+		disc["maxUnavailable"] = intOrPercent(intstr.Parse(cfg.DiscovererPDBMaxUnavailable))
 	}
 	if general != nil {
 		placeOn(disc, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
@@ -345,6 +351,15 @@ func Merge(base, overlay map[string]any) map[string]any {
 		}
 	}
 	return base
+}
+
+// intOrPercent is a number as a number and a percentage as a string, as Kubernetes takes
+// them: the chart renders the value into the manifest, where "1" would be an invalid string.
+func intOrPercent(v intstr.IntOrString) any {
+	if v.Type == intstr.Int {
+		return v.IntVal
+	}
+	return v.StrVal
 }
 
 // quantity parses a positive quantity; admission has validated it, so anything else

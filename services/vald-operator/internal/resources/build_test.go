@@ -11,6 +11,7 @@ import (
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -54,6 +55,10 @@ func TestGolden(t *testing.T) {
 		{golden: "ingress-domain", input: "pool-fallback", config: func(c *Config) {
 			c.IngressDomain, c.GatewayServiceType, c.DiscovererKind = "vald.internal", "LoadBalancer", "DaemonSet"
 		}},
+		{golden: "discoverer-daemonset", input: "pool-fallback", config: func(c *Config) {
+			c.DiscovererKind, c.DiscovererMaxUnavailable, c.DiscovererPDBMaxUnavailable = "DaemonSet", intstr.FromString("25%"), "2"
+		}},
+		{golden: "discoverer-deployment-pdb", input: "pool-fallback", config: func(c *Config) { c.DiscovererPDBMaxUnavailable = "50%" }},
 		{golden: "nodepool-match", input: "full", nodes: NodePools{valdv1.NodePoolTypeGeneral: true, valdv1.NodePoolTypeValdAgent: true}},
 	}
 	for _, tc := range cases {
@@ -265,11 +270,12 @@ func TestConfigValidate(t *testing.T) {
 	bad.AgentResourceFraction = 2
 	bad.GatewayServiceType = "ExternalName"
 	bad.DiscovererKind = "StatefulSet"
+	bad.DiscovererPDBMaxUnavailable = "half"
 	err := bad.Validate()
 	if err == nil {
 		t.Fatal("want errors")
 	}
-	for _, want := range []string{"label prefix", "access mode", "memory ratio", "maximum size", "resource fraction", "service type", "discoverer kind"} {
+	for _, want := range []string{"label prefix", "access mode", "memory ratio", "maximum size", "resource fraction", "service type", "discoverer kind", "PodDisruptionBudget maxUnavailable"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -40,8 +40,12 @@ type Config struct {
 	// DiscovererKind is the discoverer workload kind when the release names none.
 	DiscovererKind string
 	// DiscovererMaxUnavailable is the rolling-update maxUnavailable of a DaemonSet
-	// discoverer.
+	// discoverer: the Vald chart's discoverer.rollingUpdate.maxUnavailable.
 	DiscovererMaxUnavailable intstr.IntOrString
+	// DiscovererPDBMaxUnavailable is the maxUnavailable of the discoverer's
+	// PodDisruptionBudget (the Vald chart's discoverer.maxUnavailable), for either kind;
+	// empty leaves the chart's default.
+	DiscovererPDBMaxUnavailable string
 }
 
 // DefaultConfig is the configuration without flags or environment.
@@ -98,6 +102,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := intstr.GetScaledValueFromIntOrPercent(&c.DiscovererMaxUnavailable, 100, true); err != nil || c.DiscovererMaxUnavailable.String() == "0" || c.DiscovererMaxUnavailable.String() == "0%" {
 		errs = append(errs, fmt.Errorf("discoverer maxUnavailable %q must be a positive number or percentage", c.DiscovererMaxUnavailable.String()))
+	}
+	if c.DiscovererPDBMaxUnavailable != "" {
+		pdb := intstr.Parse(c.DiscovererPDBMaxUnavailable)
+		if v, err := intstr.GetScaledValueFromIntOrPercent(&pdb, 100, true); err != nil || v < 0 {
+			errs = append(errs, fmt.Errorf("discoverer PodDisruptionBudget maxUnavailable %q must be a number or percentage, at least 0", c.DiscovererPDBMaxUnavailable))
+		}
 	}
 	return errors.Join(errs...)
 }
