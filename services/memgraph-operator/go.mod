@@ -8,8 +8,10 @@ require (
 	github.com/neo4j/neo4j-go-driver/v5 v5.28.4
 	github.com/opsuite/suite/api v0.0.0
 	github.com/opsuite/suite/proto v0.0.0
+	github.com/opsuite/suite/services/node-agent v0.0.0
 	github.com/opsuite/suite/shared v0.0.0
 	github.com/prometheus/client_golang v1.24.0
+	google.golang.org/grpc v1.85.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
@@ -87,7 +89,6 @@ require (
 	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
-	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -106,5 +107,6 @@ require (
 replace (
 	github.com/opsuite/suite/api => ../../api
 	github.com/opsuite/suite/proto => ../../proto
+	github.com/opsuite/suite/services/node-agent => ../node-agent
 	github.com/opsuite/suite/shared => ../../shared
 )

@@ -116,7 +116,7 @@ func start(t *testing.T, operator string) *harness {
 	env.StartManager(t, func(mgr ctrl.Manager) error {
 		return controller.Setup(mgr, controller.Config{
 			Operator: operator, Registrar: h.reg, Sysctls: h.sys,
-			Poll: 200 * time.Millisecond, Resync: 300 * time.Millisecond,
+			Poll: 200 * time.Millisecond, Resync: 300 * time.Millisecond, SysctlRetry: 200 * time.Millisecond,
 		})
 	}, testenv.InNamespaces(h.ns), countWrites)
 	return h

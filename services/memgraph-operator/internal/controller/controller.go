@@ -99,6 +99,8 @@ type Config struct {
 	Resync time.Duration
 	// SysctlRecheck is how long a node's met vm.max_map_count is trusted.
 	SysctlRecheck time.Duration
+	// SysctlRetry is how soon a node found unmet, or whose agent did not answer, is asked again.
+	SysctlRetry time.Duration
 }
 
 func (cfg *Config) defaults() {
@@ -114,6 +116,9 @@ func (cfg *Config) defaults() {
 	if cfg.SysctlRecheck <= 0 {
 		cfg.SysctlRecheck = 10 * time.Minute
 	}
+	if cfg.SysctlRetry <= 0 {
+		cfg.SysctlRetry = time.Minute
+	}
 }
 
 // Controller reconciles MemgraphClusters.
@@ -125,9 +130,8 @@ type Controller struct {
 	metrics  *clusterMetrics
 
 	mu sync.Mutex
-	// nodes remembers each node's last met check, so a steady cluster does not call the
-	// agents every pass; unmet nodes are asked again every pass.
-	nodes map[string]time.Time
+	// nodes remembers each node's last check, so passes do not call the agents each time.
+	nodes map[string]nodeCheck
 	// written is the status each cluster's last pass computed: the cache can lag the
 	// status write of the previous pass, and judging transitions from a stale status
 	// repeats their events.
@@ -143,7 +147,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.FieldManager},
 		recorder: mgr.GetEventRecorder(Name),
 		metrics:  metricsFor(cfg.Operator),
-		nodes:    map[string]time.Time{},
+		nodes:    map[string]nodeCheck{},
 		written:  map[types.UID]*memgraphv1.MemgraphClusterStatus{},
 	}
 	r, err := reconciler.New(reconciler.Config[*memgraphv1.MemgraphCluster]{

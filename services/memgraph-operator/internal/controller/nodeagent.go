@@ -5,6 +5,8 @@ import (
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/shared/nodeagent"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // maxMapCount is the sysctl Memgraph needs raised.
@@ -17,7 +19,13 @@ type NodeAgentSysctls struct{ Pool *nodeagent.Pool }
 
 // MaxMapCount implements SysctlChecker.
 func (n NodeAgentSysctls) MaxMapCount(ctx context.Context, node string, minimum int64) (SysctlReport, error) {
-	resp, err := n.Pool.Node(node).EnsureSysctl(ctx, &nodeagentv1.EnsureSysctlRequest{Name: maxMapCount, Minimum: minimum})
+	agent := n.Pool.Node(node)
+	resp, err := agent.EnsureSysctl(ctx, &nodeagentv1.EnsureSysctlRequest{Name: maxMapCount, Minimum: minimum})
+	if status.Code(err) == codes.FailedPrecondition {
+		// Below the minimum and the agent may not raise it: that is the answer, not a
+		// failure; read the value for the log.
+		resp, err = agent.EnsureSysctl(ctx, &nodeagentv1.EnsureSysctlRequest{Name: maxMapCount, Minimum: minimum, ReportOnly: true})
+	}
 	if err != nil {
 		return SysctlReport{}, err
 	}

@@ -22,10 +22,17 @@ type nodeFindings struct {
 	failed  []string
 }
 
+// nodeCheck is a node's last answer.
+type nodeCheck struct {
+	at          time.Time
+	met, failed bool
+}
+
 // checkNodes asks the node agent of every node running a pod of the cluster for
 // vm.max_map_count >= 262144 (Memgraph needs it; the HA chart sets it with a privileged
-// init container, which this operator never runs). A node found met is trusted for
-// SysctlRecheck; unmet and failed nodes are asked again every pass.
+// init container, which this operator never runs). An answer is reused for a while, so
+// passes do not call the agents each time: a met node for SysctlRecheck, an unmet or
+// silent one for SysctlRetry.
 func (p *pass) checkNodes(ctx context.Context) {
 	checker := p.ctl.cfg.Sysctls
 	if checker == nil {
@@ -44,36 +51,49 @@ func (p *pass) checkNodes(ctx context.Context) {
 	slices.Sort(p.nodes.nodes)
 	p.nodes.checked = len(p.nodes.nodes) > 0
 	for _, node := range p.nodes.nodes {
-		if p.ctl.recentlyMet(node, p.now) {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, nodeCallTimeout)
-		rep, err := checker.MaxMapCount(cctx, node, resources.MaxMapCountMinimum)
-		cancel()
-		switch {
-		case err != nil:
-			log.FromContext(ctx).Error(err, "Checking vm.max_map_count failed", "node", node)
-			p.nodes.failed = append(p.nodes.failed, node)
-		case !rep.Met:
-			p.nodes.unmet = append(p.nodes.unmet, node)
-		default:
-			if rep.Raised {
-				log.FromContext(ctx).Info("Raised vm.max_map_count", "node", node, "value", rep.Value)
+		chk, ok := p.ctl.lastCheck(node, p.now)
+		if !ok {
+			chk = nodeCheck{at: p.now}
+			cctx, cancel := context.WithTimeout(ctx, nodeCallTimeout)
+			rep, err := checker.MaxMapCount(cctx, node, resources.MaxMapCountMinimum)
+			cancel()
+			switch {
+			case err != nil:
+				log.FromContext(ctx).Error(err, "Checking vm.max_map_count failed", "node", node)
+				chk.failed = true
+			case !rep.Met:
+				log.FromContext(ctx).Info("vm.max_map_count is too low", "node", node, "value", rep.Value, "minimum", rep.Minimum)
+			default:
+				if rep.Raised {
+					log.FromContext(ctx).Info("Raised vm.max_map_count", "node", node, "value", rep.Value)
+				}
+				chk.met = true
 			}
-			p.ctl.markMet(node, p.now)
+			p.ctl.rememberNode(node, chk)
+		}
+		switch {
+		case chk.failed:
+			p.nodes.failed = append(p.nodes.failed, node)
+		case !chk.met:
+			p.nodes.unmet = append(p.nodes.unmet, node)
 		}
 	}
 }
 
-func (ctl *Controller) recentlyMet(node string, now time.Time) bool {
+// lastCheck is node's last answer while it is fresh enough to reuse.
+func (ctl *Controller) lastCheck(node string, now time.Time) (nodeCheck, bool) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	at, ok := ctl.nodes[node]
-	return ok && now.Sub(at) < ctl.cfg.SysctlRecheck
+	chk, ok := ctl.nodes[node]
+	ttl := ctl.cfg.SysctlRetry
+	if chk.met {
+		ttl = ctl.cfg.SysctlRecheck
+	}
+	return chk, ok && now.Sub(chk.at) < ttl
 }
 
-func (ctl *Controller) markMet(node string, now time.Time) {
+func (ctl *Controller) rememberNode(node string, chk nodeCheck) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	ctl.nodes[node] = now
+	ctl.nodes[node] = chk
 }

@@ -54,10 +54,8 @@ const (
 
 	VolumeLib = "lib"
 	VolumeLog = "log"
-	VolumeTmp = "tmp"
 	LibDir    = "/var/lib/memgraph"
 	LogDir    = "/var/log/memgraph"
-	TmpDir    = "/tmp"
 	LogFile   = LogDir + "/memgraph.log"
 )
 

@@ -93,9 +93,6 @@ func podSpec(c *memgraphv1.MemgraphCluster, r Role) corev1.PodSpec {
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		Containers: []corev1.Container{container(c, r)},
-		Volumes: []corev1.Volume{
-			{Name: VolumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		},
 	}
 }
 
@@ -134,7 +131,6 @@ func container(c *memgraphv1.MemgraphCluster, r Role) corev1.Container {
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeLib, MountPath: LibDir},
 			{Name: VolumeLog, MountPath: LogDir},
-			{Name: VolumeTmp, MountPath: TmpDir},
 		},
 	}
 }
