@@ -50,7 +50,7 @@ type options struct {
 func (o *options) addFlags(fs *flag.FlagSet) {
 	o.pvRoot = "/mnt/opsuite"
 	o.env = envflag.New(fs, os.Getenv)
-	o.env.String(&o.pvRoot, "pv-root", EnvPVRoot, "The node agents' --pv-root (the node-agent chart's pvRoot): the PV source paths of the clusters' disks are made below it ($"+EnvPVRoot+").")
+	o.env.String(&o.pvRoot, "pv-root", EnvPVRoot, "The node agents' --pv-root (the node-agent chart's pvRoot): the PV source paths of the clusters' disks are made below it; $(NODE_NAME) in it stands for each node's name, for agents whose roots differ per node ($"+EnvPVRoot+").")
 }
 
 func (o *options) validate() error {

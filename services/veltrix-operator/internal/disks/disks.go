@@ -52,8 +52,15 @@ func (p PoolAgents) Node(name string) Agent { return p.Pool.Node(name) }
 // PVRoot is the PV root of a node's agent (its --pv-root).
 type PVRoot func(node string) string
 
-// SamePVRoot is the PV root of agents that all run with the same --pv-root.
-func SamePVRoot(root string) PVRoot { return func(string) string { return root } }
+// NodeNameVar in a PV root stands for the node's name, as in the node-agent chart's
+// extraArgs (--pv-root=/srv/pv/$(NODE_NAME)), for agents whose roots differ per node.
+const NodeNameVar = "$(NODE_NAME)"
+
+// SamePVRoot is the PV root of agents that all run with the same --pv-root; NodeNameVar in it
+// is replaced by each node's name.
+func SamePVRoot(root string) PVRoot {
+	return func(node string) string { return strings.ReplaceAll(root, NodeNameVar, node) }
+}
 
 // Problem is why a node's agent did not give its disks or its sysctl; the values are the
 // condition reasons.

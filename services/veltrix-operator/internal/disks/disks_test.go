@@ -155,3 +155,12 @@ func TestUsable(t *testing.T) {
 		}
 	}
 }
+
+func TestSamePVRoot(t *testing.T) {
+	if got := SamePVRoot("/mnt/opsuite")("n1"); got != "/mnt/opsuite" {
+		t.Errorf("plain root %s", got)
+	}
+	if got := SamePVRoot("/srv/pv/$(NODE_NAME)")("n1"); got != "/srv/pv/n1" {
+		t.Errorf("per-node root %s", got)
+	}
+}
