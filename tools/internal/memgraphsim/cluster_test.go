@@ -518,3 +518,16 @@ func (tc *testCluster) oneMainAtMost() []Event {
 	}
 	return events
 }
+
+// A replica registered again under another replication port moves its listener there.
+func TestReRegisterMovesReplicationPort(t *testing.T) {
+	tc := newTestCluster(t, 1, 2)
+	tc.bootstrap()
+	l, main, replica := tc.coords[0], tc.data[0], tc.data[1]
+	mustRun(t, l, "UNREGISTER INSTANCE instance_1")
+	mustRun(t, l, registerQuery("instance_1", replica, freePort(t)))
+	mustRun(t, main, `CREATE (:Person)`)
+	if n := count(t, replica, "Person"); n != 1 {
+		t.Fatalf("replica on its new replication port counts %d, want 1", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -146,14 +147,20 @@ func (d *dataInstance) close() {
 // listenReplicationLocked starts the replication server on the port of addr (the host is
 // always this process's bind host: addr is how others reach it, not what it binds).
 func (d *dataInstance) listenReplicationLocked(addr string) error {
-	if d.replSrv != nil {
-		return nil
-	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("replication server %q: %w", addr, err)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(d.opts.BoltAddress, port))
+	bind := net.JoinHostPort(d.opts.BoltAddress, port)
+	if d.replSrv != nil {
+		if d.replSrv.ln.Addr().(*net.TCPAddr).Port == mustAtoi(port) {
+			return nil
+		}
+		// Registered again with another replication port.
+		d.replSrv.Close()
+		d.replSrv = nil
+	}
+	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return fmt.Errorf("replication server: %w", err)
 	}
@@ -446,4 +453,9 @@ func (d *dataInstance) role() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.st.Role
+}
+
+func mustAtoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
