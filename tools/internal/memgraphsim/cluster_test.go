@@ -531,3 +531,46 @@ func TestReRegisterMovesReplicationPort(t *testing.T) {
 		t.Fatalf("replica on its new replication port counts %d, want 1", n)
 	}
 }
+
+// Explicit transactions on a data instance: writes are seen inside, replicated at COMMIT,
+// dropped by ROLLBACK; replication queries are refused inside.
+func TestExplicitTransactionsOnDataInstance(t *testing.T) {
+	tc := newTestCluster(t, 1, 2)
+	tc.bootstrap()
+	main, replica := tc.data[0], tc.data[1]
+	ctx := context.Background()
+	c := main.conn()
+	if err := c.Begin("w", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(ctx, bolt.Query{Text: `CREATE (:Person), (:Person)`, InTx: true}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Run(ctx, bolt.Query{Text: `MATCH (n:Person) RETURN count(n)`, InTx: true})
+	if err != nil || r.Records[0][0] != int64(2) {
+		t.Fatalf("count inside the transaction: %v %v", r, err)
+	}
+	if n := count(t, replica, "Person"); n != 0 {
+		t.Fatalf("replica sees %d uncommitted nodes", n)
+	}
+	_, err = c.Run(ctx, bolt.Query{Text: `SHOW REPLICATION ROLE`, InTx: true})
+	wantFailure(t, err, ErrReplicationInTx)
+	if _, err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, replica, "Person"); n != 2 {
+		t.Fatalf("replica counts %d after COMMIT, want 2", n)
+	}
+	if err := c.Begin("w", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(ctx, bolt.Query{Text: `CREATE (:Person)`, InTx: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, main, "Person"); n != 2 {
+		t.Fatalf("MAIN counts %d after ROLLBACK, want 2", n)
+	}
+}
