@@ -54,9 +54,6 @@ func (o Options) IsCoordinator() bool { return o.CoordinatorID > 0 && o.Coordina
 // instance managed through its management port).
 func (o Options) IsHA() bool { return o.IsCoordinator() || o.ManagementPort > 0 }
 
-// Host is the address every listener binds.
-func (o Options) Host() string { return o.BoltAddress }
-
 // Addr joins the bind host with a port.
 func (o Options) Addr(port int) string { return net.JoinHostPort(o.BoltAddress, strconv.Itoa(port)) }
 
