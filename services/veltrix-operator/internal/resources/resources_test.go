@@ -2,13 +2,13 @@ package resources
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	"github.com/opsuite/suite/shared/testenv"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,20 +49,7 @@ func golden(t *testing.T, name string, obj any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s", name, got)
-	}
+	testenv.Golden(t, filepath.Join("testdata", name), got, *update)
 }
 
 func TestStatefulSetGolden(t *testing.T) {
