@@ -88,12 +88,36 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 		if reason == "" {
 			reason = memgraphv1.ReasonRegistrationInProgress
 		}
-		p.normal(reason, "Ran "+strings.Join(reg.Executed, "; "))
+		p.normal(reason, "Ran "+commandSummary(reg.Executed))
 	}
 	if reg.Converged && !p.retiring() {
 		return cfg.Resync, nil
 	}
 	return cfg.Poll, nil
+}
+
+// maxEventNote keeps an event's note under the events API's 1 kB limit.
+const maxEventNote = 1000
+
+// commandSummary lists commands without their address configs (which the status and
+// SHOW INSTANCES hold), within an event note's limit.
+func commandSummary(cmds []string) string {
+	var b strings.Builder
+	for i, c := range cmds {
+		if before, _, ok := strings.Cut(c, " WITH CONFIG"); ok {
+			c = before
+		}
+		part := c
+		if i > 0 {
+			part = "; " + c
+		}
+		if b.Len()+len(part) > maxEventNote-40 {
+			fmt.Fprintf(&b, "; and %d more", len(cmds)-i)
+			break
+		}
+		b.WriteString(part)
+	}
+	return b.String()
 }
 
 // applyChildren writes every child by server-side apply and prunes the ones no longer

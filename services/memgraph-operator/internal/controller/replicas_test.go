@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
@@ -86,5 +87,23 @@ func TestSummarize(t *testing.T) {
 		if got := summarize(tc.conds, tc.before); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestCommandSummary(t *testing.T) {
+	cmds := []string{
+		`ADD COORDINATOR 2 WITH CONFIG {"bolt_server": "demo-coordinator-2.demo-coordinators.default.svc.cluster.local:7687"}`,
+		`REGISTER INSTANCE demo_data_0 WITH CONFIG {"bolt_server": "x:7687"}`,
+		`SET INSTANCE demo_data_0 TO MAIN`,
+	}
+	if got, want := commandSummary(cmds), "ADD COORDINATOR 2; REGISTER INSTANCE demo_data_0; SET INSTANCE demo_data_0 TO MAIN"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	var many []string
+	for range 200 {
+		many = append(many, "REGISTER INSTANCE some_long_instance_name WITH CONFIG {}")
+	}
+	if got := commandSummary(many); len(got) > maxEventNote || !strings.HasSuffix(got, "more") {
+		t.Errorf("summary of 200 commands is %d bytes: %q", len(got), got[len(got)-40:])
 	}
 }
