@@ -17,6 +17,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -118,6 +119,24 @@ func TestRunAgainstAPIServer(t *testing.T) {
 	if err := c.Create(ctx, crd); err != nil {
 		t.Fatal(err)
 	}
+	// No Vald Helm Operator runs here: the test writes the status it would, once the
+	// ValdRelease exists, and only then does the release complete.
+	vr := &valdv1.ValdRelease{}
+	testenv.WaitFor(t, "the ValdRelease after the CRD appeared", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default-a"}, vr) == nil
+	})
+	testenv.WaitForObject(t, c, vor, "waits for the Vald Helm Operator", func(got *valdv1.ValdOperatorRelease) bool {
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == valdv1.ConditionWaitingCreateVrs && strings.HasPrefix(cond.Message, "Waiting for the Vald Helm Operator to deploy") {
+				return got.Status.State == "Pending"
+			}
+		}
+		return false
+	}, func(got *valdv1.ValdOperatorRelease) string { return describe(got, done, logs) })
+	deployed := `{"status":{"conditions":[{"type":"Initialized","status":"True"},{"type":"Deployed","status":"True","reason":"InstallSuccessful"}]}}`
+	if err := c.Status().Patch(ctx, vr, client.RawPatch(types.MergePatchType, []byte(deployed))); err != nil {
+		t.Fatal(err)
+	}
 	testenv.WaitForObject(t, c, vor, "is Completed and Ready", func(got *valdv1.ValdOperatorRelease) bool {
 		return got.Status.Phase == valdv1.ConditionCompleted && got.Status.State == "Ready"
 	}, func(got *valdv1.ValdOperatorRelease) string { return describe(got, done, logs) })
@@ -135,10 +154,6 @@ func TestRunAgainstAPIServer(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
 			t.Errorf("%s: %d, body without %q", path, resp.StatusCode, want)
 		}
-	}
-	vr := &valdv1.ValdRelease{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default-a"}, vr); err != nil {
-		t.Fatalf("the ValdRelease after the CRD appeared: %v", err)
 	}
 
 	// The ValdRelease watch runs: a deleted ValdRelease comes back through its event.

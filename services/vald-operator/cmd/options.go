@@ -22,6 +22,10 @@ func operatorFlags(fs *flag.FlagSet, o *controller.Options, getenv func(string) 
 		"How often the operator checks whether the ValdRelease CRD is installed, until it is ($CRD_POLL_INTERVAL).")
 	env.Bool(&o.RequireNodePoolMatch, "require-nodepool-match", "REQUIRE_NODEPOOL_MATCH",
 		"Generate ValdReleases only for infrastructure entries whose node pools have Nodes labelled <prefix>/namespace=<namespace> and <prefix>/type=general|agent ($REQUIRE_NODEPOOL_MATCH).")
+	env.Bool(&o.RequireDeployed, "require-deployed", "REQUIRE_DEPLOYED",
+		"WaitingCreateVrs succeeds only once the Vald Helm Operator reports every ValdRelease Deployed; false accepts a ValdRelease that exists with the current generation ($REQUIRE_DEPLOYED).")
+	env.Duration(&o.HelmStatusWait, "helm-status-wait", "HELM_STATUS_WAIT",
+		"How long a ValdRelease may go without any status from the Vald Helm Operator before the release's condition asks whether that operator runs ($HELM_STATUS_WAIT).")
 	env.Duration(&o.NodePoolLossGrace, "nodepool-loss-grace", "NODEPOOL_LOSS_GRACE",
 		"How long the ValdReleases of an infrastructure entry whose node-pool match was lost are kept before they are pruned; 0 prunes at once ($NODEPOOL_LOSS_GRACE).")
 	env.String(&b.NodePoolLabelPrefix, "nodepool-label-prefix", "NODEPOOL_LABEL_PREFIX",

@@ -574,3 +574,26 @@ func TestExplicitTransactionsOnDataInstance(t *testing.T) {
 		t.Fatalf("MAIN counts %d after ROLLBACK, want 2", n)
 	}
 }
+
+// Every coordinator restarting at once (a cluster brought back) keeps the Raft state: a
+// leader is elected among the restarted voters and knows the registration and the MAIN.
+func TestAllCoordinatorsRestart(t *testing.T) {
+	tc := newTestCluster(t, 3, 2)
+	tc.bootstrap()
+	for _, p := range tc.coords {
+		tc.stop(p)
+	}
+	for _, p := range tc.coords {
+		tc.start(p)
+	}
+	l := tc.waitLeader()
+	eventually(t, 10*time.Second, "the restarted leader's view", func() bool {
+		r := showInstances(t, l)
+		return len(r) == 5 && r["instance_0"][5] == RoleMain && r["instance_0"][4] == "up" && r["instance_1"][5] == RoleReplica
+	})
+	mustRun(t, tc.data[0], `CREATE (:Person)`)
+	if n := count(t, tc.data[1], "Person"); n != 1 {
+		t.Fatalf("replica counts %d, want 1", n)
+	}
+	tc.oneMainAtMost()
+}

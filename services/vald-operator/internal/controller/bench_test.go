@@ -133,6 +133,7 @@ func BenchmarkConverge(b *testing.B) {
 	opts := DefaultOptions()
 	opts.MaxConcurrentReconciles = workers
 	opts.RequeueAfter = 5 * time.Second
+	opts.RequireDeployed = false // no Vald Helm Operator: measures the operator's own writes
 
 	for range b.N {
 		// The floor: the same ValdReleases, created directly.

@@ -34,6 +34,9 @@ func start(t *testing.T, mutate func(*Options)) *harness {
 	opts := DefaultOptions()
 	opts.RequeueAfter = time.Second
 	opts.wrapClient = h.writes.Wrap
+	// No Vald Helm Operator runs here: ValdReleases count once they exist, unless a test
+	// turns this on and writes their status itself (TestHelmOperatorStatus).
+	opts.RequireDeployed = false
 	if mutate != nil {
 		mutate(&opts)
 	}

@@ -42,9 +42,9 @@ func (r *Reconciler) phases(vor *valdv1.ValdOperatorRelease, st *passState) life
 					return r.syncValdReleases(ctx, vor, objs, applied)
 				},
 				Reader:  appliedReader{Reader: r.Client, applied: applied},
-				Check:   currentGeneration,
+				Check:   r.valdReleaseReady,
 				Missing: "Waiting for the ValdReleases to appear.",
-				Ready:   "Every ValdRelease exists with the current generation.",
+				Ready:   r.readyMessage(),
 			},
 			Seed: "Creating the ValdReleases.",
 		},
@@ -125,15 +125,27 @@ func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOp
 	return append(objs, held...), lifecycle.Succeeded(""), nil
 }
 
-// currentGeneration accepts a ValdRelease once it carries the generation it was built from
-// and is not being deleted (one held by a finalizer is going away, whatever its labels say;
-// its deletion event brings the pass that creates it again).
-func currentGeneration(want, got client.Object) lifecycle.Result {
+// valdReleaseReady accepts a ValdRelease once it carries the generation it was built from,
+// is not being deleted (one held by a finalizer is going away, whatever its labels say;
+// its deletion event brings the pass that creates it again) and, with RequireDeployed,
+// the Vald Helm Operator reports it Deployed.
+func (r *Reconciler) valdReleaseReady(want, got client.Object) lifecycle.Result {
 	if !got.GetDeletionTimestamp().IsZero() {
 		return lifecycle.Progressing(fmt.Sprintf("ValdRelease %q is being deleted; it is created again once it is gone.", got.GetName()))
 	}
 	if got.GetLabels()[valdv1.LabelManagedGeneration] != want.GetLabels()[valdv1.LabelManagedGeneration] {
 		return lifecycle.Progressing("Waiting for the ValdReleases to show the current generation.")
 	}
-	return lifecycle.Succeeded("")
+	vr, ok := got.(*valdv1.ValdRelease)
+	if !r.Options.RequireDeployed || !ok {
+		return lifecycle.Succeeded("")
+	}
+	return deployment(vr, time.Now(), r.Options.HelmStatusWait)
+}
+
+func (r *Reconciler) readyMessage() string {
+	if r.Options.RequireDeployed {
+		return "Every ValdRelease exists with the current generation and the Vald Helm Operator deployed it."
+	}
+	return "Every ValdRelease exists with the current generation."
 }

@@ -43,6 +43,12 @@ type Options struct {
 	RequireNodePoolMatch bool
 	// MaxConcurrentReconciles is the number of releases reconciled at once.
 	MaxConcurrentReconciles int
+	// RequireDeployed makes WaitingCreateVrs wait until the Vald Helm Operator reports every
+	// ValdRelease Deployed; without it, existing with the current generation is enough.
+	RequireDeployed bool
+	// HelmStatusWait is how long a ValdRelease may go without any Vald Helm Operator status
+	// before the condition asks whether that operator runs.
+	HelmStatusWait time.Duration
 	// NodePoolLossGrace is how long the ValdReleases of an entry whose node-pool match was
 	// lost are kept before they are pruned; zero prunes them at once.
 	NodePoolLossGrace time.Duration
@@ -61,7 +67,7 @@ type Options struct {
 
 // DefaultOptions are the options without flags or environment.
 func DefaultOptions() Options {
-	return Options{RequeueAfter: 30 * time.Second, MaxConcurrentReconciles: 4, CRDPollInterval: 10 * time.Second, NodePoolLossGrace: 10 * time.Minute, retryBaseDelay: 500 * time.Millisecond, Build: resources.DefaultConfig()}
+	return Options{RequeueAfter: 30 * time.Second, MaxConcurrentReconciles: 4, CRDPollInterval: 10 * time.Second, NodePoolLossGrace: 10 * time.Minute, RequireDeployed: true, HelmStatusWait: 2 * time.Minute, retryBaseDelay: 500 * time.Millisecond, Build: resources.DefaultConfig()}
 }
 
 // Validate reports every invalid option at once.
@@ -69,6 +75,9 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.RequeueAfter <= 0 {
 		errs = append(errs, fmt.Errorf("requeue interval %s must be positive", o.RequeueAfter))
+	}
+	if o.HelmStatusWait <= 0 {
+		errs = append(errs, fmt.Errorf("helm status wait %s must be positive", o.HelmStatusWait))
 	}
 	if o.NodePoolLossGrace < 0 {
 		errs = append(errs, fmt.Errorf("node-pool loss grace %s must not be negative", o.NodePoolLossGrace))
