@@ -83,3 +83,8 @@ func describe(r Result) []string {
 	}
 	return out
 }
+
+func drain(w Desired, data []string, coords []int) Desired {
+	w.DrainData, w.DrainCoordinators = data, coords
+	return w
+}

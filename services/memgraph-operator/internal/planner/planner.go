@@ -21,8 +21,13 @@
 //     that restores service; then UNREGISTER it. With no caught-up survivor nothing is
 //     demoted; a retiring MAIN that is down is left to the coordinators' failover.
 //  5. REMOVE COORDINATOR of each retiring coordinator still a member, never the leader;
-//     when the leader retires, YIELD LEADERSHIP ends the plan: its successor is elected,
-//     so the next pass re-observes under it.
+//     when the leader retires (or drains), YIELD LEADERSHIP ends the plan: its successor
+//     is elected, so the next pass re-observes under it.
+//
+// Draining (Desired.DrainData, DrainCoordinators) is retirement without the removal, for
+// rolling restarts: a draining MAIN is handed over by rule 4 and stays registered, is no
+// candidate of a handover, and counts as retiring for rule 3's restore; a draining leader
+// yields.
 //
 // Never planned: SET INSTANCE TO MAIN while a MAIN is listed, UNREGISTER of the MAIN,
 // REMOVE COORDINATOR of the leader, anything after YIELD LEADERSHIP. Members that are
@@ -61,6 +66,17 @@ type Desired struct {
 	Data                 []DataInstance
 	RetiringCoordinators []int
 	RetiringData         []string
+
+	// DrainData are data instances about to be restarted (a rolling update): the MAIN
+	// is handed over from them as from a retiring one (same proof, same fallback), but
+	// they stay registered. Name only the instance about to restart.
+	DrainData []string
+	// DrainCoordinators are coordinators about to be restarted: the leader among them
+	// yields (YIELD LEADERSHIP, last).
+	DrainCoordinators []int
+	// ReadLag asks registration.Reconcile to read SHOW REPLICATION LAG on every pass
+	// (Outcome.Lag), e.g. to wait for a restarted replica to catch up; Plan ignores it.
+	ReadLag bool
 }
 
 // Observed is what the leader showed at the start of the pass.
@@ -196,17 +212,17 @@ func (r Result) Converged() bool { return len(r.Commands) == 0 && len(r.Waiting)
 // Messages the plan waits with (instance names are stable for a retirement's duration).
 const (
 	WaitNoMainCandidate    = "no data instance is up to become MAIN"
-	waitDemotedMainDown    = "the cluster has no MAIN and retiring instance %s, possibly the demoted MAIN, is down"
-	waitRetiringMainDown   = "retiring MAIN %s is down; waiting for the coordinators' failover"
+	waitDemotedMainDown    = "the cluster has no MAIN and %s, possibly the demoted MAIN, is down"
+	waitRetiringMainDown   = "MAIN %s is to move but is down; waiting for the coordinators' failover"
 	waitNoCaughtUpSurvivor = "no surviving replica is up and proven caught up by SHOW REPLICATION LAG to take over MAIN from %s"
 	waitMainlessUnregister = "retiring instances are kept registered until the cluster has a MAIN again"
 )
 
 // NeedsLag says whether Plan needs SHOW REPLICATION LAG for these instances: the MAIN is
-// up and retiring, so it must be handed to a survivor proven caught up.
+// up and retiring or draining, so it must be handed to a survivor proven caught up.
 func NeedsLag(want Desired, instances []memgraph.Instance) bool {
 	m, ok := memgraph.MainOf(instances)
-	return ok && m.Up() && slices.Contains(want.RetiringData, m.Name)
+	return ok && m.Up() && (slices.Contains(want.RetiringData, m.Name) || slices.Contains(want.DrainData, m.Name))
 }
 
 // Plan computes one pass's commands.
@@ -219,6 +235,10 @@ func Plan(want Desired, seen Observed) Result {
 	retiringD := make(map[string]bool, len(want.RetiringData))
 	for _, n := range want.RetiringData {
 		retiringD[n] = true
+	}
+	drainD := make(map[string]bool, len(want.DrainData))
+	for _, n := range want.DrainData {
+		drainD[n] = true
 	}
 	coords := make(map[int]memgraph.Instance)
 	data := make(map[string]memgraph.Instance)
@@ -266,25 +286,30 @@ func Plan(want Desired, seen Observed) Result {
 		registered = append(registered, d.Name)
 	}
 
-	// Retiring data instances still registered, declared order first.
-	var retiringUp, retiringDown []string
-	seenRetiring := map[string]bool{}
+	// Retiring data instances still registered, declared order first; draining ones.
+	var retiringUp, retiringDown, drainingUp, drainingDown []string
+	seenName := map[string]bool{}
 	for _, n := range append(namesOf(want.Data), dataOrder...) {
 		row, ok := data[n]
-		if !ok || !retiringD[n] || seenRetiring[n] {
+		if !ok || seenName[n] {
 			continue
 		}
-		seenRetiring[n] = true
-		if row.Up() {
+		seenName[n] = true
+		switch {
+		case retiringD[n] && row.Up():
 			retiringUp = append(retiringUp, n)
-		} else {
+		case retiringD[n]:
 			retiringDown = append(retiringDown, n)
+		case drainD[n] && row.Up():
+			drainingUp = append(drainingUp, n)
+		case drainD[n]:
+			drainingDown = append(drainingDown, n)
 		}
 	}
-	// Up survivors, declared order.
+	// Up survivors (neither retiring nor draining), declared order.
 	var survivorsUp []string
 	for _, d := range want.Data {
-		if row, ok := data[d.Name]; ok && !retiringD[d.Name] && row.Up() {
+		if row, ok := data[d.Name]; ok && !retiringD[d.Name] && !drainD[d.Name] && row.Up() {
 			survivorsUp = append(survivorsUp, d.Name)
 		}
 	}
@@ -294,13 +319,15 @@ func Plan(want Desired, seen Observed) Result {
 	case !hasMain:
 		// 3. No MAIN.
 		var candidates []string
+		departingUp := append(slices.Clone(retiringUp), drainingUp...)
+		departingDown := append(slices.Clone(retiringDown), drainingDown...)
 		switch {
-		case len(retiringUp) > 0:
+		case len(departingUp) > 0:
 			// Restore, not hand over: no survivor is proven current without a MAIN to
 			// measure lag against; the next pass hands over with proof.
-			candidates = retiringUp
-		case len(retiringDown) > 0:
-			r.Waiting = append(r.Waiting, fmt.Sprintf(waitDemotedMainDown, retiringDown[0]))
+			candidates = departingUp
+		case len(departingDown) > 0:
+			r.Waiting = append(r.Waiting, fmt.Sprintf(waitDemotedMainDown, departingDown[0]))
 		default:
 			candidates = append(append(candidates, survivorsUp...), registered...)
 			if len(candidates) == 0 {
@@ -321,7 +348,7 @@ func Plan(want Desired, seen Observed) Result {
 				r.Commands = append(r.Commands, Command{Kind: UnregisterInstance, Instance: DataInstance{Name: n}})
 			}
 		}
-		if retiringD[main.Name] {
+		if retiringD[main.Name] || drainD[main.Name] {
 			r.Commands, r.Waiting = handOver(r.Commands, r.Waiting, main, want, data, seen.Lag)
 		}
 	}
@@ -340,14 +367,14 @@ func Plan(want Desired, seen Observed) Result {
 		}
 		r.Commands = append(r.Commands, Command{Kind: RemoveCoordinator, Coordinator: Coordinator{ID: id, Name: memgraph.CoordinatorName(id)}})
 	}
-	if yield {
+	if yield || (slices.Contains(want.DrainCoordinators, leaderID) && leaderID > 0) {
 		r.Commands = append(r.Commands, Command{Kind: YieldLeadership})
 	}
 	return r
 }
 
-// handOver moves MAIN off a retiring instance: DEMOTE, SET a caught-up survivor TO MAIN
-// (the demoted MAIN last), UNREGISTER the demoted one.
+// handOver moves MAIN off a retiring or draining instance: DEMOTE, SET a caught-up
+// survivor TO MAIN (the demoted MAIN last), UNREGISTER the demoted one if it retires.
 func handOver(cmds []Command, waiting []string, main memgraph.Instance, want Desired,
 	data map[string]memgraph.Instance, lag []memgraph.Lag) ([]Command, []string) {
 	if !main.Up() {
@@ -357,14 +384,14 @@ func handOver(cmds []Command, waiting []string, main memgraph.Instance, want Des
 	for _, l := range lag {
 		caughtUp[l.Instance] = l.CaughtUp()
 	}
-	retiring := make(map[string]bool, len(want.RetiringData))
-	for _, n := range want.RetiringData {
-		retiring[n] = true
+	departing := make(map[string]bool, len(want.RetiringData)+len(want.DrainData))
+	for _, n := range append(slices.Clone(want.RetiringData), want.DrainData...) {
+		departing[n] = true
 	}
 	var candidates []string
 	for _, d := range want.Data {
 		row, ok := data[d.Name]
-		if !ok || retiring[d.Name] || !row.Up() || row.Role != memgraph.RoleReplica || !caughtUp[d.Name] {
+		if !ok || departing[d.Name] || !row.Up() || row.Role != memgraph.RoleReplica || !caughtUp[d.Name] {
 			continue
 		}
 		candidates = append(candidates, d.Name)
@@ -372,11 +399,13 @@ func handOver(cmds []Command, waiting []string, main memgraph.Instance, want Des
 	if len(candidates) == 0 {
 		return cmds, append(waiting, fmt.Sprintf(waitNoCaughtUpSurvivor, main.Name))
 	}
-	return append(cmds,
+	cmds = append(cmds,
 		Command{Kind: DemoteInstance, Instance: DataInstance{Name: main.Name}},
-		Command{Kind: SetMain, Candidates: candidates, Fallback: main.Name},
-		Command{Kind: UnregisterInstance, Instance: DataInstance{Name: main.Name}},
-	), waiting
+		Command{Kind: SetMain, Candidates: candidates, Fallback: main.Name})
+	if slices.Contains(want.RetiringData, main.Name) {
+		cmds = append(cmds, Command{Kind: UnregisterInstance, Instance: DataInstance{Name: main.Name}})
+	}
+	return cmds, waiting
 }
 
 func namesOf(ds []DataInstance) []string {

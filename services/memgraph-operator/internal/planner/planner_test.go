@@ -2,6 +2,7 @@ package planner
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestPlan(t *testing.T) {
 			name:    "retiring MAIN down: left to the coordinators' failover",
 			want:    desired(3, 3, 0, 1),
 			seen:    Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica", "d_1=replica", "d_2=main/down"), Lag: lagOf("d_0=0")},
-			waiting: []string{"retiring MAIN d_2 is down; waiting for the coordinators' failover"},
+			waiting: []string{"MAIN d_2 is to move but is down; waiting for the coordinators' failover"},
 		},
 		{
 			name: "several retiring: replicas unregistered before the MAIN is demoted",
@@ -147,13 +148,61 @@ func TestPlan(t *testing.T) {
 			name: "MAIN-less and the retiring instance down: wait for it",
 			want: desired(3, 3, 0, 1),
 			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica", "d_1=replica", "d_2=unknown/down")},
-			waiting: []string{"the cluster has no MAIN and retiring instance d_2, possibly the demoted MAIN, is down",
+			waiting: []string{"the cluster has no MAIN and d_2, possibly the demoted MAIN, is down",
 				"retiring instances are kept registered until the cluster has a MAIN again"},
 		},
 		{
 			name: "undeclared instance registered by hand is left alone",
 			want: w32,
 			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=main", "d_1=replica", "manual=replica")},
+		},
+		{
+			name: "drain the MAIN (rolling restart): handed over with proof, stays registered",
+			want: drain(desired(3, 3, 0, 0), []string{"d_0"}, nil),
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=main", "d_1=replica", "d_2=replica"),
+				Lag: lagOf("d_1=0", "d_2=0")},
+			plan: []string{"DemoteInstance d_0", "SetMain d_1,d_2 (fallback d_0)"},
+		},
+		{
+			name:    "drain the MAIN without a caught-up replica: wait",
+			want:    drain(desired(3, 2, 0, 0), []string{"d_0"}, nil),
+			seen:    Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=main", "d_1=replica"), Lag: lagOf("d_1=3")},
+			waiting: []string{"no surviving replica is up and proven caught up by SHOW REPLICATION LAG to take over MAIN from d_0"},
+		},
+		{
+			name: "a draining replica is no handover candidate",
+			want: drain(desired(3, 3, 0, 1), []string{"d_0"}, nil),
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica", "d_1=replica", "d_2=main"),
+				Lag: lagOf("d_0=0", "d_1=0")},
+			plan: []string{"DemoteInstance d_2", "SetMain d_1 (fallback d_2)", "UnregisterInstance d_2"},
+		},
+		{
+			name: "drained MAIN already moved: converged, the drained one stays",
+			want: drain(desired(3, 2, 0, 0), []string{"d_0"}, nil),
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica", "d_1=main")},
+		},
+		{
+			name: "MAIN-less with a draining instance up (killed after DEMOTE): restore it",
+			want: drain(desired(3, 2, 0, 0), []string{"d_0"}, nil),
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica", "d_1=replica")},
+			plan: []string{"SetMain d_0"},
+		},
+		{
+			name: "drain the leader: yield",
+			want: drain(w32, nil, []int{1}),
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=main", "d_1=replica")},
+			plan: []string{"YieldLeadership"},
+		},
+		{
+			name: "drain a follower: nothing to do",
+			want: drain(w32, nil, []int{2}),
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=main", "d_1=replica")},
+		},
+		{
+			name: "retiring and draining leader: one yield",
+			want: drain(desired(5, 2, 2, 0), nil, []int{5}),
+			seen: Observed{Leader: "coordinator_5", Instances: view(desired(5, 2, 2, 0), 5, ids(1, 2, 3, 4, 5), "d_0=main", "d_1=replica")},
+			plan: []string{"RemoveCoordinator coordinator_4", "YieldLeadership"},
 		},
 		{
 			name: "coordinator scale-down, leader on a survivor: remove both",
@@ -239,6 +288,9 @@ func assertSafe(t *testing.T, want Desired, seen Observed, r Result) {
 		case UnregisterInstance:
 			if c.Instance.Name == mainNow {
 				t.Errorf("command %d: unregisters the MAIN %s", i, mainNow)
+			}
+			if !slices.Contains(want.RetiringData, c.Instance.Name) {
+				t.Errorf("command %d: unregisters %s, which is not retiring", i, c.Instance.Name)
 			}
 		case RemoveCoordinator:
 			if memgraph.CoordinatorName(c.Coordinator.ID) == seen.Leader {

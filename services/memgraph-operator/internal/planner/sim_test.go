@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,9 @@ type world struct {
 	liveC, liveD int
 	passes       int
 	log          []string
+	// drainD and drainC are a rolling restart's requests (Desired.DrainData, DrainCoordinators).
+	drainD []string
+	drainC []int
 }
 
 func newWorld(seed uint64, coords, data int) *world {
@@ -28,7 +32,7 @@ func newWorld(seed uint64, coords, data int) *world {
 func dataName(i int) string { return fmt.Sprintf("d_%d", i) }
 
 func (w *world) desired() Desired {
-	return desired(w.liveC, w.liveD, max(0, w.liveC-w.specC), max(0, w.liveD-w.specD))
+	return drain(desired(w.liveC, w.liveD, max(0, w.liveC-w.specC), max(0, w.liveD-w.specD)), w.drainD, w.drainC)
 }
 
 // scale changes the spec; growing starts pods at once (coordinator pods join Raft only
@@ -145,6 +149,15 @@ func (w *world) chaos() {
 		ids := m.memberIDs(func(int) bool { return true })
 		m.leader = ids[rng.IntN(len(ids))]
 	}
+	// A rolling restart asks to move the MAIN or leadership off a member, or is done.
+	switch x := rng.Float64(); {
+	case x < 0.08 && m.main != "" && w.specD >= 2:
+		w.drainD = []string{m.main}
+	case x < 0.16:
+		w.drainC = []int{m.leader}
+	case x < 0.3:
+		w.drainD, w.drainC = nil, nil
+	}
 }
 
 // calm ends the chaos: every pod up, replicas caught up, a down MAIN failed over.
@@ -155,6 +168,9 @@ func (w *world) calm() {
 	}
 	w.m.write(1)
 	w.m.raftFailRate = 0
+	if w.specD < 2 {
+		w.drainD = nil // the only data instance cannot hand its MAIN to anyone
+	}
 }
 
 func (w *world) podNames() []string {
@@ -223,6 +239,9 @@ func (w *world) assertConverged(t *testing.T) {
 	if m.main == "" || !m.pods[m.main].up {
 		t.Errorf("no serving MAIN (%q)", m.main)
 	}
+	if slices.Contains(w.drainD, m.main) || slices.Contains(w.drainC, m.leader) {
+		t.Errorf("MAIN %s or leader %d still on a draining member (%v %v)", m.main, m.leader, w.drainD, w.drainC)
+	}
 }
 
 func tail(s []string, n int) string {
@@ -276,6 +295,10 @@ func TestKillBetweenAnyTwoCommands(t *testing.T) {
 			w.m.leader = 4
 			w.parkMain(t, dataName(2))
 		}, [2]int{3, 2}},
+		{"rolling: drain the MAIN and the leader", func(w *world, t *testing.T) {
+			bootstrapped(3, 3)(w, t)
+			w.drainD, w.drainC = []string{w.m.main}, []int{w.m.leader}
+		}, [2]int{3, 3}},
 	}
 	for _, sc := range scenarios {
 		// Count the queries of an unkilled first pass to know every kill point.

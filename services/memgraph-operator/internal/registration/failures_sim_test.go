@@ -94,6 +94,7 @@ func TestKilledBetweenDemoteAndPromote(t *testing.T) {
 	parkMain(t, ctx, s, out.Main, "d_2")
 	const nodes = 12
 	writeNodes(t, ctx, cl.Data["d_2"].Bolt, nodes)
+	waitCaughtUp(t, ctx, cl.Desired(nil, nil))
 	// The first command of the handover, then the operator "dies".
 	if err := s.Exec(ctx, memgraph.DemoteInstance("d_2")); err != nil {
 		t.Fatal(err)

@@ -63,6 +63,7 @@ func TestKilledMidRetirement(t *testing.T) {
 			}
 			parkMain(t, ctx, leaderSession(t, ctx, cl, out.Leader), out.Main, "d_2")
 			writeNodes(t, ctx, cl.Data["d_2"].Bolt, 9)
+			waitCaughtUp(t, ctx, cl.Desired(nil, nil))
 			want := cl.Desired([]int{4, 5}, []string{"d_2"})
 
 			passCtx, die := context.WithCancel(ctx)

@@ -72,6 +72,9 @@ type Outcome struct {
 	// Refusal is the error that stopped the pass (Memgraph's message verbatim in
 	// Refusal.Message), nil when none did.
 	Refusal *memgraph.Error
+	// Lag is SHOW REPLICATION LAG as read at the start of the pass: when a MAIN had to
+	// move, or Desired.ReadLag asked; nil otherwise or when the leader could not serve it.
+	Lag []memgraph.Lag
 }
 
 // Reconcile runs one registration pass.
@@ -92,15 +95,15 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 	out.Leader = ldr.name
 	out.Instances = ldr.rows
 	seen := planner.Observed{Leader: ldr.name, Instances: ldr.rows}
-	if planner.NeedsLag(want, ldr.rows) {
+	if planner.NeedsLag(want, ldr.rows) || want.ReadLag {
 		lag, err := ldr.sess.ReplicationLag(ctx)
 		switch {
 		case err == nil:
-			seen.Lag = lag
+			seen.Lag, out.Lag = lag, lag
 		case memgraph.IsUnreachable(err):
 			return unreachableLeader(ctx, out, err)
 		}
-		// Refused: without lag the planner moves no MAIN (it waits), which is safe.
+		// Refused (no MAIN to ask): without lag the planner moves no MAIN, it waits.
 	}
 	plan := planner.Plan(want, seen)
 	rep := planner.Execute(plan.Commands, func(_ planner.Command, a planner.Attempt) error {
@@ -144,7 +147,7 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 		}
 	case rep.Yielded:
 		out.Reason = ReasonLeadershipTransferInProgress
-		out.Message = fmt.Sprintf("leader %s is retiring and yielded leadership; the next pass continues under its successor", ldr.name)
+		out.Message = fmt.Sprintf("leader %s yielded leadership (retiring or draining); the next pass continues under its successor", ldr.name)
 	case rep.FellBack:
 		out.Reason = ReasonRetirementInProgress
 		out.Message = fmt.Sprintf("every caught-up replica refused to become MAIN; %s was restored as MAIN and stays until a handover succeeds", out.Main)

@@ -174,6 +174,7 @@ func TestDataScaleDownWithMainOnRetiring(t *testing.T) {
 	parkMain(t, ctx, s, out.Main, "d_2")
 	const nodes = 25
 	writeNodes(t, ctx, cl.Data["d_2"].Bolt, nodes)
+	waitCaughtUp(t, ctx, cl.Desired(nil, nil)) // so that d_0, first in order, is proven
 	parked := time.Now()
 
 	outs = converge(t, ctx, cl.Desired(nil, []string{"d_2"}))
@@ -299,6 +300,23 @@ func waitNewLeader(t *testing.T, ctx context.Context, cl *memgraphtest.Cluster, 
 	}
 }
 
+// waitCaughtUp runs passes with ReadLag until one converges with every replica caught up.
+func waitCaughtUp(t *testing.T, ctx context.Context, want registration.Desired) registration.Outcome {
+	t.Helper()
+	want.ReadLag = true
+	return last(passUntil(t, ctx, want, func(o registration.Outcome) bool {
+		if !o.Converged || len(o.Lag) == 0 {
+			return false
+		}
+		for _, l := range o.Lag {
+			if !l.CaughtUp() {
+				return false
+			}
+		}
+		return true
+	}))
+}
+
 // parkMain moves the MAIN onto to by hand (DEMOTE + SET), as a human or a failover might.
 func parkMain(t *testing.T, ctx context.Context, leader memgraph.Session, from, to string) {
 	t.Helper()
@@ -342,4 +360,41 @@ func countNodes(t *testing.T, ctx context.Context, bolt string) int64 {
 	}
 	n, _ := rows[0]["c"].(int64)
 	return n
+}
+
+// TestDrainForRollingRestart: draining the MAIN hands it to a caught-up replica and keeps
+// the drained instance registered; draining the leader makes it yield; ReadLag reports lag.
+func TestDrainForRollingRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, outs := bootstrap(t, ctx, 3, 2)
+	out := last(outs)
+	writeNodes(t, ctx, cl.Data[out.Main].Bolt, 4)
+	oldMain, oldLeader := out.Main, out.Leader
+	id, _ := memgraph.CoordinatorID(oldLeader)
+
+	want := cl.Desired(nil, nil)
+	want.DrainData, want.DrainCoordinators, want.ReadLag = []string{oldMain}, []int{id}, true
+	outs = converge(t, ctx, want)
+	out = last(outs)
+	if out.Main == oldMain || out.Leader == oldLeader {
+		t.Errorf("MAIN %s (was %s), leader %s (was %s): both should have moved", out.Main, oldMain, out.Leader, oldLeader)
+	}
+	assertMembership(t, out, []string{"coordinator_1", "coordinator_2", "coordinator_3"}, []string{"d_0", "d_1"})
+	if len(out.RetiredData) != 0 || len(out.RetiredCoordinators) != 0 {
+		t.Errorf("drained members reported retired: %v %v", out.RetiredData, out.RetiredCoordinators)
+	}
+	if got := executed(outs); slices.ContainsFunc(got, func(q string) bool { return strings.HasPrefix(q, "UNREGISTER") || strings.HasPrefix(q, "REMOVE") }) {
+		t.Errorf("a drain removed a member: %q", got)
+	}
+	// ReadLag is how a rolling restart waits for the demoted MAIN to catch up before it
+	// restarts it: passes report the lag until every replica is caught up.
+	caughtUp := waitCaughtUp(t, ctx, want)
+	if !slices.ContainsFunc(caughtUp.Lag, func(l memgraph.Lag) bool { return l.Instance == oldMain }) {
+		t.Errorf("lag %v does not list the drained %s", caughtUp.Lag, oldMain)
+	}
+	if n := countNodes(t, ctx, cl.Data[out.Main].Bolt); n != 4 {
+		t.Errorf("new MAIN holds %d nodes, want 4", n)
+	}
+	assertOneMainAtATime(t, cl)
 }
