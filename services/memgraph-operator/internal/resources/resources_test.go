@@ -2,13 +2,13 @@ package resources
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -80,20 +80,7 @@ func TestGolden(t *testing.T) {
 				}
 				docs = append(docs, string(b))
 			}
-			got := []byte(strings.Join(docs, "---\n"))
-			path := filepath.Join("testdata", name+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			if string(want) != string(got) {
-				t.Errorf("%s differs from the build; run go test ./internal/resources -update and review the diff.\ngot:\n%s", path, got)
-			}
+			testenv.Golden(t, filepath.Join("testdata", name+".golden.yaml"), []byte(strings.Join(docs, "---\n")), *update)
 		})
 	}
 }
