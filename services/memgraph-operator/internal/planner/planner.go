@@ -29,20 +29,28 @@
 // candidate of a handover, and counts as retiring for rule 3's restore; a draining leader
 // yields.
 //
-// Never planned: SET INSTANCE TO MAIN while a MAIN is listed, UNREGISTER of the MAIN,
-// REMOVE COORDINATOR of the leader, anything after YIELD LEADERSHIP. Members that are
-// neither declared nor retiring (registered by hand) are left alone.
+// Never planned: SET INSTANCE TO MAIN while a MAIN is listed, UNREGISTER of the MAIN or of
+// anything not retiring, REMOVE COORDINATOR of the leader, anything after YIELD
+// LEADERSHIP. Members that are neither declared nor retiring (registered by hand) are
+// left alone, and registered addresses are not compared with the declared ones.
+//
+// Limits, both safe because the leader refuses a second MAIN: Memgraph 3.12 shows a MAIN
+// that stopped answering as role "unknown", so until the coordinators fail over, rule 3
+// may try a promotion the leader refuses ("already a main instance"); and a cluster left
+// MAIN-less by hand (DEMOTE of an instance that is neither retiring nor draining) gets
+// its lowest up survivor, unproven, since nothing measures lag without a MAIN.
 package planner
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 )
 
-// Coordinator is a declared coordinator: the pod with ordinal ID-1.
+// Coordinator is a declared coordinator (its id comes from its pod's ordinal).
 type Coordinator struct {
 	ID                int
 	Name              string // memgraph.CoordinatorName(ID)
@@ -423,13 +431,4 @@ func boolRank(b bool) int {
 	return 0
 }
 
-func joinNames(ns []string) string {
-	s := ""
-	for i, n := range ns {
-		if i > 0 {
-			s += ","
-		}
-		s += n
-	}
-	return s
-}
+func joinNames(ns []string) string { return strings.Join(ns, ",") }
