@@ -78,6 +78,9 @@ type Config struct {
 	// Reader reads objects the cache does not hold (the user's Secrets); default the
 	// manager's API reader.
 	Reader client.Reader
+	// Client reads and writes everything else; default the manager's client (tests wrap it
+	// to count writes).
+	Client client.Client
 }
 
 func (cfg *Config) defaults(mgr ctrl.Manager) {
@@ -113,6 +116,9 @@ func (cfg *Config) defaults(mgr ctrl.Manager) {
 	}
 	if cfg.Reader == nil {
 		cfg.Reader = mgr.GetAPIReader()
+	}
+	if cfg.Client == nil {
+		cfg.Client = mgr.GetClient()
 	}
 }
 
@@ -171,15 +177,15 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	cfg.defaults(mgr)
 	ctl := &Controller{
 		cfg:      cfg,
-		client:   mgr.GetClient(),
-		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.FieldManager},
+		client:   cfg.Client,
+		apply:    ssa.Applier{Client: cfg.Client, FieldManager: resources.FieldManager},
 		recorder: mgr.GetEventRecorder(Name),
 		metrics:  newMetrics(),
 		state:    map[types.UID]*memory{},
 	}
 	r, err := reconciler.New(reconciler.Config[*veltrixv1.VeltrixCluster]{
 		Name:       cfg.Operator,
-		Client:     mgr.GetClient(),
+		Client:     cfg.Client,
 		Recorder:   ctl.recorder,
 		New:        func() *veltrixv1.VeltrixCluster { return &veltrixv1.VeltrixCluster{} },
 		Run:        ctl.run,

@@ -190,13 +190,15 @@ func (a countingAgent) PrepareDisks(ctx context.Context, req *nodeagentv1.Prepar
 
 // startController runs the controller against the fleet, in a manager of its own that
 // watches the test's namespace only (and cluster-scoped objects).
-func startController(t *testing.T, f *fleet, ns string, mut ...func(*controller.Config)) {
+func startController(t *testing.T, f *fleet, ns string, mut ...func(*controller.Config, ctrl.Manager)) {
 	t.Helper()
-	cfg := controller.Config{Agents: f.calls, PVRoot: f.pvRoot, Poll: 500 * time.Millisecond, Backoff: 500 * time.Millisecond, MaxBackoff: 4 * time.Second, CheckpointTimeout: 3 * time.Second}
-	for _, m := range mut {
-		m(&cfg)
-	}
-	env.StartManager(t, func(mgr ctrl.Manager) error { return controller.Setup(mgr, cfg) }, testenv.InNamespaces(ns))
+	env.StartManager(t, func(mgr ctrl.Manager) error {
+		cfg := controller.Config{Agents: f.calls, PVRoot: f.pvRoot, Poll: 500 * time.Millisecond, Backoff: 500 * time.Millisecond, MaxBackoff: 4 * time.Second, CheckpointTimeout: 3 * time.Second}
+		for _, m := range mut {
+			m(&cfg, mgr)
+		}
+		return controller.Setup(mgr, cfg)
+	}, testenv.InNamespaces(ns))
 }
 
 // newCluster creates a VeltrixCluster in ns, with the schema's defaults and the test's

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -71,8 +72,11 @@ func TestMembersAndReadinessGate(t *testing.T) {
 			return sims.Server(o).AdminAddr
 		}
 	}
-	startController(t, f, ns, func(cfg *controller.Config) {
+	writes := &testenv.WriteCounter{}
+	startController(t, f, ns, func(cfg *controller.Config, mgr ctrl.Manager) {
 		cfg.AdminAddr, cfg.TextAddr = addr(false), addr(true)
+		cfg.Resync = time.Second
+		cfg.Client = writes.Wrap(mgr.GetClient())
 	})
 	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
 		c.Spec.Size, c.Spec.ReplicationFactor = 3, 2
@@ -103,6 +107,15 @@ func TestMembersAndReadinessGate(t *testing.T) {
 	var live veltrixv1.VeltrixCluster
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
 		t.Fatal(err)
+	}
+	// Steady state: passes every second (Resync), nothing written.
+	time.Sleep(time.Second)
+	before := writes.Count()
+	time.Sleep(4 * time.Second)
+	n := writes.Count() - before
+	t.Logf("writes in 4 resyncs at steady state: %d", n)
+	if n != 0 {
+		t.Errorf("%d writes in 4 resyncs of a settled cluster, want 0", n)
 	}
 	if live.Status.State != veltrixv1.StateRunning || live.Status.ReadyMembers != 3 || len(live.Status.Members) != 3 || live.Status.PartitionCount == 0 || live.Status.PartitionMap == "" {
 		t.Errorf("status %+v", live.Status)
