@@ -400,8 +400,17 @@ func TestCoordinatorLeaderLossYieldAndRemove(t *testing.T) {
 		return ok && st.Main == "instance_0"
 	})
 
+	// YIELD makes the leader step down and another election happen (the transfer's
+	// target normally wins; under load the old leader may win the new term again).
+	term := next.srv.coord.raft.CurrentTerm()
 	mustRun(t, next, "YIELD LEADERSHIP")
-	eventually(t, 10*time.Second, "leadership to move", func() bool { l := tc.leader(); return l != nil && l != next })
+	if next.srv.coord.isLeader() && next.srv.coord.raft.CurrentTerm() == term {
+		t.Fatal("the leader is still leading in the same term after YIELD LEADERSHIP")
+	}
+	eventually(t, 10*time.Second, "a leader of a later term", func() bool {
+		l := tc.leader()
+		return l != nil && l.srv.coord.raft.CurrentTerm() > term
+	})
 	l := tc.waitLeader()
 	var follower *simProc
 	for _, p := range tc.coords {
