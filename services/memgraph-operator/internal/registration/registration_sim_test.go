@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +14,43 @@ import (
 	"github.com/opsuite/suite/services/memgraph-operator/internal/registration"
 )
 
-var dialer = memgraph.NewDialer(memgraph.Options{Timeout: 3 * time.Second})
+var dialer = &timedDialer{Dialer: memgraph.NewDialer(memgraph.Options{Timeout: 3 * time.Second}), took: map[string]time.Duration{}}
+
+// timedDialer is the real Dialer, remembering how long each admin command's round trip
+// took (the last time it ran), so a MAIN-less window can be compared with round trips.
+type timedDialer struct {
+	memgraph.Dialer
+	mu   sync.Mutex
+	took map[string]time.Duration
+}
+
+func (d *timedDialer) Dial(ctx context.Context, addr string) (memgraph.Session, error) {
+	s, err := d.Dialer.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return timedSession{Session: s, d: d}, nil
+}
+
+func (d *timedDialer) roundTrip(q string) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.took[q]
+}
+
+type timedSession struct {
+	memgraph.Session
+	d *timedDialer
+}
+
+func (s timedSession) Exec(ctx context.Context, q string) error {
+	start := time.Now()
+	err := s.Session.Exec(ctx, q)
+	s.d.mu.Lock()
+	s.d.took[q] = time.Since(start)
+	s.d.mu.Unlock()
+	return err
+}
 
 // converge runs passes until one converges; it returns every pass's Outcome.
 func converge(t *testing.T, ctx context.Context, want registration.Desired) []registration.Outcome {
@@ -201,9 +238,15 @@ func TestDataScaleDownWithMainOnRetiring(t *testing.T) {
 		}
 	}
 	if len(handover) != 1 {
-		t.Errorf("MAIN-less windows after the MAIN was parked: %v, want exactly the handover's", handover)
+		t.Fatalf("MAIN-less windows after the MAIN was parked: %v, want exactly the handover's", handover)
 	}
-	t.Logf("MAIN-less window during the planned handover: %v", handover)
+	// The window opens inside DEMOTE and closes inside SET MAIN: at most their two
+	// Bolt round trips.
+	rt := dialer.roundTrip(memgraph.DemoteInstance("d_2")) + dialer.roundTrip(memgraph.SetInstanceToMain("d_0"))
+	t.Logf("MAIN-less window during the planned handover: %v (DEMOTE + SET MAIN round trips: %v)", handover[0], rt)
+	if handover[0] > rt {
+		t.Errorf("MAIN-less window %v is longer than the two round trips %v", handover[0], rt)
+	}
 }
 
 func TestCoordinatorScaleDownWithLeaderRetiring(t *testing.T) {
