@@ -132,10 +132,6 @@ type Controller struct {
 	mu sync.Mutex
 	// nodes remembers each node's last check, so passes do not call the agents each time.
 	nodes map[string]nodeCheck
-	// written is the status each cluster's last pass computed: the cache can lag the
-	// status write of the previous pass, and judging transitions from a stale status
-	// repeats their events.
-	written map[types.UID]*memgraphv1.MemgraphClusterStatus
 }
 
 // Setup adds the controller to mgr.
@@ -148,7 +144,6 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		recorder: mgr.GetEventRecorder(Name),
 		metrics:  metricsFor(cfg.Operator),
 		nodes:    map[string]nodeCheck{},
-		written:  map[types.UID]*memgraphv1.MemgraphClusterStatus{},
 	}
 	r, err := reconciler.New(reconciler.Config[*memgraphv1.MemgraphCluster]{
 		Name:   cfg.Operator,
@@ -185,23 +180,6 @@ func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
-// lastStatus is the status this controller last computed for c, or c's own on its first
-// pass since the controller started.
-func (ctl *Controller) lastStatus(c *memgraphv1.MemgraphCluster) memgraphv1.MemgraphClusterStatus {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	if last, ok := ctl.written[c.UID]; ok {
-		return *last.DeepCopy()
-	}
-	return *c.Status.DeepCopy()
-}
-
-func (ctl *Controller) remember(c *memgraphv1.MemgraphCluster) {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	ctl.written[c.UID] = c.Status.DeepCopy()
 }
 
 // CacheByObject restricts the manager's pod cache to the operator's own pods.

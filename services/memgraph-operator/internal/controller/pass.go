@@ -24,9 +24,11 @@ var roles = []resources.Role{resources.RoleCoordinator, resources.RoleData}
 
 // pass is one reconcile of one cluster: what it found and did, turned into status at the end.
 type pass struct {
-	ctl    *Controller
-	c      *memgraphv1.MemgraphCluster
-	before memgraphv1.MemgraphClusterStatus
+	ctl *Controller
+	c   *memgraphv1.MemgraphCluster
+	// before is the state the previous pass wrote, as the cache has it (only the summary
+	// reads it: Initializing until the cluster first served).
+	before memgraphv1.ClusterState
 	now    time.Time
 
 	// sts are the role's StatefulSets as last written or read.
@@ -41,10 +43,9 @@ type pass struct {
 
 // run is the reconciler's pass over c.
 func (ctl *Controller) run(ctx context.Context, c *memgraphv1.MemgraphCluster) (reconciler.Result, error) {
-	p := &pass{ctl: ctl, c: c, before: ctl.lastStatus(c), now: time.Now(), sts: map[resources.Role]*appsv1.StatefulSet{}}
+	p := &pass{ctl: ctl, c: c, before: c.Status.State, now: time.Now(), sts: map[resources.Role]*appsv1.StatefulSet{}}
 	wait, err := p.reconcile(ctx)
 	p.writeStatus()
-	ctl.remember(c)
 	ctl.metrics.record(c)
 	if err != nil {
 		return reconciler.Result{}, err

@@ -60,7 +60,7 @@ func (p *pass) writeStatus() {
 	}
 	p.setUpdated(set)
 	p.setNodesPrepared(set)
-	st.State = summarize(st.Conditions, p.before.State)
+	st.State = summarize(st.Conditions, p.before)
 }
 
 type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
