@@ -8,7 +8,9 @@ import (
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/controller"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/membership"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrixtest"
 	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
@@ -60,18 +62,7 @@ func TestMembersAndReadinessGate(t *testing.T) {
 	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "admin", Namespace: ns}, Data: map[string][]byte{"token": []byte(token)}}); err != nil {
 		t.Fatal(err)
 	}
-	addr := func(text bool) func(*veltrixv1.VeltrixCluster, *corev1.Pod) string {
-		return func(_ *veltrixv1.VeltrixCluster, p *corev1.Pod) string {
-			var o int32
-			if _, err := fmt.Sscanf(p.Name, "vx-%d", &o); err != nil || sims.Server(o) == nil || !sims.Server(o).Running() {
-				return ""
-			}
-			if text {
-				return sims.Server(o).Addr
-			}
-			return sims.Server(o).AdminAddr
-		}
-	}
+	addr := simAddrs(sims)
 	writes := &testenv.WriteCounter{}
 	startController(t, f, ns, func(cfg *controller.Config, mgr ctrl.Manager) {
 		cfg.AdminAddr, cfg.TextAddr = addr(false), addr(true)
@@ -156,5 +147,70 @@ func TestMembersAndReadinessGate(t *testing.T) {
 	})
 	if live.Status.LastScaleTime == nil {
 		t.Error("lastScaleTime not set by the scale-down")
+	}
+}
+
+// simAddrs maps a member pod to its simulator process's text (true) or admin address.
+func simAddrs(sims *veltrixtest.Cluster) func(text bool) func(*veltrixv1.VeltrixCluster, *corev1.Pod) string {
+	return func(text bool) func(*veltrixv1.VeltrixCluster, *corev1.Pod) string {
+		return func(_ *veltrixv1.VeltrixCluster, p *corev1.Pod) string {
+			var o int32
+			if _, err := fmt.Sscanf(p.Name, "vx-%d", &o); err != nil || sims.Server(o) == nil || !sims.Server(o).Running() {
+				return ""
+			}
+			if text {
+				return sims.Server(o).Addr
+			}
+			return sims.Server(o).AdminAddr
+		}
+	}
+}
+
+// TestRemovalRefused: a member DELETE the server refuses is MembershipSettled=False and
+// Ready=False (RemovalRefused) with a Warning event, and the StatefulSet is not shrunk.
+func TestRemovalRefused(t *testing.T) {
+	ctx := context.Background()
+	sims := veltrixtest.StartCluster(t, 3, veltrixtest.Options{Name: "vx", ReplicationFactor: 2, RefuseDelete: 409, IndexRebuild: time.Second})
+	f := startFleet(t, operatorTokens(t, "refused", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
+	ns := testenv.NewNamespace(t, env.Client, "vx")
+	addr := simAddrs(sims)
+	startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) {
+		cfg.AdminAddr, cfg.TextAddr = addr(false), addr(true)
+		// The simulators run without a token: the admin API admits loopback callers.
+		cfg.Admin = func(string) veltrix.Admin { return sims.Client() }
+	})
+	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.Size, c.Spec.ReplicationFactor = 3, 2
+		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
+		c.Spec.IndexMapFallback = true
+	})
+	for o := range int32(3) {
+		memberPod(t, c, o)
+	}
+	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionTrue, veltrixv1.ReasonReady)
+	var live veltrixv1.VeltrixCluster
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+		t.Fatal(err)
+	}
+	live.Spec.Size = 2
+	if err := env.Client.Update(ctx, &live); err != nil {
+		t.Fatal(err)
+	}
+	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, membership.ReasonRemovalRefused)
+	if cond.Message != "the server refused to remove member vx-2; the StatefulSet is not shrunk" {
+		t.Errorf("message %q", cond.Message)
+	}
+	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionFalse, membership.ReasonRemovalRefused)
+	testenv.Eventually(t, 10*time.Second, "a Warning event RemovalRefused", func() (bool, string) {
+		ev := eventReasons(t, c)
+		return ev[membership.ReasonRemovalRefused] == corev1.EventTypeWarning, fmt.Sprint(ev)
+	})
+	time.Sleep(2 * time.Second)
+	var sts appsv1.StatefulSet
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &sts); err != nil || *sts.Spec.Replicas != 3 {
+		t.Errorf("StatefulSet after a refused removal: %v, replicas %d, want 3", err, *sts.Spec.Replicas)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil || live.Status.State != veltrixv1.StateDegraded {
+		t.Errorf("state %s (%v), want Degraded", live.Status.State, err)
 	}
 }
