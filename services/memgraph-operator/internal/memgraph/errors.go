@@ -143,6 +143,8 @@ const (
 	RefusalNotCoordinator
 	// RefusalInTransaction: an admin query inside an explicit transaction.
 	RefusalInTransaction
+	// RefusalNoLeader: the coordinator is not the leader and knows none to forward to.
+	RefusalNoLeader
 )
 
 var refusalNames = [...]string{
@@ -153,6 +155,7 @@ var refusalNames = [...]string{
 	RefusalRaftWrite: "raft-write", RefusalNotLeader: "not-leader",
 	RefusalReplicaWrite: "replica-write", RefusalCoordinatorOnly: "coordinator-only",
 	RefusalNotCoordinator: "not-coordinator", RefusalInTransaction: "in-transaction",
+	RefusalNoLeader: "no-leader",
 }
 
 func (r Refusal) String() string {
@@ -176,6 +179,8 @@ var refusalPatterns = []struct {
 	{"instance with such name already exists", RefusalInstanceExists},
 	{"coordinator since instance with such id already exists", RefusalCoordinatorExists},
 	{"writing to raft log failed", RefusalRaftWrite},
+	{"knows no leader", RefusalNoLeader},
+	{"no leader", RefusalNoLeader},
 	{"forwarded to the leader but leader failed", RefusalNotLeader},
 	{"coordinator is not a leader", RefusalNotLeader},
 	{"is not a leader", RefusalNotLeader},

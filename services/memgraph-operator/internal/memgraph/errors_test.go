@@ -28,6 +28,8 @@ func TestClassifyRefusal(t *testing.T) {
 		"Coordinator can run only coordinator queries!":                                                                                         RefusalCoordinatorOnly,
 		"Only coordinator can register coordinator server!":                                                                                     RefusalNotCoordinator,
 		"Managing coordinators is not allowed in multicommand transactions":                                                                     RefusalInTransaction,
+		"Couldn't run ADD COORDINATOR since coordinator 2 is not a leader and knows no leader to forward it to!":                                RefusalNoLeader,
+		"Coordinator 1 lost leadership; retry the operation.":                                                                                   RefusalNotLeader,
 		"something new": RefusalOther,
 	}
 	for msg, want := range cases {

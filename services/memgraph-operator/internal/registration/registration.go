@@ -139,11 +139,16 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 			out.Refusal = &memgraph.Error{Kind: memgraph.KindProtocol, Err: rep.Err}
 		}
 		out.Message = fmt.Sprintf("Memgraph refused %s: %s", rep.Failed, refusalText(out.Refusal))
-		if out.Refusal.Refusal() == memgraph.RefusalMainExists {
+		switch out.Refusal.Refusal() {
+		case memgraph.RefusalMainExists:
 			// SHOW INSTANCES shows a down MAIN as "unknown"; the leader still records it
 			// and is failing over. Nothing to fix on our side.
 			out.Reason = ReasonRegistrationInProgress
 			out.Message = "the coordinators still record a MAIN that does not answer; waiting for their failover"
+		case memgraph.RefusalNotLeader, memgraph.RefusalNoLeader:
+			// Leadership moved or was lost during the pass: the next pass looks again.
+			out.Reason = ReasonNoCoordinatorLeader
+			out.Message = fmt.Sprintf("%s stopped leading during the pass", ldr.name)
 		}
 	case rep.Yielded:
 		out.Reason = ReasonLeadershipTransferInProgress
