@@ -28,7 +28,9 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.RequeueAfter != 30*time.Second || o.RequireNodePoolMatch || o.Build.NodePoolLabelPrefix != "" ||
-		o.Build.DefaultAccessMode != "ReadWriteOnce" || o.Build.PVMinSize.String() != "1Gi" || o.Build.DiscovererKind != "Deployment" {
+		o.Build.DefaultAccessMode != "ReadWriteOnce" || o.Build.PVMinSize.String() != "1Gi" || o.Build.DiscovererKind != "Deployment" ||
+		!o.RequireDeployed || o.HelmStatusWait != 2*time.Minute || o.CRDPollInterval != 10*time.Second ||
+		o.NodePoolLossGrace != 10*time.Minute || o.Build.DiscovererPDBMaxUnavailable != "" {
 		t.Errorf("defaults %+v", o)
 	}
 }
@@ -54,12 +56,12 @@ func TestEnvironmentThenFlags(t *testing.T) {
 }
 
 func TestInvalid(t *testing.T) {
-	env := map[string]string{"REQUIRE_NODEPOOL_MATCH": "maybe", "PV_MIN_SIZE": "lots"}
+	env := map[string]string{"REQUIRE_NODEPOOL_MATCH": "maybe", "PV_MIN_SIZE": "lots", "NODEPOOL_LOSS_GRACE": "-1s", "HELM_STATUS_WAIT": "0s"}
 	_, err := parse(t, env, "--requeue-after=0s", "--gateway-service-type=ExternalName")
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, want := range []string{"$REQUIRE_NODEPOOL_MATCH", "$PV_MIN_SIZE", "requeue interval", "gateway service type"} {
+	for _, want := range []string{"$REQUIRE_NODEPOOL_MATCH", "$PV_MIN_SIZE", "requeue interval", "gateway service type", "node-pool loss grace", "helm status wait"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
