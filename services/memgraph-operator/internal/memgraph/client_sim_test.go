@@ -18,7 +18,10 @@ func TestClientAgainstSimulator(t *testing.T) {
 	defer cancel()
 	cl := memgraphtest.NewCluster(t)
 	coord := cl.StartCoordinator(1)
-	data := cl.StartData("d_0")
+	// A name only valid quoted (a cluster whose name starts with a digit): the builders
+	// backtick it, and SHOW INSTANCES gives it back as registered.
+	const name = "1demo_data_0"
+	data := cl.StartData(name)
 	dialer := memgraph.NewDialer(memgraph.Options{Timeout: 3 * time.Second})
 
 	c, err := dialer.Dial(ctx, coord.Bolt)
@@ -43,8 +46,8 @@ func TestClientAgainstSimulator(t *testing.T) {
 
 	steps := []string{
 		memgraph.AddCoordinator(1, coord.Bolt, coord.Coord, coord.Mgmt),
-		memgraph.RegisterInstance("d_0", data.Bolt, data.Mgmt, data.Repl),
-		memgraph.SetInstanceToMain("d_0"),
+		memgraph.RegisterInstance(name, data.Bolt, data.Mgmt, data.Repl),
+		memgraph.SetInstanceToMain(name),
 	}
 	for _, q := range steps {
 		if err := c.Exec(ctx, q); err != nil {
@@ -55,7 +58,7 @@ func TestClientAgainstSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, ok := memgraph.MainOf(rows); !ok || m.Name != "d_0" || m.BoltServer != data.Bolt || !m.Up() {
+	if m, ok := memgraph.MainOf(rows); !ok || m.Name != name || m.BoltServer != data.Bolt || !m.Up() {
 		t.Fatalf("after SET MAIN: %+v", rows)
 	}
 	if rows[0].BoltServer != coord.Bolt || rows[0].CoordinatorServer != coord.Coord {
@@ -64,11 +67,11 @@ func TestClientAgainstSimulator(t *testing.T) {
 
 	// Refusals keep Memgraph's message and are classified.
 	for q, want := range map[string]memgraph.Refusal{
-		memgraph.SetInstanceToMain("d_0"):                               memgraph.RefusalMainExists,
+		memgraph.SetInstanceToMain(name):                               memgraph.RefusalMainExists,
 		memgraph.DemoteInstance("nope"):                                 memgraph.RefusalNoSuchInstance,
-		memgraph.UnregisterInstance("d_0"):                              memgraph.RefusalAliveMain,
+		memgraph.UnregisterInstance(name):                              memgraph.RefusalAliveMain,
 		memgraph.RemoveCoordinator(1):                                   memgraph.RefusalLeaderRemoval,
-		memgraph.RegisterInstance("d_0", "a:1", "b:2", "c:3"):           memgraph.RefusalInstanceExists,
+		memgraph.RegisterInstance(name, "a:1", "b:2", "c:3"):           memgraph.RefusalInstanceExists,
 		memgraph.AddCoordinator(1, coord.Bolt, coord.Coord, coord.Mgmt): memgraph.RefusalCoordinatorExists,
 		"CREATE (:X)": memgraph.RefusalCoordinatorOnly,
 	} {
@@ -103,7 +106,7 @@ func TestClientAgainstSimulator(t *testing.T) {
 		t.Errorf("SHOW INSTANCES on a data instance: %v", err)
 	}
 	lag, err := c.ReplicationLag(ctx)
-	if err != nil || len(lag) == 0 || lag[0].Instance != "d_0" {
+	if err != nil || len(lag) == 0 || lag[0].Instance != name {
 		t.Errorf("SHOW REPLICATION LAG = %+v, %v", lag, err)
 	}
 
