@@ -67,11 +67,11 @@ func TestClientAgainstSimulator(t *testing.T) {
 
 	// Refusals keep Memgraph's message and are classified.
 	for q, want := range map[string]memgraph.Refusal{
-		memgraph.SetInstanceToMain(name):                               memgraph.RefusalMainExists,
+		memgraph.SetInstanceToMain(name):                                memgraph.RefusalMainExists,
 		memgraph.DemoteInstance("nope"):                                 memgraph.RefusalNoSuchInstance,
-		memgraph.UnregisterInstance(name):                              memgraph.RefusalAliveMain,
+		memgraph.UnregisterInstance(name):                               memgraph.RefusalAliveMain,
 		memgraph.RemoveCoordinator(1):                                   memgraph.RefusalLeaderRemoval,
-		memgraph.RegisterInstance(name, "a:1", "b:2", "c:3"):           memgraph.RefusalInstanceExists,
+		memgraph.RegisterInstance(name, "a:1", "b:2", "c:3"):            memgraph.RefusalInstanceExists,
 		memgraph.AddCoordinator(1, coord.Bolt, coord.Coord, coord.Mgmt): memgraph.RefusalCoordinatorExists,
 		"CREATE (:X)": memgraph.RefusalCoordinatorOnly,
 	} {
