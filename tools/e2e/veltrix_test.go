@@ -56,7 +56,7 @@ func TestVeltrixSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if out, err := kubectl(context.Background(), "delete", "-f", sample, "--wait=false"); err != nil {
+		if out, err := kubectl(context.Background(), "delete", "-f", sample, "--wait=false", "--ignore-not-found"); err != nil {
 			t.Logf("deleting the sample: %v\n%s", err, out)
 		}
 	})
@@ -82,7 +82,57 @@ func TestVeltrixSample(t *testing.T) {
 		waitVeltrix(ctx, t, size, 6*time.Minute)
 		t.Logf("scale to %d: %s", size, since(began))
 	}
-	addr = vxMemberAddr(ctx, t, 1)
+	vxReadAll(ctx, t, keys, "3 -> 4 -> 3")
+
+	// Upgrade: the pods roll one at a time to the new image; status.version follows once
+	// every member runs it.
+	began := time.Now()
+	if _, err := kubectl(ctx, "patch", "vc", vxName, "-n", vxNamespace, "--type", "merge", "-p", `{"spec":{"version":"1.17.1"}}`); err != nil {
+		t.Fatal(err)
+	}
+	err = poll(ctx, t, "every member on 1.17.1", 6*time.Minute, func(ctx context.Context) (bool, error) {
+		c, err := vxCluster(ctx)
+		if err != nil {
+			return transient(err)
+		}
+		ready := meta.FindStatusCondition(c.Status.Conditions, veltrixv1.ConditionReady)
+		return c.Status.Version == "1.17.1" && ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == c.Generation, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("upgrade of 3 members: %s", since(began))
+	for o := range 3 {
+		pod, err := env.client.CoreV1().Pods(vxNamespace).Get(ctx, fmt.Sprintf("%s-%d", vxName, o), metav1.GetOptions{})
+		if err != nil || pod.Spec.Containers[0].Image != "ghcr.io/veltrixdb/veltrixdb:1.17.1" {
+			t.Errorf("pod %d after the upgrade: %v %v", o, err, pod.Spec.Containers)
+		}
+	}
+	vxReadAll(ctx, t, keys, "the upgrade")
+
+	// Deletion with the sample's reclaim policy Retain: the volumes stay.
+	if _, err := kubectl(ctx, "delete", "-f", sample, "--wait=true", "--timeout=3m"); err != nil {
+		t.Fatal(err)
+	}
+	pvs, err := env.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: "veltrix.io/cluster=" + vxName + ",veltrix.io/namespace=" + vxNamespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for _, pv := range pvs.Items {
+		if pv.DeletionTimestamp == nil {
+			kept++
+		}
+	}
+	if kept < 3 {
+		t.Errorf("reclaim policy Retain: %d volumes kept, want at least 3", kept)
+	}
+}
+
+// vxReadAll reads every key back from a member and counts the lost ones.
+func vxReadAll(ctx context.Context, t *testing.T, keys map[string]string, after string) {
+	t.Helper()
+	addr := vxMemberAddr(ctx, t, 1)
 	lost := 0
 	for k, v := range keys {
 		if got := vxCommand(t, addr, "GET "+k); got != v {
@@ -90,7 +140,7 @@ func TestVeltrixSample(t *testing.T) {
 			t.Errorf("GET %s = %q, want %q", k, got, v)
 		}
 	}
-	t.Logf("keys lost across 3 -> 4 -> 3: %d of %d", lost, len(keys))
+	t.Logf("keys lost across %s: %d of %d", after, lost, len(keys))
 }
 
 func vxCluster(ctx context.Context) (*veltrixv1.VeltrixCluster, error) {
