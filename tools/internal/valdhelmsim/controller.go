@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -20,8 +21,11 @@ import (
 // operator-sdk's helm-operator writes it (status subresource, whole status replaced).
 type Reconciler struct {
 	Client client.Client
-	// DeployDelay is how long one install or upgrade try takes.
+	// DeployDelay is how long one install, upgrade or uninstall try takes.
 	DeployDelay time.Duration
+	// Finalizer holds each deployed ValdRelease with the helm-operator's finalizer until
+	// an uninstall try has run, as the real operator does.
+	Finalizer bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -84,37 +88,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if vr.GetDeletionTimestamp() != nil {
-		// No uninstall finalizer is modelled: the release goes with the object.
-		return ctrl.Result{}, nil
-	}
 	observed := Observed{
 		Namespace: vr.GetNamespace(), Name: vr.GetName(), Generation: vr.GetGeneration(),
 		Annotations: vr.GetAnnotations(), Spec: vr.Object["spec"], Status: StatusOf(vr.Object),
+		Deleting: vr.GetDeletionTimestamp() != nil, HasFinalizer: controllerutil.ContainsFinalizer(vr, Finalizer),
 	}
 	now := r.now()
-	plan, err := Next(observed, r.started(req.NamespacedName, vr.GetUID(), observed.Attempt(), now), now, r.DeployDelay)
+	plan, err := Next(observed, r.started(req.NamespacedName, vr.GetUID(), observed.Attempt(), now), now, r.DeployDelay, r.Finalizer)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if statusEqual(plan.Status, observed.Status) {
-		return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
-	}
-	status, err := plan.Status.ToUnstructured()
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	vr.Object["status"] = status
-	if err := r.Client.Status().Update(ctx, vr); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// A newer version (or the deletion) is on its way through the watch and
-			// brings this release back.
-			return ctrl.Result{}, nil
+	if plan.AddFinalizer {
+		controllerutil.AddFinalizer(vr, Finalizer)
+		if err := r.Client.Update(ctx, vr); err != nil {
+			return writeFailed(err, "adding the finalizer to", req)
 		}
-		return ctrl.Result{}, fmt.Errorf("writing the status of ValdRelease %s: %w", req.NamespacedName, err)
 	}
-	logger.Info("Updated ValdRelease status", "generation", observed.Generation, "conditions", summary(plan.Status))
+	if !statusEqual(plan.Status, observed.Status) {
+		status, err := plan.Status.ToUnstructured()
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		vr.Object["status"] = status
+		if err := r.Client.Status().Update(ctx, vr); err != nil {
+			return writeFailed(err, "writing the status of", req)
+		}
+		logger.Info("Updated ValdRelease status", "generation", observed.Generation, "conditions", summary(plan.Status))
+	}
+	if plan.RemoveFinalizer {
+		controllerutil.RemoveFinalizer(vr, Finalizer)
+		if err := r.Client.Update(ctx, vr); err != nil {
+			return writeFailed(err, "removing the finalizer from", req)
+		}
+		logger.Info("Uninstalled ValdRelease's release")
+	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// writeFailed turns a failed write into the pass's result: a conflict or a deletion is
+// followed by a watch event that brings the release back, anything else is retried.
+func writeFailed(err error, what string, req ctrl.Request) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, fmt.Errorf("%s ValdRelease %s: %w", what, req.NamespacedName, err)
 }
 
 // summary is "Type=Status/Reason" for each condition, for the log.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -80,7 +81,7 @@ func patchVR(t *testing.T, ns, name, patch string) {
 func startSimulator(t *testing.T, ns string) {
 	t.Helper()
 	env.StartManager(t, func(mgr ctrl.Manager) error {
-		return (&Reconciler{Client: mgr.GetClient(), DeployDelay: testDelay}).SetupWithManager(mgr, 2)
+		return (&Reconciler{Client: mgr.GetClient(), DeployDelay: testDelay, Finalizer: true}).SetupWithManager(mgr, 2)
 	}, testenv.InNamespaces(ns), func(o *ctrl.Options) { o.Client.Cache = &client.CacheOptions{Unstructured: true} })
 }
 
@@ -220,4 +221,59 @@ func TestFailAndIrreconcilableAnnotations(t *testing.T) {
 	if gen, _ := releasedGeneration(st.DeployedRelease); gen != vr.GetGeneration() {
 		t.Fatalf("released generation %d, want %d", gen, vr.GetGeneration())
 	}
+}
+
+// TestDeletionWaitsForTheUninstall: a deployed ValdRelease carries the helm-operator's
+// finalizer; deleted, it stays (deletionTimestamp set) for the uninstall try and then
+// goes; with the fail annotation the uninstall fails (ReleaseFailed/UninstallError) and
+// the object stays until the annotation is removed.
+func TestDeletionWaitsForTheUninstall(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vhs-delete-")
+	startSimulator(t, ns)
+	ctx := context.Background()
+	for _, name := range []string{"vr", "stuck"} {
+		if err := env.Client.Create(ctx, newVR(ns, name, map[string]any{}, nil)); err != nil {
+			t.Fatal(err)
+		}
+		vr, _ := waitVR(t, ns, name, "is Deployed", func(_ *unstructured.Unstructured, st Status) bool {
+			return hasCond(st, ConditionDeployed, "True", ReasonInstallSuccessful)
+		})
+		if got := vr.GetFinalizers(); len(got) != 1 || got[0] != Finalizer {
+			t.Fatalf("finalizers of a deployed release: %v", got)
+		}
+	}
+
+	deleted := time.Now()
+	if err := env.Client.Delete(ctx, newVR(ns, "vr", nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if vr := getVR(t, ns, "vr"); vr.GetDeletionTimestamp() == nil && time.Since(deleted) < testDelay {
+		t.Fatalf("deleted but not held: %s", describe(vr))
+	}
+	testenv.Eventually(t, 30*time.Second, "the deleted ValdRelease is gone", func() (bool, string) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "vr"}, newVR(ns, "vr", nil, nil))
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if took := time.Since(deleted); took < testDelay {
+		t.Fatalf("gone %s after the delete, before the %s uninstall", took, testDelay)
+	}
+
+	patchVR(t, ns, "stuck", `{"metadata":{"annotations":{"`+AnnotationFail+`":"uninstall refused"}}}`)
+	waitVR(t, ns, "stuck", "fails its upgrade", func(_ *unstructured.Unstructured, st Status) bool {
+		return hasCond(st, ConditionReleaseFailed, "True", ReasonUpgradeError)
+	})
+	if err := env.Client.Delete(ctx, newVR(ns, "stuck", nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	vr, _ := waitVR(t, ns, "stuck", "fails its uninstall", func(_ *unstructured.Unstructured, st Status) bool {
+		return hasCond(st, ConditionReleaseFailed, "True", ReasonUninstallError)
+	})
+	if vr.GetDeletionTimestamp() == nil || len(vr.GetFinalizers()) != 1 {
+		t.Fatalf("a failed uninstall let go: %s, finalizers %v", describe(vr), vr.GetFinalizers())
+	}
+	patchVR(t, ns, "stuck", `{"metadata":{"annotations":{"`+AnnotationFail+`":null}}}`)
+	testenv.Eventually(t, 30*time.Second, "the ValdRelease is gone once the uninstall succeeds", func() (bool, string) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "stuck"}, newVR(ns, "stuck", nil, nil))
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }

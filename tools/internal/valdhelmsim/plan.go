@@ -24,26 +24,42 @@ type Observed struct {
 	// Spec is the ValdRelease's spec (the Vald chart's values), hashed into the manifest.
 	Spec   any
 	Status Status
+	// Deleting: the object has a deletionTimestamp.
+	Deleting bool
+	// HasFinalizer: the object carries Finalizer.
+	HasFinalizer bool
 }
 
-// Attempt names one install or upgrade try: the generation it releases and whether it
+// Attempt names one install, upgrade or uninstall try: what it releases and whether it
 // was told to fail with which message. A new key starts a new try (and its delay).
 func (o Observed) Attempt() string {
 	msg, failing := o.Annotations[AnnotationFail]
-	return fmt.Sprintf("%d/%t/%s", o.Generation, failing, msg)
+	what := strconv.FormatInt(o.Generation, 10)
+	if o.Deleting {
+		what = "uninstall"
+	}
+	return fmt.Sprintf("%s/%t/%s", what, failing, msg)
 }
 
-// Plan is the next status and how long until the pending try completes (0: none pending).
+// Plan is the next status, the finalizer change, and how long until the pending try
+// completes (0: none pending).
 type Plan struct {
 	Status       Status
 	RequeueAfter time.Duration
+	// AddFinalizer and RemoveFinalizer change the object's finalizers; an addition is
+	// written before the status, a removal after it, as the real operator orders them.
+	AddFinalizer, RemoveFinalizer bool
 }
 
 // Next computes the status a Helm operator would show for o at now, when the try for
-// o.Attempt() began at started and each try takes delay. It is pure: the caller keeps
-// the start times and writes the status.
-func Next(o Observed, started, now time.Time, delay time.Duration) (Plan, error) {
+// o.Attempt() began at started and each try takes delay. finalizer says whether a
+// release holds the object with Finalizer until it is uninstalled. It is pure: the
+// caller keeps the start times and writes the result.
+func Next(o Observed, started, now time.Time, delay time.Duration, finalizer bool) (Plan, error) {
 	st := Status{Conditions: append([]Condition(nil), o.Status.Conditions...), DeployedRelease: o.Status.DeployedRelease}
+	if o.Deleting {
+		return uninstall(o, st, started, now, delay), nil
+	}
 	st.Set(Condition{Type: ConditionInitialized, Status: "True"}, now)
 	// The real operator reads the release history before anything else; failing there it
 	// stops, leaving the rest of the status as it was.
@@ -54,6 +70,7 @@ func Next(o Observed, started, now time.Time, delay time.Duration) (Plan, error)
 	st.Remove(ConditionIrreconcilable)
 
 	deployedGen, deployed := releasedGeneration(st.DeployedRelease)
+	hold := finalizer && !o.HasFinalizer
 	failMsg, failing := o.Annotations[AnnotationFail]
 	if deployed && deployedGen == o.Generation && !failing {
 		// Nothing to upgrade: a failure of an abandoned try no longer applies.
@@ -61,7 +78,7 @@ func Next(o Observed, started, now time.Time, delay time.Duration) (Plan, error)
 		if d := st.Get(ConditionDeployed); d == nil || d.Status != "True" {
 			st.Set(Condition{Type: ConditionDeployed, Status: "True", Reason: ReasonInstallSuccessful, Message: DeployedMessage}, now)
 		}
-		return Plan{Status: st}, nil
+		return Plan{Status: st, AddFinalizer: hold}, nil
 	}
 	// A try is under way: Helm installs or upgrades inside one reconcile, so until it ends
 	// the status shows what the last try left.
@@ -88,7 +105,28 @@ func Next(o Observed, started, now time.Time, delay time.Duration) (Plan, error)
 	st.Remove(ConditionReleaseFailed)
 	st.Set(Condition{Type: ConditionDeployed, Status: "True", Reason: reason, Message: DeployedMessage}, now)
 	st.DeployedRelease = &Release{Name: o.Name, Manifest: manifest}
-	return Plan{Status: st}, nil
+	return Plan{Status: st, AddFinalizer: hold}, nil
+}
+
+// uninstall is the deletion of a release the finalizer holds: a try like any other, after
+// which Deployed turns False and the finalizer goes; the fail annotation makes it fail
+// and keeps the object.
+func uninstall(o Observed, st Status, started, now time.Time, delay time.Duration) Plan {
+	if !o.HasFinalizer {
+		// Nothing of ours holds it (never installed, or not modelling the finalizer).
+		return Plan{Status: o.Status}
+	}
+	if left := delay - now.Sub(started); left > 0 {
+		return Plan{Status: st, RequeueAfter: left}
+	}
+	if msg, failing := o.Annotations[AnnotationFail]; failing {
+		st.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: ReasonUninstallError, Message: msg}, now)
+		return Plan{Status: st}
+	}
+	st.Remove(ConditionReleaseFailed)
+	st.Set(Condition{Type: ConditionDeployed, Status: "False", Reason: ReasonUninstallSuccessful}, now)
+	st.DeployedRelease = nil
+	return Plan{Status: st, RemoveFinalizer: true}
 }
 
 // The manifest "rendered" for a release: one ConfigMap recording what was released. Its

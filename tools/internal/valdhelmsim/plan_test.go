@@ -10,11 +10,12 @@ import (
 // returns the observed object with the planned status in place.
 func step(t *testing.T, o Observed, started, now time.Time, delay time.Duration) (Observed, Plan) {
 	t.Helper()
-	p, err := Next(o, started, now, delay)
+	p, err := Next(o, started, now, delay, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.Status = p.Status
+	o.HasFinalizer = (o.HasFinalizer || p.AddFinalizer) && !p.RemoveFinalizer
 	return o, p
 }
 
@@ -51,8 +52,8 @@ func TestInstallAfterDelayThenUpgradePerGeneration(t *testing.T) {
 	o, p := step(t, o, t0, t0, delay)
 	wantCond(t, o.Status, ConditionInitialized, "True", "", "")
 	wantNoCond(t, o.Status, ConditionDeployed)
-	if p.RequeueAfter != delay || o.Status.DeployedRelease != nil {
-		t.Fatalf("first pass: requeue %s, release %+v; want %s and none", p.RequeueAfter, o.Status.DeployedRelease, delay)
+	if p.RequeueAfter != delay || o.Status.DeployedRelease != nil || p.AddFinalizer {
+		t.Fatalf("first pass: requeue %s, release %+v, finalizer %t; want %s, none, false", p.RequeueAfter, o.Status.DeployedRelease, p.AddFinalizer, delay)
 	}
 	o, p = step(t, o, t0, t0.Add(1500*time.Millisecond), delay)
 	wantNoCond(t, o.Status, ConditionDeployed)
@@ -61,8 +62,8 @@ func TestInstallAfterDelayThenUpgradePerGeneration(t *testing.T) {
 	}
 	o, p = step(t, o, t0, t0.Add(delay), delay)
 	installed := wantCond(t, o.Status, ConditionDeployed, "True", ReasonInstallSuccessful, DeployedMessage)
-	if p.RequeueAfter != 0 || o.Status.DeployedRelease == nil || o.Status.DeployedRelease.Name != "vr" {
-		t.Fatalf("after the delay: requeue %s, release %+v", p.RequeueAfter, o.Status.DeployedRelease)
+	if p.RequeueAfter != 0 || o.Status.DeployedRelease == nil || o.Status.DeployedRelease.Name != "vr" || !p.AddFinalizer {
+		t.Fatalf("after the delay: requeue %s, release %+v, finalizer added %t", p.RequeueAfter, o.Status.DeployedRelease, p.AddFinalizer)
 	}
 	if gen, ok := releasedGeneration(o.Status.DeployedRelease); !ok || gen != 1 {
 		t.Fatalf("released generation %d (%t), want 1", gen, ok)
@@ -101,8 +102,8 @@ func TestFailAnnotation(t *testing.T) {
 	o, p := step(t, o, t0, t0.Add(delay), delay)
 	wantCond(t, o.Status, ConditionReleaseFailed, "True", ReasonInstallError, "chart render failed")
 	wantNoCond(t, o.Status, ConditionDeployed)
-	if p.RequeueAfter != 0 || o.Status.DeployedRelease != nil {
-		t.Fatalf("failed install: requeue %s, release %+v", p.RequeueAfter, o.Status.DeployedRelease)
+	if p.RequeueAfter != 0 || o.Status.DeployedRelease != nil || o.HasFinalizer {
+		t.Fatalf("failed install: requeue %s, release %+v, finalizer %t", p.RequeueAfter, o.Status.DeployedRelease, o.HasFinalizer)
 	}
 
 	// The annotation removed: a new try installs, and the failure goes.
@@ -147,6 +148,51 @@ func TestIrreconcilableAnnotation(t *testing.T) {
 	o, _ = step(t, o, t0.Add(time.Hour), t0.Add(time.Hour+time.Second), time.Second)
 	wantNoCond(t, o.Status, ConditionIrreconcilable)
 	wantCond(t, o.Status, ConditionDeployed, "True", ReasonInstallSuccessful, DeployedMessage)
+}
+
+func TestUninstall(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	delay := time.Second
+	o := Observed{Namespace: "ns", Name: "vr", Generation: 1}
+	o, _ = step(t, o, t0, t0.Add(delay), delay)
+	wantCond(t, o.Status, ConditionDeployed, "True", ReasonInstallSuccessful, DeployedMessage)
+	if !o.HasFinalizer {
+		t.Fatal("a deployed release is not held by the finalizer")
+	}
+
+	// Deleted: held for the uninstall try, then Deployed=False and the finalizer goes.
+	t1 := t0.Add(time.Minute)
+	o.Deleting = true
+	o, p := step(t, o, t1, t1.Add(delay/2), delay)
+	wantCond(t, o.Status, ConditionDeployed, "True", ReasonInstallSuccessful, DeployedMessage)
+	if p.RemoveFinalizer || p.RequeueAfter != delay/2 {
+		t.Fatalf("during the uninstall: remove %t, requeue %s", p.RemoveFinalizer, p.RequeueAfter)
+	}
+	failing := o
+	o, p = step(t, o, t1, t1.Add(delay), delay)
+	wantCond(t, o.Status, ConditionDeployed, "False", ReasonUninstallSuccessful, "")
+	if !p.RemoveFinalizer || o.Status.DeployedRelease != nil {
+		t.Fatalf("after the uninstall: remove %t, release %+v", p.RemoveFinalizer, o.Status.DeployedRelease)
+	}
+
+	// A failing uninstall keeps the object and says why.
+	failing.Annotations = map[string]string{AnnotationFail: "uninstall refused"}
+	failing, p = step(t, failing, t1, t1.Add(delay), delay)
+	wantCond(t, failing.Status, ConditionReleaseFailed, "True", ReasonUninstallError, "uninstall refused")
+	wantCond(t, failing.Status, ConditionDeployed, "True", ReasonInstallSuccessful, DeployedMessage)
+	if p.RemoveFinalizer {
+		t.Fatal("a failed uninstall released the object")
+	}
+
+	// Never installed (no finalizer): nothing to do, nothing written.
+	bare := Observed{Namespace: "ns", Name: "bare", Generation: 1, Deleting: true}
+	if p, err := Next(bare, t1, t1.Add(time.Hour), delay, true); err != nil || p.RemoveFinalizer || len(p.Status.Conditions) != 0 {
+		t.Fatalf("deleting an uninstalled release: %+v, %v", p, err)
+	}
+	// Without the finalizer modelled, a release is never held.
+	if p, err := Next(Observed{Name: "vr", Generation: 1}, t0, t0.Add(delay), delay, false); err != nil || p.AddFinalizer {
+		t.Fatalf("finalizer added when not modelled: %+v, %v", p, err)
+	}
 }
 
 func TestReleasedGeneration(t *testing.T) {

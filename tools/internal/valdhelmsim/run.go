@@ -41,9 +41,11 @@ type Options struct {
 	// real operator reads it.
 	Namespaces  []string
 	DeployDelay time.Duration
-	QPS         float64
-	Burst       int
-	Zap         zap.Options
+	// UninstallFinalizer holds deployed ValdReleases with the helm-operator's finalizer.
+	UninstallFinalizer bool
+	QPS                float64
+	Burst              int
+	Zap                zap.Options
 }
 
 // ParseOptions reads the arguments after the binary's name; a leading "run" (the
@@ -65,9 +67,11 @@ func ParseOptions(args []string, getenv func(string) string, stderr io.Writer) (
 	fs.DurationVar(&o.ReconcilePeriod, "reconcile-period", time.Minute, "Accepted for the image's command line; no effect (nothing drifts in a simulated release).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 1, "ValdReleases reconciled at once.")
 	namespace := fs.String("namespace", "", "Comma-separated namespaces to watch; empty reads $WATCH_NAMESPACE, and when that is empty too every namespace is watched.")
-	fs.DurationVar(&o.DeployDelay, "deploy-delay", 2*time.Second, "How long one install or upgrade takes before Deployed (or ReleaseFailed) is written.")
-	fs.Float64Var(&o.QPS, "kube-api-qps", 100, "Requests per second to the API server.")
-	fs.IntVar(&o.Burst, "kube-api-burst", 200, "Requests in a burst above --kube-api-qps.")
+	fs.DurationVar(&o.DeployDelay, "deploy-delay", 2*time.Second, "How long one install, upgrade or uninstall takes before its result (Deployed, ReleaseFailed, the finalizer's removal) is written.")
+	fs.BoolVar(&o.UninstallFinalizer, "uninstall-finalizer", true, "Hold each deployed ValdRelease with the finalizer "+Finalizer+" until its release is uninstalled, as the real operator does.")
+	// Well above a real operator's: the stand-in must not be what a benchmark measures.
+	fs.Float64Var(&o.QPS, "kube-api-qps", 1000, "Requests per second to the API server.")
+	fs.IntVar(&o.Burst, "kube-api-burst", 2000, "Requests in a burst above --kube-api-qps.")
 	o.Zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return Options{}, err
@@ -153,11 +157,11 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stderr
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), DeployDelay: o.DeployDelay}
+	r := &Reconciler{Client: mgr.GetClient(), DeployDelay: o.DeployDelay, Finalizer: o.UninstallFinalizer}
 	if err := r.SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
 		return fmt.Errorf("setting up the ValdRelease controller: %w", err)
 	}
-	logger.Info("Starting the Vald Helm Operator simulator", "deployDelay", o.DeployDelay.String(),
+	logger.Info("Starting the Vald Helm Operator simulator", "deployDelay", o.DeployDelay.String(), "uninstallFinalizer", o.UninstallFinalizer,
 		"namespaces", o.Namespaces, "leaderElection", o.LeaderElect)
 	return mgr.Start(ctx)
 }

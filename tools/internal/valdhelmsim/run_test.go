@@ -176,9 +176,12 @@ func TestManifestRunsTheSimulatorAsItsServiceAccount(t *testing.T) {
 		}
 	}()
 
-	waitVR(t, served, "vr", "is Deployed by the simulator running as its ServiceAccount", func(_ *unstructured.Unstructured, st Status) bool {
-		return hasCond(st, ConditionDeployed, "True", ReasonInstallSuccessful)
+	vr, _ := waitVR(t, served, "vr", "is Deployed (and held by the finalizer) by the simulator running as its ServiceAccount", func(vr *unstructured.Unstructured, st Status) bool {
+		return hasCond(st, ConditionDeployed, "True", ReasonInstallSuccessful) && len(vr.GetFinalizers()) == 1
 	})
+	if vr.GetFinalizers()[0] != Finalizer {
+		t.Errorf("finalizers %v", vr.GetFinalizers())
+	}
 	// Both were created before the simulator started, so had it watched the other
 	// namespace it would have written there first or at the same time.
 	if vr := getVR(t, other, "vr"); vr.Object["status"] != nil {

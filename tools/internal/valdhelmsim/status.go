@@ -31,12 +31,19 @@ const (
 	ReasonInstallError      = "InstallError"
 	ReasonUpgradeError      = "UpgradeError"
 	ReasonReconcileError    = "ReconcileError"
+	// ReasonUninstallSuccessful goes with Deployed=False once a deleted release is gone.
+	ReasonUninstallSuccessful = "UninstallSuccessful"
+	ReasonUninstallError      = "UninstallError"
 )
+
+// Finalizer is the helm-operator's: it holds a deployed ValdRelease until its release is
+// uninstalled.
+const Finalizer = "uninstall-helm-release"
 
 // Annotations that tell the simulator to fail. Their value is the message the condition
 // carries, as the real operator carries Helm's error.
 const (
-	// AnnotationFail makes every install or upgrade attempt of the release fail.
+	// AnnotationFail makes every install, upgrade or uninstall try of the release fail.
 	AnnotationFail = "vald-helm-sim.opsuite.io/fail"
 	// AnnotationIrreconcilable makes the release's reconciliation fail before any attempt.
 	AnnotationIrreconcilable = "vald-helm-sim.opsuite.io/irreconcilable"
