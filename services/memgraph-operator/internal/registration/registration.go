@@ -38,17 +38,17 @@ import (
 // Desired is the declared topology (see planner.Desired).
 type Desired = planner.Desired
 
-// Outcome reasons: the api's condition reasons, plus two of registration's own.
+// Outcome reasons, all the api's condition reasons.
 const (
 	ReasonRetirementInProgress         = mgv1.ReasonRetirementInProgress
 	ReasonLeadershipTransferInProgress = mgv1.ReasonLeadershipTransferInProgress
 	ReasonNoCoordinatorLeader          = mgv1.ReasonNoCoordinatorLeader
 	ReasonCoordinatorUnreachable       = mgv1.ReasonCoordinatorUnreachable
 	// ReasonRegistrationInProgress: commands ran this pass, or the plan waits (no MAIN
-	// candidate up); the next pass confirms.
-	ReasonRegistrationInProgress = "RegistrationInProgress"
-	// ReasonCommandRefused: Memgraph refused a command; Refusal has its message.
-	ReasonCommandRefused = "CommandRefused"
+	// candidate up, a down MAIN the coordinators are failing over); the next pass confirms.
+	ReasonRegistrationInProgress = mgv1.ReasonRegistrationInProgress
+	// ReasonCommandRefused: Memgraph refused a command; Outcome.Refusal has its message.
+	ReasonCommandRefused = mgv1.ReasonRegistrationFailed
 )
 
 // Outcome is what one pass saw and did.
