@@ -157,7 +157,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	wake := make(chan event.GenericEvent)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("valdoperatorrelease").
-		For(&valdv1.ValdOperatorRelease{}).
+		For(&valdv1.ValdOperatorRelease{}, builder.WithPredicates(predicate.Funcs{DeleteFunc: r.forget})).
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 	if opts.RequireNodePoolMatch {
@@ -177,6 +177,15 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		wake:     wake,
 		interval: opts.CRDPollInterval,
 	})
+}
+
+// forget drops what the reconciler keeps per release (retry back-off, a name it waits for)
+// when the release is deleted; the event still goes on to the queue.
+func (r *Reconciler) forget(e event.DeleteEvent) bool {
+	key := client.ObjectKeyFromObject(e.Object)
+	r.retry.Forget(key)
+	r.waiting.done(key)
+	return true
 }
 
 // valdReleaseRequests maps a ValdRelease event to the releases it concerns: the one that

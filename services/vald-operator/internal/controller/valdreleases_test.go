@@ -80,6 +80,16 @@ func TestNameTakenByAnotherRelease(t *testing.T) {
 		vrs := h.valdReleases()
 		return names(vrs) == h.ns+"-own,"+h.ns+"-shared" && vrs[1].Labels[valdv1.LabelOperatorRelease] == "second"
 	})
+
+	// A release deleted while it waits is forgotten.
+	shared := client.ObjectKey{Namespace: h.ns, Name: h.ns + "-shared"}
+	third := h.release("third", "shared=3")
+	h.create(third)
+	h.waitFor("the third release to wait for the name", func() bool { return len(h.r.waiting.waitingFor(shared)) == 1 })
+	if err := env.Client.Delete(context.Background(), third); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the deleted release to be forgotten", func() bool { return len(h.r.waiting.waitingFor(shared)) == 0 })
 }
 
 // TestAdoption: a ValdRelease labelled for the release but without a controller (left by
