@@ -149,6 +149,10 @@ func (ctl *Controller) reclaim(ctx context.Context, c *veltrixv1.VeltrixCluster,
 	}
 	sort.Strings(nodes)
 	if ctl.cfg.Agents == nil {
+		if len(nodes) > 0 {
+			ctl.recorder.Eventf(c, nil, corev1.EventTypeWarning, EventDisksNotReleased, "Delete",
+				"the operator has no node agents configured: the disks stay prepared on %s", strings.Join(nodes, ", "))
+		}
 		return 0, nil
 	}
 	failed := disks.Release(ctx, ctl.cfg.Agents, c, nodes, ctl.cfg.PVRoot, true)

@@ -45,9 +45,10 @@ func (p *pass) prepareDisks(ctx context.Context) error {
 	for _, n := range res.Usable(p.c.Spec.IndexMapFallback) {
 		used = append(used, n.Node)
 	}
-	// Nodes used before keep their place while their agent is away: their volumes hold data.
+	// Nodes used before keep their place while their agent is away (not asked this pass, or
+	// unreachable): their volumes hold data.
 	for _, n := range p.c.Status.Nodes {
-		if !contains(used, n) && !p.asked(n) {
+		if !contains(used, n) && p.problemOf(n) == disks.ProblemUnreachable {
 			used = append(used, n)
 		}
 	}
@@ -56,13 +57,14 @@ func (p *pass) prepareDisks(ctx context.Context) error {
 	return nil
 }
 
-func (p *pass) asked(node string) bool {
+// problemOf is the problem of a node this pass; a node not asked counts as unreachable.
+func (p *pass) problemOf(node string) disks.Problem {
 	for _, n := range p.prepared.Nodes {
 		if n.Node == node {
-			return true
+			return n.Problem
 		}
 	}
-	return false
+	return disks.ProblemUnreachable
 }
 
 func contains(list []string, s string) bool {
