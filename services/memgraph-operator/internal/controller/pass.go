@@ -39,6 +39,7 @@ type pass struct {
 	reg    *Registration
 	regErr error
 	nodes  nodeFindings
+	rolled rollStep
 }
 
 // run is the reconciler's pass over c.
@@ -91,10 +92,16 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 		}
 		p.normal(reason, "Ran "+commandSummary(reg.Executed))
 	}
-	if reg.Converged && !p.retiring() {
-		return cfg.Resync, nil
+	if !reg.Converged || p.retiring() {
+		return cfg.Poll, nil
 	}
-	return cfg.Poll, nil
+	if err := p.roll(ctx); err != nil {
+		return 0, err
+	}
+	if p.rolled.deleted != "" {
+		return cfg.Poll, nil
+	}
+	return cfg.Resync, nil
 }
 
 // maxEventNote keeps an event's note under the events API's 1 kB limit.
