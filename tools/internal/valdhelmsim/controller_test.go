@@ -277,3 +277,45 @@ func TestDeletionWaitsForTheUninstall(t *testing.T) {
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
+
+// TestRestartedSimulatorWritesNothing: a simulator started afresh (a restart, or a newly
+// elected leader) finds the deployed generation in deployedRelease and the finalizer in
+// place, so it releases nothing again: no write at all, nothing pending.
+func TestRestartedSimulatorWritesNothing(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vhs-restart-")
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, newVR(ns, "vr", map[string]any{"a": int64(1)}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "vr"}}
+	const delay = 200 * time.Millisecond
+	first := &Reconciler{Client: env.Client, DeployDelay: delay, Finalizer: true}
+	testenv.Eventually(t, 30*time.Second, "the first simulator deploys the release", func() (bool, string) {
+		res, err := first.Reconcile(ctx, req)
+		if err != nil {
+			return false, err.Error()
+		}
+		time.Sleep(res.RequeueAfter)
+		vr := getVR(t, ns, "vr")
+		return hasCond(StatusOf(vr.Object), ConditionDeployed, "True", ReasonInstallSuccessful) && len(vr.GetFinalizers()) == 1, describe(vr)
+	})
+	settled := getVR(t, ns, "vr").GetResourceVersion()
+
+	var writes testenv.WriteCounter
+	second := &Reconciler{Client: writes.Wrap(env.Client), DeployDelay: delay, Finalizer: true}
+	for end := time.Now().Add(3 * delay); time.Now().Before(end); time.Sleep(delay / 4) {
+		res, err := second.Reconcile(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RequeueAfter != 0 {
+			t.Fatalf("the restarted simulator started a try for a deployed release (requeue %s)", res.RequeueAfter)
+		}
+	}
+	if n := writes.Count(); n != 0 {
+		t.Fatalf("the restarted simulator wrote %d times", n)
+	}
+	if rv := getVR(t, ns, "vr").GetResourceVersion(); rv != settled {
+		t.Fatalf("resourceVersion moved from %s to %s", settled, rv)
+	}
+}
