@@ -66,6 +66,7 @@ func healthy(want resources.Membership) (controller.Registration, error) {
 		Leader: "coordinator_1", Main: want.Data[0].Name, Converged: true,
 		Coordinators: int32(len(want.Coordinators) - len(want.RetiringCoordinators)), DataInstances: int32(len(want.Data) - len(want.RetiringData)),
 		RetiredCoordinators: want.RetiringCoordinators, RetiredData: want.RetiringData,
+		LagRead: want.ReadLag,
 	}, nil
 }
 
@@ -172,7 +173,7 @@ func (h *harness) waitCondition(name, condType string, status metav1.ConditionSt
 }
 
 // podsRun plays the StatefulSet controller and kubelet: every pod of the StatefulSet at
-// its current spec exists, is ready and runs the current template.
+// its current spec exists, is ready and runs the update revision (r1 at first).
 func (h *harness) podsRun(name string) {
 	h.t.Helper()
 	testenv.Eventually(h.t, 30*time.Second, "status of StatefulSet "+name, func() (bool, string) {
@@ -181,9 +182,13 @@ func (h *harness) podsRun(name string) {
 			return false, err.Error()
 		}
 		n := *s.Spec.Replicas
+		rev := s.Status.UpdateRevision
+		if rev == "" {
+			rev = "r1"
+		}
 		s.Status = appsv1.StatefulSetStatus{
 			ObservedGeneration: s.Generation, Replicas: n, ReadyReplicas: n, AvailableReplicas: n,
-			CurrentReplicas: n, UpdatedReplicas: n, CurrentRevision: "r1", UpdateRevision: "r1",
+			CurrentReplicas: n, UpdatedReplicas: n, CurrentRevision: rev, UpdateRevision: rev,
 		}
 		err := h.c.Status().Update(context.Background(), s)
 		return err == nil, fmt.Sprint(err)

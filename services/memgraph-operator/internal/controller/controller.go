@@ -70,6 +70,10 @@ type Registration struct {
 	RetiredData         []string
 	// Executed are the commands run this pass.
 	Executed []string
+	// LagRead says SHOW REPLICATION LAG was read this pass; Lagging then names the
+	// replicas that have not caught up with the MAIN.
+	LagRead bool
+	Lagging []string
 }
 
 // SysctlChecker asks a node's agent for vm.max_map_count against a minimum (raising it

@@ -72,6 +72,9 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 		return cfg.Poll, nil
 	}
 	want := resources.DesiredMembership(p.c, *p.sts[resources.RoleCoordinator].Spec.Replicas, *p.sts[resources.RoleData].Spec.Replicas)
+	if err := p.planRoll(ctx, &want); err != nil {
+		return 0, err
+	}
 	reg, err := cfg.Registrar.Register(ctx, p.c, want)
 	p.ctl.metrics.commands.Add(float64(len(reg.Executed)))
 	if err != nil {
@@ -98,7 +101,7 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	if err := p.roll(ctx); err != nil {
 		return 0, err
 	}
-	if p.rolled.deleted != "" {
+	if p.rolled.active {
 		return cfg.Poll, nil
 	}
 	return cfg.Resync, nil

@@ -28,6 +28,14 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 		Leader: out.Leader, Main: out.Main, Converged: out.Converged, Reason: out.Reason, Message: out.Message,
 		RetiredCoordinators: out.RetiredCoordinators, RetiredData: out.RetiredData, Executed: out.Executed,
 	}
+	if out.Lag != nil {
+		r.LagRead = true
+		for _, l := range out.Lag {
+			if !l.CaughtUp() {
+				r.Lagging = append(r.Lagging, l.Instance)
+			}
+		}
+	}
 	for _, i := range out.Instances {
 		if i.IsCoordinator() {
 			r.Coordinators++
@@ -40,7 +48,10 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 
 // desired is the membership in the registration's terms.
 func desired(m resources.Membership) registration.Desired {
-	d := registration.Desired{RetiringCoordinators: m.RetiringCoordinators, RetiringData: m.RetiringData}
+	d := registration.Desired{
+		RetiringCoordinators: m.RetiringCoordinators, RetiringData: m.RetiringData,
+		DrainData: m.DrainData, DrainCoordinators: m.DrainCoordinators, ReadLag: m.ReadLag,
+	}
 	for _, c := range m.Coordinators {
 		d.Coordinators = append(d.Coordinators, planner.Coordinator{
 			ID: c.ID, Name: c.Name, BoltServer: c.BoltServer, CoordinatorServer: c.CoordinatorServer, ManagementServer: c.ManagementServer,

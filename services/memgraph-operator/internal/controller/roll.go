@@ -4,52 +4,103 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
+	"github.com/opsuite/suite/shared/conditions"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 
-// rollStep is what the rolling restart found this pass.
+// rollStep is the rolling update's decision for this pass.
 type rollStep struct {
-	// deleted is the pod deleted this pass ("" for none).
-	deleted string
-	// heldMain is the MAIN's pod when it is the only one left on an older template.
-	heldMain string
+	// active: some pod runs an older template and the cluster may be rolled this pass.
+	active bool
+	// next is the pod to replace after the registration pass, if it confirms.
+	next *corev1.Pod
+	// drainMain and drainLeader ask the registration to move MAIN or leadership off the
+	// member whose pod is next.
+	drainMain   string
+	drainLeader int
+	// deleted is the pod deleted this pass ("" for none); waiting says why none was.
+	deleted, waiting string
 }
 
-// roll replaces at most one pod running an older template per pass (the StatefulSets
-// update OnDelete), and only on a cluster that is converged with every pod present and
-// ready, so each replacement has rejoined and been re-registered before the next: the
-// replicas first, then the coordinators with the Raft leader last (its pod going costs one
-// election). The MAIN is held: it needs a planned handover to a caught-up replica, which
-// is not automated yet; Updated says so.
-func (p *pass) roll(ctx context.Context) error {
+// planRoll decides, before the registration pass, what the rolling update does: the
+// StatefulSets update OnDelete, and one pod at a time is replaced, only when every pod is
+// present and ready and the last pass found the cluster converged: data replicas first,
+// then the MAIN (handed over to a caught-up replica first, so its pod is a replica when it
+// goes), then the coordinators, the Raft leader last (after it yields).
+func (p *pass) planRoll(ctx context.Context, want *resources.Membership) error {
+	if p.retiring() || p.c.Status.Main == "" || p.c.Status.Leader == "" {
+		return nil
+	}
+	if cond := conditions.Get(p.c.Status.Conditions, memgraphv1.ConditionConverged); cond == nil || cond.Status != metav1.ConditionTrue {
+		return nil
+	}
 	var pods corev1.PodList
 	if err := p.ctl.client.List(ctx, &pods, client.InNamespace(p.c.Namespace), client.MatchingLabels(resources.ClusterLabels(p.c.Name))); err != nil {
 		return fmt.Errorf("listing pods to roll: %w", err)
 	}
-	want := 0
+	want.ReadLag = true
+	total, ready := 0, 0
 	for _, r := range roles {
-		want += int(*p.sts[r].Spec.Replicas)
+		total += int(*p.sts[r].Spec.Replicas)
 	}
-	ready := 0
 	for i := range pods.Items {
 		if podReady(&pods.Items[i]) {
 			ready++
 		}
 	}
-	if len(pods.Items) != want || ready != want {
+	next, drain := rollOrder(p.c.Name, pods.Items, p.sts, p.c.Status.Main, p.c.Status.Leader)
+	if next == nil {
+		want.ReadLag = false
 		return nil
 	}
-	next, heldMain := rollOrder(p.c.Name, pods.Items, p.sts, p.reg.Main, p.reg.Leader)
-	p.rolled.heldMain = heldMain
+	p.rolled.active = true
+	if len(pods.Items) != total || ready != total {
+		p.rolled.waiting = "waiting for every pod to be ready"
+		return nil
+	}
+	switch {
+	case drain && next.Labels[resources.LabelComponent] == string(resources.RoleData):
+		p.rolled.drainMain = p.c.Status.Main
+		want.DrainData = []string{p.rolled.drainMain}
+	case drain:
+		id, _ := memgraph.CoordinatorID(p.c.Status.Leader)
+		p.rolled.drainLeader = id
+		want.DrainCoordinators = []int{id}
+	default:
+		p.rolled.next = next
+	}
+	return nil
+}
+
+// roll replaces the planned pod once the registration pass confirms it is safe: the
+// cluster converged, the pod is neither the MAIN nor the leader now, and every replica has
+// caught up with the MAIN.
+func (p *pass) roll(ctx context.Context) error {
+	next := p.rolled.next
 	if next == nil {
+		return nil
+	}
+	name := memberName(p.c.Name, resources.Role(next.Labels[resources.LabelComponent]), next)
+	switch {
+	case !p.reg.Converged:
+		p.rolled.waiting = "waiting for the cluster to converge"
+		return nil
+	case name == p.reg.Main || name == p.reg.Leader:
+		p.rolled.waiting = "the MAIN or the leader moved; planning again"
+		return nil
+	case !p.reg.LagRead || len(p.reg.Lagging) > 0:
+		p.rolled.waiting = "waiting for every replica to catch up with the MAIN"
 		return nil
 	}
 	uid := next.UID
@@ -61,46 +112,40 @@ func (p *pass) roll(ctx context.Context) error {
 	return nil
 }
 
-// rollOrder picks the next pod to replace: data replicas, then coordinator followers, then
-// the leader. The MAIN's outdated pod is never picked; it is returned as held.
-func rollOrder(cluster string, pods []corev1.Pod, sts map[resources.Role]*appsv1.StatefulSet, main, leader string) (*corev1.Pod, string) {
+// rollOrder picks the next pod to replace: data replicas, the MAIN, coordinator followers,
+// the leader. drain says the pod holds MAIN or leadership, which must move first.
+func rollOrder(cluster string, pods []corev1.Pod, sts map[resources.Role]*appsv1.StatefulSet, main, leader string) (next *corev1.Pod, drain bool) {
 	outdated := func(p *corev1.Pod, r resources.Role) bool {
 		rev := sts[r].Status.UpdateRevision
 		return rev != "" && p.Labels[appsv1.ControllerRevisionHashLabelKey] != rev
 	}
-	var replicas, followers, leaders []*corev1.Pod
-	held := ""
+	var replicas, mains, followers, leaders []*corev1.Pod
 	for i := range pods {
 		p := &pods[i]
-		switch p.Labels[resources.LabelComponent] {
-		case string(resources.RoleData):
-			if !outdated(p, resources.RoleData) {
-				continue
-			}
-			if memberName(cluster, resources.RoleData, p) == main {
-				held = p.Name
-				continue
-			}
+		r := resources.Role(p.Labels[resources.LabelComponent])
+		if (r != resources.RoleData && r != resources.RoleCoordinator) || !outdated(p, r) {
+			continue
+		}
+		name := memberName(cluster, r, p)
+		switch {
+		case r == resources.RoleData && name == main:
+			mains = append(mains, p)
+		case r == resources.RoleData:
 			replicas = append(replicas, p)
-		case string(resources.RoleCoordinator):
-			if !outdated(p, resources.RoleCoordinator) {
-				continue
-			}
-			if memberName(cluster, resources.RoleCoordinator, p) == leader {
-				leaders = append(leaders, p)
-			} else {
-				followers = append(followers, p)
-			}
+		case name == leader:
+			leaders = append(leaders, p)
+		default:
+			followers = append(followers, p)
 		}
 	}
-	byName := func(a, b *corev1.Pod) int { return cmpString(a.Name, b.Name) }
-	for _, group := range [][]*corev1.Pod{replicas, followers, leaders} {
+	byName := func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) }
+	for i, group := range [][]*corev1.Pod{replicas, mains, followers, leaders} {
 		if len(group) > 0 {
 			slices.SortFunc(group, byName)
-			return group[0], held
+			return group[0], i == 1 || i == 3
 		}
 	}
-	return nil, held
+	return nil, false
 }
 
 // memberName is the pod's name in SHOW INSTANCES ("" when its index label is missing).
@@ -125,14 +170,4 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

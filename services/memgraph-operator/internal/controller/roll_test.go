@@ -3,17 +3,17 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/controller"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
 	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -52,13 +52,52 @@ func (h *harness) newRevision(name, rev string) {
 	})
 }
 
+// handovers answers as a cluster whose coordinators hand MAIN and leadership over when
+// asked to drain them, with every replica caught up.
+type handovers struct {
+	main, leader string
+	drained      []string
+}
+
+func (ho *handovers) answer(want resources.Membership) (controller.Registration, error) {
+	reg := controller.Registration{Converged: true, Coordinators: int32(len(want.Coordinators)), DataInstances: int32(len(want.Data)), LagRead: want.ReadLag}
+	if slices.Contains(want.DrainData, ho.main) {
+		for _, d := range want.Data {
+			if d.Name != ho.main {
+				ho.drained = append(ho.drained, "MAIN "+ho.main+" -> "+d.Name)
+				ho.main = d.Name
+				break
+			}
+		}
+		reg.Converged, reg.Reason = false, memgraphv1.ReasonRegistrationInProgress
+		reg.Executed = []string{"DEMOTE INSTANCE", "SET INSTANCE TO MAIN"}
+	}
+	for _, id := range want.DrainCoordinators {
+		if resources.CoordinatorName(id) == ho.leader {
+			for _, c := range want.Coordinators {
+				if c.Name != ho.leader {
+					ho.drained = append(ho.drained, "leader "+ho.leader+" -> "+c.Name)
+					ho.leader = c.Name
+					break
+				}
+			}
+			reg.Converged, reg.Reason = false, memgraphv1.ReasonLeadershipTransferInProgress
+			reg.Executed = []string{"YIELD LEADERSHIP"}
+		}
+	}
+	reg.Main, reg.Leader = ho.main, ho.leader
+	return reg, nil
+}
+
 // TestRollingUpdate: after a template change the operator replaces one pod at a time on a
-// converged cluster (data replicas, coordinator followers, the leader last) and holds the
-// MAIN, saying so in Updated.
+// converged cluster: the replica, then the MAIN once it has handed MAIN over, then the
+// coordinator followers, then the leader once it has yielded.
 func TestRollingUpdate(t *testing.T) {
 	h := start(t, "mg-roll")
 	ctx := context.Background()
-	h.create("u", 3, 2) // healthy: coordinator_1 leads, u_data_0 is MAIN
+	ho := &handovers{main: "u_data_0", leader: "coordinator_1"}
+	h.reg.set(ho.answer)
+	h.create("u", 3, 2)
 	// Pods at revision r1 first, then the StatefulSets' status at r1 (podsRun).
 	testenv.Eventually(t, 10*time.Second, "StatefulSets", func() (bool, string) {
 		err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "u-data"}, &appsv1.StatefulSet{})
@@ -67,24 +106,24 @@ func TestRollingUpdate(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		h.pod("u", resources.RoleCoordinator, id, "r1")
 	}
-	main := h.pod("u", resources.RoleData, 0, "r1")
+	h.pod("u", resources.RoleData, 0, "r1")
 	h.pod("u", resources.RoleData, 1, "r1")
 	h.podsRun("u-coordinator")
 	h.podsRun("u-data")
 	h.waitCondition("u", memgraphv1.ConditionUpdated, metav1.ConditionTrue, memgraphv1.ReasonUpdated)
-	h.waitCondition("u", memgraphv1.ConditionReady, metav1.ConditionTrue, memgraphv1.ReasonReady)
+	h.waitCondition("u", memgraphv1.ConditionConverged, metav1.ConditionTrue, memgraphv1.ReasonConverged)
 
 	h.newRevision("u-data", "r2")
 	h.newRevision("u-coordinator", "r2")
+	h.waitCondition("u", memgraphv1.ConditionUpdated, metav1.ConditionFalse, memgraphv1.ReasonUpdatePending)
 	for _, want := range []struct {
 		r       resources.Role
 		ordinal int32
-		rev     string
-	}{{resources.RoleData, 1, "r2"}, {resources.RoleCoordinator, 2, "r2"}, {resources.RoleCoordinator, 3, "r2"}, {resources.RoleCoordinator, 1, "r2"}} {
+	}{{resources.RoleData, 1}, {resources.RoleData, 0}, {resources.RoleCoordinator, 2}, {resources.RoleCoordinator, 3}, {resources.RoleCoordinator, 1}} {
 		name := resources.PodName("u", want.r, want.ordinal)
 		testenv.Eventually(t, 20*time.Second, "pod "+name+" deleted", func() (bool, string) {
 			err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &corev1.Pod{})
-			return apierrors.IsNotFound(err), fmt.Sprint(err)
+			return apierrors.IsNotFound(err), fmt.Sprintf("%v; handovers %v", err, ho.drained)
 		})
 		var pods corev1.PodList
 		if err := h.c.List(ctx, &pods, client.InNamespace(h.ns)); err != nil {
@@ -93,18 +132,30 @@ func TestRollingUpdate(t *testing.T) {
 		if len(pods.Items) != 4 {
 			t.Fatalf("after %s went, %d pods are left: more than one replaced at a time", name, len(pods.Items))
 		}
-		h.pod("u", want.r, want.ordinal, want.rev)
+		member := resources.DataInstanceName("u", want.ordinal)
+		if want.r == resources.RoleCoordinator {
+			member = resources.CoordinatorName(int(want.ordinal))
+		}
+		h.reg.mu.Lock()
+		holds := member == ho.main || member == ho.leader
+		h.reg.mu.Unlock()
+		if holds {
+			t.Fatalf("pod %s was deleted while %s holds MAIN or leadership", name, member)
+		}
+		h.pod("u", want.r, want.ordinal, "r2")
 	}
-	// Everything but the MAIN runs the new template; the MAIN stays and Updated says why.
-	c := h.waitCondition("u", memgraphv1.ConditionUpdated, metav1.ConditionFalse, memgraphv1.ReasonUpdatePending)
-	testenv.Eventually(t, 10*time.Second, "Updated naming the held MAIN", func() (bool, string) {
-		c = h.cluster("u")
-		msg := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionUpdated).Message
-		return strings.Contains(msg, "u-data-0 is held"), msg
-	})
-	time.Sleep(time.Second)
-	p := &corev1.Pod{}
-	if err := h.c.Get(ctx, client.ObjectKeyFromObject(main), p); err != nil || p.UID != main.UID {
-		t.Errorf("the MAIN's pod was replaced (err %v)", err)
+	h.reg.mu.Lock()
+	drained := slices.Clone(ho.drained)
+	h.reg.mu.Unlock()
+	if want := []string{"MAIN u_data_0 -> u_data_1", "leader coordinator_1 -> coordinator_2"}; !slices.Equal(drained, want) {
+		t.Errorf("handovers %q, want %q", drained, want)
+	}
+	// Every pod runs r2: once the StatefulSets say so, Updated is True and nothing more goes.
+	h.podsRun("u-coordinator")
+	h.podsRun("u-data")
+	h.waitCondition("u", memgraphv1.ConditionUpdated, metav1.ConditionTrue, memgraphv1.ReasonUpdated)
+	var pods corev1.PodList
+	if err := h.c.List(ctx, &pods, client.InNamespace(h.ns)); err != nil || len(pods.Items) != 5 {
+		t.Errorf("%d pods after the roll (err %v)", len(pods.Items), err)
 	}
 }

@@ -121,11 +121,8 @@ func (p *pass) setUpdated(set setFunc) {
 		}
 	}
 	if len(pending) > 0 {
-		msg := strings.Join(pending, "; ") + " (updates are OnDelete: the operator replaces one pod at a time on a converged cluster, replicas first, the Raft leader last)"
-		if p.rolled.heldMain != "" {
-			msg += "; the MAIN's pod " + p.rolled.heldMain + " is held: its planned handover is not automated yet, delete it to let the coordinators fail over"
-		}
-		set(memgraphv1.ConditionUpdated, metav1.ConditionFalse, memgraphv1.ReasonUpdatePending, msg)
+		set(memgraphv1.ConditionUpdated, metav1.ConditionFalse, memgraphv1.ReasonUpdatePending, strings.Join(pending, "; ")+
+			" (updates are OnDelete: the operator replaces one pod at a time on a converged cluster, replicas first, then the MAIN after a handover, the Raft leader last)")
 		return
 	}
 	set(memgraphv1.ConditionUpdated, metav1.ConditionTrue, memgraphv1.ReasonUpdated, msgUpdated)

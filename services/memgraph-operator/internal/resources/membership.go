@@ -30,6 +30,15 @@ type Membership struct {
 	// RetiringData are the names of the ordinals at or above spec.dataInstances still in
 	// the StatefulSet.
 	RetiringData []string
+
+	// The rolling update's asks (set by the controller, not by DesiredMembership):
+	// DrainData names the MAIN whose pod is next to restart (MAIN is handed over to a
+	// caught-up replica, the instance stays registered), DrainCoordinators the leader whose
+	// pod is next (it yields), and ReadLag asks for SHOW REPLICATION LAG so a pod is
+	// restarted only when every replica has caught up.
+	DrainData         []string
+	DrainCoordinators []int
+	ReadLag           bool
 }
 
 // DesiredMembership lists the members of c when the coordinator StatefulSet runs
