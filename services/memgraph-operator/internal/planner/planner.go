@@ -2,18 +2,21 @@
 // (SHOW INSTANCES, and SHOW REPLICATION LAG when a MAIN must move) into the ordered admin
 // commands of one registration pass. It is pure: no I/O, no clock, deterministic.
 //
-// Rules, in the order the commands come out:
+// Rules (the commands come out as: 4, 5's removals, 1, then 3 before 2 unless 3's
+// candidates are 2's new registrations, then 5's YIELD; so a refused addition, say of a
+// pod that is down, never holds back a retirement or a promotion):
 //  1. ADD COORDINATOR for every declared, non-retiring coordinator the leader does not
 //     list with its bolt_server (a fresh coordinator lists itself with none): the
 //     leader's own entry first.
 //  2. REGISTER INSTANCE (SYNC) for every declared, non-retiring data instance not listed.
-//  3. With no MAIN listed: SET INSTANCE TO MAIN over candidates tried in order. A retiring
-//     instance still registered and up is restored: rule 4 unregisters every retiring
-//     replica before it demotes, so in a MAIN-less cluster it is the MAIN the operator
-//     demoted (an operator killed between DEMOTE and SET MAIN), the one copy nothing can
-//     be ahead of, while no survivor can be proven current without a MAIN to measure lag
-//     against. If such an instance is down, the plan waits for it. Otherwise the up
-//     survivors in declared order, then the ones registered in this pass (bootstrap).
+//  3. With no MAIN listed: SET INSTANCE TO MAIN over candidates tried in order. A MAIN the
+//     operator demoted (a pass killed between DEMOTE and SET MAIN) is restored: the one
+//     copy nothing can be ahead of, while no survivor can be proven current without a MAIN
+//     to measure lag against. It is the registered draining instance, else the highest
+//     retiring ordinal still registered (rule 4 unregisters the retiring replicas before
+//     it demotes; a later scale-down only adds lower ordinals). If it is down, the plan
+//     waits for it. Otherwise the up survivors in declared order, then the ones
+//     registered in this pass (bootstrap).
 //  4. Retirement of data instances: UNREGISTER INSTANCE of each retiring non-MAIN (only
 //     while a MAIN exists); then, when the MAIN itself is retiring and up, DEMOTE it and
 //     SET a survivor TO MAIN, whose candidates are the up survivors that SHOW REPLICATION
@@ -34,11 +37,13 @@
 // LEADERSHIP. Members that are neither declared nor retiring (registered by hand) are
 // left alone, and registered addresses are not compared with the declared ones.
 //
-// Limits, both safe because the leader refuses a second MAIN: Memgraph 3.12 shows a MAIN
-// that stopped answering as role "unknown", so until the coordinators fail over, rule 3
-// may try a promotion the leader refuses ("already a main instance"); and a cluster left
-// MAIN-less by hand (DEMOTE of an instance that is neither retiring nor draining) gets
-// its lowest up survivor, unproven, since nothing measures lag without a MAIN.
+// Limits. Memgraph 3.12 shows a MAIN that stopped answering as role "unknown", so until
+// the coordinators fail over, rule 3 may try a promotion the leader refuses ("already a
+// main instance"): safe, the leader keeps one MAIN. A cluster without a MAIN whose
+// demoted MAIN is not a registered retiring or draining instance (demoted or unregistered
+// by hand, or the scale reverted in the milliseconds between a killed pass's DEMOTE and
+// SET MAIN) gets its lowest up survivor, unproven, since nothing measures lag without a
+// MAIN.
 package planner
 
 import (
@@ -77,7 +82,9 @@ type Desired struct {
 
 	// DrainData are data instances about to be restarted (a rolling update): the MAIN
 	// is handed over from them as from a retiring one (same proof, same fallback), but
-	// they stay registered. Name only the instance about to restart.
+	// they stay registered. Name only the instance about to restart, and keep naming it
+	// until an Outcome shows the MAIN elsewhere: a pass stopped between DEMOTE and SET
+	// MAIN leaves no MAIN, and only the drain says which copy to restore.
 	DrainData []string
 	// DrainCoordinators are coordinators about to be restarted: the leader among them
 	// yields (YIELD LEADERSHIP, last).
@@ -277,8 +284,9 @@ func Plan(want Desired, seen Observed) Result {
 	slices.SortStableFunc(adds, func(a, b Coordinator) int {
 		return boolRank(a.ID != leaderID) - boolRank(b.ID != leaderID)
 	})
+	var addCmds, registerCmds, mainCmds, retireCmds, removeCmds []Command
 	for _, c := range adds {
-		r.Commands = append(r.Commands, Command{Kind: AddCoordinator, Coordinator: c})
+		addCmds = append(addCmds, Command{Kind: AddCoordinator, Coordinator: c})
 	}
 
 	// 2. Data instances to register.
@@ -290,7 +298,7 @@ func Plan(want Desired, seen Observed) Result {
 		if _, ok := data[d.Name]; ok {
 			continue
 		}
-		r.Commands = append(r.Commands, Command{Kind: RegisterInstance, Instance: d})
+		registerCmds = append(registerCmds, Command{Kind: RegisterInstance, Instance: d})
 		registered = append(registered, d.Name)
 	}
 
@@ -308,6 +316,8 @@ func Plan(want Desired, seen Observed) Result {
 			retiringUp = append(retiringUp, n)
 		case retiringD[n]:
 			retiringDown = append(retiringDown, n)
+		}
+		switch {
 		case drainD[n] && row.Up():
 			drainingUp = append(drainingUp, n)
 		case drainD[n]:
@@ -327,15 +337,28 @@ func Plan(want Desired, seen Observed) Result {
 	case !hasMain:
 		// 3. No MAIN.
 		var candidates []string
-		departingUp := append(slices.Clone(retiringUp), drainingUp...)
-		departingDown := append(slices.Clone(retiringDown), drainingDown...)
+		// A registered draining instance decides alone: the drain names the MAIN being
+		// moved. Else the highest retiring ordinal still registered: rule 4 unregisters
+		// the retiring replicas before it demotes, so at the DEMOTE the MAIN was the only
+		// one left, and a later scale-down only adds lower ordinals.
+		departingUp, departingDown := drainingUp, drainingDown
+		if len(departingUp)+len(departingDown) == 0 {
+			if last := lastRegistered(want.Data, data, retiringD); last != "" {
+				if data[last].Up() {
+					departingUp = []string{last}
+				} else {
+					departingDown = []string{last}
+				}
+			}
+		}
 		switch {
+		case len(departingDown) > 0:
+			// It may be the demoted MAIN: wait for it rather than guess.
+			r.Waiting = append(r.Waiting, fmt.Sprintf(waitDemotedMainDown, departingDown[0]))
 		case len(departingUp) > 0:
 			// Restore, not hand over: no survivor is proven current without a MAIN to
 			// measure lag against; the next pass hands over with proof.
 			candidates = departingUp
-		case len(departingDown) > 0:
-			r.Waiting = append(r.Waiting, fmt.Sprintf(waitDemotedMainDown, departingDown[0]))
 		default:
 			candidates = append(append(candidates, survivorsUp...), registered...)
 			if len(candidates) == 0 {
@@ -343,7 +366,7 @@ func Plan(want Desired, seen Observed) Result {
 			}
 		}
 		if len(candidates) > 0 {
-			r.Commands = append(r.Commands, Command{Kind: SetMain, Candidates: candidates})
+			mainCmds = append(mainCmds, Command{Kind: SetMain, Candidates: candidates})
 		}
 		if len(retiringUp)+len(retiringDown) > 0 {
 			r.Waiting = append(r.Waiting, waitMainlessUnregister)
@@ -353,11 +376,11 @@ func Plan(want Desired, seen Observed) Result {
 		// between DEMOTE and SET MAIN) keeps only the demoted MAIN among the retiring.
 		for _, n := range append(retiringUp, retiringDown...) {
 			if n != main.Name {
-				r.Commands = append(r.Commands, Command{Kind: UnregisterInstance, Instance: DataInstance{Name: n}})
+				retireCmds = append(retireCmds, Command{Kind: UnregisterInstance, Instance: DataInstance{Name: n}})
 			}
 		}
 		if retiringD[main.Name] || drainD[main.Name] {
-			r.Commands, r.Waiting = handOver(r.Commands, r.Waiting, main, want, data, seen.Lag)
+			retireCmds, r.Waiting = handOver(retireCmds, r.Waiting, main, want, data, seen.Lag)
 		}
 	}
 
@@ -373,7 +396,20 @@ func Plan(want Desired, seen Observed) Result {
 			yield = true
 			continue
 		}
-		r.Commands = append(r.Commands, Command{Kind: RemoveCoordinator, Coordinator: Coordinator{ID: id, Name: memgraph.CoordinatorName(id)}})
+		removeCmds = append(removeCmds, Command{Kind: RemoveCoordinator, Coordinator: Coordinator{ID: id, Name: memgraph.CoordinatorName(id)}})
+	}
+
+	// Order: what makes progress on retirement first, so that an addition the cluster
+	// refuses (a pod that is down) cannot hold it back; a MAIN among registered survivors
+	// before registrations for the same reason, after them only when the candidates are
+	// the instances this pass registers (bootstrap); YIELD LEADERSHIP last.
+	r.Commands = append(r.Commands, retireCmds...)
+	r.Commands = append(r.Commands, removeCmds...)
+	r.Commands = append(r.Commands, addCmds...)
+	if len(mainCmds) > 0 && !slices.Contains(registered, mainCmds[0].Candidates[0]) {
+		r.Commands = append(append(r.Commands, mainCmds...), registerCmds...)
+	} else {
+		r.Commands = append(append(r.Commands, registerCmds...), mainCmds...)
 	}
 	if yield || (slices.Contains(want.DrainCoordinators, leaderID) && leaderID > 0) {
 		r.Commands = append(r.Commands, Command{Kind: YieldLeadership})
@@ -414,6 +450,16 @@ func handOver(cmds []Command, waiting []string, main memgraph.Instance, want Des
 		cmds = append(cmds, Command{Kind: UnregisterInstance, Instance: DataInstance{Name: main.Name}})
 	}
 	return cmds, waiting
+}
+
+// lastRegistered is the highest declared instance in set that the leader lists.
+func lastRegistered(ds []DataInstance, data map[string]memgraph.Instance, set map[string]bool) string {
+	for i := len(ds) - 1; i >= 0; i-- {
+		if _, ok := data[ds[i].Name]; ok && set[ds[i].Name] {
+			return ds[i].Name
+		}
+	}
+	return ""
 }
 
 func namesOf(ds []DataInstance) []string {

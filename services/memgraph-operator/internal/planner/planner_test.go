@@ -145,6 +145,27 @@ func TestPlan(t *testing.T) {
 			waiting: []string{"retiring instances are kept registered until the cluster has a MAIN again"},
 		},
 		{
+			name:    "MAIN-less, the scale lowered again after the DEMOTE: the highest retiring is the demoted MAIN",
+			want:    desired(3, 3, 0, 2),
+			seen:    Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica", "d_1=replica", "d_2=replica")},
+			plan:    []string{"SetMain d_2"},
+			waiting: []string{"retiring instances are kept registered until the cluster has a MAIN again"},
+		},
+		{
+			name: "MAIN-less, the highest retiring down: wait even with a lower one up",
+			want: desired(3, 3, 0, 2),
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica", "d_1=replica", "d_2=unknown/down")},
+			waiting: []string{"the cluster has no MAIN and d_2, possibly the demoted MAIN, is down",
+				"retiring instances are kept registered until the cluster has a MAIN again"},
+		},
+		{
+			name:    "MAIN-less, a drained instance decides over retiring ones",
+			want:    drain(desired(3, 3, 0, 1), []string{"d_0"}, nil),
+			seen:    Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica", "d_1=replica", "d_2=replica")},
+			plan:    []string{"SetMain d_0"},
+			waiting: []string{"retiring instances are kept registered until the cluster has a MAIN again"},
+		},
+		{
 			name: "MAIN-less and the retiring instance down: wait for it",
 			want: desired(3, 3, 0, 1),
 			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica", "d_1=replica", "d_2=unknown/down")},
@@ -245,7 +266,7 @@ func TestPlan(t *testing.T) {
 			name: "grow data while shrinking coordinators",
 			want: desired(5, 3, 2, 0),
 			seen: Observed{Leader: "coordinator_1", Instances: view(desired(5, 3, 2, 0), 1, ids(1, 2, 3, 4, 5), "d_0=main", "d_1=replica")},
-			plan: []string{"RegisterInstance d_2", "RemoveCoordinator coordinator_4", "RemoveCoordinator coordinator_5"},
+			plan: []string{"RemoveCoordinator coordinator_4", "RemoveCoordinator coordinator_5", "RegisterInstance d_2"},
 		},
 	}
 	for _, c := range cases {
