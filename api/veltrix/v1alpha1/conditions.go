@@ -53,4 +53,7 @@ const (
 	ReasonCRDMissing        = "CRDMissing"
 	ReasonAgentsMissing     = "NodeAgentsNotConfigured"
 	ReasonAdminTokenMissing = "AdminTokenMissing"
+	// ReasonVolumeDeviceMoved: a raw VLog partition now has another kernel name than its
+	// Block PersistentVolume points at (a PV's path cannot change).
+	ReasonVolumeDeviceMoved = "VolumeDeviceMoved"
 )

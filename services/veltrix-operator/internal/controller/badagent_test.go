@@ -137,3 +137,52 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestVolumeDeviceMoved: when the raw partition of a prepared disk is found under another
+// device path than its Block volume names (a kernel name that changed across a reboot; here
+// the volume is re-made with an old path), the operator reports it instead of failing on
+// the immutable path every pass.
+func TestVolumeDeviceMoved(t *testing.T) {
+	ctx := context.Background()
+	f := startFleet(t, operatorTokens(t, "moved", true), 1<<30, []string{"node-c"}, nil)
+	ns := testenv.NewNamespace(t, env.Client, "vx")
+	startController(t, f, ns)
+	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.Size, c.Spec.ReplicationFactor = 1, 1
+		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
+		c.Spec.RawVLog = veltrixv1.RawVLogSpec{Enabled: true, XFSPartitionPercent: 40}
+		c.Spec.IndexMapFallback = true
+	})
+	condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionTrue, veltrixv1.ReasonPrepared)
+	prepared := f.prepared(t, "node-c")
+	if len(prepared) != 1 || prepared[0].GetRawDevice() == "" {
+		t.Fatalf("prepared %v, want one split disk", prepared)
+	}
+	name := "veltrix-" + prepared[0].GetFilesystemUuid() + "-vlog"
+	var pv corev1.PersistentVolume
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	// Re-make the volume as it was before a reboot renamed the device (no PV controller runs
+	// here to drop the protection finalizer).
+	pv.Finalizers = nil
+	if err := env.Client.Update(ctx, &pv); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, &pv); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the volume gone", func() (bool, string) {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.PersistentVolume{})), "still there"
+	})
+	old := pv.DeepCopy()
+	old.ResourceVersion, old.UID, old.CreationTimestamp, old.DeletionTimestamp, old.ManagedFields = "", "", metav1.Time{}, nil, nil
+	old.Spec.Local.Path = "/dev/old-name-p2"
+	if err := env.Client.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	cond := condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionFalse, veltrixv1.ReasonVolumeDeviceMoved)
+	if !strings.Contains(cond.Message, name+" (/dev/old-name-p2, now "+prepared[0].GetRawDevice()+")") {
+		t.Errorf("message %q does not name the volume and both paths", cond.Message)
+	}
+}

@@ -41,7 +41,12 @@ func (p *pass) updateStatus() {
 	}
 
 	if p.prepared != nil {
-		set(disksCondition(*p.prepared, c.Spec.IndexMapFallback))
+		dc := disksCondition(*p.prepared, c.Spec.IndexMapFallback)
+		if len(p.movedVolumes) > 0 && dc.Status == metav1.ConditionTrue {
+			dc = metav1.Condition{Type: veltrixv1.ConditionDisksPrepared, Status: metav1.ConditionFalse, Reason: veltrixv1.ReasonVolumeDeviceMoved,
+				Message: "raw VLog partitions found under another device path than their PersistentVolume names (delete the volume and its claim once the member is gone to recreate it): " + strings.Join(p.movedVolumes, "; ")}
+		}
+		set(dc)
 		if asked := p.prepared.Nodes; len(asked) > 0 {
 			set(maxMapCountCondition(*p.prepared, c.Spec.IndexMapFallback))
 		}

@@ -96,6 +96,11 @@ func (p *pass) persistentVolumes(ctx context.Context) error {
 			return fmt.Errorf("PersistentVolume %s belongs to another cluster", want.Name)
 		case children.UpToDate(want, &live):
 			continue
+		case live.Spec.Local != nil && want.Spec.Local != nil && live.Spec.Local.Path != want.Spec.Local.Path:
+			// A raw partition found under another kernel name after a reboot: a volume's
+			// path cannot change, so say so instead of failing every pass.
+			p.movedVolumes = append(p.movedVolumes, fmt.Sprintf("%s (%s, now %s)", live.Name, live.Spec.Local.Path, want.Spec.Local.Path))
+			continue
 		}
 		if err := p.ctl.apply.Apply(ctx, want); err != nil {
 			return err
