@@ -49,15 +49,12 @@ func TestMain(m *testing.M) {
 
 const operatorNS = "veltrix-operator"
 
-var (
-	identityOnce sync.Once
-	nodesOnce    sync.Once
-)
+var identityOnce sync.Once
 
 // operatorTokens mints node-agent tokens for a ServiceAccount of the operator's namespace;
 // with preparer, the ServiceAccount is bound to a ClusterRole like the node-agent chart's
 // <release>-preparer, otherwise it has no access to the agents.
-func operatorTokens(t *testing.T, name string, preparer bool) nodeagent.TokenSource {
+func operatorTokens(t testing.TB, name string, preparer bool) nodeagent.TokenSource {
 	t.Helper()
 	ctx := context.Background()
 	c := env.Client
@@ -86,29 +83,34 @@ func operatorTokens(t *testing.T, name string, preparer bool) nodeagent.TokenSou
 	return tokens
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 }
 
-// nodes are the Kubernetes nodes the tests pretend to have; each test starts agents on some.
+// nodeNames are the Kubernetes nodes the tests pretend to have; each test starts agents on
+// some of them.
 var nodeNames = []string{"node-a", "node-b", "node-c"}
 
-func createNodes(t *testing.T) {
+var createdNodes sync.Map
+
+// createNodes creates the nodes not made yet (nodeNames, and more for a benchmark).
+func createNodes(t testing.TB, names ...string) {
 	t.Helper()
-	nodesOnce.Do(func() {
-		ctx := context.Background()
-		for _, n := range nodeNames {
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}}
-			must(t, env.Client.Create(ctx, node))
-			// The API server taints a new node not-ready until its kubelet reports; these
-			// nodes have no kubelet, so they are made ready by hand.
-			node.Spec.Taints = nil
-			must(t, env.Client.Update(ctx, node))
+	ctx := context.Background()
+	for _, n := range append(append([]string(nil), nodeNames...), names...) {
+		if _, done := createdNodes.LoadOrStore(n, true); done {
+			continue
 		}
-	})
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}}
+		must(t, env.Client.Create(ctx, node))
+		// The API server taints a new node not-ready until its kubelet reports; these
+		// nodes have no kubelet, so they are made ready by hand.
+		node.Spec.Taints = nil
+		must(t, env.Client.Update(ctx, node))
+	}
 }
 
 // fleet is the agents of one test: real node agents with their loop devices, reached through
@@ -121,9 +123,9 @@ type fleet struct {
 
 // startFleet runs an agent on each node of withDisks (one loop device of diskSize each) and
 // of withoutDisks (no device).
-func startFleet(t *testing.T, tokens nodeagent.TokenSource, diskSize int64, withDisks, withoutDisks []string) *fleet {
+func startFleet(t testing.TB, tokens nodeagent.TokenSource, diskSize int64, withDisks, withoutDisks []string) *fleet {
 	t.Helper()
-	createNodes(t)
+	createNodes(t, append(append([]string(nil), withDisks...), withoutDisks...)...)
 	f := &fleet{agents: map[string]*agenttest.Agent{}}
 	var list []*agenttest.Agent
 	for _, n := range append(append([]string(nil), withDisks...), withoutDisks...) {
@@ -148,7 +150,7 @@ func (f *fleet) pvRoot(node string) string {
 }
 
 // prepared is what a node's agent reports as prepared.
-func (f *fleet) prepared(t *testing.T, node string) []*nodeagentv1.PreparedDisk {
+func (f *fleet) prepared(t testing.TB, node string) []*nodeagentv1.PreparedDisk {
 	t.Helper()
 	r, err := f.pool.Node(node).GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
 	if err != nil {
@@ -190,7 +192,7 @@ func (a countingAgent) PrepareDisks(ctx context.Context, req *nodeagentv1.Prepar
 
 // startController runs the controller against the fleet, in a manager of its own that
 // watches the test's namespace only (and cluster-scoped objects).
-func startController(t *testing.T, f *fleet, ns string, mut ...func(*controller.Config, ctrl.Manager)) {
+func startController(t testing.TB, f *fleet, ns string, mut ...func(*controller.Config, ctrl.Manager)) {
 	t.Helper()
 	env.StartManager(t, func(mgr ctrl.Manager) error {
 		cfg := controller.Config{Agents: f.calls, PVRoot: f.pvRoot, Poll: 500 * time.Millisecond, Backoff: 500 * time.Millisecond, MaxBackoff: 4 * time.Second, CheckpointTimeout: 3 * time.Second}
@@ -203,7 +205,7 @@ func startController(t *testing.T, f *fleet, ns string, mut ...func(*controller.
 
 // newCluster creates a VeltrixCluster in ns, with the schema's defaults and the test's
 // changes.
-func newCluster(t *testing.T, ns string, mut func(*veltrixv1.VeltrixCluster)) *veltrixv1.VeltrixCluster {
+func newCluster(t testing.TB, ns string, mut func(*veltrixv1.VeltrixCluster)) *veltrixv1.VeltrixCluster {
 	t.Helper()
 	c := &veltrixv1.VeltrixCluster{ObjectMeta: metav1.ObjectMeta{Name: "vx", Namespace: ns}}
 	mut(c)
@@ -214,7 +216,7 @@ func newCluster(t *testing.T, ns string, mut func(*veltrixv1.VeltrixCluster)) *v
 }
 
 // condition waits until the cluster's condition has the status and reason.
-func condition(t *testing.T, c *veltrixv1.VeltrixCluster, condType string, status metav1.ConditionStatus, reason string) metav1.Condition {
+func condition(t testing.TB, c *veltrixv1.VeltrixCluster, condType string, status metav1.ConditionStatus, reason string) metav1.Condition {
 	t.Helper()
 	var got metav1.Condition
 	testenv.Eventually(t, 60*time.Second, fmt.Sprintf("%s=%s (%s)", condType, status, reason), func() (bool, string) {
@@ -234,7 +236,7 @@ func condition(t *testing.T, c *veltrixv1.VeltrixCluster, condType string, statu
 }
 
 // eventReasons lists the reasons and types of the events about the cluster.
-func eventReasons(t *testing.T, c *veltrixv1.VeltrixCluster) map[string]string {
+func eventReasons(t testing.TB, c *veltrixv1.VeltrixCluster) map[string]string {
 	t.Helper()
 	var list eventsv1.EventList
 	if err := env.Client.List(context.Background(), &list, client.InNamespace(c.Namespace)); err != nil {
@@ -251,7 +253,7 @@ func eventReasons(t *testing.T, c *veltrixv1.VeltrixCluster) map[string]string {
 
 // hostMaxMapCount is the machine's vm.max_map_count, which the in-process agents report
 // (and may not raise).
-func hostMaxMapCount(t *testing.T) int64 {
+func hostMaxMapCount(t testing.TB) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/sys/vm/max_map_count")
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 
 // memberPod stands in for the pod the StatefulSet controller and the kubelet would make
 // (neither runs here): the member's labels, Running, containers ready.
-func memberPod(t *testing.T, c *veltrixv1.VeltrixCluster, ordinal int32) *corev1.Pod {
+func memberPod(t testing.TB, c *veltrixv1.VeltrixCluster, ordinal int32) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	labels := resources.SelectorLabels(c)
