@@ -2,9 +2,11 @@
 // (SHOW INSTANCES, and SHOW REPLICATION LAG when a MAIN must move) into the ordered admin
 // commands of one registration pass. It is pure: no I/O, no clock, deterministic.
 //
-// Rules (the commands come out as: 4, 5's removals, 1, then 3 before 2 unless 3's
-// candidates are 2's new registrations, then 5's YIELD; so a refused addition, say of a
-// pod that is down, never holds back a retirement or a promotion):
+// Rules (the commands come out as: 4, 5's removals, then 1 and 2 with 3 before them
+// unless 3's candidates are 2's new registrations; or, when the leader yields, 4, 5's
+// removals, 3 if it needs no new registration, and YIELD LEADERSHIP, the additions
+// waiting for the next leader. So a refused addition, say of a pod that is down, never
+// holds back a retirement, a promotion or a yield):
 //  1. ADD COORDINATOR for every declared, non-retiring coordinator the leader does not
 //     list with its bolt_server (a fresh coordinator lists itself with none): the
 //     leader's own entry first.
@@ -231,6 +233,7 @@ const (
 	waitRetiringMainDown   = "MAIN %s is to move but is down; waiting for the coordinators' failover"
 	waitNoCaughtUpSurvivor = "no surviving replica is up and proven caught up by SHOW REPLICATION LAG to take over MAIN from %s"
 	waitMainlessUnregister = "retiring instances are kept registered until the cluster has a MAIN again"
+	waitNoSuccessor        = "leader %s is to step down but no other coordinator that stays is up to take over"
 )
 
 // NeedsLag says whether Plan needs SHOW REPLICATION LAG for these instances: the MAIN is
@@ -405,14 +408,26 @@ func Plan(want Desired, seen Observed) Result {
 	// the instances this pass registers (bootstrap); YIELD LEADERSHIP last.
 	r.Commands = append(r.Commands, retireCmds...)
 	r.Commands = append(r.Commands, removeCmds...)
-	r.Commands = append(r.Commands, addCmds...)
-	if len(mainCmds) > 0 && !slices.Contains(registered, mainCmds[0].Candidates[0]) {
-		r.Commands = append(append(r.Commands, mainCmds...), registerCmds...)
-	} else {
-		r.Commands = append(append(r.Commands, registerCmds...), mainCmds...)
+	mainFirst := len(mainCmds) > 0 && !slices.Contains(registered, mainCmds[0].Candidates[0])
+	if mainFirst {
+		r.Commands = append(r.Commands, mainCmds...)
 	}
-	if yield || (slices.Contains(want.DrainCoordinators, leaderID) && leaderID > 0) {
+	yield = yield || (slices.Contains(want.DrainCoordinators, leaderID) && leaderID > 0)
+	if yield && !hasSuccessor(coords, leaderID, retiringC) {
+		// Nobody could take over: add members first, yield on a later pass.
+		yield = false
+		r.Waiting = append(r.Waiting, fmt.Sprintf(waitNoSuccessor, memgraph.CoordinatorName(leaderID)))
+	}
+	if yield {
+		// Additions wait for the next leader: one refused here would keep the yield,
+		// which must come last, from ever being sent.
 		r.Commands = append(r.Commands, Command{Kind: YieldLeadership})
+		return r
+	}
+	r.Commands = append(r.Commands, addCmds...)
+	r.Commands = append(r.Commands, registerCmds...)
+	if !mainFirst {
+		r.Commands = append(r.Commands, mainCmds...)
 	}
 	return r
 }
@@ -450,6 +465,17 @@ func handOver(cmds []Command, waiting []string, main memgraph.Instance, want Des
 		cmds = append(cmds, Command{Kind: UnregisterInstance, Instance: DataInstance{Name: main.Name}})
 	}
 	return cmds, waiting
+}
+
+// hasSuccessor says whether a member other than the leader, not retiring and up, could
+// win the election a yield starts.
+func hasSuccessor(coords map[int]memgraph.Instance, leaderID int, retiring map[int]bool) bool {
+	for id, row := range coords {
+		if id != leaderID && !retiring[id] && row.Up() {
+			return true
+		}
+	}
+	return false
 }
 
 // lastRegistered is the highest declared instance in set that the leader lists.

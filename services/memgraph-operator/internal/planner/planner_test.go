@@ -238,6 +238,12 @@ func TestPlan(t *testing.T) {
 			plan: []string{"RemoveCoordinator coordinator_5", "YieldLeadership"},
 		},
 		{
+			name: "retiring leader with a registration missing: the registration waits for the next leader",
+			want: desired(5, 2, 2, 0),
+			seen: Observed{Leader: "coordinator_4", Instances: view(desired(5, 2, 2, 0), 4, ids(1, 2, 3, 4, 5), "d_0=main")},
+			plan: []string{"RemoveCoordinator coordinator_5", "YieldLeadership"},
+		},
+		{
 			name: "retiring leader alone: just yield",
 			want: desired(5, 2, 2, 0),
 			seen: Observed{Leader: "coordinator_5", Instances: view(desired(5, 2, 2, 0), 5, ids(1, 2, 3, 5), "d_0=main", "d_1=replica")},

@@ -398,3 +398,38 @@ func TestManyPassChaos(t *testing.T) {
 	}
 	t.Logf("%d seeds: %d queries, %d refused, %d passes killed", seeds, queries, refusals, kills)
 }
+
+// TestDownPodDoesNotBlockRetirement: a data instance that lost its registration and whose
+// pod stays down is refused on every pass; the coordinators' retirement (leader included)
+// and the MAIN's handover must finish regardless.
+func TestDownPodDoesNotBlockRetirement(t *testing.T) {
+	w := newWorld(11, 3, 2)
+	w.liveC, w.specC = 1, 1
+	w.scale(5, 4)
+	w.converge(t, 10)
+	w.m.write(3)
+	w.parkMain(t, dataName(3))
+	w.m.leader = 5
+	// d_1 loses its registration and its pod stays down.
+	delete(w.m.reg, dataName(1))
+	w.m.regOrder = without(w.m.regOrder, dataName(1))
+	w.m.pods[dataName(1)].up = false
+
+	w.scale(3, 3)
+	for i := 0; i < 10; i++ {
+		w.pass(t, -1)
+		w.m.replicate()
+	}
+	w.assertNoViolations(t, "with a pod down")
+	if _, ok := w.m.members[4]; ok || w.m.members[5] || w.liveC != 3 {
+		t.Errorf("coordinators not retired: members %v, live %d", w.m.members, w.liveC)
+	}
+	if w.m.reg[dataName(3)] || w.liveD != 3 || w.m.main == dataName(3) {
+		t.Errorf("d_3 not retired: registered %v, live %d, MAIN %s", w.m.regOrder, w.liveD, w.m.main)
+	}
+	if w.m.reg[dataName(1)] {
+		t.Fatal("d_1 registered while its pod is down")
+	}
+	w.m.pods[dataName(1)].up = true
+	w.converge(t, 5)
+}
