@@ -359,9 +359,9 @@ func (w *world) parkMain(t *testing.T, name string) {
 // many passes, then asserts convergence; every query is checked against the invariants.
 func TestManyPassChaos(t *testing.T) {
 	specs := [][2]int{{3, 2}, {5, 3}, {3, 2}, {3, 1}, {5, 2}, {3, 3}, {7, 4}, {3, 2}}
-	seeds := 300
+	seeds := 2000
 	if testing.Short() {
-		seeds = 40
+		seeds = 200
 	}
 	if v, err := strconv.Atoi(os.Getenv("PLANNER_SIM_SEEDS")); err == nil && v > 0 {
 		seeds = v // a longer soak: PLANNER_SIM_SEEDS=5000 go test -run Chaos
