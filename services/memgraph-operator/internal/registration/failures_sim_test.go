@@ -88,19 +88,14 @@ func TestWipedCoordinatorIsNotTakenForTheLeader(t *testing.T) {
 func TestKilledBetweenDemoteAndPromote(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl, outs := bootstrap(t, ctx, 3, 3)
-	out := last(outs)
-	s := leaderSession(t, ctx, cl, out.Leader)
-	parkMain(t, ctx, s, out.Main, "d_2")
 	const nodes = 12
-	writeNodes(t, ctx, cl.Data["d_2"].Bolt, nodes)
-	waitCaughtUp(t, ctx, cl.Desired(nil, nil))
+	cl, _, s := parkedCluster(t, ctx, 3, 3, nodes)
 	// The first command of the handover, then the operator "dies".
 	if err := s.Exec(ctx, memgraph.DemoteInstance("d_2")); err != nil {
 		t.Fatal(err)
 	}
 
-	outs = converge(t, ctx, cl.Desired(nil, []string{"d_2"}))
+	outs := converge(t, ctx, cl.Desired(nil, []string{"d_2"}))
 	got := executed(outs)
 	want := []string{memgraph.SetInstanceToMain("d_2"), memgraph.DemoteInstance("d_2"),
 		memgraph.SetInstanceToMain("d_0"), memgraph.UnregisterInstance("d_2")}

@@ -56,14 +56,10 @@ func TestKilledMidRetirement(t *testing.T) {
 		t.Run(fmt.Sprintf("killed after %d", k), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
-			cl, outs := bootstrap(t, ctx, 5, 3)
-			out := last(outs)
+			cl, out, _ := parkedCluster(t, ctx, 5, 3, 9)
 			if out.Leader != "coordinator_1" {
 				t.Fatalf("leader %s; the scenario assumes coordinator_1", out.Leader)
 			}
-			parkMain(t, ctx, leaderSession(t, ctx, cl, out.Leader), out.Main, "d_2")
-			writeNodes(t, ctx, cl.Data["d_2"].Bolt, 9)
-			waitCaughtUp(t, ctx, cl.Desired(nil, nil))
 			want := cl.Desired([]int{4, 5}, []string{"d_2"})
 
 			passCtx, die := context.WithCancel(ctx)
@@ -77,7 +73,7 @@ func TestKilledMidRetirement(t *testing.T) {
 				t.Errorf("killed pass ran %q, want %d commands", first.Executed, k)
 			}
 
-			outs = converge(t, ctx, want)
+			outs := converge(t, ctx, want)
 			out = last(outs)
 			if !slices.Equal(out.RetiredData, []string{"d_2"}) || !slices.Equal(out.RetiredCoordinators, []int{4, 5}) {
 				t.Errorf("retired %v %v", out.RetiredData, out.RetiredCoordinators)

@@ -205,23 +205,18 @@ func TestReregistrationAfterUnregisterByHand(t *testing.T) {
 func TestDataScaleDownWithMainOnRetiring(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cl, outs := bootstrap(t, ctx, 3, 3)
-	out := last(outs)
-	s := leaderSession(t, ctx, cl, out.Leader)
-	parkMain(t, ctx, s, out.Main, "d_2")
 	const nodes = 25
-	writeNodes(t, ctx, cl.Data["d_2"].Bolt, nodes)
-	waitCaughtUp(t, ctx, cl.Desired(nil, nil)) // so that d_0, first in order, is proven
+	cl, _, _ := parkedCluster(t, ctx, 3, 3, nodes)
 	parked := time.Now()
 
-	outs = converge(t, ctx, cl.Desired(nil, []string{"d_2"}))
+	outs := converge(t, ctx, cl.Desired(nil, []string{"d_2"}))
 	got := executed(outs)
 	t.Logf("executed %q", got)
 	wantOrder := []string{memgraph.DemoteInstance("d_2"), memgraph.SetInstanceToMain("d_0"), memgraph.UnregisterInstance("d_2")}
 	if !slices.Equal(got, wantOrder) {
 		t.Errorf("executed %q, want %q", got, wantOrder)
 	}
-	out = last(outs)
+	out := last(outs)
 	if out.Main != "d_0" || !slices.Equal(out.RetiredData, []string{"d_2"}) {
 		t.Errorf("Main %q RetiredData %v; want d_0 and [d_2]", out.Main, out.RetiredData)
 	}
@@ -368,6 +363,22 @@ func parkMain(t *testing.T, ctx context.Context, leader memgraph.Session, from, 
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+}
+
+// parkedCluster bootstraps nc coordinators and nd data instances, parks the MAIN on the
+// last data instance, writes nodes through it and waits until every replica has them
+// (so the first survivor in order is the one proven caught up). It returns the cluster,
+// the bootstrap's last Outcome and a session to its leader.
+func parkedCluster(t *testing.T, ctx context.Context, nc, nd, nodes int) (*memgraphtest.Cluster, registration.Outcome, memgraph.Session) {
+	t.Helper()
+	cl, outs := bootstrap(t, ctx, nc, nd)
+	out := last(outs)
+	s := leaderSession(t, ctx, cl, out.Leader)
+	parked := fmt.Sprintf("d_%d", nd-1)
+	parkMain(t, ctx, s, out.Main, parked)
+	writeNodes(t, ctx, cl.Data[parked].Bolt, nodes)
+	waitCaughtUp(t, ctx, cl.Desired(nil, nil))
+	return cl, out, s
 }
 
 func writeNodes(t *testing.T, ctx context.Context, bolt string, n int) {
