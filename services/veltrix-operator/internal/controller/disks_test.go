@@ -42,7 +42,7 @@ func TestDisksBecomeVolumes(t *testing.T) {
 	}
 	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionFalse, veltrixv1.ReasonDisksNotPrepared)
 	condition(t, c, veltrixv1.ConditionServiceMonitor, metav1.ConditionFalse, veltrixv1.ReasonCRDMissing)
-	low := hostMaxMapCount(t) < 262144
+	low := f.maxMapCount(t, "node-a") < 262144
 	if low {
 		mm := condition(t, c, veltrixv1.ConditionMaxMapCountLow, metav1.ConditionTrue, veltrixv1.ReasonIndexMapFallback)
 		if !strings.Contains(mm.Message, "node-a, node-b") {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -251,17 +249,13 @@ func eventReasons(t testing.TB, c *veltrixv1.VeltrixCluster) map[string]string {
 	return out
 }
 
-// hostMaxMapCount is the machine's vm.max_map_count, which the in-process agents report
-// (and may not raise).
-func hostMaxMapCount(t testing.TB) int64 {
+// maxMapCount is vm.max_map_count as a node's agent reads it (the machine's: the
+// in-process agents may not raise it).
+func (f *fleet) maxMapCount(t testing.TB, node string) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/sys/vm/max_map_count")
+	r, err := f.pool.Node(node).EnsureSysctl(context.Background(), &nodeagentv1.EnsureSysctlRequest{Name: "vm.max_map_count", ReportOnly: true})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("vm.max_map_count of %s: %v", node, err)
 	}
-	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return r.GetStatus().GetValue()
 }
