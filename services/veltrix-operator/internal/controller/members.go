@@ -11,6 +11,7 @@ import (
 	"github.com/opsuite/suite/services/veltrix-operator/internal/membership"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -145,7 +146,12 @@ func (p *pass) searchReadyGates(ctx context.Context) error {
 			pod.Status.Conditions = append(pod.Status.Conditions, cond)
 		}
 		// A strategic merge keyed by condition type leaves the kubelet's conditions alone.
-		if err := p.ctl.client.Status().Patch(ctx, pod, client.StrategicMergeFrom(before)); err != nil {
+		err := p.ctl.client.Status().Patch(ctx, pod, client.StrategicMergeFrom(before))
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// The pod went or changed meanwhile: its watch event brings the next pass.
+			*pod = *before
+		case err != nil:
 			return fmt.Errorf("setting %s on pod %s: %w", veltrixv1.SearchReadyGate, pod.Name, err)
 		}
 	}
