@@ -12,6 +12,7 @@ import (
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/controller"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
 	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
@@ -30,18 +31,18 @@ import (
 // membership it is asked for and answers with what answer returns.
 type registrar struct {
 	mu     sync.Mutex
-	wants  []resources.Membership
-	answer func(want resources.Membership) (controller.Registration, error)
+	wants  []planner.Desired
+	answer func(want planner.Desired) (controller.Registration, error)
 }
 
-func (r *registrar) Register(_ context.Context, _ *memgraphv1.MemgraphCluster, want resources.Membership) (controller.Registration, error) {
+func (r *registrar) Register(_ context.Context, _ *memgraphv1.MemgraphCluster, want planner.Desired) (controller.Registration, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.wants = append(r.wants, want)
 	return r.answer(want)
 }
 
-func (r *registrar) set(answer func(resources.Membership) (controller.Registration, error)) {
+func (r *registrar) set(answer func(planner.Desired) (controller.Registration, error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.answer = answer
@@ -53,7 +54,7 @@ func (r *registrar) calls() int {
 	return len(r.wants)
 }
 
-func (r *registrar) last() resources.Membership {
+func (r *registrar) last() planner.Desired {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.wants[len(r.wants)-1]
@@ -61,7 +62,7 @@ func (r *registrar) last() resources.Membership {
 
 // healthy answers as a converged cluster would: every wanted member registered,
 // coordinator_1 leading, the first data instance MAIN, retiring members retired at once.
-func healthy(want resources.Membership) (controller.Registration, error) {
+func healthy(want planner.Desired) (controller.Registration, error) {
 	return controller.Registration{
 		Leader: "coordinator_1", Main: want.Data[0].Name, Converged: true,
 		Coordinators: int32(len(want.Coordinators) - len(want.RetiringCoordinators)), DataInstances: int32(len(want.Data) - len(want.RetiringData)),
@@ -304,7 +305,7 @@ func TestScaleDownWaitsForRetirement(t *testing.T) {
 	h.waitCondition("g", memgraphv1.ConditionConverged, metav1.ConditionTrue, memgraphv1.ReasonConverged)
 
 	// Nothing retires yet: the data plane still counts every member.
-	h.reg.set(func(want resources.Membership) (controller.Registration, error) {
+	h.reg.set(func(want planner.Desired) (controller.Registration, error) {
 		return controller.Registration{Leader: "coordinator_4", Main: "g_data_2", Converged: false,
 			Coordinators: int32(len(want.Coordinators)), DataInstances: int32(len(want.Data)),
 			Reason: memgraphv1.ReasonRetirementInProgress, Message: "Moving MAIN off a retiring instance"}, nil
@@ -331,7 +332,7 @@ func TestScaleDownWaitsForRetirement(t *testing.T) {
 
 	// Only g_data_1 retired: g_data_2 (the highest) still holds its place, nothing shrinks.
 	// coordinator_5 retired, coordinator_4 (the leader) not: coordinators shrink to 4.
-	h.reg.set(func(want resources.Membership) (controller.Registration, error) {
+	h.reg.set(func(want planner.Desired) (controller.Registration, error) {
 		return controller.Registration{Leader: "coordinator_4", Main: "g_data_0", Converged: false,
 			Reason: memgraphv1.ReasonLeadershipTransferInProgress, Message: "Leadership is moving off a retiring coordinator",
 			RetiredCoordinators: []int{5}, RetiredData: []string{"g_data_1"}}, nil
@@ -394,22 +395,22 @@ func TestDataPlaneReasons(t *testing.T) {
 	h.podsRun("r-data")
 	h.waitCondition("r", memgraphv1.ConditionReady, metav1.ConditionTrue, memgraphv1.ReasonReady)
 
-	h.reg.set(func(resources.Membership) (controller.Registration, error) {
+	h.reg.set(func(planner.Desired) (controller.Registration, error) {
 		return controller.Registration{Reason: memgraphv1.ReasonNoCoordinatorLeader, Message: "No coordinator names a leader"}, nil
 	})
 	c := h.waitCondition("r", memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonNoCoordinatorLeader)
 	if c.Status.State != memgraphv1.StateDegraded || c.Status.Leader != "" {
 		t.Errorf("state %s leader %q", c.Status.State, c.Status.Leader)
 	}
-	h.reg.set(func(resources.Membership) (controller.Registration, error) {
+	h.reg.set(func(planner.Desired) (controller.Registration, error) {
 		return controller.Registration{Reason: memgraphv1.ReasonCoordinatorUnreachable, Message: "No coordinator answered"}, nil
 	})
 	h.waitCondition("r", memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonCoordinatorUnreachable)
-	h.reg.set(func(want resources.Membership) (controller.Registration, error) {
+	h.reg.set(func(want planner.Desired) (controller.Registration, error) {
 		return controller.Registration{Leader: "coordinator_2", Converged: true, Coordinators: 3, DataInstances: 2}, nil
 	})
 	h.waitCondition("r", memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonNoMain)
-	h.reg.set(func(resources.Membership) (controller.Registration, error) {
+	h.reg.set(func(planner.Desired) (controller.Registration, error) {
 		return controller.Registration{}, errors.New("Couldn't register replica instance")
 	})
 	c = h.waitCondition("r", memgraphv1.ConditionConverged, metav1.ConditionFalse, memgraphv1.ReasonRegistrationFailed)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
 	"github.com/opsuite/suite/shared/reconciler"
 	"github.com/opsuite/suite/shared/ssa"
@@ -51,7 +52,7 @@ const Name = "memgraphcluster-controller"
 // what is missing (ADD COORDINATOR, REGISTER INSTANCE, SET MAIN only without a MAIN,
 // retirements) and reports what it saw.
 type Registrar interface {
-	Register(ctx context.Context, c *memgraphv1.MemgraphCluster, want resources.Membership) (Registration, error)
+	Register(ctx context.Context, c *memgraphv1.MemgraphCluster, want planner.Desired) (Registration, error)
 }
 
 // Registration is what one registration pass observed and did.

@@ -8,6 +8,7 @@ import (
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
 	"github.com/opsuite/suite/shared/conditions"
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,7 +39,7 @@ type rollStep struct {
 // present and ready and the last pass found the cluster converged: data replicas first,
 // then the MAIN (handed over to a caught-up replica first, so its pod is a replica when it
 // goes), then the coordinators, the Raft leader last (after it yields).
-func (p *pass) planRoll(ctx context.Context, want *resources.Membership) error {
+func (p *pass) planRoll(ctx context.Context, want *planner.Desired) error {
 	if p.retiring() || p.c.Status.Main == "" || p.c.Status.Leader == "" {
 		return nil
 	}
@@ -108,7 +109,10 @@ func (p *pass) roll(ctx context.Context) error {
 		return fmt.Errorf("deleting pod %s to update it: %w", next.Name, err)
 	}
 	p.rolled.deleted = next.Name
-	p.normal(memgraphv1.ReasonUpdatePending, fmt.Sprintf("Deleted pod %s so that it restarts on its StatefulSet's current template", next.Name))
+	// The pod as related object keeps the deletions of different pods apart (events of
+	// one reason are otherwise folded into one series).
+	p.ctl.recorder.Eventf(p.c, next, corev1.EventTypeNormal, memgraphv1.ReasonUpdatePending, "RollingUpdate",
+		"Deleted pod %s so that it restarts on its StatefulSet's current template", next.Name)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/controller"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
 	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
@@ -59,7 +60,7 @@ type handovers struct {
 	drained      []string
 }
 
-func (ho *handovers) answer(want resources.Membership) (controller.Registration, error) {
+func (ho *handovers) answer(want planner.Desired) (controller.Registration, error) {
 	reg := controller.Registration{Converged: true, Coordinators: int32(len(want.Coordinators)), DataInstances: int32(len(want.Data)), LagRead: want.ReadLag}
 	if slices.Contains(want.DrainData, ho.main) {
 		for _, d := range want.Data {

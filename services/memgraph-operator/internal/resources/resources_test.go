@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
 	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -288,14 +289,14 @@ func TestDesiredMembership(t *testing.T) {
 		})
 	}
 	m := DesiredMembership(tuned(), 1, 1)
-	want := Coordinator{ID: 1, Name: "coordinator_1",
+	want := planner.Coordinator{ID: 1, Name: "coordinator_1",
 		BoltServer:        "demo-coordinator-1.demo-coordinators.db.svc.example.org:17687",
 		CoordinatorServer: "demo-coordinator-1.demo-coordinators.db.svc.example.org:13000",
 		ManagementServer:  "demo-coordinator-1.demo-coordinators.db.svc.example.org:11000"}
 	if m.Coordinators[0] != want {
 		t.Errorf("coordinator %+v, want %+v", m.Coordinators[0], want)
 	}
-	wantData := DataInstance{Ordinal: 0, Name: "demo_data_0",
+	wantData := planner.DataInstance{Name: "demo_data_0",
 		BoltServer:        "demo-data-0.demo-data.db.svc.example.org:17687",
 		ManagementServer:  "demo-data-0.demo-data.db.svc.example.org:11000",
 		ReplicationServer: "demo-data-0.demo-data.db.svc.example.org:21000"}
