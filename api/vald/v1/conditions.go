@@ -19,8 +19,23 @@ const (
 // NODEPOOL_LOSS_GRACE), and absent otherwise. Its lastTransitionTime is when the grace began.
 const ConditionNodePoolMatchLost = "NodePoolMatchLost"
 
-// ReasonHeld: ValdReleases are kept as last rendered although no longer built.
+// ReasonHeld means ValdReleases are kept as last rendered although no longer built.
 const ReasonHeld = "Held"
+
+// ConditionSwitchover is not a phase: it appears when `active` moves from one
+// infrastructure entry to another (blue/green). Unknown with reason Switching while the
+// ValdReleases of the entries no longer active are kept, because those of the active
+// entries are not all deployed yet; True with reason Switched once they are and the old
+// ones were pruned. Each transition is an event.
+const ConditionSwitchover = "Switchover"
+
+// Reasons of the Switchover condition.
+const (
+	// ReasonSwitching: the old entries' ValdReleases are kept until the new ones are deployed.
+	ReasonSwitching = "Switching"
+	// ReasonSwitched: the new entries' ValdReleases are deployed and the old ones pruned.
+	ReasonSwitched = "Switched"
+)
 
 // Reasons of lifecycle conditions. Status Unknown carries Progressing, Pending or Blocked;
 // True carries Succeeded; False carries Failed.

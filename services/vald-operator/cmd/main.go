@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
@@ -41,11 +43,24 @@ func run() error {
 func runWith(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	opts := controller.DefaultOptions()
 	var validate func() error
+	var pprofAddr string
 	return manager.Run(ctx, manager.Operator{
-		Name:     controller.Name,
-		AddFlags: func(fs *flag.FlagSet) { validate = operatorFlags(fs, &opts, getenv) },
+		Name: controller.Name,
+		AddFlags: func(fs *flag.FlagSet) {
+			validate = operatorFlags(fs, &opts, &pprofAddr, getenv)
+			apiRateDefaults(fs)
+		},
 		Validate: func() error { return validate() },
 		Schemes:  []func(*runtime.Scheme) error{valdv1.AddToScheme},
+		ManagerOptions: func(mo *ctrl.Options) {
+			controller.ManagerOptions(mo)
+			if pprofAddr != "" {
+				mo.PprofBindAddress = pprofAddr
+				// Sample goroutines blocked 1 ms or more, and one mutex contention in 100.
+				goruntime.SetBlockProfileRate(int(time.Millisecond))
+				goruntime.SetMutexProfileFraction(100)
+			}
+		},
 		Setup: func(mgr ctrl.Manager, log logr.Logger) error {
 			if _, err := controller.SetupWithManager(mgr, opts); err != nil {
 				return err

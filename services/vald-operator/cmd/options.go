@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"strconv"
 
 	"github.com/opsuite/suite/services/vald-operator/internal/controller"
 	"github.com/opsuite/suite/shared/envflag"
@@ -11,8 +12,10 @@ import (
 // operatorFlags registers the operator's own flags on fs. Each flag's default comes from an
 // environment variable (named in its help) when that is set, else from the built-in
 // default; a malformed variable is reported by the returned validate function.
-func operatorFlags(fs *flag.FlagSet, o *controller.Options, getenv func(string) string) (validate func() error) {
+func operatorFlags(fs *flag.FlagSet, o *controller.Options, pprofAddr *string, getenv func(string) string) (validate func() error) {
 	env := envflag.New(fs, getenv)
+	env.String(pprofAddr, "pprof-bind-address", "PPROF_BIND_ADDRESS",
+		"Address of the Go profiler's /debug/pprof endpoints (CPU, heap, block, mutex); empty turns them off. Unauthenticated: bind it to localhost ($PPROF_BIND_ADDRESS).")
 	b := &o.Build
 	env.Duration(&o.RequeueAfter, "requeue-after", "REQUEUE_AFTER",
 		"How long a Pending or Progressing release waits before it is checked again ($REQUEUE_AFTER).")
@@ -51,4 +54,24 @@ func operatorFlags(fs *flag.FlagSet, o *controller.Options, getenv func(string) 
 	env.String(&b.DiscovererPDBMaxUnavailable, "discoverer-pdb-max-unavailable", "DISCOVERER_PDB_MAX_UNAVAILABLE",
 		"maxUnavailable of the discoverer's PodDisruptionBudget (the Vald chart's discoverer.maxUnavailable), a number or a percentage; empty keeps the chart's default ($DISCOVERER_PDB_MAX_UNAVAILABLE).")
 	return func() error { return errors.Join(env.Err(), o.Validate()) }
+}
+
+// Client rate limits of this operator: each release costs three writes (two applies and a
+// status write) and an event per phase, so the kit's 50 requests per second would make
+// 1,000 releases wait a minute on the client alone; the API server's priority and fairness
+// still protects it.
+const (
+	defaultAPIQPS   = 300
+	defaultAPIBurst = 600
+)
+
+// apiRateDefaults raises the defaults of the kit's --kube-api-qps and --kube-api-burst,
+// registered on fs before the operator's flags; a flag given on the command line still wins.
+func apiRateDefaults(fs *flag.FlagSet) {
+	for name, v := range map[string]int{"kube-api-qps": defaultAPIQPS, "kube-api-burst": defaultAPIBurst} {
+		if f := fs.Lookup(name); f != nil {
+			_ = f.Value.Set(strconv.Itoa(v)) // an int is always a valid float and int
+			f.DefValue = strconv.Itoa(v)
+		}
+	}
 }

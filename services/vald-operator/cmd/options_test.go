@@ -15,7 +15,8 @@ func parse(t *testing.T, env map[string]string, args ...string) (controller.Opti
 	o := controller.DefaultOptions()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	validate := operatorFlags(fs, &o, func(k string) string { return env[k] })
+	var pprof string
+	validate := operatorFlags(fs, &o, &pprof, func(k string) string { return env[k] })
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

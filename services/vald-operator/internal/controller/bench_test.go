@@ -1,29 +1,31 @@
 package controller
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
-	"runtime"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/services/vald-operator/internal/resources"
-	"github.com/opsuite/suite/shared/reconciler"
 	"github.com/opsuite/suite/shared/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 func envInt(name string, def int) int {
@@ -92,158 +94,355 @@ func parallel(n, workers int, f func(i int) error) error {
 	return first
 }
 
-func memoryMiB() (rss, heap float64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	heap = float64(ms.HeapInuse) / (1 << 20)
-	status, _ := os.ReadFile("/proc/self/status")
-	for _, line := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
-			rss = kb / 1024
-		}
-	}
-	return rss, heap
-}
+// floorClients is the concurrency of the floor: the ValdReleases created directly by 16
+// parallel clients, as the issue that set the target measured it.
+const floorClients = 16
 
-// BenchmarkConverge creates VALD_BENCH_N releases of two clusters each at once and measures
-// the time until all are Completed, next to the time the API server takes to create the
-// same ValdReleases directly (the floor); then the writes of a full resync once converged
-// (target 0) and the memory of the process that runs the controller. Run once:
+// BenchmarkConverge measures VALD_BENCH_N releases (default 300) of two clusters each; see
+// converge. `make bench` runs it.
+func BenchmarkConverge(b *testing.B) { converge(b, envInt("VALD_BENCH_N", 300)) }
+
+// BenchmarkConverge1000 is the target's size: 1,000 releases, 2,000 ValdReleases (about a
+// minute and a half on two cores). Run it alone:
 //
-//	VALD_BENCH_N=1000 go test ./internal/controller -run '^$' -bench Converge -benchtime 1x
-//
-// VALD_BENCH_WORKERS sets the concurrency of both the controller and the floor;
-// VALD_BENCH_QPS the client rate limit of both (0 turns it off).
-func BenchmarkConverge(b *testing.B) {
-	n := envInt("VALD_BENCH_N", 100)
-	workers := envInt("VALD_BENCH_WORKERS", 8)
-	qps, _ := strconv.Atoi(os.Getenv("VALD_BENCH_QPS"))
+//	go test ./internal/controller -run '^$' -bench Converge1000 -benchtime 1x
+func BenchmarkConverge1000(b *testing.B) { converge(b, 1000) }
+
+// converge runs the operator binary as its own process, with the chart's defaults (client
+// QPS and burst, workers, requeue interval; REQUIRE_DEPLOYED=false since no Vald Helm
+// Operator runs here), against the test API server, creates n releases with 16 parallel
+// clients and measures the time until all are Completed. In the same run, the floor: the
+// same 2n ValdReleases created directly by 16 parallel clients. Reported: both times and
+// their ratio, the operator's writes per release as the API server counted them
+// (apiserver_request_total: ValdRelease writes and release status writes), writes in the
+// 3 s after convergence (target 0), and the operator process's RSS (VmRSS once converged,
+// VmHWM its peak). VALD_BENCH_PROFILE=<dir> also saves CPU profiles of the operator and
+// the API server taken during the convergence, and the operator's block and mutex
+// profiles, for `go tool pprof`.
+func converge(b *testing.B, n int) {
+	bin := operatorBinary(b)
 	cfg := *env.Config
-	cfg.QPS, cfg.Burst = -1, 0 // unlimited unless VALD_BENCH_QPS is set
-	if qps > 0 {
-		cfg.QPS, cfg.Burst = float32(qps), qps*2
-	}
+	cfg.QPS, cfg.Burst = -1, 0 // the benchmark's own clients are never the bottleneck
 	direct, err := client.New(&cfg, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	opts := DefaultOptions()
-	opts.MaxConcurrentReconciles = workers
-	opts.RequeueAfter = 5 * time.Second
-	opts.RequireDeployed = false // no Vald Helm Operator: measures the operator's own writes
+	profileDir := os.Getenv("VALD_BENCH_PROFILE")
 
 	for range b.N {
-		// The floor: the same ValdReleases, created directly.
+		// The floor: the same ValdReleases, created directly; then removed so that the
+		// operator, watching every namespace as the chart installs it, does not cache them.
 		floorNS := newNamespace(b)
 		var vrs []*valdv1.ValdRelease
 		for i := range n {
 			vor := benchRelease(floorNS, i)
 			vor.UID = types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
-			built, err := resources.DesiredValdReleases(resources.Input{Release: vor}, opts.Build)
+			built, err := resources.DesiredValdReleases(resources.Input{Release: vor}, resources.DefaultConfig())
 			if err != nil {
 				b.Fatal(err)
 			}
 			vrs = append(vrs, built...)
 		}
 		began := time.Now()
-		if err := parallel(len(vrs), workers, func(i int) error { return direct.Create(ctx, vrs[i]) }); err != nil {
+		if err := parallel(len(vrs), floorClients, func(i int) error { return direct.Create(ctx, vrs[i]) }); err != nil {
 			b.Fatal(err)
 		}
 		floor := time.Since(began)
+		if err := direct.DeleteAllOf(ctx, &valdv1.ValdRelease{}, client.InNamespace(floorNS)); err != nil {
+			b.Fatal(err)
+		}
 
-		// The controller, in this process, with its own manager.
 		ns := newNamespace(b)
-		writes := &testenv.WriteCounter{}
-		o := opts
-		o.wrapClient = writes.Wrap
-		mgr, err := ctrl.NewManager(&cfg, ctrl.Options{
-			Scheme:  env.Scheme,
-			Metrics: metricsserver.Options{BindAddress: "0"},
-			Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-			// Every iteration registers the controller again in this process.
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := SetupWithManager(mgr, o)
-		if err != nil {
-			b.Fatal(err)
-		}
-		mctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(mctx) }()
-		mgr.GetCache().WaitForCacheSync(mctx)
-		rssBefore, _ := memoryMiB()
+		watch := releaseWatcher(b, ns)
+		op := startOperator(b, bin, ns)
+		idleRSS, _ := procMemory(b, op.cmd.Process.Pid)
+		writesBefore := apiserverWrites(b)
 
+		var profiles sync.WaitGroup
+		if profileDir != "" {
+			profiles.Add(2)
+			go func() {
+				defer profiles.Done()
+				saveProfile(b, op.pprof+"/debug/pprof/profile?seconds=10", filepath.Join(profileDir, "operator-cpu.pprof"))
+			}()
+			go func() {
+				defer profiles.Done()
+				saveAPIServerProfile(b, filepath.Join(profileDir, "apiserver-cpu.pprof"))
+			}()
+		}
 		began = time.Now()
-		if err := parallel(n, workers, func(i int) error { return direct.Create(ctx, benchRelease(ns, i)) }); err != nil {
+		if err := parallel(n, floorClients, func(i int) error { return direct.Create(ctx, benchRelease(ns, i)) }); err != nil {
 			b.Fatal(err)
 		}
 		created := time.Since(began)
-		for {
-			// Count from the manager's cache: polling the API server for 1,000 releases
-			// would load it more than the controller does.
+		for completed := 0; completed < n; {
 			list := &valdv1.ValdOperatorReleaseList{}
-			if err := mgr.GetCache().List(ctx, list, client.InNamespace(ns)); err != nil {
+			if err := watch.List(ctx, list, client.InNamespace(ns)); err != nil {
 				b.Fatal(err)
 			}
-			completed := 0
+			completed = 0
 			for _, v := range list.Items {
 				if v.Status.State == "Ready" && v.Status.Phase == valdv1.ConditionCompleted {
 					completed++
 				}
 			}
-			if completed == n {
-				break
-			}
 			if time.Since(began) > 30*time.Minute {
-				b.Fatalf("%d of %d releases Completed after 30 minutes", completed, n)
+				b.Fatalf("%d of %d releases Completed after 30 minutes; operator log:\n%s", completed, n, op.logTail())
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
 		}
 		converged := time.Since(began)
-		convergeWrites := writes.Count()
+		mem := procStatus(b, op.cmd.Process.Pid)
+		rss, peak := mem["VmRSS:"], mem["VmHWM:"]
+		writes := apiserverWrites(b) - writesBefore
+		time.Sleep(3 * time.Second)
+		idle := apiserverWrites(b) - writesBefore - writes
+		profiles.Wait()
+		if profileDir != "" {
+			for _, p := range []string{"block", "mutex", "heap"} {
+				saveProfile(b, op.pprof+"/debug/pprof/"+p, filepath.Join(profileDir, "operator-"+p+".pprof"))
+			}
+		}
+		op.stop(b)
 
-		// Quiesce, then a full resync: every release reconciled once more.
-		for last := int64(-1); last != writes.Count(); {
-			last = writes.Count()
-			time.Sleep(2 * time.Second)
-		}
-		before := writes.Count()
-		resyncBegan := time.Now()
-		if err := parallel(n, workers, func(i int) error {
-			_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("vor-%04d", i)}})
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
-		resync := time.Since(resyncBegan)
-		resyncWrites := writes.Count() - before
-		rss, heap := memoryMiB()
-
-		cancel()
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
-		b.Logf("reconcile passes: done %.0f, requeued %.0f, failed %.0f, error %.0f",
-			r.pass.Metrics().Count(reconciler.OutcomeDone), r.pass.Metrics().Count(reconciler.OutcomeRequeued),
-			r.pass.Metrics().Count(reconciler.OutcomeFailed), r.pass.Metrics().Count(reconciler.OutcomeError))
+		ratio := converged.Seconds() / floor.Seconds()
 		b.ReportMetric(float64(n), "releases")
 		b.ReportMetric(floor.Seconds(), "floor-s")
 		b.ReportMetric(created.Seconds(), "create-vor-s")
 		b.ReportMetric(converged.Seconds(), "converge-s")
-		b.ReportMetric(float64(convergeWrites)/float64(n), "writes/release")
-		b.ReportMetric(float64(resyncWrites), "resync-writes")
-		b.ReportMetric(resync.Seconds()*1000, "resync-ms")
+		b.ReportMetric(ratio, "x-floor")
+		b.ReportMetric(writes/float64(n), "writes/release")
+		b.ReportMetric(idle, "idle-writes")
 		b.ReportMetric(rss, "rss-MiB")
-		b.ReportMetric(rss-rssBefore, "rss-growth-MiB")
-		b.ReportMetric(heap, "heap-MiB")
-		b.Logf("%d releases (%d ValdReleases), %d workers, client QPS %v: floor %s, controller %s (vor creation %s), %.1f writes per release, %d writes on a converged resync of %s, RSS %.0f MiB (+%.0f), heap %.0f MiB",
-			n, 2*n, workers, cfg.QPS, floor.Round(time.Millisecond), converged.Round(time.Millisecond), created.Round(time.Millisecond),
-			float64(convergeWrites)/float64(n), resyncWrites, resync.Round(time.Millisecond), rss, rss-rssBefore, heap)
+		b.ReportMetric(peak, "peak-rss-MiB")
+		b.Logf("operator memory: %.0f MiB RSS when started; converged: RssAnon %.0f MiB, RssFile %.0f MiB", idleRSS, mem["RssAnon:"], mem["RssFile:"])
+		b.Logf("%d releases (%d ValdReleases): floor %s (%d clients), operator %s = %.2fx the floor (vor creation %s), %.2f writes per release, %.0f writes in the 3 s after, operator RSS %.0f MiB (peak %.0f MiB)",
+			n, len(vrs), floor.Round(time.Millisecond), floorClients, converged.Round(time.Millisecond), ratio, created.Round(time.Millisecond), writes/float64(n), idle, rss, peak)
+	}
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// operatorBinary builds the operator's command once per test process, as `make build` does.
+func operatorBinary(b *testing.B) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vald-operator-bench-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "vald-operator")
+		// As `make build` builds the shipped binary.
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", builtBin, "github.com/opsuite/suite/services/vald-operator/cmd")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		b.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// operatorProcess is the operator binary running against the test API server.
+type operatorProcess struct {
+	cmd   *exec.Cmd
+	log   *testenv.LogBuffer
+	pprof string
+	done  chan error
+}
+
+// startOperator runs the binary with the chart's arguments and defaults (leader election
+// on, JSON logs at info, metrics served), its profiler on a free address, and waits until
+// it is ready.
+func startOperator(b *testing.B, bin, leaseNS string) *operatorProcess {
+	probe, metrics, pprof := testenv.FreeAddr(b), testenv.FreeAddr(b), testenv.FreeAddr(b)
+	cmd := exec.Command(bin, "--kubeconfig="+env.Kubeconfig(b), "--leader-elect=true", "--leader-election-namespace="+leaseNS,
+		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probe, "--log-level=info", "--log-format=json")
+	cmd.Env = append(os.Environ(), "REQUIRE_DEPLOYED=false", "PPROF_BIND_ADDRESS="+pprof)
+	// The chart's GOMEMLIMIT, as the container gets it.
+	if limit := chartGoMemLimit(b); limit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+limit)
+	}
+	op := &operatorProcess{cmd: cmd, log: &testenv.LogBuffer{}, pprof: "http://" + pprof, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = op.log, op.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() { op.done <- cmd.Wait() }()
+	testenv.Eventually(b, time.Minute, "the operator to be ready", func() (bool, string) {
+		select {
+		case err := <-op.done:
+			b.Fatalf("the operator exited: %v\n%s", err, op.logTail())
+		default:
+		}
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	return op
+}
+
+func (o *operatorProcess) logTail() string {
+	s := o.log.String()
+	if len(s) > 4000 {
+		s = s[len(s)-4000:]
+	}
+	return s
+}
+
+func (o *operatorProcess) stop(b *testing.B) {
+	_ = o.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-o.done:
+		if err != nil {
+			b.Fatalf("the operator exited with %v\n%s", err, o.logTail())
+		}
+	case <-time.After(time.Minute):
+		_ = o.cmd.Process.Kill()
+		b.Fatalf("the operator did not stop within a minute of SIGTERM\n%s", o.logTail())
+	}
+}
+
+// chartGoMemLimit is the GOMEMLIMIT the chart gives the container by default.
+func chartGoMemLimit(b *testing.B) string {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	values, err := os.ReadFile(filepath.Join(root, "charts", "vald-operator", "values.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(values), "\n") {
+		if v, ok := strings.CutPrefix(line, "goMemLimit:"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	return ""
+}
+
+// releaseWatcher is an informer of the releases in ns, so that waiting for convergence
+// costs the API server one watch rather than a list of n releases every few milliseconds.
+func releaseWatcher(b *testing.B, ns string) cache.Cache {
+	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	go func() { _ = c.Start(ctx) }()
+	if _, err := c.GetInformer(ctx, &valdv1.ValdOperatorRelease{}); err != nil {
+		b.Fatal(err)
+	}
+	c.WaitForCacheSync(ctx)
+	return c
+}
+
+// procMemory reads a process's VmRSS and VmHWM in MiB.
+func procMemory(b *testing.B, pid int) (rss, peak float64) {
+	m := procStatus(b, pid)
+	return m["VmRSS:"], m["VmHWM:"]
+}
+
+// procStatus reads the memory lines (kB) of /proc/<pid>/status, in MiB.
+func procStatus(b *testing.B, pid int) map[string]float64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := map[string]float64{}
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if len(f) == 3 && f[2] == "kB" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			m[f[0]] = kb / 1024
+		}
+	}
+	return m
+}
+
+// apiserverWrites sums the API server's count of the writes the operator makes: every
+// request on valdreleases and on valdoperatorreleases/status other than reads.
+func apiserverWrites(b *testing.B) float64 {
+	raw, err := kubernetes.NewForConfigOrDie(env.Config).RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		ours := strings.Contains(line, `resource="valdreleases"`) ||
+			(strings.Contains(line, `resource="valdoperatorreleases"`) && strings.Contains(line, `subresource="status"`))
+		read := false
+		for _, verb := range []string{"GET", "LIST", "WATCH"} {
+			read = read || strings.Contains(line, `verb="`+verb+`"`)
+		}
+		if !ours || read {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			b.Fatalf("apiserver metric %q: %v", line, err)
+		}
+		total += v
+	}
+	return total
+}
+
+// saveProfile fetches a pprof profile over HTTP into path.
+func saveProfile(b *testing.B, url, path string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Errorf("profile %s: %v", url, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	writeProfile(b, resp.Body, path)
+}
+
+// saveAPIServerProfile takes a 10 s CPU profile of the test API server (served at
+// /debug/pprof, --profiling is on by default) into path.
+func saveAPIServerProfile(b *testing.B, path string) {
+	raw, err := kubernetes.NewForConfigOrDie(env.Config).RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").Timeout(time.Minute).DoRaw(context.Background())
+	if err != nil {
+		b.Errorf("API server profile: %v", err)
+		return
+	}
+	writeProfile(b, bytes.NewReader(raw), path)
+}
+
+func writeProfile(b *testing.B, r io.Reader, path string) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		b.Error(err)
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := io.Copy(f, r); err != nil {
+		b.Error(err)
 	}
 }

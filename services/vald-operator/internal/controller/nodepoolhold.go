@@ -57,16 +57,7 @@ func (r *Reconciler) holdUnmatched(ctx context.Context, vor *valdv1.ValdOperator
 		if !lost[role] || owner == nil || owner.UID != vor.UID || !live.DeletionTimestamp.IsZero() {
 			continue
 		}
-		// Only what the controller applies: the live object holds it, so nothing is written.
-		keep := &valdv1.ValdRelease{
-			TypeMeta: metav1.TypeMeta{APIVersion: valdv1.GroupVersion.String(), Kind: "ValdRelease"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name: live.Name, Namespace: live.Namespace,
-				Labels: live.Labels, Annotations: live.Annotations, OwnerReferences: live.OwnerReferences,
-			},
-			Spec: live.Spec,
-		}
-		held = append(held, keep)
+		held = append(held, lastApplied(live))
 		roles[role] = true
 	}
 	if len(held) == 0 {

@@ -21,6 +21,11 @@ type passState struct {
 	hold heldEntries
 	// matched is true once the pass has judged the node-pool match (hold is then current).
 	matched bool
+	// switchover is the blue/green switch the pass found; nil until the build ran.
+	switchover *switchover
+	// kept are the ValdReleases of entries no longer active kept during a switch: not
+	// judged by the phase (they are going away), only left in place.
+	kept map[client.ObjectKey]bool
 }
 
 // phases is the lifecycle of one release, bound to this pass.
@@ -41,8 +46,13 @@ func (r *Reconciler) phases(vor *valdv1.ValdOperatorRelease, st *passState) life
 				Sync: func(ctx context.Context, objs []client.Object) (lifecycle.Result, error) {
 					return r.syncValdReleases(ctx, vor, objs, applied)
 				},
-				Reader:  appliedReader{Reader: r.Client, applied: applied},
-				Check:   r.valdReleaseReady,
+				Reader: appliedReader{Reader: r.Client, applied: applied},
+				Check: func(want, got client.Object) lifecycle.Result {
+					if st.kept[client.ObjectKeyFromObject(want)] {
+						return lifecycle.Succeeded("")
+					}
+					return r.valdReleaseReady(want, got)
+				},
 				Missing: "Waiting for the ValdReleases to appear.",
 				Ready:   r.readyMessage(),
 			},
@@ -115,6 +125,10 @@ func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOp
 		objs = append(objs, vr)
 	}
 	held, err := r.holdUnmatched(ctx, vor, resources.Unmatched(in), time.Now(), st)
+	var kept []client.Object
+	if err == nil {
+		kept, err = r.keepOutgoing(ctx, vor, vrs, st)
+	}
 	if meta.IsNoMatchError(err) {
 		return nil, lifecycle.Pending(crdMissing), nil
 	}
@@ -122,7 +136,7 @@ func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOp
 		return nil, lifecycle.Result{}, err
 	}
 	st.matched = true
-	return append(objs, held...), lifecycle.Succeeded(""), nil
+	return append(append(objs, held...), kept...), lifecycle.Succeeded(""), nil
 }
 
 // valdReleaseReady accepts a ValdRelease once it carries the generation it was built from,

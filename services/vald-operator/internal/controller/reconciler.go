@@ -65,9 +65,11 @@ type Options struct {
 	wrapClient func(client.Client) client.Client
 }
 
-// DefaultOptions are the options without flags or environment.
+// DefaultOptions are the options without flags or environment. A pass spends most of its
+// time waiting on three round trips to the API server (two applies, a status write), so 16
+// passes in flight keep it busy, as 16 parallel clients do.
 func DefaultOptions() Options {
-	return Options{RequeueAfter: 30 * time.Second, MaxConcurrentReconciles: 4, CRDPollInterval: 10 * time.Second, NodePoolLossGrace: 10 * time.Minute, RequireDeployed: true, HelmStatusWait: 2 * time.Minute, retryBaseDelay: 500 * time.Millisecond, Build: resources.DefaultConfig()}
+	return Options{RequeueAfter: 30 * time.Second, MaxConcurrentReconciles: 16, CRDPollInterval: 10 * time.Second, NodePoolLossGrace: 10 * time.Minute, RequireDeployed: true, HelmStatusWait: 2 * time.Minute, retryBaseDelay: 500 * time.Millisecond, Build: resources.DefaultConfig()}
 }
 
 // Validate reports every invalid option at once.
@@ -216,10 +218,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // run evaluates the lifecycle on vor (the skeleton's deep copy) and fills its status.
 func (r *Reconciler) run(ctx context.Context, vor *valdv1.ValdOperatorRelease) (reconciler.Result, error) {
 	key := client.ObjectKeyFromObject(vor)
-	st := &passState{applied: map[client.ObjectKey]client.Object{}}
+	st := &passState{applied: map[client.ObjectKey]client.Object{}, kept: map[client.ObjectKey]bool{}}
 	out, err := r.phases(vor, st).Run(ctx, &vor.Status.Conditions, vor.Generation, time.Now())
 	if st.matched && err == nil {
 		setHoldCondition(vor, st.hold)
+		setSwitchoverCondition(vor, st.switchover)
 	}
 	vor.Status.Phase = out.Phase
 	vor.Status.Progress = valdv1.Progress{Total: out.Total, Completed: out.Completed}
@@ -249,9 +252,13 @@ func (r *Reconciler) run(ctx context.Context, vor *valdv1.ValdOperatorRelease) (
 	case out.Halt != nil && out.Halt.Reason == valdv1.ReasonFailed:
 		// No retry helps: the condition, the event and this error say what to change.
 		return reconciler.Terminal(fmt.Errorf("phase %s failed: %s", out.Phase, out.Halt.Message)), nil
-	case out.Halt == nil && !out.Seeded && holdLeft == 0:
+	case out.Halt == nil && st.switchover != nil && st.switchover.Keeping:
+		// The new entries became ready within this pass (after the build kept the old
+		// ones): the next pass prunes them; their own events usually bring it first.
+		return reconciler.Wait(r.Options.retryBaseDelay), nil
+	case out.Halt == nil && holdLeft == 0:
 		return reconciler.Done(), nil
-	case out.Halt == nil && !out.Seeded:
+	case out.Halt == nil:
 		return reconciler.Wait(holdLeft), nil
 	case holdLeft > 0:
 		return reconciler.Wait(min(holdLeft, r.Options.RequeueAfter)), nil

@@ -58,7 +58,9 @@ func TestNameTakenByAnotherRelease(t *testing.T) {
 	h.create(h.release("first", "shared=1"))
 	h.waitStatus("first", statusCompleted)
 	h.create(h.release("second", "shared=2"))
-	vor := h.waitRendered("second", "WaitingCreateVrs 1/3 Pending | WaitingClusterCreate=True/Succeeded WaitingCreateVrs=Unknown/Pending", 1)
+	// Its first pass reaches WaitingCreateVrs and meets the name: generation 1 was never
+	// applied, so observedGeneration stays 0.
+	vor := h.waitRendered("second", "WaitingCreateVrs 1/3 Pending | WaitingClusterCreate=True/Succeeded WaitingCreateVrs=Unknown/Pending", 0)
 	if msg := condition(vor, valdv1.ConditionWaitingCreateVrs).Message; msg != `ValdRelease "`+h.ns+`-shared" belongs to ValdOperatorRelease "first": rename the cluster, or delete that ValdRelease; waiting for the name.` {
 		t.Errorf("message %q", msg)
 	}

@@ -39,7 +39,8 @@ type Outcome struct {
 	Phase string
 	// Halt is the result of the phase that stopped the pass; nil when none did.
 	Halt *Result
-	// Seeded is true when the pass added a phase that still has work to do.
+	// Seeded is true when the pass reached a new phase that still has work to do (it then
+	// also halted the pass).
 	Seeded bool
 	// Completed counts the phases whose condition is True; Total counts all phases.
 	Completed, Total int32
@@ -55,8 +56,10 @@ type Outcome struct {
 //   - every phase that already has a condition is evaluated again, in order; the first
 //     that does not succeed halts the pass, and the phases after it that were reached
 //     become Blocked until it recovers;
-//   - when all of them succeed, the next phase is seeded: Progressing when it has a desired
-//     state (it is evaluated on the next pass), Succeeded when it is terminal.
+//   - when all of them succeed, the next phase is reached and evaluated in the same pass
+//     (a terminal phase succeeds at once), and so on until one does not succeed. A
+//     release whose phases all succeed at once thus costs one status write, not one per
+//     phase; the conditions still accumulate in order, each phase at most once.
 //
 // Conditions are never removed and each phase has at most one. A phase whose evaluation
 // fails with an error (a transient API failure, or a cause outside the spec) halts the pass
@@ -82,12 +85,8 @@ func (p Phases) Run(ctx context.Context, conds *[]metav1.Condition, generation i
 		}
 	}
 
-	next := -1
 	for i, ph := range p {
-		if conditions.Get(*conds, ph.Type) == nil {
-			next = i
-			break
-		}
+		reached := conditions.Get(*conds, ph.Type) == nil
 		res := Succeeded(ph.Seed)
 		if ph.Desired != nil {
 			began := time.Now()
@@ -100,10 +99,14 @@ func (p Phases) Run(ctx context.Context, conds *[]metav1.Condition, generation i
 				res = retryResult(err)
 				out.Err = fmt.Errorf("phase %s: %w", ph.Type, err)
 			}
+			if reached && res.Status == metav1.ConditionUnknown && res.Message == "" {
+				res.Message = ph.Seed
+			}
 		}
 		record(ph.Type, res)
 		if !res.Succeeded() {
 			out.Halt = &res
+			out.Seeded = reached
 			for _, later := range p[i+1:] {
 				if conditions.Get(*conds, later.Type) != nil {
 					record(later.Type, Blocked(fmt.Sprintf("Waiting for phase %s to succeed again.", ph.Type)))
@@ -113,19 +116,7 @@ func (p Phases) Run(ctx context.Context, conds *[]metav1.Condition, generation i
 			return out, out.Err
 		}
 	}
-
-	current := p[len(p)-1].Type
-	if next >= 0 {
-		ph := p[next]
-		current = ph.Type
-		if ph.Desired == nil {
-			record(ph.Type, Succeeded(ph.Seed))
-		} else {
-			record(ph.Type, Progressing(ph.Seed))
-			out.Seeded = true
-		}
-	}
-	out.finish(p, *conds, current)
+	out.finish(p, *conds, p[len(p)-1].Type)
 	return out, nil
 }
 
