@@ -78,6 +78,9 @@ type Config struct {
 	// Reader reads objects the cache does not hold (the user's Secrets); default the
 	// manager's API reader.
 	Reader client.Reader
+	// RemovalStuckAfter is how long a member may be leaving before the removal is
+	// RemovalStuck (default membership.DefaultStuckAfter).
+	RemovalStuckAfter time.Duration
 	// Client reads and writes everything else; default the manager's client (tests wrap it
 	// to count writes).
 	Client client.Client

@@ -49,7 +49,7 @@ func (p *pass) members(ctx context.Context) error {
 		StatefulSetReplicas: current, ReadyPods: p.ready,
 		PodName:      func(o int32) string { return resources.PodName(c, o) },
 		AdminAddrs:   adminAddrs,
-		LeavingSince: p.mem.leavingSince, Now: p.now,
+		LeavingSince: p.mem.leavingSince, Now: p.now, StuckAfter: p.ctl.cfg.RemovalStuckAfter,
 	}
 	var d membership.Decision
 	if current == 0 {

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,5 +213,57 @@ func TestRemovalRefused(t *testing.T) {
 	}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil || live.Status.State != veltrixv1.StateDegraded {
 		t.Errorf("state %s (%v), want Degraded", live.Status.State, err)
+	}
+}
+
+// TestRemovalStuck: a member that stays leaving (its data does not move) past the limit is
+// MembershipSettled=False RemovalStuck with a Warning event, and the StatefulSet stays.
+func TestRemovalStuck(t *testing.T) {
+	ctx := context.Background()
+	sims := veltrixtest.StartCluster(t, 3, veltrixtest.Options{Name: "vx", ReplicationFactor: 2, Paused: true, IndexRebuild: time.Second})
+	// Keys to move, so that the paused removal cannot finish at once.
+	conn := sims.Server(0).Conn()
+	for i := range 50 {
+		if err := conn.Put(ctx, fmt.Sprintf("k%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := startFleet(t, operatorTokens(t, "stuck", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
+	ns := testenv.NewNamespace(t, env.Client, "vx")
+	addr := simAddrs(sims)
+	startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) {
+		cfg.AdminAddr, cfg.TextAddr = addr(false), addr(true)
+		cfg.Admin = func(string) veltrix.Admin { return sims.Client() }
+		cfg.RemovalStuckAfter = 2 * time.Second
+	})
+	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.Size, c.Spec.ReplicationFactor = 3, 2
+		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
+		c.Spec.IndexMapFallback = true
+	})
+	for o := range int32(3) {
+		memberPod(t, c, o)
+	}
+	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionTrue, veltrixv1.ReasonReady)
+	var live veltrixv1.VeltrixCluster
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+		t.Fatal(err)
+	}
+	live.Spec.Size = 2
+	if err := env.Client.Update(ctx, &live); err != nil {
+		t.Fatal(err)
+	}
+	condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionUnknown, membership.ReasonRemoving)
+	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, membership.ReasonRemovalStuck)
+	if !strings.Contains(cond.Message, "vx-2") {
+		t.Errorf("message %q does not name the member", cond.Message)
+	}
+	testenv.Eventually(t, 10*time.Second, "a Warning event RemovalStuck", func() (bool, string) {
+		ev := eventReasons(t, c)
+		return ev[membership.ReasonRemovalStuck] == corev1.EventTypeWarning, fmt.Sprint(ev)
+	})
+	var sts appsv1.StatefulSet
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &sts); err != nil || *sts.Spec.Replicas != 3 {
+		t.Errorf("StatefulSet during a stuck removal: %v, replicas %d, want 3", err, *sts.Spec.Replicas)
 	}
 }
