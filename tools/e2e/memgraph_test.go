@@ -166,27 +166,75 @@ func TestMemgraphSample(t *testing.T) {
 
 	// Scale both roles up and back down: the retiring members leave the cluster before
 	// their StatefulSet shrinks, and their claims stay (whenScaled: Retain by default).
-	mgScale(ctx, t, "data 2 -> 3", `{"spec":{"dataInstances":3}}`, 3, 3)
-	mgScale(ctx, t, "data 3 -> 2", `{"spec":{"dataInstances":2}}`, 3, 2)
-	mgScale(ctx, t, "coordinators 3 -> 5", `{"spec":{"coordinators":5}}`, 5, 2)
-	mgScale(ctx, t, "coordinators 5 -> 3", `{"spec":{"coordinators":3}}`, 3, 2)
+	mgScale(ctx, t, "data 2 -> 3", `{"spec":{"dataInstances":3}}`, 3, 3, 4*time.Minute)
+	mgScale(ctx, t, "data 3 -> 2", `{"spec":{"dataInstances":2}}`, 3, 2, 4*time.Minute)
+	mgScale(ctx, t, "coordinators 3 -> 5", `{"spec":{"coordinators":5}}`, 5, 2, 4*time.Minute)
+	mgScale(ctx, t, "coordinators 5 -> 3", `{"spec":{"coordinators":3}}`, 3, 2, 4*time.Minute)
 	for _, pvc := range []string{"lib-demo-data-2", "log-demo-data-2", "lib-demo-coordinator-5"} {
 		if _, err := env.client.CoreV1().PersistentVolumeClaims(mgNamespace).Get(ctx, pvc, metav1.GetOptions{}); err != nil {
 			t.Errorf("claim %s of a retired member: %v (whenScaled Retain keeps it)", pvc, err)
 		}
 	}
+
+	// A new image rolls every pod, one at a time, MAIN and leadership moved off first.
+	before := map[string]string{}
+	list, err := env.client.CoreV1().Pods(mgNamespace).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + mgName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		before[p.Name] = string(p.UID)
+	}
+	// Five pods one at a time, each restarted, ready and re-registered before the next.
+	mgScale(ctx, t, "roll the image to 3.12.1", `{"spec":{"image":{"tag":"3.12.1"}}}`, 3, 2, 10*time.Minute)
+	err = poll(ctx, t, "Updated=True", 10*time.Minute, func(ctx context.Context) (bool, error) {
+		c, err := mgCluster(ctx)
+		if err != nil {
+			return transient(err)
+		}
+		u := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionUpdated)
+		return c.Status.State == memgraphv1.StateReady && u != nil && u.Status == metav1.ConditionTrue && u.ObservedGeneration == c.Generation, nil
+	})
+	if err != nil {
+		mgDiagnose(ctx, t)
+		t.Fatalf("the roll did not finish: %v", err)
+	}
+	list, err = env.client.CoreV1().Pods(mgNamespace).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + mgName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if before[p.Name] == string(p.UID) {
+			t.Errorf("pod %s kept its UID through the roll", p.Name)
+		}
+		if img := p.Spec.Containers[0].Image; img != "memgraph/memgraph:3.12.1" {
+			t.Errorf("pod %s runs %s", p.Name, img)
+		}
+	}
+	c, _ = mgCluster(ctx)
+	t.Logf("after the roll: %s", mgDescribe(c))
+	evs, err = env.client.EventsV1().Events(mgNamespace).List(ctx, metav1.ListOptions{})
+	if err == nil {
+		var roll []string
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "MemgraphCluster" && e.Regarding.Name == mgName && (strings.HasPrefix(e.Note, "Deleted pod") || strings.Contains(e.Note, "DEMOTE") || strings.Contains(e.Note, "YIELD")) {
+				roll = append(roll, fmt.Sprintf("%s %s", e.CreationTimestamp.Format(time.TimeOnly), e.Note))
+			}
+		}
+		t.Logf("roll events:\n  %s", strings.Join(roll, "\n  "))
+	}
 }
 
 // mgScale patches the sample's counts and waits until it is Ready and Converged at them:
 // the registered counts, the StatefulSets' replicas and their ready pods all agree.
-func mgScale(ctx context.Context, t *testing.T, name, patch string, coordinators, data int32) {
+func mgScale(ctx context.Context, t *testing.T, name, patch string, coordinators, data int32, timeout time.Duration) {
 	t.Helper()
 	begin := time.Now()
 	if out, err := kubectl(ctx, "patch", "mgc", mgName, "-n", mgNamespace, "--type", "merge", "-p", patch); err != nil {
 		t.Fatalf("%s: %v\n%s", name, err, out)
 	}
 	var states []string
-	err := poll(ctx, t, name, 4*time.Minute, func(ctx context.Context) (bool, error) {
+	err := poll(ctx, t, name, timeout, func(ctx context.Context) (bool, error) {
 		c, err := mgCluster(ctx)
 		if err != nil {
 			return transient(err)
