@@ -57,7 +57,7 @@ func memberPod(t testing.TB, c *veltrixv1.VeltrixCluster, ordinal int32) *corev1
 func TestMembersAndReadinessGate(t *testing.T) {
 	ctx := context.Background()
 	const token = "integration-admin-token"
-	sims := veltrixtest.StartCluster(t, 3, veltrixtest.Options{Name: "vx", ReplicationFactor: 2, AdminToken: token, IndexRebuild: time.Second})
+	sims := veltrixtest.StartCluster(t, 3, veltrixtest.Options{Name: "vx", ReplicationFactor: 2, AdminToken: token, IndexRebuild: 4 * time.Second})
 	f := startFleet(t, operatorTokens(t, "members", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
 	ns := testenv.NewNamespace(t, env.Client, "vx")
 	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "admin", Namespace: ns}, Data: map[string][]byte{"token": []byte(token)}}); err != nil {
@@ -113,7 +113,39 @@ func TestMembersAndReadinessGate(t *testing.T) {
 		t.Errorf("status %+v", live.Status)
 	}
 
+	// A member restarting rebuilds its search index: its gate goes False (the pod is not
+	// ready, so a rolling update would wait) and True again once INFO says search_ready=1.
+	conn := sims.Server(1).Conn()
+	for i := range 20 {
+		if err := conn.Put(ctx, fmt.Sprintf("k%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sims.Server(1).Restart() // with data: the index rebuild takes IndexRebuild
+	gate := func(want corev1.ConditionStatus, reason string) {
+		t.Helper()
+		testenv.Eventually(t, 30*time.Second, fmt.Sprintf("vx-1 gate %s (%s)", want, reason), func() (bool, string) {
+			var pod corev1.Pod
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx-1"}, &pod); err != nil {
+				return false, err.Error()
+			}
+			for _, cond := range pod.Status.Conditions {
+				if cond.Type == veltrixv1.SearchReadyGate {
+					return cond.Status == want && cond.Reason == reason, fmt.Sprintf("%s %s", cond.Status, cond.Reason)
+				}
+			}
+			return false, "no gate condition"
+		})
+	}
+	gate(corev1.ConditionFalse, "IndexRebuilding")
+	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionUnknown, veltrixv1.ReasonMembersNotReady)
+	gate(corev1.ConditionTrue, "SearchReady")
+	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionTrue, veltrixv1.ReasonReady)
+
 	// Scale down: the member leaves first, then the StatefulSet shrinks.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+		t.Fatal(err)
+	}
 	live.Spec.Size = 2
 	if err := env.Client.Update(ctx, &live); err != nil {
 		t.Fatal(err)
