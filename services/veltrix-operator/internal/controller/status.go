@@ -63,10 +63,10 @@ func (p *pass) updateStatus() {
 	st.State = state(ready, p.ready, c.Spec.ReplicationFactor)
 }
 
-// settled: Ready and nothing left to do but look again at the next resync.
+// settled: Ready by this pass's own findings (not the status it started from), so nothing
+// is left to do but look again at the next resync.
 func (p *pass) settled() bool {
-	r := conditions.Get(p.c.Status.Conditions, veltrixv1.ConditionReady)
-	return r != nil && r.Status == metav1.ConditionTrue
+	return p.readyCondition().Status == metav1.ConditionTrue
 }
 
 func (p *pass) searchReady() map[string]bool {
