@@ -292,6 +292,18 @@ func TestLifecycle(t *testing.T) {
 	if ready != 1 {
 		t.Errorf("%d Ready events, want 1 (events on transitions only)", ready)
 	}
+
+	// The state metric has one series per state while the cluster exists, none after.
+	if n := controller.StateSeries("mg-lifecycle"); n != 4 {
+		t.Errorf("%d state series, want 4", n)
+	}
+	if err := h.c.Delete(ctx, h.cluster("demo")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "state series deleted", func() (bool, string) {
+		n := controller.StateSeries("mg-lifecycle")
+		return n == 0, fmt.Sprint(n)
+	})
 }
 
 // TestScaleDownWaitsForRetirement: a StatefulSet is shrunk only past the members the

@@ -19,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -176,7 +177,23 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				return e.ObjectOld.(*corev1.Pod).Spec.NodeName != e.ObjectNew.(*corev1.Pod).Spec.NodeName
 			}})).
-		Complete(r)
+		Complete(forgetGone{Reconciler: r, client: mgr.GetClient(), metrics: ctl.metrics})
+}
+
+// forgetGone runs the kit's reconciler and, once a cluster is gone, deletes its metric
+// series (the kit's pass never runs for an object that is not there).
+type forgetGone struct {
+	*reconciler.Reconciler[*memgraphv1.MemgraphCluster]
+	client  client.Client
+	metrics *clusterMetrics
+}
+
+func (f forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := f.Reconciler.Reconcile(ctx, req)
+	if err == nil && apierrors.IsNotFound(f.client.Get(ctx, req.NamespacedName, &memgraphv1.MemgraphCluster{})) {
+		f.metrics.forget(req.Namespace, req.Name)
+	}
+	return res, err
 }
 
 func podToCluster(_ context.Context, o client.Object) []reconcile.Request {

@@ -57,3 +57,8 @@ func (m *clusterMetrics) record(c *memgraphv1.MemgraphCluster) {
 		m.state.WithLabelValues(c.Namespace, c.Name, string(s)).Set(v)
 	}
 }
+
+// forget deletes a gone cluster's series.
+func (m *clusterMetrics) forget(namespace, name string) {
+	m.state.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "name": name})
+}
