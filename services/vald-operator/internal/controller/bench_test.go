@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,11 +145,13 @@ func converge(b *testing.B, n int) {
 			}
 			vrs = append(vrs, built...)
 		}
+		floorBefore := readAPIServer(b)
 		began := time.Now()
 		if err := parallel(len(vrs), floorClients, func(i int) error { return direct.Create(ctx, vrs[i]) }); err != nil {
 			b.Fatal(err)
 		}
 		floor := time.Since(began)
+		floorStats := readAPIServer(b).since(floorBefore)
 		if err := direct.DeleteAllOf(ctx, &valdv1.ValdRelease{}, client.InNamespace(floorNS)); err != nil {
 			b.Fatal(err)
 		}
@@ -157,7 +160,8 @@ func converge(b *testing.B, n int) {
 		watch := releaseWatcher(b, ns)
 		op := startOperator(b, bin, ns)
 		idleRSS, _ := procMemory(b, op.cmd.Process.Pid)
-		writesBefore := apiserverWrites(b)
+		before := readAPIServer(b)
+		opCPU := cpuSeconds(b, op.cmd.Process.Pid)
 
 		var profiles sync.WaitGroup
 		if profileDir != "" {
@@ -195,9 +199,11 @@ func converge(b *testing.B, n int) {
 		converged := time.Since(began)
 		mem := procStatus(b, op.cmd.Process.Pid)
 		rss, peak := mem["VmRSS:"], mem["VmHWM:"]
-		writes := apiserverWrites(b) - writesBefore
+		opCPU = cpuSeconds(b, op.cmd.Process.Pid) - opCPU
+		opStats := readAPIServer(b).since(before)
+		writes := opStats.operatorWrites()
 		time.Sleep(3 * time.Second)
-		idle := apiserverWrites(b) - writesBefore - writes
+		idle := readAPIServer(b).since(before).operatorWrites() - writes
 		profiles.Wait()
 		if profileDir != "" {
 			for _, p := range []string{"block", "mutex", "heap"} {
@@ -205,6 +211,9 @@ func converge(b *testing.B, n int) {
 			}
 		}
 		op.stop(b)
+		if n, first := op.errors(); n > 0 {
+			b.Logf("the operator logged %d errors; the first: %s", n, first)
+		}
 
 		ratio := converged.Seconds() / floor.Seconds()
 		b.ReportMetric(float64(n), "releases")
@@ -216,6 +225,10 @@ func converge(b *testing.B, n int) {
 		b.ReportMetric(idle, "idle-writes")
 		b.ReportMetric(rss, "rss-MiB")
 		b.ReportMetric(peak, "peak-rss-MiB")
+		b.Logf("floor: %s", floorStats)
+		b.Logf("operator (%.1f s CPU): %s", opCPU, opStats)
+		b.ReportMetric(opCPU, "operator-cpu-s")
+		b.ReportMetric(opStats.cpu/floorStats.cpu, "apiserver-cpu-x-floor")
 		b.Logf("operator memory: %.0f MiB RSS when started; converged: RssAnon %.0f MiB, RssFile %.0f MiB", idleRSS, mem["RssAnon:"], mem["RssFile:"])
 		b.Logf("%d releases (%d ValdReleases): floor %s (%d clients), operator %s = %.2fx the floor (vor creation %s), %.2f writes per release, %.0f writes in the 3 s after, operator RSS %.0f MiB (peak %.0f MiB)",
 			n, len(vrs), floor.Round(time.Millisecond), floorClients, converged.Round(time.Millisecond), ratio, created.Round(time.Millisecond), writes/float64(n), idle, rss, peak)
@@ -267,9 +280,9 @@ func startOperator(b *testing.B, bin, leaseNS string) *operatorProcess {
 	cmd := exec.Command(bin, "--kubeconfig="+env.Kubeconfig(b), "--leader-elect=true", "--leader-election-namespace="+leaseNS,
 		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probe, "--log-level=info", "--log-format=json")
 	cmd.Env = append(os.Environ(), "REQUIRE_DEPLOYED=false", "PPROF_BIND_ADDRESS="+pprof)
-	// The chart's GOMEMLIMIT, as the container gets it.
-	if limit := chartGoMemLimit(b); limit != "" {
-		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+limit)
+	// The chart's Go runtime settings, as the container gets them.
+	for env, value := range chartGoRuntime(b) {
+		cmd.Env = append(cmd.Env, env+"="+value)
 	}
 	op := &operatorProcess{cmd: cmd, log: &testenv.LogBuffer{}, pprof: "http://" + pprof, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = op.log, op.log
@@ -302,6 +315,20 @@ func (o *operatorProcess) logTail() string {
 	return s
 }
 
+// errors counts the error lines of the operator's log and returns the first.
+func (o *operatorProcess) errors() (int, string) {
+	n, first := 0, ""
+	for _, line := range strings.Split(o.log.String(), "\n") {
+		if strings.Contains(line, `"level":"error"`) {
+			if n == 0 {
+				first = line
+			}
+			n++
+		}
+	}
+	return n, first
+}
+
 func (o *operatorProcess) stop(b *testing.B) {
 	_ = o.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -315,8 +342,8 @@ func (o *operatorProcess) stop(b *testing.B) {
 	}
 }
 
-// chartGoMemLimit is the GOMEMLIMIT the chart gives the container by default.
-func chartGoMemLimit(b *testing.B) string {
+// chartGoRuntime is the GOMEMLIMIT and GOGC the chart gives the container by default.
+func chartGoRuntime(b *testing.B) map[string]string {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		b.Fatal(err)
@@ -325,12 +352,17 @@ func chartGoMemLimit(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
+	out := map[string]string{}
 	for _, line := range strings.Split(string(values), "\n") {
-		if v, ok := strings.CutPrefix(line, "goMemLimit:"); ok {
-			return strings.Trim(strings.TrimSpace(v), `"`)
+		for key, env := range map[string]string{"goMemLimit:": "GOMEMLIMIT", "goGC:": "GOGC"} {
+			if v, ok := strings.CutPrefix(line, key); ok {
+				if v = strings.Trim(strings.TrimSpace(v), `"`); v != "" {
+					out[env] = v
+				}
+			}
 		}
 	}
-	return ""
+	return out
 }
 
 // releaseWatcher is an informer of the releases in ns, so that waiting for convergence
@@ -376,37 +408,105 @@ func procStatus(b *testing.B, pid int) map[string]float64 {
 	return m
 }
 
-// apiserverWrites sums the API server's count of the writes the operator makes: every
-// request on valdreleases and on valdoperatorreleases/status other than reads.
-func apiserverWrites(b *testing.B) float64 {
+// apiserverStats is what the API server's /metrics say of the requests it served: counts
+// by "resource[/subresource] VERB" (reads left out) and its own CPU seconds.
+type apiserverStats struct {
+	writes map[string]float64
+	cpu    float64
+}
+
+// operatorWrites sums the writes the operator makes: every write on valdreleases and on
+// valdoperatorreleases/status.
+func (s apiserverStats) operatorWrites() float64 {
+	var n float64
+	for k, v := range s.writes {
+		if strings.HasPrefix(k, "valdreleases ") || strings.HasPrefix(k, "valdoperatorreleases/status ") {
+			n += v
+		}
+	}
+	return n
+}
+
+// since is s minus an earlier reading.
+func (s apiserverStats) since(before apiserverStats) apiserverStats {
+	out := apiserverStats{writes: map[string]float64{}, cpu: s.cpu - before.cpu}
+	for k, v := range s.writes {
+		if d := v - before.writes[k]; d > 0 {
+			out.writes[k] = d
+		}
+	}
+	return out
+}
+
+func (s apiserverStats) String() string {
+	keys := make([]string, 0, len(s.writes))
+	for k := range s.writes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, s.writes[k]))
+	}
+	return fmt.Sprintf("API server CPU %.1f s; writes: %s", s.cpu, strings.Join(parts, ", "))
+}
+
+// readAPIServer reads the API server's request counters and CPU time.
+func readAPIServer(b *testing.B) apiserverStats {
 	raw, err := kubernetes.NewForConfigOrDie(env.Config).RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total float64
+	st := apiserverStats{writes: map[string]float64{}}
+	label := func(line, name string) string {
+		_, v, ok := strings.Cut(line, name+`="`)
+		if !ok {
+			return ""
+		}
+		v, _, _ = strings.Cut(v, `"`)
+		return v
+	}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
+		value := func() float64 {
+			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			if err != nil {
+				b.Fatalf("apiserver metric %q: %v", line, err)
+			}
+			return v
 		}
-		ours := strings.Contains(line, `resource="valdreleases"`) ||
-			(strings.Contains(line, `resource="valdoperatorreleases"`) && strings.Contains(line, `subresource="status"`))
-		read := false
-		for _, verb := range []string{"GET", "LIST", "WATCH"} {
-			read = read || strings.Contains(line, `verb="`+verb+`"`)
+		switch {
+		case strings.HasPrefix(line, "process_cpu_seconds_total "):
+			st.cpu = value()
+		case strings.HasPrefix(line, "apiserver_request_total{"):
+			verb := label(line, "verb")
+			if verb == "GET" || verb == "LIST" || verb == "WATCH" {
+				continue
+			}
+			res := label(line, "resource")
+			if sub := label(line, "subresource"); sub != "" {
+				res += "/" + sub
+			}
+			st.writes[res+" "+verb] += value()
 		}
-		if !ours || read {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			b.Fatalf("apiserver metric %q: %v", line, err)
-		}
-		total += v
 	}
-	return total
+	return st
+}
+
+// cpuSeconds is a process's user and system CPU time.
+func cpuSeconds(b *testing.B, pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name (which may hold spaces): utime and stime are the 12th
+	// and 13th, in clock ticks (100 per second on Linux).
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100
 }
 
 // saveProfile fetches a pprof profile over HTTP into path.

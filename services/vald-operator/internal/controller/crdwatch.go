@@ -37,6 +37,7 @@ type valdReleaseWatch struct {
 	// CRD go on at once instead of after their requeue interval.
 	wake     chan event.GenericEvent
 	interval time.Duration
+	index    *valdReleaseIndex
 }
 
 // Start polls discovery until the kind is served, then starts the watch and wakes the
@@ -58,6 +59,9 @@ func (w *valdReleaseWatch) Start(ctx context.Context) error {
 	if err != nil {
 		// Only ctx ending stops the poll: the manager is stopping, which is no failure.
 		return nil //nolint:nilerr // an error here would be reported as the manager's
+	}
+	if err := w.index.register(ctx, w.cache); err != nil {
+		return err
 	}
 	if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, &valdv1.ValdRelease{}, w.handler)); err != nil {
 		return err

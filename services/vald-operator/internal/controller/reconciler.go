@@ -107,6 +107,8 @@ type Reconciler struct {
 	retry workqueue.TypedRateLimiter[client.ObjectKey]
 	// waiting are the releases waiting for a ValdRelease name held by something else.
 	waiting nameWaiters
+	// index narrows the cache's lists of ValdReleases to one release's.
+	index *valdReleaseIndex
 
 	// pass is the shared skeleton around run: get, deep copy, one status write, events,
 	// requeue mapping and the vald_operator_reconcile_* metrics.
@@ -126,7 +128,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	c := mgr.GetClient()
+	index := &valdReleaseIndex{}
+	var c client.Client = indexedClient{Client: mgr.GetClient(), index: index}
 	if opts.wrapClient != nil {
 		c = opts.wrapClient(c)
 	}
@@ -136,6 +139,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		Recorder: mgr.GetEventRecorder(Name),
 		Options:  opts,
 		retry:    workqueue.NewTypedItemExponentialFailureRateLimiter[client.ObjectKey](opts.retryBaseDelay, opts.RequeueAfter),
+		index:    index,
 	}
 	// observedGeneration is stamped by run itself: a pass that met an API error reports it
 	// in the conditions and retries without one, yet did not apply its generation.
@@ -178,6 +182,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		releases: mgr.GetClient(),
 		wake:     wake,
 		interval: opts.CRDPollInterval,
+		index:    index,
 	})
 }
 

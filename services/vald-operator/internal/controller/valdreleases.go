@@ -137,7 +137,8 @@ func (r *Reconciler) pruneUnlabelled(ctx context.Context, vor *valdv1.ValdOperat
 		wanted[vr.Name] = true
 	}
 	list := &valdv1.ValdReleaseList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(vor.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	opts := append([]client.ListOption{client.InNamespace(vor.Namespace), client.UnsafeDisableDeepCopy}, r.index.controlledBy(string(vor.UID))...)
+	if err := r.Client.List(ctx, list, opts...); err != nil {
 		return fmt.Errorf("listing ValdReleases to prune: %w", err)
 	}
 	for i := range list.Items {
