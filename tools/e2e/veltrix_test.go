@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -142,6 +144,72 @@ func TestVeltrixSample(t *testing.T) {
 	if kept < 3 {
 		t.Errorf("reclaim policy Retain: %d volumes kept, want at least 3", kept)
 	}
+
+	// Reclaim policy Delete: a one-member cluster on the nodes' other loop devices; deleting
+	// it deletes its claims and volumes and releases (wipes) its disks through the agents.
+	doomed := strings.Replace(strings.Replace(vxSampleOf(t, sample), "name: demo", "name: doomed", 1), "reclaimPolicy: Retain", "reclaimPolicy: Delete", 1)
+	doomed = strings.Replace(strings.Replace(doomed, "size: 3", "size: 1", 1), "replicationFactor: 3", "replicationFactor: 1", 1)
+	if out, err := kubectlStdin(ctx, doomed, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	err = poll(ctx, t, "VeltrixCluster doomed Ready", 6*time.Minute, func(ctx context.Context) (bool, error) {
+		u, err := env.dyn.Resource(vcGVR).Namespace(vxNamespace).Get(ctx, "doomed", metav1.GetOptions{})
+		if err != nil {
+			return transient(err)
+		}
+		var c veltrixv1.VeltrixCluster
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+			return false, err
+		}
+		ready := meta.FindStatusCondition(c.Status.Conditions, veltrixv1.ConditionReady)
+		return ready != nil && ready.Status == metav1.ConditionTrue && c.Status.ReadyMembers == 1, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	selector := "veltrix.io/cluster=doomed,veltrix.io/namespace=" + vxNamespace
+	if pvs, err := env.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: selector}); err != nil || len(pvs.Items) == 0 {
+		t.Fatalf("doomed has no volumes: %v", err)
+	}
+	if out, err := kubectl(ctx, "delete", "vc", "doomed", "-n", vxNamespace, "--wait=true", "--timeout=3m"); err != nil {
+		ev, _ := kubectl(ctx, "get", "events", "-n", vxNamespace, "--field-selector", "involvedObject.name=doomed")
+		left, _ := kubectl(ctx, "get", "statefulsets,pods,pvc,pv", "-o", "wide", "-A")
+		t.Fatalf("%v\n%s\nevents:\n%s\nleft:\n%s", err, out, ev, left)
+	}
+	err = poll(ctx, t, "doomed's volumes gone (reclaim policy Delete)", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		pvs, err := env.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return transient(err)
+		}
+		pvcs, err := env.client.CoreV1().PersistentVolumeClaims(vxNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=doomed"})
+		if err != nil {
+			return transient(err)
+		}
+		return len(pvs.Items) == 0 && len(pvcs.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := kubectl(ctx, "get", "events", "-n", vxNamespace, "--field-selector", "involvedObject.name=doomed", "-o", "jsonpath={range .items[*]}{.reason} {end}"); err != nil || !strings.Contains(ev, "DisksReleased") {
+		t.Errorf("no DisksReleased event for doomed (%v): %s", err, ev)
+	}
+}
+
+func vxSampleOf(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// kubectlStdin runs kubectl with stdin.
+func kubectlStdin(ctx context.Context, stdin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, env.kubectl, append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // vxReadAll reads every key back from a member and counts the lost ones.

@@ -126,8 +126,15 @@ func (ctl *Controller) reclaim(ctx context.Context, c *veltrixv1.VeltrixCluster,
 	if len(pods) > 0 {
 		return ctl.cfg.Poll, nil // the pods still hold the disks
 	}
-	if err := ctl.client.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
-		return 0, fmt.Errorf("deleting the claims: %w", err)
+	// One by one: the operator's role may delete claims, not delete collections of them.
+	var claims corev1.PersistentVolumeClaimList
+	if err := ctl.cfg.Reader.List(ctx, &claims, client.InNamespace(c.Namespace), client.MatchingLabels(resources.SelectorLabels(c))); err != nil {
+		return 0, fmt.Errorf("listing the claims: %w", err)
+	}
+	for i := range claims.Items {
+		if err := client.IgnoreNotFound(ctl.client.Delete(ctx, &claims.Items[i])); err != nil {
+			return 0, fmt.Errorf("deleting claim %s: %w", claims.Items[i].Name, err)
+		}
 	}
 	// Uncached: what is deleted must be what exists now.
 	var pvs corev1.PersistentVolumeList
