@@ -204,31 +204,9 @@ func simAddrs(sims *veltrixtest.Cluster) func(text bool) func(*veltrixv1.Veltrix
 func TestRemovalRefused(t *testing.T) {
 	ctx := context.Background()
 	sims := veltrixtest.StartCluster(t, 3, veltrixtest.Options{Name: "vx", ReplicationFactor: 2, RefuseDelete: 409, IndexRebuild: time.Second})
-	f := startFleet(t, operatorTokens(t, "refused", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
-	ns := testenv.NewNamespace(t, env.Client, "vx")
-	addr := simAddrs(sims)
-	startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) {
-		cfg.AdminAddr, cfg.TextAddr = addr(false), addr(true)
-		// The simulators run without a token: the admin API admits loopback callers.
-		cfg.Admin = func(string) veltrix.Admin { return sims.Client() }
-	})
-	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
-		c.Spec.Size, c.Spec.ReplicationFactor = 3, 2
-		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
-		c.Spec.IndexMapFallback = true
-	})
-	for o := range int32(3) {
-		memberPod(t, c, o)
-	}
-	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionTrue, veltrixv1.ReasonReady)
+	c := shrinkReadyCluster(t, sims, "refused", 0)
+	ns := c.Namespace
 	var live veltrixv1.VeltrixCluster
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
-		t.Fatal(err)
-	}
-	live.Spec.Size = 2
-	if err := env.Client.Update(ctx, &live); err != nil {
-		t.Fatal(err)
-	}
 	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, membership.ReasonRemovalRefused)
 	if cond.Message != "the server refused to remove member vx-2; the StatefulSet is not shrunk" {
 		t.Errorf("message %q", cond.Message)
@@ -260,13 +238,36 @@ func TestRemovalStuck(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := startFleet(t, operatorTokens(t, "stuck", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
+	c := shrinkReadyCluster(t, sims, "stuck", 2*time.Second)
+	ns := c.Namespace
+	condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionUnknown, membership.ReasonRemoving)
+	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, membership.ReasonRemovalStuck)
+	if !strings.Contains(cond.Message, "vx-2") {
+		t.Errorf("message %q does not name the member", cond.Message)
+	}
+	testenv.Eventually(t, 10*time.Second, "a Warning event RemovalStuck", func() (bool, string) {
+		ev := eventReasons(t, c)
+		return ev[membership.ReasonRemovalStuck] == corev1.EventTypeWarning, fmt.Sprint(ev)
+	})
+	var sts appsv1.StatefulSet
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &sts); err != nil || *sts.Spec.Replicas != 3 {
+		t.Errorf("StatefulSet during a stuck removal: %v, replicas %d, want 3", err, *sts.Spec.Replicas)
+	}
+}
+
+// shrinkReadyCluster runs the controller (as ServiceAccount sa) against the simulators of
+// three members, waits until the cluster is Ready and sets its size to 2.
+func shrinkReadyCluster(t *testing.T, sims *veltrixtest.Cluster, sa string, stuckAfter time.Duration) *veltrixv1.VeltrixCluster {
+	t.Helper()
+	ctx := context.Background()
+	f := startFleet(t, operatorTokens(t, sa, true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
 	ns := testenv.NewNamespace(t, env.Client, "vx")
 	addr := simAddrs(sims)
 	startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) {
 		cfg.AdminAddr, cfg.TextAddr = addr(false), addr(true)
+		// The simulators run without a token: the admin API admits loopback callers.
 		cfg.Admin = func(string) veltrix.Admin { return sims.Client() }
-		cfg.RemovalStuckAfter = 2 * time.Second
+		cfg.RemovalStuckAfter = stuckAfter
 	})
 	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
 		c.Spec.Size, c.Spec.ReplicationFactor = 3, 2
@@ -285,17 +286,5 @@ func TestRemovalStuck(t *testing.T) {
 	if err := env.Client.Update(ctx, &live); err != nil {
 		t.Fatal(err)
 	}
-	condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionUnknown, membership.ReasonRemoving)
-	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, membership.ReasonRemovalStuck)
-	if !strings.Contains(cond.Message, "vx-2") {
-		t.Errorf("message %q does not name the member", cond.Message)
-	}
-	testenv.Eventually(t, 10*time.Second, "a Warning event RemovalStuck", func() (bool, string) {
-		ev := eventReasons(t, c)
-		return ev[membership.ReasonRemovalStuck] == corev1.EventTypeWarning, fmt.Sprint(ev)
-	})
-	var sts appsv1.StatefulSet
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &sts); err != nil || *sts.Spec.Replicas != 3 {
-		t.Errorf("StatefulSet during a stuck removal: %v, replicas %d, want 3", err, *sts.Spec.Replicas)
-	}
+	return c
 }
