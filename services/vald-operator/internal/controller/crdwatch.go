@@ -6,6 +6,7 @@ import (
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
@@ -63,7 +65,7 @@ func (w *valdReleaseWatch) Start(ctx context.Context) error {
 	if err := w.index.register(ctx, w.cache); err != nil {
 		return err
 	}
-	if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, &valdv1.ValdRelease{}, w.handler)); err != nil {
+	if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, &valdv1.ValdRelease{}, w.handler, predicate.Funcs{CreateFunc: notCreatedByARelease})); err != nil {
 		return err
 	}
 	logger.Info("Started watching ValdReleases")
@@ -81,6 +83,16 @@ func (w *valdReleaseWatch) Start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// notCreatedByARelease passes the creation of a ValdRelease unless a ValdOperatorRelease
+// controls it: that one was created by a pass of this controller, which saw the API
+// server's answer already (see appliedReader), so its event would only bring one more pass
+// that writes nothing. Creations without that controller (a name another owner takes, one
+// to adopt) still wake the releases concerned; updates and deletions always do.
+func notCreatedByARelease(e event.TypedCreateEvent[client.Object]) bool {
+	ref := metav1.GetControllerOfNoCopy(e.Object)
+	return ref == nil || ref.Kind != "ValdOperatorRelease" || ref.APIVersion != valdv1.GroupVersion.String()
 }
 
 // NeedLeaderElection: the watch feeds the leader's controller.
