@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 )
@@ -223,15 +224,70 @@ func TestMemgraphSample(t *testing.T) {
 		}
 		t.Logf("roll events:\n  %s", strings.Join(roll, "\n  "))
 	}
+
+	// The MAIN's pod deleted: the coordinators fail over, the pod comes back as a replica,
+	// the operator re-registers what is missing and the cluster is Ready again.
+	c, err = mgCluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mainPod := strings.ReplaceAll(c.Status.Main, "_", "-")
+	victim, err := env.client.CoreV1().Pods(mgNamespace).Get(ctx, mainPod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the MAIN %s has no pod %s: %v", c.Status.Main, mainPod, err)
+	}
+	mgScale(ctx, t, "delete the MAIN's pod "+mainPod, "", 3, 2, 4*time.Minute, func(ctx context.Context) error {
+		if err := env.client.CoreV1().Pods(mgNamespace).Delete(ctx, mainPod, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		// Until the old pod is gone the cluster still looks Ready.
+		return poll(ctx, t, "pod "+mainPod+" replaced", 2*time.Minute, func(ctx context.Context) (bool, error) {
+			p, err := env.client.CoreV1().Pods(mgNamespace).Get(ctx, mainPod, metav1.GetOptions{})
+			if err != nil {
+				return transient(err)
+			}
+			return p.UID != victim.UID, nil
+		})
+	})
+	if p, err := env.client.CoreV1().Pods(mgNamespace).Get(ctx, mainPod, metav1.GetOptions{}); err != nil || p.UID == victim.UID {
+		t.Errorf("pod %s was not replaced (err %v)", mainPod, err)
+	}
+	c, _ = mgCluster(ctx)
+	t.Logf("after the MAIN's pod went: %s", mgDescribe(c))
+
+	// The operator killed right after a scale-down begins: its successor finishes the
+	// retirement from the live StatefulSet.
+	mgScale(ctx, t, "data 2 -> 3 again", `{"spec":{"dataInstances":3}}`, 3, 3, 4*time.Minute)
+	mgScale(ctx, t, "data 3 -> 2 with the operator killed", `{"spec":{"dataInstances":2}}`, 3, 2, 4*time.Minute, func(ctx context.Context) error {
+		ops, err := env.client.CoreV1().Pods(serviceByName("memgraph-operator").namespace()).List(ctx, metav1.ListOptions{LabelSelector: selector("memgraph-operator")})
+		if err != nil {
+			return err
+		}
+		for _, p := range ops.Items {
+			t.Logf("deleting operator pod %s", p.Name)
+			if err := env.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
-// mgScale patches the sample's counts and waits until it is Ready and Converged at them:
-// the registered counts, the StatefulSets' replicas and their ready pods all agree.
-func mgScale(ctx context.Context, t *testing.T, name, patch string, coordinators, data int32, timeout time.Duration) {
+// mgScale patches the sample (unless patch is empty), runs the extra changes, and waits
+// until it is Ready and Converged at the given counts: the registered counts, the
+// StatefulSets' replicas and their ready pods all agree.
+func mgScale(ctx context.Context, t *testing.T, name, patch string, coordinators, data int32, timeout time.Duration, also ...func(context.Context) error) {
 	t.Helper()
 	begin := time.Now()
-	if out, err := kubectl(ctx, "patch", "mgc", mgName, "-n", mgNamespace, "--type", "merge", "-p", patch); err != nil {
-		t.Fatalf("%s: %v\n%s", name, err, out)
+	if patch != "" {
+		if out, err := kubectl(ctx, "patch", "mgc", mgName, "-n", mgNamespace, "--type", "merge", "-p", patch); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+	}
+	for _, change := range also {
+		if err := change(ctx); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 	var states []string
 	err := poll(ctx, t, name, timeout, func(ctx context.Context) (bool, error) {
