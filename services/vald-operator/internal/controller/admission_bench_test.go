@@ -81,5 +81,13 @@ func BenchmarkWrites(b *testing.B) {
 			b.ReportMetric(cpu*1000/float64(n), w.name+"-apiserver-cpu-ms/op")
 			b.ReportMetric(wall.Seconds()*1000/float64(n), w.name+"-ms/op")
 		}
+		// Namespaces never go without kube-controller-manager: remove what was written, or
+		// the operator of a later BenchmarkConverge, watching every namespace, would
+		// reconcile these releases too.
+		for _, obj := range []client.Object{&valdv1.ValdOperatorRelease{}, &valdv1.ValdRelease{}, &eventsv1.Event{}} {
+			if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }

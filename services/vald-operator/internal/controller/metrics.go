@@ -40,8 +40,13 @@ func recordPhases(out lifecycle.Outcome) {
 	}
 	for _, t := range out.Transitions {
 		phaseTransitions.WithLabelValues(t.Type, t.After.Reason).Inc()
-		if t.After.Reason == "Succeeded" && t.Before != nil && t.Elapsed > 0 {
+		switch d, evaluated := out.Durations[t.Type]; {
+		case t.After.Reason != "Succeeded":
+		case t.Before != nil && t.Elapsed > 0:
 			phaseSeconds.WithLabelValues(t.Type).Observe(t.Elapsed.Seconds())
+		case t.Before == nil && evaluated:
+			// Reached and done in the same pass: it took that evaluation.
+			phaseSeconds.WithLabelValues(t.Type).Observe(d.Seconds())
 		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -41,6 +43,11 @@ func TestMetricsRegistered(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(phaseTransitions.WithLabelValues("Completed", "Succeeded")); n < 1 {
 		t.Errorf("Completed/Succeeded transitions %v", n)
+	}
+	// A phase reached and done in one pass is timed too.
+	var m dto.Metric
+	if err := phaseSeconds.WithLabelValues("WaitingCreateVrs").(prometheus.Histogram).Write(&m); err != nil || m.GetHistogram().GetSampleCount() < 1 {
+		t.Errorf("WaitingCreateVrs durations observed: %d, %v", m.GetHistogram().GetSampleCount(), err)
 	}
 }
 
