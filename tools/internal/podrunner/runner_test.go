@@ -26,13 +26,17 @@ import (
 var env *testenv.Env
 
 // The test binary is also the runner's helper (podexec) and the container's process
-// ("crash" exits 1 at once), as the localcluster command and a stand-in binary would be.
+// ("crash" exits 1 at once, "serve" runs until stopped), as the localcluster command and a stand-in binary would be.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == HelperCommand {
 		if err := ExecInNamespace(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+	}
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		// Runs until the runner's SIGTERM ends it.
+		select {}
 	}
 	if len(os.Args) > 1 && os.Args[1] == "crash" {
 		fmt.Printf("crashing as %d:%d\n", os.Getuid(), os.Getgid())
@@ -49,40 +53,7 @@ func TestRunnerRestartsInPlace(t *testing.T) {
 	needRoot(t, "the runner's mount namespaces and credentials")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	client, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(env.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, _ := strconv.Atoi(u.Port())
-	state := t.TempDir()
-	r, err := New(Config{
-		Client: client, Rules: []ImageRule{{Image: "example.test/crasher", Binary: self}},
-		StateDir: filepath.Join(state, "pods"), LogDir: state, HelperBinary: self,
-		APIServerHost: u.Hostname(), APIServerPort: port,
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	synced, stopped := make(chan struct{}), make(chan error, 1)
-	go func() { stopped <- r.Run(runCtx, synced) }()
-	defer func() {
-		stop()
-		if err := <-stopped; err != nil {
-			t.Errorf("runner: %v", err)
-		}
-	}()
-	<-synced
-
+	client, state := startRunner(t, "example.test/crasher")
 	ns := "default"
 	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "crasher"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -162,6 +133,47 @@ func TestRunnerRestartsInPlace(t *testing.T) {
 	if sys := st.Sys().(*syscall.Stat_t); st.Mode().Perm() != 0o600 || sys.Uid != 1000 {
 		t.Errorf("token %v owned by %d, want 0600 of the pod's user 1000", st.Mode(), sys.Uid)
 	}
+}
+
+// startRunner runs a runner in this process against the test apiserver, with one rule that
+// maps image to this test binary; it stops when the test ends. It returns the client and
+// the runner's state directory (pods under pods/, container logs at the top).
+func startRunner(t *testing.T, image string) (kubernetes.Interface, string) {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	state := t.TempDir()
+	r, err := New(Config{
+		Client: client, Rules: []ImageRule{{Image: image, Binary: self}},
+		StateDir: filepath.Join(state, "pods"), LogDir: state, HelperBinary: self,
+		APIServerHost: u.Hostname(), APIServerPort: port,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	synced, stopped := make(chan struct{}), make(chan error, 1)
+	go func() { stopped <- r.Run(runCtx, synced) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-stopped; err != nil {
+			t.Errorf("runner: %v", err)
+		}
+	})
+	<-synced
+	return client, state
 }
 
 // checkInitCrashLoop: an init container that exits 1 is retried with back-off; the pod

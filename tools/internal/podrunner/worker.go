@@ -711,7 +711,10 @@ func (w *podWorker) reportStatus(pod *corev1.Pod) {
 				lt = old.LastTransitionTime
 			}
 		}
-		m := map[string]any{"type": c.Type, "status": c.Status, "lastTransitionTime": lt}
+		// A strategic merge keeps fields a patch leaves out: null clears an old reason or
+		// message. Only the runner's own condition types are in the list; the merge by type
+		// leaves every other condition (readiness gates) as its writer set it.
+		m := map[string]any{"type": c.Type, "status": c.Status, "lastTransitionTime": lt, "reason": nil, "message": nil}
 		if c.Reason != "" {
 			m["reason"] = c.Reason
 		}
@@ -794,8 +797,6 @@ func (w *podWorker) desiredStatus(pod *corev1.Pod) corev1.PodStatus {
 		// Not started yet.
 		st.Phase = corev1.PodPending
 		cond(corev1.PodInitialized, len(pod.Spec.InitContainers) == 0, "PodInitializing")
-		cond(corev1.ContainersReady, false, "ContainersNotReady")
-		cond(corev1.PodReady, false, "ContainersNotReady")
 		reason := w.waitingReason
 		if reason == "" {
 			reason = "ContainerCreating"
@@ -810,14 +811,21 @@ func (w *podWorker) desiredStatus(pod *corev1.Pod) corev1.PodStatus {
 		if w.terminal {
 			st.Phase = corev1.PodFailed
 		}
+		names := make([]string, 0, len(pod.Spec.Containers))
+		for _, c := range pod.Spec.Containers {
+			names = append(names, c.Name)
+		}
+		w.readiness(pod, &st, names)
 		return st
 	}
-	ready := true
+	var unready []string
 	failed := 0
 	for _, c := range w.containers {
 		cs := w.containerStatus(c)
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
-		ready = ready && cs.Ready
+		if !cs.Ready {
+			unready = append(unready, c.spec.Name)
+		}
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
 			failed++
 		}
@@ -838,9 +846,16 @@ func (w *podWorker) desiredStatus(pod *corev1.Pod) corev1.PodStatus {
 		st.Phase, st.Reason, st.Message = corev1.PodFailed, "ProcessExited", "A container process exited."
 	}
 	cond(corev1.PodInitialized, true, "")
-	cond(corev1.ContainersReady, ready && !w.terminal, "ContainersNotReady")
-	cond(corev1.PodReady, ready && !w.terminal, "ContainersNotReady")
+	w.readiness(pod, &st, unready)
 	return st
+}
+
+// readiness adds ContainersReady and Ready, by the kubelet's rule: Ready also waits for the
+// conditions of the pod's readiness gates, which others set on the pod (the runner never
+// writes them); a change of one re-runs this through the pod's watch event.
+func (w *podWorker) readiness(pod *corev1.Pod, st *corev1.PodStatus, unready []string) {
+	cr := containersReadyCondition(st.Phase, unready)
+	st.Conditions = append(st.Conditions, cr, podReadyCondition(pod.Spec.ReadinessGates, pod.Status.Conditions, cr))
 }
 
 func truncate(s string) string {
