@@ -38,7 +38,7 @@ func (h *harness) activate(name, role string) {
 // created and green's stays until the Vald Helm Operator reports blue's Deployed (the
 // Switchover condition says so, with events); a switch back mid-way keeps green, which is
 // deployed already, and prunes the half-deployed blue; a full switch then prunes green only
-// once blue is deployed.
+// once blue is deployed, and not while blue's deployment fails.
 func TestBlueGreenSwitch(t *testing.T) {
 	h := start(t, func(o *Options) { o.RequireDeployed, o.HelmStatusWait = true, time.Hour })
 	h.create(h.blueGreen("vor"))
@@ -81,10 +81,16 @@ func TestBlueGreenSwitch(t *testing.T) {
 		t.Fatalf("ValdReleases after switching back: %s, want green's only", got)
 	}
 
-	// green -> blue to the end: green goes only after blue is deployed.
+	// green -> blue to the end: green goes only after blue is deployed; a failed blue
+	// deployment (Failed, no retry) keeps green serving meanwhile.
 	h.activate("vor", "blue")
 	h.waitStatus("vor", switching)
 	h.waitFor("blue's ValdRelease", func() bool { return names(h.valdReleases()) == h.ns+"-b,"+h.ns+"-g" })
+	h.setHelmStatus("b", `{"conditions":[{"type":"Initialized","status":"True"},{"type":"ReleaseFailed","status":"True","reason":"InstallError","message":"timed out waiting for the condition"}]}`)
+	h.waitStatus("vor", "WaitingCreateVrs 1/3 Failed | WaitingClusterCreate=True/Succeeded WaitingCreateVrs=False/Failed Completed=Unknown/Blocked Switchover=Unknown/Switching")
+	if got := names(h.valdReleases()); got != h.ns+"-b,"+h.ns+"-g" {
+		t.Fatalf("ValdReleases while blue failed: %s, want green's kept", got)
+	}
 	h.setHelmStatus("b", deployedStatus)
 	vor = h.waitStatus("vor", switched)
 	if msg := condition(vor, valdv1.ConditionSwitchover).Message; msg != `Switched to infrastructure entry "blue": every ValdRelease of "blue" is deployed and those of the entries no longer active are pruned.` {
