@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/opsuite/suite/services/vald-operator/internal/controller"
+	"github.com/opsuite/suite/shared/manager"
 )
 
 func parse(t *testing.T, env map[string]string, args ...string) (controller.Options, error) {
@@ -31,7 +32,7 @@ func TestDefaults(t *testing.T) {
 	if o.RequeueAfter != 30*time.Second || o.RequireNodePoolMatch || o.Build.NodePoolLabelPrefix != "" ||
 		o.Build.DefaultAccessMode != "ReadWriteOnce" || o.Build.PVMinSize.String() != "1Gi" || o.Build.DiscovererKind != "Deployment" ||
 		!o.RequireDeployed || o.HelmStatusWait != 2*time.Minute || o.CRDPollInterval != 10*time.Second ||
-		o.NodePoolLossGrace != 10*time.Minute || o.Build.DiscovererPDBMaxUnavailable != "" {
+		o.NodePoolLossGrace != 10*time.Minute || o.Build.DiscovererPDBMaxUnavailable != "" || o.MaxConcurrentReconciles != 16 {
 		t.Errorf("defaults %+v", o)
 	}
 }
@@ -65,6 +66,58 @@ func TestInvalid(t *testing.T) {
 	for _, want := range []string{"$REQUIRE_NODEPOOL_MATCH", "$PV_MIN_SIZE", "requeue interval", "gateway service type", "node-pool loss grace", "helm status wait"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+// TestAPIRateDefaults: the operator's client rate limits default to 300/600 (the kit's
+// 50/100 held 1,000 releases back); a flag given still wins, and --help shows the default.
+func TestAPIRateDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		qps, burst float64
+	}{
+		{nil, 300, 600},
+		{[]string{"--kube-api-qps=20", "--kube-api-burst=40"}, 20, 40},
+	} {
+		o := manager.NewOptions(controller.Name)
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.AddFlags(fs)
+		apiRateDefaults(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if o.QPS != tc.qps || float64(o.Burst) != tc.burst {
+			t.Errorf("%v: QPS %v, burst %d; want %v, %v", tc.args, o.QPS, o.Burst, tc.qps, tc.burst)
+		}
+		if d := fs.Lookup("kube-api-qps").DefValue; d != "300" {
+			t.Errorf("--kube-api-qps shows default %q", d)
+		}
+	}
+}
+
+// TestPprofFlag: the profiler is off unless asked for, by flag or environment.
+func TestPprofFlag(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, nil, ""},
+		{map[string]string{"PPROF_BIND_ADDRESS": "127.0.0.1:6060"}, nil, "127.0.0.1:6060"},
+		{nil, []string{"--pprof-bind-address=127.0.0.1:7070"}, "127.0.0.1:7070"},
+	} {
+		o := controller.DefaultOptions()
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var pprof string
+		validate := operatorFlags(fs, &o, &pprof, func(k string) string { return tc.env[k] })
+		if err := fs.Parse(tc.args); err != nil || validate() != nil {
+			t.Fatalf("%v %v: %v", tc.env, tc.args, err)
+		}
+		if pprof != tc.want {
+			t.Errorf("%v %v: pprof address %q, want %q", tc.env, tc.args, pprof, tc.want)
 		}
 	}
 }
