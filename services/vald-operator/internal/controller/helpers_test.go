@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/shared/children"
 	"github.com/opsuite/suite/shared/testenv"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -204,4 +206,21 @@ func (r *statusRecorder) statuses() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.seen...)
+}
+
+// events lists the events regarding a release as "Type Action/Reason", sorted.
+func (h *harness) events(release string) []string {
+	h.t.Helper()
+	evs := &eventsv1.EventList{}
+	if err := env.Client.List(context.Background(), evs, client.InNamespace(h.ns)); err != nil {
+		h.t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs.Items {
+		if e.Regarding.Name == release {
+			got = append(got, e.Type+" "+e.Action+"/"+e.Reason)
+		}
+	}
+	slices.Sort(got)
+	return got
 }

@@ -8,10 +8,8 @@ import (
 	"testing"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -79,18 +77,7 @@ func TestPhasesInOrder(t *testing.T) {
 
 	// An event per phase transition, its reason the condition's reason.
 	h.waitFor("events", func() bool {
-		evs := &eventsv1.EventList{}
-		if err := env.Client.List(context.Background(), evs, client.InNamespace(h.ns)); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, e := range evs.Items {
-			if e.Regarding.Name == "vor" {
-				got = append(got, e.Action+"/"+e.Reason)
-			}
-		}
-		slices.Sort(got)
-		return slices.Equal(got, []string{"Completed/Succeeded", "WaitingClusterCreate/Succeeded", "WaitingCreateVrs/Succeeded"})
+		return slices.Equal(h.events("vor"), []string{"Normal Completed/Succeeded", "Normal WaitingClusterCreate/Succeeded", "Normal WaitingCreateVrs/Succeeded"})
 	})
 }
 

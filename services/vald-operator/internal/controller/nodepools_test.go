@@ -2,12 +2,12 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
@@ -151,16 +151,7 @@ func TestNodePoolLossGrace(t *testing.T) {
 		t.Errorf("managed generations while held: %v, want dedicated at 1 (held), plain at 2", gens)
 	}
 	h.waitFor("a Warning event for the hold", func() bool {
-		evs := &eventsv1.EventList{}
-		if err := env.Client.List(context.Background(), evs, client.InNamespace(h.ns)); err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range evs.Items {
-			if e.Regarding.Name == "vor" && e.Reason == valdv1.ReasonHeld && e.Type == corev1.EventTypeWarning {
-				return true
-			}
-		}
-		return false
+		return slices.Contains(h.events("vor"), "Warning NodePoolMatchLost/"+valdv1.ReasonHeld)
 	})
 
 	// The grace ends: the held ValdRelease is pruned and the condition goes.

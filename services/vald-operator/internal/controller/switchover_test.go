@@ -1,15 +1,12 @@
 package controller
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const deployedStatus = `{"conditions":[{"type":"Initialized","status":"True"},{"type":"Deployed","status":"True","reason":"InstallSuccessful"}]}`
@@ -100,16 +97,7 @@ func TestBlueGreenSwitch(t *testing.T) {
 
 	// Each transition of the switch is an event.
 	h.waitFor("Switchover events", func() bool {
-		evs := &eventsv1.EventList{}
-		if err := env.Client.List(context.Background(), evs, client.InNamespace(h.ns)); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, e := range evs.Items {
-			if e.Action == valdv1.ConditionSwitchover && e.Type == "Normal" {
-				got = append(got, e.Reason)
-			}
-		}
-		return slices.Contains(got, valdv1.ReasonSwitching) && slices.Contains(got, valdv1.ReasonSwitched)
+		got := h.events("vor")
+		return slices.Contains(got, "Normal Switchover/Switching") && slices.Contains(got, "Normal Switchover/Switched")
 	})
 }
