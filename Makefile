@@ -73,7 +73,7 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 build: ## Build the five static binaries and the simulators (tools/cmd/*-sim) into bin/.
 	@mkdir -p bin
 	for s in $(SERVICES); do (cd services/$$s && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(ROOT)/bin/$$s ./cmd); done
-	for s in $(SIMULATORS); do if [ -d tools/cmd/$$s ]; then (cd tools && CGO_ENABLED=0 go build -trimpath -o $(ROOT)/bin/$$s ./cmd/$$s); fi; done
+	for s in $(SIMULATORS); do (cd tools && CGO_ENABLED=0 go build -trimpath -o $(ROOT)/bin/$$s ./cmd/$$s); done
 
 .PHONY: generate
 generate: tools ## Regenerate deepcopy, CRDs, RBAC, protobuf code and chart copies.
