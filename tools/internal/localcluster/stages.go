@@ -3,6 +3,7 @@ package localcluster
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -68,6 +69,125 @@ spec:
       {{ end }}
 `
 
+// Readiness gates, by the kubelet's rule: kwok's pod-ready stage sets every readiness
+// gate's condition True itself and Ready True at once, which overwrites what the gate's
+// owner (an operator, through pods/status) says. Here the stage leaves gate conditions to
+// their owners and sets Ready from them; gateReadyStage re-derives Ready of a running pod
+// whenever a gate's condition changes. The reasons and messages are the kubelet's.
+
+// gateMessagesTemplate sets $gateMsgs to one message per readiness gate whose condition is
+// missing or not True.
+const gateMessagesTemplate = `{{ $gateMsgs := list }}
+{{ range $g := .spec.readinessGates }}
+{{ $s := "" }}
+{{ range $.status.conditions }}{{ if eq .type $g.conditionType }}{{ $s = .status }}{{ end }}{{ end }}
+{{ if eq $s "" }}{{ $gateMsgs = append $gateMsgs (printf "corresponding condition of pod readiness gate %q does not exist." $g.conditionType) }}
+{{ else if ne $s "True" }}{{ $gateMsgs = append $gateMsgs (printf "the status of pod readiness gate %q is not \"True\", but %s" $g.conditionType $s) }}
+{{ end }}
+{{ end }}
+`
+
+// gateReadyFields are the Ready condition's status, reason and message (indented as fields
+// of a list item) from $gateMsgs; null clears a previous reason and message in the merge.
+const gateReadyFields = `{{ if $gateMsgs }}
+  status: "False"
+  reason: ReadinessGatesNotReady
+  message: {{ join ", " $gateMsgs | Quote }}
+{{ else }}
+  status: "True"
+  reason: null
+  message: null
+{{ end }}
+`
+
+// gateMessagesJQ is the same messages as one string in jq, for selectors: kwok matches a
+// stage on the pod as it is.
+const gateMessagesJQ = `((.status.conditions // []) as $c | [(.spec.readinessGates // [])[].conditionType as $t | ([$c[] | select(.type == $t)] | first) as $g | if $g == null then "corresponding condition of pod readiness gate \"\($t)\" does not exist." elif $g.status != "True" then "the status of pod readiness gate \"\($t)\" is not \"True\", but \($g.status)" else empty end] | join(", "))`
+
+// kwokReadyCondition is the Ready condition in kwok's pod-ready stage, replaced by
+// gateReadyCondition.
+const kwokReadyCondition = `- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Ready
+`
+
+// kwokGateConditions is where kwok's pod-ready stage sets every gate's condition True.
+const kwokGateConditions = `{{ range .spec.readinessGates }}
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: {{ .conditionType | Quote }}
+{{ end }}
+`
+
+const gateReadyCondition = `- lastTransitionTime: {{ $now | Quote }}
+  type: Ready
+` + gateReadyFields
+
+// gateReadyStage sets Ready of a running simulated pod with readiness gates (whose
+// containers kwok made ready) when it no longer says what the gates' conditions do.
+var gateReadyStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-readiness-gates
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '(.spec.readinessGates // []) | length > 0'
+      operator: 'In'
+      values:
+      - 'true'
+    - key: '.status.conditions[]? | select( .type == "ContainersReady" ) | .status'
+      operator: 'In'
+      values:
+      - 'True'
+    - key: ` + yamlQuote(gateMessagesJQ+` != ([(.status.conditions // [])[] | select(.type == "Ready") | if .status == "True" then "" else (.message // "") end] | first)`) + `
+      operator: 'In'
+      values:
+      - 'true'
+  next:
+    statusTemplate: |
+` + indent(`{{ $now := Now }}
+`+gateMessagesTemplate+`conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  type: Ready
+`+gateReadyFields, "      ")
+
+func yamlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func indent(s, pad string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pad + l
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// gatePodReady makes kwok's pod-ready stage leave readiness gates to their owners and set
+// Ready from them.
+func gatePodReady(stage map[string]any) error {
+	spec, _ := stage["spec"].(map[string]any)
+	next, _ := spec["next"].(map[string]any)
+	tpl, _ := next["statusTemplate"].(string)
+	if !strings.Contains(tpl, kwokReadyCondition) || !strings.Contains(tpl, kwokGateConditions) {
+		return errors.New("kwok's pod-ready stage changed: its Ready condition or readiness gates are not where expected")
+	}
+	tpl = strings.Replace(tpl, kwokGateConditions, "", 1)
+	tpl = strings.Replace(tpl, kwokReadyCondition, gateReadyCondition, 1)
+	next["statusTemplate"] = gateMessagesTemplate + tpl
+	return nil
+}
+
 // markAddressStage matches every pod that has an address and renders the address it
 // already has: the patch is a no-op and never sent, but kwok records the address as used
 // whenever a stage plays. Without it, a restarted kwok hands out addresses that pods kept
@@ -112,6 +232,11 @@ func renderStages(rules podrunner.Rules, runner bool, volumeDir string) ([]byte,
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		meta, _ := stage["metadata"].(map[string]any)
+		if meta["name"] == "pod-ready" {
+			if err := gatePodReady(stage); err != nil {
+				return nil, err
+			}
+		}
 		if runner && runnerPodStages[fmt.Sprint(meta["name"])] {
 			addMatchExpression(stage, map[string]any{"key": managed, "operator": "NotIn", "values": []any{"true"}})
 		}
@@ -120,6 +245,20 @@ func renderStages(rules podrunner.Rules, runner bool, volumeDir string) ([]byte,
 			return nil, err
 		}
 		docs = append(docs, out)
+		if meta["name"] == "pod-ready" {
+			var gates map[string]any
+			if err := yaml.Unmarshal([]byte(gateReadyStage), &gates); err != nil {
+				return nil, fmt.Errorf("pod-readiness-gates: %w", err)
+			}
+			if runner {
+				addMatchExpression(gates, map[string]any{"key": managed, "operator": "NotIn", "values": []any{"true"}})
+			}
+			out, err := yaml.Marshal(gates)
+			if err != nil {
+				return nil, err
+			}
+			docs = append(docs, out)
+		}
 	}
 	docs = append(docs, []byte(markAddressStage))
 	if runner {
