@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 )
@@ -102,7 +103,19 @@ func TestVeltrixSample(t *testing.T) {
 	vxReadAll(ctx, t, keys, "3 -> 4 -> 3 (operator killed during the scale-down)")
 
 	// Upgrade: the pods roll one at a time to the new image; status.version follows once
-	// every member runs it.
+	// every member runs it. A watch of the members records what the roll went through: the
+	// readiness gate must hold (see vxCheckRoll).
+	//
+	// The simulator rebuilds its index for 3 s after a restart, shorter than the members'
+	// 5 s readiness probe period, so /readyz would pass only after the rebuild and the gate
+	// would never be seen holding. VeltrixCluster has no field for pod env; the members read
+	// the operator's engine ConfigMap (envFrom) at start, and a key another field manager adds
+	// survives the operator's server-side apply: the rolled members rebuild for 12 s.
+	if out, err := kubectl(ctx, "patch", "configmap", vxName+"-env", "-n", vxNamespace, "--type", "merge",
+		"-p", `{"data":{"VELTRIX_SIM_INDEX_REBUILD":"12s"}}`); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	roll := vxWatchRoll(ctx, t, 3)
 	began = time.Now()
 	if _, err := kubectl(ctx, "patch", "vc", vxName, "-n", vxNamespace, "--type", "merge", "-p", `{"spec":{"version":"1.17.1"}}`); err != nil {
 		t.Fatal(err)
@@ -119,6 +132,7 @@ func TestVeltrixSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("upgrade of 3 members: %s", since(began))
+	vxCheckRoll(t, roll())
 	for o := range 3 {
 		pod, err := env.client.CoreV1().Pods(vxNamespace).Get(ctx, fmt.Sprintf("%s-%d", vxName, o), metav1.GetOptions{})
 		if err != nil || pod.Spec.Containers[0].Image != "ghcr.io/veltrixdb/veltrixdb:1.17.1" {
@@ -402,4 +416,144 @@ func (c *vxConn) do(t *testing.T, cmd string) string {
 		t.Fatalf("%s to %s: %v", cmd, c.conn.RemoteAddr(), err)
 	}
 	return strings.TrimSpace(line)
+}
+
+// vxRollSeen is what a watch of the members saw during a rolling update.
+type vxRollSeen struct {
+	// events counts the pod events seen.
+	events int
+	// gateIgnored: a member Ready while its veltrix.io/search-ready condition was not True.
+	gateIgnored []string
+	// held: a member whose containers were ready and whose gate was False with the
+	// operator's IndexRebuilding (INFO search_ready=0 after the restart), not Ready.
+	held []string
+	// maxDown is the most members not serving (missing, terminating, not Ready or not
+	// search-ready) at once, and when.
+	maxDown  int
+	downWhen string
+	// cut: the watch ended before the roll did, so the record is incomplete.
+	cut bool
+}
+
+// vxWatchRoll watches the members demo-0..size-1 from now on; the returned function stops
+// the watch and tells what it saw.
+func vxWatchRoll(ctx context.Context, t *testing.T, size int) func() vxRollSeen {
+	t.Helper()
+	pods := env.client.CoreV1().Pods(vxNamespace)
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + vxName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + vxName, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := map[string]*corev1.Pod{}
+	for i := range list.Items {
+		members[list.Items[i].Name] = &list.Items[i]
+	}
+	var seen vxRollSeen
+	look := func() {
+		down := 0
+		var states []string
+		for o := range size {
+			p := members[fmt.Sprintf("%s-%d", vxName, o)]
+			if p == nil {
+				down++
+				states = append(states, fmt.Sprintf("%s-%d missing", vxName, o))
+				continue
+			}
+			ready, containers := vxPodCondition(p, corev1.PodReady), vxPodCondition(p, corev1.ContainersReady)
+			gate := vxPodCondition(p, veltrixv1.SearchReadyGate)
+			state := fmt.Sprintf("%s Ready=%s ContainersReady=%s gate=%s/%s", p.Name, ready.Status, containers.Status, gate.Status, gate.Reason)
+			if p.DeletionTimestamp != nil {
+				state += " terminating"
+			}
+			states = append(states, state)
+			if p.DeletionTimestamp != nil {
+				down++
+				continue
+			}
+			if ready.Status == corev1.ConditionTrue && gate.Status != corev1.ConditionTrue {
+				seen.gateIgnored = append(seen.gateIgnored, state)
+			}
+			// The operator's reason for search_ready=0 (services/veltrix-operator members.go).
+			if ready.Status == corev1.ConditionFalse && containers.Status == corev1.ConditionTrue &&
+				gate.Status == corev1.ConditionFalse && gate.Reason == "IndexRebuilding" {
+				seen.held = append(seen.held, state)
+			}
+			if ready.Status != corev1.ConditionTrue || gate.Status != corev1.ConditionTrue {
+				down++
+			}
+		}
+		if down > seen.maxDown {
+			seen.maxDown, seen.downWhen = down, strings.Join(states, "; ")
+		}
+	}
+	look()
+	done, stopping := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			select {
+			case <-stopping:
+			default:
+				seen.cut = true
+			}
+		}()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			seen.events++
+			if ev.Type == watch.Deleted {
+				delete(members, p.Name)
+			} else {
+				members[p.Name] = p
+			}
+			look()
+		}
+	}()
+	return func() vxRollSeen {
+		close(stopping)
+		w.Stop()
+		<-done
+		return seen
+	}
+}
+
+// vxPodCondition is a pod's condition of that type, or an empty one (status "").
+func vxPodCondition(p *corev1.Pod, typ corev1.PodConditionType) corev1.PodCondition {
+	for _, c := range p.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return corev1.PodCondition{}
+}
+
+// vxCheckRoll: during the roll no member was Ready without its search-ready gate, never
+// were two members out of service at once (the StatefulSet waited for the gate, not just for
+// /readyz), and the gate was seen holding a restarted member whose containers were ready.
+func vxCheckRoll(t *testing.T, seen vxRollSeen) {
+	t.Helper()
+	t.Logf("roll: %d pod events, at most %d member(s) out of service at once (%s), %d observation(s) of a member held by the gate",
+		seen.events, seen.maxDown, seen.downWhen, len(seen.held))
+	if seen.cut {
+		t.Error("the watch of the members ended before the roll did: what it saw is incomplete")
+	}
+	for i, s := range seen.gateIgnored {
+		if i < 5 {
+			t.Errorf("Ready although the search-ready gate is not True: %s", s)
+		}
+	}
+	if seen.maxDown > 1 {
+		t.Errorf("%d members out of service at once during the roll (maxUnavailable 1): %s", seen.maxDown, seen.downWhen)
+	}
+	if len(seen.held) == 0 {
+		t.Error("no member was seen Ready=False with ContainersReady=True and veltrix.io/search-ready False (IndexRebuilding): the gate's hold was not observed")
+	} else {
+		t.Logf("held by the gate, e.g.: %s", seen.held[0])
+	}
 }
