@@ -43,9 +43,8 @@ func (p *pass) planRoll(ctx context.Context, want *planner.Desired) error {
 	if p.retiring() || p.c.Status.Main == "" || p.c.Status.Leader == "" {
 		return nil
 	}
-	if cond := conditions.Get(p.c.Status.Conditions, memgraphv1.ConditionConverged); cond == nil || cond.Status != metav1.ConditionTrue {
-		return nil
-	}
+	cond := conditions.Get(p.c.Status.Conditions, memgraphv1.ConditionConverged)
+	settled := cond != nil && cond.Status == metav1.ConditionTrue
 	var pods corev1.PodList
 	if err := p.ctl.client.List(ctx, &pods, client.InNamespace(p.c.Namespace), client.MatchingLabels(resources.ClusterLabels(p.c.Name))); err != nil {
 		return fmt.Errorf("listing pods to roll: %w", err)
@@ -65,7 +64,14 @@ func (p *pass) planRoll(ctx context.Context, want *planner.Desired) error {
 		want.ReadLag = false
 		return nil
 	}
+	// Active even while the last pass had not converged: the pass then looks again soon
+	// instead of at the next resync (a pod just replaced made the last pass unconverged).
 	p.rolled.active = true
+	if !settled {
+		want.ReadLag = false
+		p.rolled.waiting = "waiting for the cluster to converge"
+		return nil
+	}
 	if len(pods.Items) != total || ready != total {
 		p.rolled.waiting = "waiting for every pod to be ready"
 		return nil
