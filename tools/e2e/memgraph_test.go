@@ -3,11 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +19,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/tools/internal/bolt/boltclient"
 )
 
 var mgcGVR = schema.GroupVersionResource{Group: "memgraph.com", Version: "v1alpha1", Resource: "memgraphclusters"}
@@ -77,6 +83,7 @@ func TestMemgraphSample(t *testing.T) {
 		mgDiagnose(ctx, t)
 		t.Fatalf("the sample did not become Ready: %v", err)
 	}
+	ready := time.Now()
 	t.Logf("time to Ready for 3+2: %s", since(begin))
 
 	// One MAIN (a data instance of the sample), one leader (a coordinator), all registered.
@@ -121,6 +128,11 @@ func TestMemgraphSample(t *testing.T) {
 		t.Errorf("ready pods %v, want %s", names, want)
 	}
 
+	// The data plane as the coordinators and the data instances themselves report it.
+	plane := &mgPlane{}
+	plane.check(ctx, t, "sample Ready", 3, 2)
+	plane.write(ctx, t, "steady")
+
 	// Steady: resyncs keep re-reading SHOW INSTANCES, and write nothing anywhere.
 	rv := c.ResourceVersion
 	stsRV := map[string]string{}
@@ -131,7 +143,10 @@ func TestMemgraphSample(t *testing.T) {
 		}
 		stsRV[n] = s.ResourceVersion
 	}
-	time.Sleep(40 * time.Second)
+	// Longer than the operator's 30 s resync since Ready: at least one resync pass ran.
+	if d := 35*time.Second - time.Since(ready); d > 0 {
+		time.Sleep(d)
+	}
 	if got, err := mgCluster(ctx); err != nil || got.ResourceVersion != rv {
 		t.Errorf("the MemgraphCluster changed while steady (err %v): %s", err, mgDescribe(got))
 	}
@@ -164,20 +179,12 @@ func TestMemgraphSample(t *testing.T) {
 		}
 		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
 	}
+	plane.check(ctx, t, "steady", 3, 2)
 
-	// Scale both roles up and back down: the retiring members leave the cluster before
-	// their StatefulSet shrinks, and their claims stay (whenScaled: Retain by default).
-	mgScale(ctx, t, "data 2 -> 3", `{"spec":{"dataInstances":3}}`, 3, 3, 4*time.Minute)
-	mgScale(ctx, t, "data 3 -> 2", `{"spec":{"dataInstances":2}}`, 3, 2, 4*time.Minute)
-	mgScale(ctx, t, "coordinators 3 -> 5", `{"spec":{"coordinators":5}}`, 5, 2, 4*time.Minute)
-	mgScale(ctx, t, "coordinators 5 -> 3", `{"spec":{"coordinators":3}}`, 3, 2, 4*time.Minute)
-	for _, pvc := range []string{"lib-demo-data-2", "log-demo-data-2", "lib-demo-coordinator-5"} {
-		if _, err := env.client.CoreV1().PersistentVolumeClaims(mgNamespace).Get(ctx, pvc, metav1.GetOptions{}); err != nil {
-			t.Errorf("claim %s of a retired member: %v (whenScaled Retain keeps it)", pvc, err)
-		}
-	}
-
-	// A new image rolls every pod, one at a time, MAIN and leadership moved off first.
+	// A new image rolls every pod, one at a time, MAIN and leadership moved off first. The
+	// same change shortens the probes (the defaults wait 5 s between readiness probes of
+	// each new pod, and 10 s between startup probes on a real kubelet), so this roll and
+	// every later step run with fast ones.
 	before := map[string]string{}
 	list, err := env.client.CoreV1().Pods(mgNamespace).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + mgName})
 	if err != nil {
@@ -186,8 +193,9 @@ func TestMemgraphSample(t *testing.T) {
 	for _, p := range list.Items {
 		before[p.Name] = string(p.UID)
 	}
-	// Five pods one at a time, each restarted, ready and re-registered before the next.
-	mgScale(ctx, t, "roll the image to 3.12.1", `{"spec":{"image":{"tag":"3.12.1"}}}`, 3, 2, 10*time.Minute)
+	plane.write(ctx, t, "roll")
+	watch := watchMain(ctx)
+	mgScale(ctx, t, "roll the image to 3.12.1 with fast probes", `{"spec":{"image":{"tag":"3.12.1"},"probes":{"coordinators":`+mgFastProbes+`,"data":`+mgFastProbes+`}}}`, 3, 2, 10*time.Minute)
 	err = poll(ctx, t, "Updated=True", 10*time.Minute, func(ctx context.Context) (bool, error) {
 		c, err := mgCluster(ctx)
 		if err != nil {
@@ -196,6 +204,7 @@ func TestMemgraphSample(t *testing.T) {
 		u := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionUpdated)
 		return c.Status.State == memgraphv1.StateReady && u != nil && u.Status == metav1.ConditionTrue && u.ObservedGeneration == c.Generation, nil
 	})
+	watch.stop(t, "the roll (one planned handover)")
 	if err != nil {
 		mgDiagnose(ctx, t)
 		t.Fatalf("the roll did not finish: %v", err)
@@ -214,50 +223,128 @@ func TestMemgraphSample(t *testing.T) {
 	}
 	c, _ = mgCluster(ctx)
 	t.Logf("after the roll: %s", mgDescribe(c))
-	evs, err = env.client.EventsV1().Events(mgNamespace).List(ctx, metav1.ListOptions{})
-	if err == nil {
-		var roll []string
-		for _, e := range evs.Items {
-			if e.Regarding.Kind == "MemgraphCluster" && e.Regarding.Name == mgName && (strings.HasPrefix(e.Note, "Deleted pod") || strings.Contains(e.Note, "DEMOTE") || strings.Contains(e.Note, "YIELD")) {
-				roll = append(roll, fmt.Sprintf("%s %s", e.CreationTimestamp.Format(time.TimeOnly), e.Note))
-			}
+	mgRollEvents(ctx, t)
+	plane.check(ctx, t, "roll", 3, 2)
+
+	// Scale both roles up and back down: the retiring members leave the cluster before
+	// their StatefulSet shrinks, and their claims stay (whenScaled: Retain by default).
+	for _, s := range []struct {
+		name, patch        string
+		coordinators, data int32
+	}{
+		{"data 2 -> 3", `{"spec":{"dataInstances":3}}`, 3, 3},
+		{"data 3 -> 2", `{"spec":{"dataInstances":2}}`, 3, 2},
+		{"coordinators 3 -> 5", `{"spec":{"coordinators":5}}`, 5, 2},
+		{"coordinators 5 -> 3", `{"spec":{"coordinators":3}}`, 3, 2},
+	} {
+		plane.write(ctx, t, s.name)
+		mgScale(ctx, t, s.name, s.patch, s.coordinators, s.data, 4*time.Minute)
+		plane.check(ctx, t, s.name, int(s.coordinators), int(s.data))
+	}
+	for _, pvc := range []string{"lib-demo-data-2", "log-demo-data-2", "lib-demo-coordinator-5"} {
+		if _, err := env.client.CoreV1().PersistentVolumeClaims(mgNamespace).Get(ctx, pvc, metav1.GetOptions{}); err != nil {
+			t.Errorf("claim %s of a retired member: %v (whenScaled Retain keeps it)", pvc, err)
 		}
-		t.Logf("roll events:\n  %s", strings.Join(roll, "\n  "))
 	}
 
-	// The MAIN's pod deleted: the coordinators fail over, the pod comes back as a replica,
-	// the operator re-registers what is missing and the cluster is Ready again.
+	// The MAIN's pod deleted while it cannot come back at once (every node cordoned: the
+	// local runner would otherwise restart it within the coordinators' 5 s down timeout, and
+	// it would simply resume as MAIN): the coordinators fail over to the replica; the pod,
+	// once it may run again, comes back as a replica, and the cluster is Ready again.
+	plane.write(ctx, t, "MAIN pod deleted")
 	c, err = mgCluster(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mainPod := strings.ReplaceAll(c.Status.Main, "_", "-")
+	oldMain := c.Status.Main
+	mainPod := strings.ReplaceAll(oldMain, "_", "-")
 	victim, err := env.client.CoreV1().Pods(mgNamespace).Get(ctx, mainPod, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("the MAIN %s has no pod %s: %v", c.Status.Main, mainPod, err)
+		t.Fatalf("the MAIN %s has no pod %s: %v", oldMain, mainPod, err)
 	}
-	mgScale(ctx, t, "delete the MAIN's pod "+mainPod, "", 3, 2, 4*time.Minute, func(ctx context.Context) error {
-		if err := env.client.CoreV1().Pods(mgNamespace).Delete(ctx, mainPod, metav1.DeleteOptions{}); err != nil {
-			return err
+	uncordon := mgCordonAll(ctx, t)
+	t.Cleanup(uncordon)
+	watch = watchMain(ctx)
+	deleted := time.Now()
+	if err := env.client.CoreV1().Pods(mgNamespace).Delete(ctx, mainPod, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var newMain string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, false, func(ctx context.Context) (bool, error) {
+		_, rows, why := mgLeaderView(ctx, 3)
+		if why != "" {
+			return false, nil
 		}
-		// Until the old pod is gone the cluster still looks Ready.
-		return poll(ctx, t, "pod "+mainPod+" replaced", 2*time.Minute, func(ctx context.Context) (bool, error) {
-			p, err := env.client.CoreV1().Pods(mgNamespace).Get(ctx, mainPod, metav1.GetOptions{})
-			if err != nil {
-				return transient(err)
+		for _, r := range rows {
+			if r.Role == "main" && r.Name != oldMain && r.Health == "up" {
+				newMain = r.Name
+				return true, nil
 			}
-			return p.UID != victim.UID, nil
-		})
+		}
+		return false, nil
 	})
+	if err != nil {
+		uncordon()
+		watch.stop(t, "the MAIN pod's deletion")
+		mgDiagnose(ctx, t)
+		t.Fatalf("no failover from %s after its pod was deleted: %v", oldMain, err)
+	}
+	t.Logf("the coordinators failed over from %s to %s %s after the pod's deletion", oldMain, newMain, since(deleted))
+	mgScale(ctx, t, "the deleted MAIN's pod back", "", 3, 2, 4*time.Minute, func(context.Context) error {
+		uncordon()
+		return nil
+	})
+	watch.stop(t, "the MAIN pod's deletion (failover by the coordinators)")
 	if p, err := env.client.CoreV1().Pods(mgNamespace).Get(ctx, mainPod, metav1.GetOptions{}); err != nil || p.UID == victim.UID {
 		t.Errorf("pod %s was not replaced (err %v)", mainPod, err)
 	}
 	c, _ = mgCluster(ctx)
 	t.Logf("after the MAIN's pod went: %s", mgDescribe(c))
+	if c == nil || c.Status.Main != newMain {
+		t.Errorf("status.main after the failover: %s, want %s", mgDescribe(c), newMain)
+	}
+	plane.check(ctx, t, "MAIN pod deleted", 3, 2)
+
+	// A registration wiped by hand: a replica unregistered on the leader (no watch event
+	// tells the operator); its resync registers it again, and the replica catches up with
+	// what the MAIN took while it was out.
+	plane.write(ctx, t, "registration wiped")
+	leader, rows, why := mgLeaderView(ctx, 3)
+	if why != "" {
+		t.Fatal(why)
+	}
+	var main, replica string
+	for _, r := range rows {
+		switch r.Role {
+		case "main":
+			main = r.Name
+		case "replica":
+			replica = r.Name
+		}
+	}
+	wiped := time.Now()
+	if _, err := mgRun(ctx, mgPod(leader), "UNREGISTER INSTANCE "+replica); err != nil {
+		t.Fatalf("UNREGISTER INSTANCE %s on the leader %s: %v", replica, leader, err)
+	}
+	t.Logf("unregistered %s on the leader %s", replica, leader)
+	plane.writeTo(ctx, t, main, "while "+replica+" was unregistered")
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, false, func(ctx context.Context) (bool, error) {
+		_, rows, why := mgLeaderView(ctx, 3)
+		return why == "" && slices.ContainsFunc(rows, func(r mgInstance) bool { return r.Name == replica }), nil
+	})
+	if err != nil {
+		mgDiagnose(ctx, t)
+		t.Fatalf("%s was not registered again: %v", replica, err)
+	}
+	t.Logf("the operator registered %s again after %s", replica, since(wiped))
+	plane.check(ctx, t, "registration wiped", 3, 2)
 
 	// The operator killed right after a scale-down begins: its successor finishes the
 	// retirement from the live StatefulSet.
+	plane.write(ctx, t, "data 2 -> 3 again")
 	mgScale(ctx, t, "data 2 -> 3 again", `{"spec":{"dataInstances":3}}`, 3, 3, 4*time.Minute)
+	plane.check(ctx, t, "data 2 -> 3 again", 3, 3)
+	plane.write(ctx, t, "operator killed mid-retirement")
 	mgScale(ctx, t, "data 3 -> 2 with the operator killed", `{"spec":{"dataInstances":2}}`, 3, 2, 4*time.Minute, func(ctx context.Context) error {
 		ops, err := env.client.CoreV1().Pods(serviceByName("memgraph-operator").namespace()).List(ctx, metav1.ListOptions{LabelSelector: selector("memgraph-operator")})
 		if err != nil {
@@ -271,6 +358,68 @@ func TestMemgraphSample(t *testing.T) {
 		}
 		return nil
 	})
+	plane.check(ctx, t, "operator killed mid-retirement", 3, 2)
+}
+
+// mgFastProbes are one role's probes for the e2e: a period of one second (the defaults'
+// 5 s readiness period was most of each rolled pod's time).
+const mgFastProbes = `{"readiness":{"periodSeconds":1,"timeoutSeconds":1,"failureThreshold":3},` +
+	`"liveness":{"periodSeconds":1,"timeoutSeconds":1,"failureThreshold":30},` +
+	`"startup":{"periodSeconds":1,"timeoutSeconds":1,"failureThreshold":600}}`
+
+// mgCordonAll marks every node unschedulable and returns what undoes it (idempotent).
+func mgCordonAll(ctx context.Context, t *testing.T) func() {
+	t.Helper()
+	nodes, err := env.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(ctx context.Context, name string, v bool) error {
+		_, err := env.client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, v), metav1.PatchOptions{})
+		return err
+	}
+	var cordoned []string
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable {
+			continue
+		}
+		if err := set(ctx, n.Name, true); err != nil {
+			t.Fatalf("cordoning %s: %v", n.Name, err)
+		}
+		cordoned = append(cordoned, n.Name)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			for _, n := range cordoned {
+				if err := set(context.Background(), n, false); err != nil {
+					t.Errorf("uncordoning %s: %v", n, err)
+				}
+			}
+		})
+	}
+}
+
+// mgRollEvents logs the roll's pod deletions and handovers with their times.
+func mgRollEvents(ctx context.Context, t *testing.T) {
+	t.Helper()
+	evs, err := env.client.EventsV1().Events(mgNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("events: %v", err)
+		return
+	}
+	var roll []string
+	for _, e := range evs.Items {
+		if e.Regarding.Kind == "MemgraphCluster" && e.Regarding.Name == mgName && (strings.HasPrefix(e.Note, "Deleted pod") || strings.Contains(e.Note, "DEMOTE") || strings.Contains(e.Note, "YIELD")) {
+			at := e.EventTime.Time
+			if at.IsZero() {
+				at = e.CreationTimestamp.Time
+			}
+			roll = append(roll, fmt.Sprintf("%s %s", at.Format("15:04:05.000"), e.Note))
+		}
+	}
+	slices.Sort(roll)
+	t.Logf("roll events:\n  %s", strings.Join(roll, "\n  "))
 }
 
 // mgScale patches the sample (unless patch is empty), runs the extra changes, and waits
@@ -290,7 +439,8 @@ func mgScale(ctx context.Context, t *testing.T, name, patch string, coordinators
 		}
 	}
 	var states []string
-	err := poll(ctx, t, name, timeout, func(ctx context.Context) (bool, error) {
+	// Polled faster than poll's second: each step's time is logged as a benchmark.
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		c, err := mgCluster(ctx)
 		if err != nil {
 			return transient(err)
@@ -370,4 +520,346 @@ func mgDiagnose(ctx context.Context, t *testing.T) {
 		}
 	}
 	diagnose(ctx, t, serviceByName("memgraph-operator"))
+}
+
+// The data plane, checked independently of the operator: over Bolt, straight to the pods
+// (their addresses are reachable from the suite on the local cluster).
+
+const (
+	mgBoltPort = "7687"
+	// mgCall bounds one Bolt call of the checks.
+	mgCall = 5 * time.Second
+)
+
+// mgPodBolt is a pod's Bolt address ("" while it has no address or is going).
+func mgPodBolt(ctx context.Context, pod string) (string, error) {
+	p, err := env.client.CoreV1().Pods(mgNamespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+		return "", fmt.Errorf("pod %s has no address", pod)
+	}
+	if !direct(p) {
+		return "", fmt.Errorf("pod %s (%s) is not reachable from the suite", pod, p.Status.PodIP)
+	}
+	return net.JoinHostPort(p.Status.PodIP, mgBoltPort), nil
+}
+
+// mgRun runs one query on a pod over Bolt.
+func mgRun(ctx context.Context, pod, query string) (*boltclient.Result, error) {
+	addr, err := mgPodBolt(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, mgCall)
+	defer cancel()
+	return boltclient.Query(ctx, addr, boltclient.Options{Timeout: mgCall}, query)
+}
+
+// mgPod is the pod of a SHOW INSTANCES name: coordinator_<n> runs in <cluster>-coordinator-<n>,
+// a data instance's name is its pod's with '_' for '-'.
+func mgPod(instance string) string {
+	if id, ok := strings.CutPrefix(instance, "coordinator_"); ok {
+		return mgName + "-coordinator-" + id
+	}
+	return strings.ReplaceAll(instance, "_", "-")
+}
+
+// mgInstance is one row of SHOW INSTANCES.
+type mgInstance struct{ Name, Health, Role string }
+
+func mgInstances(res *boltclient.Result) ([]mgInstance, error) {
+	name, health, role := res.Column("name"), res.Column("health"), res.Column("role")
+	if name < 0 || health < 0 || role < 0 {
+		return nil, fmt.Errorf("SHOW INSTANCES has fields %v, want name, health and role", res.Fields)
+	}
+	var out []mgInstance
+	for _, r := range res.Records {
+		if len(r) != len(res.Fields) {
+			return nil, fmt.Errorf("SHOW INSTANCES row %v has %d values for %d fields", r, len(r), len(res.Fields))
+		}
+		s := func(i int) string { v, _ := r[i].(string); return v }
+		out = append(out, mgInstance{Name: s(name), Health: s(health), Role: s(role)})
+	}
+	return out, nil
+}
+
+// mgLeaderView asks SHOW INSTANCES of every coordinator pod and returns the answer of the
+// one that names itself leader (coordinator_<n> runs in pod demo-coordinator-<n>); why says
+// what is wrong when there is not exactly one such coordinator.
+func mgLeaderView(ctx context.Context, coordinators int) (leader string, rows []mgInstance, why string) {
+	var leaders, problems []string
+	for id := 1; id <= coordinators; id++ {
+		self := fmt.Sprintf("coordinator_%d", id)
+		res, err := mgRun(ctx, fmt.Sprintf("%s-coordinator-%d", mgName, id), "SHOW INSTANCES")
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", self, err))
+			continue
+		}
+		got, err := mgInstances(res)
+		if err != nil {
+			return "", nil, err.Error()
+		}
+		for _, r := range got {
+			if r.Name == self && r.Role == "leader" {
+				leaders = append(leaders, self)
+				leader, rows = self, got
+			}
+		}
+	}
+	if len(leaders) != 1 {
+		return "", nil, fmt.Sprintf("coordinators naming themselves leader: %v (%s)", leaders, strings.Join(problems, "; "))
+	}
+	return leader, rows, ""
+}
+
+// mgMembershipProblem checks the leader's view: exactly the expected members, all up,
+// exactly one leader and one MAIN; it returns the MAIN and what is wrong ("" when right).
+func mgMembershipProblem(rows []mgInstance, coordinators, data int) (main, why string) {
+	var want, got []string
+	for id := 1; id <= coordinators; id++ {
+		want = append(want, fmt.Sprintf("coordinator_%d", id))
+	}
+	for i := range data {
+		want = append(want, fmt.Sprintf("%s_data_%d", mgName, i))
+	}
+	roles := map[string][]string{}
+	var down []string
+	for _, r := range rows {
+		got = append(got, r.Name)
+		roles[r.Role] = append(roles[r.Role], r.Name)
+		if r.Health != "up" {
+			down = append(down, r.Name+" "+r.Health)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	switch {
+	case !slices.Equal(got, want):
+		return "", fmt.Sprintf("registered %v, want %v", got, want)
+	case len(roles["leader"]) != 1 || len(roles["main"]) != 1:
+		return "", fmt.Sprintf("leaders %v and MAINs %v, want one each", roles["leader"], roles["main"])
+	case len(roles["replica"]) != data-1 || len(roles["follower"]) != coordinators-1:
+		return "", fmt.Sprintf("replicas %v, followers %v", roles["replica"], roles["follower"])
+	case len(down) > 0:
+		return "", fmt.Sprintf("not up: %v", down)
+	}
+	return roles["main"][0], ""
+}
+
+// mgPlane tracks the nodes written through the MAIN, to be found on every data instance.
+type mgPlane struct {
+	written int64
+	// members is the expected membership, set by each check.
+	coordinators, data int
+}
+
+// view waits until the leader's SHOW INSTANCES shows the expected membership and returns
+// the MAIN and the replicas.
+func (p *mgPlane) view(ctx context.Context, t *testing.T, step string) (main string, replicas []string) {
+	t.Helper()
+	var why string
+	begin := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var rows []mgInstance
+		_, rows, why = mgLeaderView(ctx, p.coordinators)
+		if why != "" {
+			return false, nil
+		}
+		if main, why = mgMembershipProblem(rows, p.coordinators, p.data); why != "" {
+			return false, nil
+		}
+		replicas = nil
+		for _, r := range rows {
+			if r.Role == "replica" {
+				replicas = append(replicas, r.Name)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		mgDiagnose(ctx, t)
+		t.Fatalf("%s: the leader's SHOW INSTANCES: %s (%v)", step, why, err)
+	}
+	if d := time.Since(begin); d > time.Second {
+		t.Logf("%s: SHOW INSTANCES right after %s", step, since(begin))
+	}
+	return main, replicas
+}
+
+// write creates one node through the MAIN (the leader's SHOW INSTANCES names it).
+func (p *mgPlane) write(ctx context.Context, t *testing.T, step string) {
+	t.Helper()
+	main, _ := p.view(ctx, t, "before "+step)
+	p.writeTo(ctx, t, main, step)
+}
+
+func (p *mgPlane) writeTo(ctx context.Context, t *testing.T, main, step string) {
+	t.Helper()
+	q := fmt.Sprintf("CREATE (:E2E {step: %q})", step)
+	// A MAIN that just (re)started refuses writes until the coordinators have confirmed it:
+	// the refusal says to retry; how long it lasted is logged.
+	begin := time.Now()
+	var err error
+	for {
+		if _, err = mgRun(ctx, mgPod(main), q); err == nil || !strings.Contains(err.Error(), "please retry") || time.Since(begin) > 30*time.Second {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil && strings.Contains(err.Error(), "SYNC replica has not confirmed") && !strings.Contains(err.Error(), "STRICT_SYNC") {
+		// Memgraph commits on the MAIN all the same; the replica must catch up (check).
+		t.Logf("%s: the MAIN %s committed the write but a SYNC replica did not confirm it: %v", step, main, err)
+		err = nil
+	}
+	if err != nil {
+		t.Fatalf("%s on the MAIN %s: %v", q, main, err)
+	}
+	if d := time.Since(begin); d > time.Second {
+		t.Logf("%s: the MAIN %s took the write after %s of refusals", step, main, since(begin))
+	}
+	p.written++
+}
+
+// check runs after a step: the membership is right, and the MAIN and every replica hold
+// every node written so far (SYNC replication: equal counts, none lost).
+func (p *mgPlane) check(ctx context.Context, t *testing.T, step string, coordinators, data int) {
+	t.Helper()
+	p.coordinators, p.data = coordinators, data
+	main, replicas := p.view(ctx, t, step)
+	counts := map[string]int64{}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		ok := true
+		for _, inst := range append([]string{main}, replicas...) {
+			res, err := mgRun(ctx, mgPod(inst), "MATCH (n:E2E) RETURN count(n)")
+			counts[inst] = -1
+			if err == nil && len(res.Records) == 1 && len(res.Records[0]) == 1 {
+				counts[inst], _ = res.Records[0][0].(int64)
+			}
+			ok = ok && counts[inst] == p.written
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: nodes written through the MAIN: %d; counted on MAIN %s and replicas %v: %v (-1: no answer)", step, p.written, main, replicas, counts)
+	}
+	t.Logf("%s: main=%s, %d nodes on the MAIN and each of %d replicas", step, main, p.written, len(replicas))
+}
+
+// mainWatch polls SHOW REPLICATION ROLE on every data pod in a tight loop and records the
+// windows in which no data instance answered MAIN.
+type mainWatch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	// set by the loop, read after done
+	gaps, twos        []time.Duration
+	rounds            int
+	maxRound, started time.Duration
+}
+
+func watchMain(ctx context.Context) *mainWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &mainWatch{cancel: cancel, done: make(chan struct{})}
+	go w.loop(ctx)
+	return w
+}
+
+func (w *mainWatch) loop(ctx context.Context) {
+	defer close(w.done)
+	clients := map[string]*boltclient.Client{}
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	var addrs []string
+	var listed time.Time
+	var gapStart, twoStart time.Time
+	begin := time.Now()
+	for ctx.Err() == nil {
+		// Pods come back with new addresses: list them often, query them far more often.
+		if time.Since(listed) > 300*time.Millisecond {
+			list, err := env.client.CoreV1().Pods(mgNamespace).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + mgName + ",app.kubernetes.io/component=data"})
+			if err == nil {
+				addrs = addrs[:0]
+				for i := range list.Items {
+					if ip := list.Items[i].Status.PodIP; ip != "" {
+						addrs = append(addrs, net.JoinHostPort(ip, mgBoltPort))
+					}
+				}
+				listed = time.Now()
+			}
+		}
+		round := time.Now()
+		mains := 0
+		for _, a := range addrs {
+			c := clients[a]
+			if c == nil {
+				dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				var err error
+				c, err = boltclient.Dial(dctx, a, boltclient.Options{Timeout: 200 * time.Millisecond})
+				cancel()
+				if err != nil {
+					continue
+				}
+				clients[a] = c
+			}
+			res, err := c.Run(ctx, "SHOW REPLICATION ROLE", nil)
+			if err != nil {
+				_ = c.Close()
+				delete(clients, a)
+				continue
+			}
+			if len(res.Records) == 1 && len(res.Records[0]) == 1 && res.Records[0][0] == "main" {
+				mains++
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		w.rounds++
+		w.maxRound = max(w.maxRound, time.Since(round))
+		switch {
+		case mains == 0 && gapStart.IsZero():
+			gapStart = round
+		case mains > 0 && !gapStart.IsZero():
+			w.gaps = append(w.gaps, time.Since(gapStart))
+			gapStart = time.Time{}
+		}
+		switch {
+		case mains > 1 && twoStart.IsZero():
+			twoStart = round
+		case mains <= 1 && !twoStart.IsZero():
+			w.twos = append(w.twos, time.Since(twoStart))
+			twoStart = time.Time{}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !gapStart.IsZero() {
+		w.gaps = append(w.gaps, -time.Since(gapStart)) // still open: negative
+	}
+	w.started = time.Since(begin)
+}
+
+// stop ends the watch and logs what it saw (timings are logged, never asserted).
+func (w *mainWatch) stop(t *testing.T, what string) {
+	t.Helper()
+	w.cancel()
+	<-w.done
+	list := func(ds []time.Duration) string {
+		var out []string
+		for _, g := range ds {
+			if g < 0 {
+				out = append(out, fmt.Sprintf("%s (still open)", -g))
+				continue
+			}
+			out = append(out, g.Round(time.Millisecond).String())
+		}
+		return "[" + strings.Join(out, " ") + "]"
+	}
+	// Two answers of MAIN in one round can be a handover between two reads of the round,
+	// or a restarted old MAIN that restored its role before the coordinators demoted it.
+	t.Logf("MAIN-less windows during %s: %s; windows with two data instances answering MAIN: %s (%d polling rounds over %s, slowest round %s)",
+		what, list(w.gaps), list(w.twos), w.rounds, w.started.Round(time.Second), w.maxRound.Round(time.Millisecond))
 }
