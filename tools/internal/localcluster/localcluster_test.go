@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -128,6 +129,7 @@ func TestLocalCluster(t *testing.T) {
 
 	t.Run("nodes", func(t *testing.T) { checkNodes(ctx, t, client, o) })
 	t.Run("statefulset with claims", func(t *testing.T) { checkStatefulSet(ctx, t, client) })
+	t.Run("kwok pod waits for its readiness gate", func(t *testing.T) { checkKwokReadinessGate(ctx, t, client, o) })
 	t.Run("redis pod runs as a process", func(t *testing.T) { checkRedis(ctx, t, client, o) })
 	t.Run("pod environment, volumes, token, names, probes", func(t *testing.T) { checkPodApp(ctx, t, client, o) })
 	t.Run("crashing container restarts in place", func(t *testing.T) { checkCrashLoop(ctx, t, client) })
@@ -424,6 +426,59 @@ func redisCommand(addr, cmd string) (string, error) {
 		return strings.TrimSpace(value), err
 	}
 	return line, nil
+}
+
+// checkKwokReadinessGate: a pod kwok simulates, with a readiness gate, runs but is not Ready
+// until the gate's owner patches its condition True through pods/status, and is not Ready
+// again once it patches it False; kwok never writes the gate's condition itself.
+func checkKwokReadinessGate(ctx context.Context, t *testing.T, client kubernetes.Interface, o localcluster.Options) {
+	const gate = "example.test/warm"
+	pods := client.CoreV1().Pods("default")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "gated"},
+		Spec: corev1.PodSpec{NodeName: o.Nodes[0].Name, ReadinessGates: []corev1.PodReadinessGate{{ConditionType: gate}},
+			Containers: []corev1.Container{{Name: "app", Image: "registry.example/simulated:1"}}},
+	}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = pods.Delete(context.Background(), pod.Name, metav1.DeleteOptions{}) }()
+	state := func(want corev1.ConditionStatus, reason string) func() (bool, string) {
+		return func() (bool, string) {
+			p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady {
+					return p.Status.Phase == corev1.PodRunning && c.Status == want && c.Reason == reason,
+						fmt.Sprintf("%s Ready=%s %s: %s", p.Status.Phase, c.Status, c.Reason, c.Message)
+				}
+			}
+			return false, string(p.Status.Phase) + " without Ready"
+		}
+	}
+	waitFor(ctx, t, "the gated pod Running, Ready=False ReadinessGatesNotReady", state(corev1.ConditionFalse, "ReadinessGatesNotReady"))
+	time.Sleep(time.Second)
+	p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == gate || (c.Type == corev1.PodReady && c.Status != corev1.ConditionFalse) {
+			t.Fatalf("before the gate's owner spoke: %s=%s (kwok must not set the gate, nor Ready without it)", c.Type, c.Status)
+		}
+	}
+	setGate := func(s corev1.ConditionStatus) {
+		patch := fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":%q,"reason":"Owner"}]}}`, gate, s)
+		if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setGate(corev1.ConditionTrue)
+	waitFor(ctx, t, "the gated pod Ready once its gate is True", state(corev1.ConditionTrue, ""))
+	setGate(corev1.ConditionFalse)
+	waitFor(ctx, t, "the gated pod not Ready once its gate is False", state(corev1.ConditionFalse, "ReadinessGatesNotReady"))
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -124,7 +124,9 @@ const gateReadyCondition = `- lastTransitionTime: {{ $now | Quote }}
 ` + gateReadyFields
 
 // gateReadyStage sets Ready of a running simulated pod with readiness gates (whose
-// containers kwok made ready) when it no longer says what the gates' conditions do.
+// containers kwok made ready) when it no longer says what the gates' conditions do. Its
+// weight makes kwok pick it over pod-mark-address, which matches every pod with an address:
+// among several matching stages kwok picks at random, by weight when any has one.
 var gateReadyStage = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -133,6 +135,7 @@ spec:
   resourceRef:
     apiGroup: v1
     kind: Pod
+  weight: 1
   selector:
     matchExpressions:
     - key: '.metadata.deletionTimestamp'
