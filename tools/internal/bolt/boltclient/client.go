@@ -1,5 +1,5 @@
-// Package boltclient is a small raw Bolt client (HELLO/LOGON, RUN, PULL, RESET, ROUTE,
-// GOODBYE) for tests that check a Bolt server from the outside, such as the end-to-end
+// Package boltclient is a small raw Bolt client (HELLO/LOGON, RUN, PULL, BEGIN, COMMIT,
+// ROLLBACK, RESET, ROUTE, GOODBYE) for tests that check a Bolt server from the outside, such as the end-to-end
 // suite reading SHOW INSTANCES and counting nodes on each Memgraph pod. The repository's
 // only driver, neo4j-go-driver, belongs to the memgraph-operator's internal/memgraph package;
 // this client shares the wire code of tools/internal/bolt instead.
@@ -25,6 +25,9 @@ const (
 	msgGoodbye  = 0x02
 	msgReset    = 0x0F
 	msgRun      = 0x10
+	msgBegin    = 0x11
+	msgCommit   = 0x12
+	msgRollback = 0x13
 	msgPull     = 0x3F
 	msgRoute    = 0x66
 	msgLogon    = 0x6A
@@ -200,6 +203,33 @@ func cmpErr(run, pull error) error {
 		return run
 	}
 	return pull
+}
+
+// Begin opens an explicit transaction; Run then runs inside it until Commit or Rollback.
+func (c *Client) Begin(ctx context.Context) error {
+	return c.simple(ctx, msgBegin, map[string]any{})
+}
+
+// Commit ends the explicit transaction.
+func (c *Client) Commit(ctx context.Context) error { return c.simple(ctx, msgCommit) }
+
+// Rollback abandons the explicit transaction.
+func (c *Client) Rollback(ctx context.Context) error { return c.simple(ctx, msgRollback) }
+
+// simple sends one message answered by SUCCESS or FAILURE (then resets).
+func (c *Client) simple(ctx context.Context, tag byte, fields ...any) error {
+	defer c.bound(ctx)()
+	if err := c.send(tag, fields...); err != nil {
+		return err
+	}
+	if err := c.w.Flush(); err != nil {
+		return err
+	}
+	_, err := c.reply()
+	if _, isFailure := errors.AsType[*bolt.Failure](err); isFailure {
+		err = errors.Join(err, c.reset())
+	}
+	return err
 }
 
 // Route sends ROUTE (Bolt 4.3+) for the default database and returns the routing table.

@@ -45,6 +45,9 @@ func (c conn) Run(ctx context.Context, q bolt.Query) (*bolt.Result, error) {
 		}
 		return &bolt.Result{}, nil
 	}
+	if q.Text == "IN TX" {
+		return &bolt.Result{Fields: []string{"in_tx"}, Records: [][]any{{q.InTx}}}, nil
+	}
 	return nil, &bolt.Failure{Code: bolt.CodeMemgraphError, Message: "unknown query " + q.Text}
 }
 
@@ -178,5 +181,48 @@ func TestQueryOneShot(t *testing.T) {
 	}
 	if _, err := Query(t.Context(), "127.0.0.1:1", Options{}, "SHOW INSTANCES"); err == nil {
 		t.Error("Query to a closed port returned no error")
+	}
+}
+
+func TestExplicitTransaction(t *testing.T) {
+	addr, _, _ := serve(t)
+	ctx := t.Context()
+	c, err := Dial(ctx, addr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	inTx := func() any {
+		t.Helper()
+		res, err := c.Run(ctx, "IN TX", nil)
+		if err != nil || len(res.Records) != 1 {
+			t.Fatalf("IN TX: %v, %v", res, err)
+		}
+		return res.Records[0][0]
+	}
+	if err := c.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := inTx(); got != true {
+		t.Errorf("inside BEGIN the server saw InTx=%v", got)
+	}
+	if err := c.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := inTx(); got != false {
+		t.Errorf("after COMMIT the server saw InTx=%v", got)
+	}
+	if err := c.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := inTx(); got != false {
+		t.Errorf("after ROLLBACK the server saw InTx=%v", got)
+	}
+	// A protocol violation: the server closes the connection, the client reports it.
+	if err := c.Commit(ctx); err == nil {
+		t.Error("COMMIT outside a transaction succeeded")
 	}
 }
