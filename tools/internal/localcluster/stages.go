@@ -76,7 +76,8 @@ spec:
 // whenever a gate's condition changes. The reasons and messages are the kubelet's.
 
 // gateMessagesTemplate sets $gateMsgs to one message per readiness gate whose condition is
-// missing or not True.
+// missing or not True, and $readySince to Ready's lastTransitionTime (kept while its status
+// stays).
 const gateMessagesTemplate = `{{ $gateMsgs := list }}
 {{ range $g := .spec.readinessGates }}
 {{ $s := "" }}
@@ -85,6 +86,9 @@ const gateMessagesTemplate = `{{ $gateMsgs := list }}
 {{ else if ne $s "True" }}{{ $gateMsgs = append $gateMsgs (printf "the status of pod readiness gate %q is not \"True\", but %s" $g.conditionType $s) }}
 {{ end }}
 {{ end }}
+{{ $readyStatus := "True" }}{{ if $gateMsgs }}{{ $readyStatus = "False" }}{{ end }}
+{{ $readySince := Now }}
+{{ range .status.conditions }}{{ if and (eq .type "Ready") (eq .status $readyStatus) }}{{ $readySince = .lastTransitionTime }}{{ end }}{{ end }}
 `
 
 // gateReadyFields are the Ready condition's status, reason and message (indented as fields
@@ -119,7 +123,7 @@ const kwokGateConditions = `{{ range .spec.readinessGates }}
 {{ end }}
 `
 
-const gateReadyCondition = `- lastTransitionTime: {{ $now | Quote }}
+const gateReadyCondition = `- lastTransitionTime: {{ $readySince | Quote }}
   type: Ready
 ` + gateReadyFields
 
@@ -160,7 +164,7 @@ spec:
     statusTemplate: |
 ` + indent(`{{ $now := Now }}
 `+gateMessagesTemplate+`conditions:
-- lastTransitionTime: {{ $now | Quote }}
+- lastTransitionTime: {{ $readySince | Quote }}
   type: Ready
 `+gateReadyFields, "      ")
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -199,7 +200,19 @@ func TestPodStagesReadinessGates(t *testing.T) {
 
 		p = setGate(p, corev1.ConditionFalse)
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: "example.test/other", Status: corev1.ConditionTrue})
+		// Ready stays False: its lastTransitionTime stays too.
+		since := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		for i := range p.Status.Conditions {
+			if p.Status.Conditions[i].Type == corev1.PodReady {
+				p.Status.Conditions[i].LastTransitionTime = since
+			}
+		}
 		p, played = kwokPlay(t, stages, p)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && !c.LastTransitionTime.Equal(&since) {
+				t.Errorf("Ready stayed False but its lastTransitionTime moved from %v to %v", since, c.LastTransitionTime)
+			}
+		}
 		if len(played) != 1 || played[0] != "pod-readiness-gates" {
 			t.Errorf("stages played on a gate change: %v, want pod-readiness-gates", played)
 		}
@@ -207,6 +220,11 @@ func TestPodStagesReadinessGates(t *testing.T) {
 
 		p, _ = kwokPlay(t, stages, setGate(p, corev1.ConditionTrue))
 		ready(t, p, corev1.ConditionTrue, "", "")
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.LastTransitionTime.Equal(&since) {
+				t.Error("Ready turned True but kept its old lastTransitionTime")
+			}
+		}
 		if p, played := kwokPlay(t, stages, p); len(played) != 0 {
 			t.Errorf("stages %v played on a settled pod %+v", played, p.Status.Conditions)
 		}
