@@ -2,6 +2,7 @@ package podrunner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,13 +45,7 @@ func podReadyCondition(gates []corev1.PodReadinessGate, conditions []corev1.PodC
 	}
 	var holding []string
 	for _, g := range gates {
-		var found *corev1.PodCondition
-		for i := range conditions {
-			if conditions[i].Type == g.ConditionType {
-				found = &conditions[i]
-				break
-			}
-		}
+		found := conditionOf(conditions, g.ConditionType)
 		switch {
 		case found == nil:
 			holding = append(holding, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
@@ -63,4 +58,12 @@ func podReadyCondition(gates []corev1.PodReadinessGate, conditions []corev1.PodC
 			Reason: reasonReadinessGatesNotReady, Message: strings.Join(holding, ", ")}
 	}
 	return corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}
+}
+
+// conditionOf is the condition of that type in conds, nil when there is none.
+func conditionOf(conds []corev1.PodCondition, typ corev1.PodConditionType) *corev1.PodCondition {
+	if i := slices.IndexFunc(conds, func(c corev1.PodCondition) bool { return c.Type == typ }); i >= 0 {
+		return &conds[i]
+	}
+	return nil
 }

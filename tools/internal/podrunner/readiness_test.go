@@ -175,10 +175,5 @@ func getPod(ctx context.Context, t *testing.T, client kubernetes.Interface, name
 }
 
 func findCondition(p *corev1.Pod, typ corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == typ {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
+	return conditionOf(p.Status.Conditions, typ)
 }
