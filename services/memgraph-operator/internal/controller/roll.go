@@ -36,7 +36,8 @@ type rollStep struct {
 
 // planRoll decides, before the registration pass, what the rolling update does: the
 // StatefulSets update OnDelete, and one pod at a time is replaced, only when every pod is
-// present and ready and the last pass found the cluster converged: data replicas first,
+// present and ready and the cluster converged (this pass's registration for a deletion, the
+// last pass for a handover of MAIN or leadership): data replicas first,
 // then the MAIN (handed over to a caught-up replica first, so its pod is a replica when it
 // goes), then the coordinators, the Raft leader last (after it yields).
 func (p *pass) planRoll(ctx context.Context, want *planner.Desired) error {
@@ -67,16 +68,15 @@ func (p *pass) planRoll(ctx context.Context, want *planner.Desired) error {
 	// Active even while the last pass had not converged: the pass then looks again soon
 	// instead of at the next resync (a pod just replaced made the last pass unconverged).
 	p.rolled.active = true
-	if !settled {
-		want.ReadLag = false
-		p.rolled.waiting = "waiting for the cluster to converge"
-		return nil
-	}
 	if len(pods.Items) != total || ready != total {
 		p.rolled.waiting = "waiting for every pod to be ready"
 		return nil
 	}
 	switch {
+	case drain && !settled:
+		// MAIN and leadership move only off a cluster the last pass found converged.
+		want.ReadLag = false
+		p.rolled.waiting = "waiting for the cluster to converge"
 	case drain && next.Labels[resources.LabelComponent] == string(resources.RoleData):
 		p.rolled.drainMain = p.c.Status.Main
 		want.DrainData = []string{p.rolled.drainMain}
@@ -85,6 +85,8 @@ func (p *pass) planRoll(ctx context.Context, want *planner.Desired) error {
 		p.rolled.drainLeader = id
 		want.DrainCoordinators = []int{id}
 	default:
+		// roll confirms with this pass's registration (converged, caught up) before the
+		// deletion, so a pass that follows an unconverged one need not wait another Poll.
 		p.rolled.next = next
 	}
 	return nil
