@@ -753,9 +753,9 @@ type mainWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	// set by the loop, read after done
-	gaps, twos        []time.Duration
-	rounds            int
-	maxRound, started time.Duration
+	gaps, twos       []time.Duration
+	rounds           int
+	maxRound, lasted time.Duration
 }
 
 func watchMain(ctx context.Context) *mainWatch {
@@ -839,7 +839,7 @@ func (w *mainWatch) loop(ctx context.Context) {
 	if !gapStart.IsZero() {
 		w.gaps = append(w.gaps, -time.Since(gapStart)) // still open: negative
 	}
-	w.started = time.Since(begin)
+	w.lasted = time.Since(begin)
 }
 
 // stop ends the watch and logs what it saw (timings are logged, never asserted).
@@ -861,5 +861,5 @@ func (w *mainWatch) stop(t *testing.T, what string) {
 	// Two answers of MAIN in one round can be a handover between two reads of the round,
 	// or a restarted old MAIN that restored its role before the coordinators demoted it.
 	t.Logf("MAIN-less windows during %s: %s; windows with two data instances answering MAIN: %s (%d polling rounds over %s, slowest round %s)",
-		what, list(w.gaps), list(w.twos), w.rounds, w.started.Round(time.Second), w.maxRound.Round(time.Millisecond))
+		what, list(w.gaps), list(w.twos), w.rounds, w.lasted.Round(time.Second), w.maxRound.Round(time.Millisecond))
 }
