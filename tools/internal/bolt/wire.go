@@ -33,3 +33,21 @@ func ReadMessage(r *bufio.Reader) ([]byte, error) { return readMessage(r, nil) }
 
 // WriteMessage writes msg chunked, with its end marker; the caller flushes w.
 func WriteMessage(w *bufio.Writer, msg []byte) error { return writeMessage(w, msg) }
+
+// Message signatures, for clients.
+const (
+	MsgHello    = msgHello
+	MsgGoodbye  = msgGoodbye
+	MsgReset    = msgReset
+	MsgRun      = msgRun
+	MsgBegin    = msgBegin
+	MsgCommit   = msgCommit
+	MsgRollback = msgRollback
+	MsgPull     = msgPull
+	MsgRoute    = msgRoute
+	MsgLogon    = msgLogon
+	MsgSuccess  = msgSuccess
+	MsgRecord   = msgRecord
+	MsgIgnored  = msgIgnored
+	MsgFailure  = msgFailure
+)

@@ -19,22 +19,7 @@ import (
 	"github.com/opsuite/suite/tools/internal/bolt"
 )
 
-// Message signatures a client sends and receives.
 const (
-	msgHello    = 0x01
-	msgGoodbye  = 0x02
-	msgReset    = 0x0F
-	msgRun      = 0x10
-	msgBegin    = 0x11
-	msgCommit   = 0x12
-	msgRollback = 0x13
-	msgPull     = 0x3F
-	msgRoute    = 0x66
-	msgLogon    = 0x6A
-	msgSuccess  = 0x70
-	msgRecord   = 0x71
-	msgIgnored  = 0x7E
-	msgFailure  = 0x7F
 	boltMagic   = 0x6060B017
 	userAgent   = "opsuite-boltclient/1"
 	dialTimeout = 5 * time.Second
@@ -122,11 +107,11 @@ func (c *Client) open(ctx context.Context, o Options) error {
 			hello[k] = v
 		}
 	}
-	if err := c.send(msgHello, hello); err != nil {
+	if err := c.send(bolt.MsgHello, hello); err != nil {
 		return err
 	}
 	if logon {
-		if err := c.send(msgLogon, auth); err != nil {
+		if err := c.send(bolt.MsgLogon, auth); err != nil {
 			return err
 		}
 	}
@@ -154,10 +139,10 @@ func (c *Client) Run(ctx context.Context, query string, params map[string]any) (
 	if params == nil {
 		params = map[string]any{}
 	}
-	if err := c.send(msgRun, query, params, map[string]any{}); err != nil {
+	if err := c.send(bolt.MsgRun, query, params, map[string]any{}); err != nil {
 		return nil, err
 	}
-	if err := c.send(msgPull, map[string]any{"n": int64(-1)}); err != nil {
+	if err := c.send(bolt.MsgPull, map[string]any{"n": int64(-1)}); err != nil {
 		return nil, err
 	}
 	if err := c.w.Flush(); err != nil {
@@ -177,7 +162,7 @@ func (c *Client) Run(ctx context.Context, query string, params map[string]any) (
 		if err != nil {
 			return nil, err
 		}
-		if tag == msgRecord {
+		if tag == bolt.MsgRecord {
 			if len(fields) == 1 {
 				res.Records = append(res.Records, asList(fields[0]))
 			}
@@ -207,14 +192,14 @@ func cmpErr(run, pull error) error {
 
 // Begin opens an explicit transaction; Run then runs inside it until Commit or Rollback.
 func (c *Client) Begin(ctx context.Context) error {
-	return c.simple(ctx, msgBegin, map[string]any{})
+	return c.simple(ctx, bolt.MsgBegin, map[string]any{})
 }
 
 // Commit ends the explicit transaction.
-func (c *Client) Commit(ctx context.Context) error { return c.simple(ctx, msgCommit) }
+func (c *Client) Commit(ctx context.Context) error { return c.simple(ctx, bolt.MsgCommit) }
 
 // Rollback abandons the explicit transaction.
-func (c *Client) Rollback(ctx context.Context) error { return c.simple(ctx, msgRollback) }
+func (c *Client) Rollback(ctx context.Context) error { return c.simple(ctx, bolt.MsgRollback) }
 
 // simple sends one message answered by SUCCESS or FAILURE (then resets).
 func (c *Client) simple(ctx context.Context, tag byte, fields ...any) error {
@@ -235,7 +220,7 @@ func (c *Client) simple(ctx context.Context, tag byte, fields ...any) error {
 // Route sends ROUTE (Bolt 4.3+) for the default database and returns the routing table.
 func (c *Client) Route(ctx context.Context) (*bolt.RoutingTable, error) {
 	defer c.bound(ctx)()
-	if err := c.send(msgRoute, map[string]any{"address": c.nc.RemoteAddr().String()}, []any{}, nil); err != nil {
+	if err := c.send(bolt.MsgRoute, map[string]any{"address": c.nc.RemoteAddr().String()}, []any{}, nil); err != nil {
 		return nil, err
 	}
 	if err := c.w.Flush(); err != nil {
@@ -275,14 +260,14 @@ func (c *Client) Route(ctx context.Context) (*bolt.RoutingTable, error) {
 // Close says GOODBYE and closes the connection.
 func (c *Client) Close() error {
 	_ = c.nc.SetDeadline(time.Now().Add(time.Second))
-	if err := c.send(msgGoodbye); err == nil {
+	if err := c.send(bolt.MsgGoodbye); err == nil {
 		_ = c.w.Flush()
 	}
 	return c.nc.Close()
 }
 
 func (c *Client) reset() error {
-	if err := c.send(msgReset); err != nil {
+	if err := c.send(bolt.MsgReset); err != nil {
 		return err
 	}
 	if err := c.w.Flush(); err != nil {
@@ -335,13 +320,13 @@ func replyOf(tag byte, fields []any) (map[string]any, error) {
 		meta, _ = fields[0].(map[string]any)
 	}
 	switch tag {
-	case msgSuccess:
+	case bolt.MsgSuccess:
 		return meta, nil
-	case msgFailure:
+	case bolt.MsgFailure:
 		code, _ := meta["code"].(string)
 		msg, _ := meta["message"].(string)
 		return nil, &bolt.Failure{Code: code, Message: msg}
-	case msgIgnored:
+	case bolt.MsgIgnored:
 		return nil, ErrIgnored
 	}
 	return nil, fmt.Errorf("bolt: unexpected message 0x%02X", tag)

@@ -84,6 +84,17 @@ func serve(t *testing.T) (addr string, seen func() []string, unblock func()) {
 	}, func() { once.Do(func() { close(block) }) }
 }
 
+// dial connects and closes the client when the test ends.
+func dial(t *testing.T, addr string, o Options) *Client {
+	t.Helper()
+	c, err := Dial(t.Context(), addr, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 func TestRunAndRoute(t *testing.T) {
 	addr, seen, _ := serve(t)
 	ctx := t.Context()
@@ -129,12 +140,8 @@ func TestRunAndRoute(t *testing.T) {
 func TestFailureThenReuse(t *testing.T) {
 	addr, _, _ := serve(t)
 	ctx := t.Context()
-	c, err := Dial(ctx, addr, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_, err = c.Run(ctx, "UNREGISTER INSTANCE x", nil)
+	c := dial(t, addr, Options{})
+	_, err := c.Run(ctx, "UNREGISTER INSTANCE x", nil)
 	f, ok := errors.AsType[*bolt.Failure](err)
 	if !ok || f.Code != bolt.CodeMemgraphError || f.Message != "unknown query UNREGISTER INSTANCE x" {
 		t.Fatalf("error %v, want the server's FAILURE", err)
@@ -156,15 +163,11 @@ func TestAuthenticationRefused(t *testing.T) {
 func TestContextBoundsACall(t *testing.T) {
 	addr, _, unblock := serve(t)
 	defer unblock()
-	c, err := Dial(t.Context(), addr, Options{Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, addr, Options{Timeout: time.Minute})
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	begin := time.Now()
-	_, err = c.Run(ctx, "BLOCK", nil)
+	_, err := c.Run(ctx, "BLOCK", nil)
 	if err == nil {
 		t.Fatal("a blocked query returned no error")
 	}
@@ -187,11 +190,7 @@ func TestQueryOneShot(t *testing.T) {
 func TestExplicitTransaction(t *testing.T) {
 	addr, _, _ := serve(t)
 	ctx := t.Context()
-	c, err := Dial(ctx, addr, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, addr, Options{})
 	inTx := func() any {
 		t.Helper()
 		res, err := c.Run(ctx, "IN TX", nil)
