@@ -812,7 +812,10 @@ func containerPID(p *corev1.Pod) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(data)))
 }
 
-const uninstallRelease = "memgraph-operator"
+// uninstallRelease is uninstalled by TestUninstallRemovesEverything: the Vald operator,
+// whose sample test (TestValdSample) runs before it in this file, while the tests that
+// need the Memgraph, Valkey and VeltrixDB operators run after it (later files).
+const uninstallRelease = "vald-operator"
 
 func TestUninstallRemovesEverything(t *testing.T) {
 	needInstalled(t, uninstallRelease)
