@@ -12,6 +12,8 @@ const (
 	DefaultLicenseKey            = "MEMGRAPH_ENTERPRISE_LICENSE"
 	DefaultOrganizationKey       = "MEMGRAPH_ORGANIZATION_NAME"
 	DefaultClusterDomain         = "cluster.local"
+	DefaultAuthUserKey           = "USER"
+	DefaultAuthPasswordKey       = "PASSWORD"
 
 	DefaultBoltPort        int32 = 7687
 	DefaultManagementPort  int32 = 10000
@@ -36,7 +38,7 @@ var (
 // ReservedEnv are the environment variables the operator sets on every pod; extraEnv
 // cannot shadow them (the CRD refuses each, and a test pins that it does).
 var ReservedEnv = []string{
-	"MEMGRAPH_ENTERPRISE_LICENSE", "MEMGRAPH_ORGANIZATION_NAME",
+	"MEMGRAPH_ENTERPRISE_LICENSE", "MEMGRAPH_ORGANIZATION_NAME", "MEMGRAPH_USER", "MEMGRAPH_PASSWORD",
 	"MEMGRAPH_BOLT_PORT", "MEMGRAPH_MANAGEMENT_PORT", "MEMGRAPH_COORDINATOR_PORT",
 	"MEMGRAPH_COORDINATOR_ID", "MEMGRAPH_COORDINATOR_HOSTNAME", "MEMGRAPH_HA_CLUSTER_INIT_QUERIES",
 	"POD_NAME", "POD_NAMESPACE",

@@ -10,6 +10,7 @@ import (
 // coordinators and the data instances they register, one MAIN and the rest SYNC replicas.
 // Every field has a schema default mirrored by a Go constant (defaults.go), so builders
 // behave the same on a spec that never passed admission.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.auth) || has(self.auth)",message="spec.auth cannot be removed: Memgraph keeps the admin user in its data, so the operator must keep logging in; change the Secret's password instead"
 type MemgraphClusterSpec struct {
 	// Coordinators is the number of coordinators in the Raft group: odd and at least 3,
 	// since an even count tolerates no more failures than the odd count below it.
@@ -39,6 +40,12 @@ type MemgraphClusterSpec struct {
 	// Memgraph refuses high availability without both.
 	// +required
 	License LicenseSpec `json:"license"`
+
+	// Auth names the Secret with Memgraph's admin user: every pod gets it as
+	// MEMGRAPH_USER/MEMGRAPH_PASSWORD and the operator logs in with it. Without it the
+	// instances run without Bolt auth.
+	// +optional
+	Auth *AuthSpec `json:"auth,omitempty"`
 
 	// Storage is each role's lib and log volumes and what happens to them.
 	// +kubebuilder:default={}
@@ -137,6 +144,33 @@ type LicenseSpec struct {
 	// +kubebuilder:default=MEMGRAPH_ORGANIZATION_NAME
 	// +optional
 	OrganizationKey string `json:"organizationKey,omitempty"`
+}
+
+// AuthSpec names the Secret whose two keys become MEMGRAPH_USER and MEMGRAPH_PASSWORD
+// (the vocabulary of Memgraph's Helm charts: userKey USER, passwordKey PASSWORD). The
+// kubelet injects them; the operator reads them each pass, so a changed password is used
+// at once and rolls no pod.
+// +kubebuilder:validation:XValidation:rule="self.userKey != self.passwordKey",message="auth.userKey and auth.passwordKey must name different keys of the Secret: the username and the password are two values"
+type AuthSpec struct {
+	// SecretName is the Secret in the cluster's namespace.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="auth.secretName must name a Secret: lowercase letters, digits, '-' and '.'"
+	// +required
+	SecretName string `json:"secretName"`
+
+	// UserKey is the Secret key holding the admin username.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="auth.userKey must be a Secret key: letters, digits, '-', '_' and '.'"
+	// +kubebuilder:default=USER
+	// +optional
+	UserKey string `json:"userKey,omitempty"`
+
+	// PasswordKey is the Secret key holding the admin password.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="auth.passwordKey must be a Secret key: letters, digits, '-', '_' and '.'"
+	// +kubebuilder:default=PASSWORD
+	// +optional
+	PasswordKey string `json:"passwordKey,omitempty"`
 }
 
 // StorageSpec is the persistent storage of both roles.
@@ -382,6 +416,7 @@ type EnvVar struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z][-._a-zA-Z0-9]*$')",message="extraEnv names must be environment variable names: letters, digits, '_', '-' and '.', not starting with a digit"
 	// +kubebuilder:validation:XValidation:rule="!(self in ['MEMGRAPH_ENTERPRISE_LICENSE', 'MEMGRAPH_ORGANIZATION_NAME'])",message="extraEnv must not set MEMGRAPH_ENTERPRISE_LICENSE or MEMGRAPH_ORGANIZATION_NAME: the license comes from the Secret named in spec.license"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['MEMGRAPH_USER', 'MEMGRAPH_PASSWORD'])",message="extraEnv must not set MEMGRAPH_USER or MEMGRAPH_PASSWORD: name a Secret in spec.auth instead"
 	// +kubebuilder:validation:XValidation:rule="!(self in ['MEMGRAPH_BOLT_PORT', 'MEMGRAPH_MANAGEMENT_PORT', 'MEMGRAPH_COORDINATOR_PORT'])",message="extraEnv must not set MEMGRAPH_BOLT_PORT, MEMGRAPH_MANAGEMENT_PORT or MEMGRAPH_COORDINATOR_PORT: set spec.ports instead"
 	// +kubebuilder:validation:XValidation:rule="!(self in ['MEMGRAPH_COORDINATOR_ID', 'MEMGRAPH_COORDINATOR_HOSTNAME', 'MEMGRAPH_HA_CLUSTER_INIT_QUERIES', 'POD_NAME', 'POD_NAMESPACE'])",message="extraEnv must not set MEMGRAPH_COORDINATOR_ID, MEMGRAPH_COORDINATOR_HOSTNAME, MEMGRAPH_HA_CLUSTER_INIT_QUERIES, POD_NAME or POD_NAMESPACE: the operator derives each pod's identity and registration from its ordinal; remove the variable"
 	// +required

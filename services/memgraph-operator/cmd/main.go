@@ -10,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	memgraphv1alpha1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/controller"
-	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 	"github.com/opsuite/suite/shared/manager"
 	"github.com/opsuite/suite/shared/nodeagent"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,7 +40,7 @@ func run(ctx context.Context, args []string) error {
 // setup adds the controller. The node agent is optional: without NODE_AGENT_NAMESPACE
 // (the chart sets it with nodeAgent.enabled) vm.max_map_count is not checked.
 func setup(mgr ctrl.Manager, log logr.Logger) error {
-	cfg := controller.Config{Registrar: controller.BoltRegistrar{Dialer: memgraph.NewDialer(memgraph.Options{})}}
+	cfg := controller.Config{Registrar: controller.BoltRegistrar{}}
 	if os.Getenv(nodeagent.EnvNamespace) == "" {
 		log.Info("No node agent configured; vm.max_map_count is not checked", "env", nodeagent.EnvNamespace)
 	} else {

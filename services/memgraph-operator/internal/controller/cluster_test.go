@@ -32,13 +32,15 @@ import (
 type registrar struct {
 	mu     sync.Mutex
 	wants  []planner.Desired
+	creds  []controller.Credentials
 	answer func(want planner.Desired) (controller.Registration, error)
 }
 
-func (r *registrar) Register(_ context.Context, _ *memgraphv1.MemgraphCluster, want planner.Desired) (controller.Registration, error) {
+func (r *registrar) Register(_ context.Context, _ *memgraphv1.MemgraphCluster, creds controller.Credentials, want planner.Desired) (controller.Registration, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.wants = append(r.wants, want)
+	r.creds = append(r.creds, creds)
 	return r.answer(want)
 }
 

@@ -53,7 +53,7 @@ const Name = "memgraphcluster-controller"
 // what is missing (ADD COORDINATOR, REGISTER INSTANCE, SET MAIN only without a MAIN,
 // retirements) and reports what it saw.
 type Registrar interface {
-	Register(ctx context.Context, c *memgraphv1.MemgraphCluster, want planner.Desired) (Registration, error)
+	Register(ctx context.Context, c *memgraphv1.MemgraphCluster, creds Credentials, want planner.Desired) (Registration, error)
 }
 
 // Registration is what one registration pass observed and did.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,6 +41,8 @@ type pass struct {
 	regErr error
 	nodes  nodeFindings
 	rolled rollStep
+	// authErr is why spec.auth's Secret could not be used ("" when it could or is unset).
+	authErr string
 }
 
 // run is the reconciler's pass over c.
@@ -66,6 +69,17 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 			p.notReady = append(p.notReady, msg)
 		}
 	}
+	creds, err := p.credentials(ctx)
+	var ae authError
+	switch {
+	case errors.As(err, &ae):
+		// Nothing to dial with (and the pods cannot start): the condition says what to
+		// create; the Secret is not watched, so look again soon.
+		p.authErr = ae.msg
+		return cfg.Poll, nil
+	case err != nil:
+		return 0, err
+	}
 	// The gate is strict, retiring pods included: the registration acts on a fully known
 	// cluster or not at all.
 	if len(p.notReady) > 0 || cfg.Registrar == nil {
@@ -75,7 +89,7 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	if err := p.planRoll(ctx, &want); err != nil {
 		return 0, err
 	}
-	reg, err := cfg.Registrar.Register(ctx, p.c, want)
+	reg, err := cfg.Registrar.Register(ctx, p.c, creds, want)
 	p.ctl.metrics.commands.Add(float64(len(reg.Executed)))
 	if err != nil {
 		// The data plane refused or failed a command: observe again soon; not an error

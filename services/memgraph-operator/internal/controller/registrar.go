@@ -16,13 +16,19 @@ const registrationTimeout = 60 * time.Second
 
 // BoltRegistrar is the Registrar over Memgraph's Bolt protocol: registration.Reconcile
 // against the leader the coordinators name.
-type BoltRegistrar struct{ Dialer memgraph.Dialer }
+type BoltRegistrar struct {
+	// Options are the dial options; each pass replaces Username and Password with the
+	// cluster's current credentials.
+	Options memgraph.Options
+}
 
 // Register implements Registrar.
-func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphCluster, want planner.Desired) (Registration, error) {
+func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphCluster, creds Credentials, want planner.Desired) (Registration, error) {
 	ctx, cancel := context.WithTimeout(ctx, registrationTimeout)
 	defer cancel()
-	out, err := registration.Reconcile(ctx, b.Dialer, want)
+	o := b.Options
+	o.Username, o.Password = creds.Username, creds.Password
+	out, err := registration.Reconcile(ctx, memgraph.NewDialer(o), want)
 	r := Registration{
 		Leader: out.Leader, Main: out.Main, Converged: out.Converged, Reason: out.Reason, Message: out.Message,
 		RetiredCoordinators: out.RetiredCoordinators, RetiredData: out.RetiredData, Executed: out.Executed,

@@ -42,6 +42,13 @@ func (p *pass) writeStatus() {
 	switch {
 	case len(p.sts) < len(roles):
 		// The children could not be written; the error is returned and retried.
+	case p.authErr != "":
+		// The root cause before WorkloadsNotReady: pods referencing a missing Secret key
+		// cannot start. Ready keeps what the last observation said (running pods serve on).
+		set(memgraphv1.ConditionConverged, metav1.ConditionFalse, ReasonAuthSecretUnavailable, p.authErr)
+		if conditions.Get(st.Conditions, memgraphv1.ConditionReady) == nil {
+			set(memgraphv1.ConditionReady, metav1.ConditionUnknown, ReasonAuthSecretUnavailable, p.authErr)
+		}
 	case len(p.notReady) > 0:
 		set(memgraphv1.ConditionConverged, metav1.ConditionFalse, memgraphv1.ReasonWorkloadsNotReady, "Waiting for pods: "+workloads)
 		set(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonWorkloadsNotReady, "Waiting for pods: "+workloads)

@@ -61,9 +61,15 @@ func converge(t *testing.T, ctx context.Context, want registration.Desired) []re
 // passUntil runs passes 300 ms apart until done accepts one; it returns them all.
 func passUntil(t *testing.T, ctx context.Context, want registration.Desired, done func(registration.Outcome) bool) []registration.Outcome {
 	t.Helper()
+	return passUntilAs(t, ctx, dialer, want, done)
+}
+
+// passUntilAs is passUntil dialing with d (e.g. as a user).
+func passUntilAs(t *testing.T, ctx context.Context, d memgraph.Dialer, want registration.Desired, done func(registration.Outcome) bool) []registration.Outcome {
+	t.Helper()
 	var outs []registration.Outcome
 	for {
-		out, err := registration.Reconcile(ctx, dialer, want)
+		out, err := registration.Reconcile(ctx, d, want)
 		if err != nil {
 			t.Fatalf("Reconcile after %d passes: %v (last %+v)", len(outs), err, last(outs))
 		}

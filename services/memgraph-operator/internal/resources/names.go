@@ -63,6 +63,8 @@ const (
 const (
 	EnvLicense             = "MEMGRAPH_ENTERPRISE_LICENSE"
 	EnvOrganization        = "MEMGRAPH_ORGANIZATION_NAME"
+	EnvUser                = "MEMGRAPH_USER"
+	EnvPassword            = "MEMGRAPH_PASSWORD"
 	EnvPodName             = "POD_NAME"
 	EnvPodNamespace        = "POD_NAMESPACE"
 	EnvCoordinatorID       = "MEMGRAPH_COORDINATOR_ID"

@@ -40,6 +40,7 @@ func tuned() *memgraphv1.MemgraphCluster {
 		Image:            memgraphv1.ImageSpec{Repository: "registry:5000/memgraph", Tag: "3.12.1", PullPolicy: corev1.PullAlways},
 		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
 		License:          memgraphv1.LicenseSpec{SecretName: "lic", LicenseKey: "key", OrganizationKey: "org"},
+		Auth:             &memgraphv1.AuthSpec{SecretName: "admin", UserKey: "user", PasswordKey: "pass"},
 		Storage: memgraphv1.StorageSpec{
 			RetentionPolicy: memgraphv1.RetentionPolicy{WhenDeleted: memgraphv1.RetentionDelete, WhenScaled: memgraphv1.RetentionDelete},
 			Data:            memgraphv1.RoleStorage{LibPVCSize: &gi, LibStorageClassName: &fast, LogStorageAccessMode: "ReadWriteOncePod"},
@@ -176,6 +177,36 @@ func TestLicenseAndExtras(t *testing.T) {
 	env = envMap(StatefulSet(minimal(), RoleData, 1).Spec.Template.Spec.Containers[0].Env)
 	if env[EnvLicense].ValueFrom.SecretKeyRef.Key != "MEMGRAPH_ENTERPRISE_LICENSE" || env[EnvOrganization].ValueFrom.SecretKeyRef.Key != "MEMGRAPH_ORGANIZATION_NAME" {
 		t.Errorf("default license keys: %+v", env)
+	}
+}
+
+// TestAuthEnv: spec.auth reaches both roles as Secret references (a reference, so a new
+// password changes no template and rolls nothing); without it neither variable is set.
+func TestAuthEnv(t *testing.T) {
+	cases := []struct {
+		name           string
+		auth           *memgraphv1.AuthSpec
+		user, password string // want keys; "" = variable absent
+	}{
+		{"none", nil, "", ""},
+		{"defaults", &memgraphv1.AuthSpec{SecretName: "admin"}, memgraphv1.DefaultAuthUserKey, memgraphv1.DefaultAuthPasswordKey},
+		{"keys", &memgraphv1.AuthSpec{SecretName: "admin", UserKey: "u", PasswordKey: "p"}, "u", "p"},
+	}
+	for _, tc := range cases {
+		c := minimal()
+		c.Spec.Auth = tc.auth
+		for _, r := range []Role{RoleCoordinator, RoleData} {
+			env := envMap(StatefulSet(c, r, 3).Spec.Template.Spec.Containers[0].Env)
+			for name, key := range map[string]string{EnvUser: tc.user, EnvPassword: tc.password} {
+				e, ok := env[name]
+				switch {
+				case key == "" && ok:
+					t.Errorf("%s/%s: %s set without spec.auth: %+v", tc.name, r, name, e)
+				case key != "" && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != "admin" || e.ValueFrom.SecretKeyRef.Key != key || e.Value != ""):
+					t.Errorf("%s/%s: %s = %+v, want secret admin key %s", tc.name, r, name, e, key)
+				}
+			}
+		}
 	}
 }
 

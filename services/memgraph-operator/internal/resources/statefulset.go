@@ -168,24 +168,31 @@ func Args(c *memgraphv1.MemgraphCluster, r Role) []string {
 }
 
 // Env is the role's environment: the pod's identity, the license from the Secret (the
-// kubelet injects it; the operator never reads it), then spec.extraEnv.
+// kubelet injects it; the operator never reads it), the admin user from spec.auth's
+// Secret (a reference, so a changed password changes no template), then spec.extraEnv.
 func Env(c *memgraphv1.MemgraphCluster, r Role) []corev1.EnvVar {
 	field := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
 	}
-	secret := func(name, key, def string) corev1.EnvVar {
+	secret := func(name, secretName, key, def string) corev1.EnvVar {
 		if key == "" {
 			key = def
 		}
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: c.Spec.License.SecretName}, Key: key,
+			LocalObjectReference: corev1.LocalObjectReference{Name: secretName}, Key: key,
 		}}}
 	}
 	env := []corev1.EnvVar{
 		field(EnvPodName, "metadata.name"),
 		field(EnvPodNamespace, "metadata.namespace"),
-		secret(EnvLicense, c.Spec.License.LicenseKey, memgraphv1.DefaultLicenseKey),
-		secret(EnvOrganization, c.Spec.License.OrganizationKey, memgraphv1.DefaultOrganizationKey),
+		secret(EnvLicense, c.Spec.License.SecretName, c.Spec.License.LicenseKey, memgraphv1.DefaultLicenseKey),
+		secret(EnvOrganization, c.Spec.License.SecretName, c.Spec.License.OrganizationKey, memgraphv1.DefaultOrganizationKey),
+	}
+	if a := c.Spec.Auth; a != nil {
+		env = append(env,
+			secret(EnvUser, a.SecretName, a.UserKey, memgraphv1.DefaultAuthUserKey),
+			secret(EnvPassword, a.SecretName, a.PasswordKey, memgraphv1.DefaultAuthPasswordKey),
+		)
 	}
 	extra := c.Spec.ExtraEnv.Data
 	if r == RoleCoordinator {

@@ -103,6 +103,24 @@ func TestCreateRules(t *testing.T) {
 			want: "license.licenseKey must be a Secret key"},
 		{name: "organization key with a space", mutate: func(c *mgc) { c.Spec.License.OrganizationKey = "org name" },
 			want: "license.organizationKey must be a Secret key"},
+		{name: "auth", mutate: func(c *mgc) { c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "memgraph-admin"} }},
+		{name: "auth with keys", mutate: func(c *mgc) {
+			c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "memgraph-admin", UserKey: "username", PasswordKey: "password"}
+		}},
+		{name: "no auth secret", mutate: func(c *mgc) { c.Spec.Auth = &memgraphv1.AuthSpec{} },
+			want: "auth.secretName must name a Secret"},
+		{name: "auth secret name", mutate: func(c *mgc) { c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "Admin_Secret"} },
+			want: "auth.secretName must name a Secret"},
+		{name: "same user and password key", mutate: func(c *mgc) {
+			c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "a", UserKey: "k", PasswordKey: "k"}
+		}, want: "auth.userKey and auth.passwordKey must name different keys of the Secret"},
+		{name: "password key defaulted onto the user key", mutate: func(c *mgc) {
+			c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "a", UserKey: "PASSWORD"}
+		}, want: "auth.userKey and auth.passwordKey must name different keys of the Secret"},
+		{name: "user key with a slash", mutate: func(c *mgc) { c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "a", UserKey: "a/b"} },
+			want: "auth.userKey must be a Secret key"},
+		{name: "password key with a space", mutate: func(c *mgc) { c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "a", PasswordKey: "pass word"} },
+			want: "auth.passwordKey must be a Secret key"},
 		{name: "cluster domain", mutate: func(c *mgc) { c.Spec.ClusterDomain = "Cluster_Local" },
 			want: "clusterDomain must be a DNS domain such as cluster.local"},
 		{name: "port out of range", mutate: func(c *mgc) { c.Spec.Ports.Bolt = 70000 },
@@ -177,6 +195,8 @@ func TestReservedEnvAndFlags(t *testing.T) {
 		"MEMGRAPH_BOLT_PORT":          "set spec.ports instead",
 		"MEMGRAPH_MANAGEMENT_PORT":    "set spec.ports instead",
 		"MEMGRAPH_COORDINATOR_PORT":   "set spec.ports instead",
+		"MEMGRAPH_USER":               "name a Secret in spec.auth instead",
+		"MEMGRAPH_PASSWORD":           "name a Secret in spec.auth instead",
 	}
 	for _, name := range memgraphv1.ReservedEnv {
 		want, ok := envMessage[name]
@@ -255,6 +275,8 @@ func TestUpdateRules(t *testing.T) {
 			want: "ports are immutable"},
 		{name: "change the cluster domain", mutate: func(c *mgc) { c.Spec.ClusterDomain = "example.org" },
 			want: "clusterDomain is immutable"},
+		// Adding auth rolls the pods onto a login; the users live in Memgraph's data.
+		{name: "add auth", mutate: func(c *mgc) { c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "admin"} }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -268,6 +290,20 @@ func TestUpdateRules(t *testing.T) {
 			verdict(t, env.Client.Update(ctx, c), tc.want)
 		})
 	}
+	t.Run("remove auth", func(t *testing.T) {
+		ctx := context.Background()
+		c := minimal(ns)
+		c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "admin"}
+		if err := env.Client.Create(ctx, c); err != nil {
+			t.Fatalf("creating: %v", err)
+		}
+		c.Spec.Auth.PasswordKey = "pw"
+		if err := env.Client.Update(ctx, c); err != nil {
+			t.Fatalf("changing a key: %v", err)
+		}
+		c.Spec.Auth = nil
+		verdict(t, env.Client.Update(ctx, c), "spec.auth cannot be removed: Memgraph keeps the admin user in its data")
+	})
 }
 
 // defaulted is the spec a minimal manifest must come back with, built from the Go
@@ -317,6 +353,19 @@ func TestDefaultsMatchConstants(t *testing.T) {
 	if want := defaulted("license"); !equality.Semantic.DeepEqual(got.Spec, want) {
 		t.Errorf("defaulted spec\n got %+v\nwant %+v", got.Spec, want)
 	}
+	// spec.auth is optional (absent above); once named, its keys default too.
+	a := minimal(c.Namespace)
+	a.Name = c.Name + "-auth"
+	a.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "admin"}
+	if err := env.Client.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(a), a); err != nil {
+		t.Fatal(err)
+	}
+	if want := (memgraphv1.AuthSpec{SecretName: "admin", UserKey: memgraphv1.DefaultAuthUserKey, PasswordKey: memgraphv1.DefaultAuthPasswordKey}); a.Spec.Auth == nil || *a.Spec.Auth != want {
+		t.Errorf("defaulted auth %+v, want %+v", a.Spec.Auth, want)
+	}
 	if got.Status.State != memgraphv1.DefaultInitialState {
 		t.Errorf("status.state of a new cluster is %q, want %q", got.Status.State, memgraphv1.DefaultInitialState)
 	}
@@ -356,6 +405,8 @@ func TestCRDFileDefaults(t *testing.T) {
 		{[]string{"image.pullPolicy"}, str(def("image", "properties", "pullPolicy")), memgraphv1.DefaultImagePullPolicy},
 		{[]string{"license.licenseKey"}, str(def("license", "properties", "licenseKey")), memgraphv1.DefaultLicenseKey},
 		{[]string{"license.organizationKey"}, str(def("license", "properties", "organizationKey")), memgraphv1.DefaultOrganizationKey},
+		{[]string{"auth.userKey"}, str(def("auth", "properties", "userKey")), memgraphv1.DefaultAuthUserKey},
+		{[]string{"auth.passwordKey"}, str(def("auth", "properties", "passwordKey")), memgraphv1.DefaultAuthPasswordKey},
 		{[]string{"clusterDomain"}, str(def("clusterDomain")), memgraphv1.DefaultClusterDomain},
 		{[]string{"ports.bolt"}, num(def("ports", "properties", "bolt")), memgraphv1.DefaultBoltPort},
 		{[]string{"ports.management"}, num(def("ports", "properties", "management")), memgraphv1.DefaultManagementPort},
