@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Credentials are the admin user the operator logs in with; zero means no Bolt auth.
 type Credentials struct{ Username, Password string }
@@ -41,7 +41,7 @@ func (p *pass) credentials(ctx context.Context) (Credentials, error) {
 		passKey = memgraphv1.DefaultAuthPasswordKey
 	}
 	var s corev1.Secret
-	if err := p.ctl.client.Get(ctx, types.NamespacedName{Namespace: p.c.Namespace, Name: a.SecretName}, &s); err != nil {
+	if err := p.ctl.secrets.Get(ctx, types.NamespacedName{Namespace: p.c.Namespace, Name: a.SecretName}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return Credentials{}, authError{fmt.Sprintf("Secret %q named by spec.auth does not exist: create it with keys %q and %q", a.SecretName, userKey, passKey)}
 		}

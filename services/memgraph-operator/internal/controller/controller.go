@@ -129,8 +129,11 @@ func (cfg *Config) defaults() {
 
 // Controller reconciles MemgraphClusters.
 type Controller struct {
-	cfg      Config
-	client   client.Client
+	cfg    Config
+	client client.Client
+	// secrets reads spec.auth's Secret straight from the API server: a cached client
+	// would list and watch every Secret in the cluster to serve one read per pass.
+	secrets  client.Reader
 	apply    ssa.Applier
 	recorder events.EventRecorder
 	metrics  *clusterMetrics
@@ -146,6 +149,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	ctl := &Controller{
 		cfg:      cfg,
 		client:   mgr.GetClient(),
+		secrets:  mgr.GetAPIReader(),
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.FieldManager},
 		recorder: mgr.GetEventRecorder(Name),
 		metrics:  metricsFor(cfg.Operator),
