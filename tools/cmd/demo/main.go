@@ -83,6 +83,10 @@ func run() error {
 			}
 			args = append(args, "--set", "agentRoot="+filepath.Join(base, "agent"), "--set", "pvRoot="+filepath.Join(base, "pv"),
 				"--set", "extraArgs={--agent-root="+filepath.Join(base, "agent", "$(NODE_NAME)")+",--pv-root="+filepath.Join(base, "pv", "$(NODE_NAME)")+"}")
+		case "veltrix-operator":
+			// The operator asks the agents to bind-mount disks below the agents' own PV
+			// tree (the node-agent case below): the two pvRoot values must agree.
+			args = append(args, "--set", "pvRoot="+filepath.Join(root, ".local", "state", "node-agent", "pv", "$(NODE_NAME)"))
 		case "vald-operator":
 			// No Vald Helm Operator runs here to bring its ValdRelease CRD.
 			args = append(args, "--set", "installValdReleaseCRD=true")
