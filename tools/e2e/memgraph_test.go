@@ -32,7 +32,7 @@ var mgcGVR = schema.GroupVersionResource{Group: "memgraph.com", Version: "v1alph
 // The sample's cluster, as deploy/samples/memgraph.yaml names it.
 const (
 	mgNamespace = "default"
-	mgName      = "demo"
+	mgName      = "memgraph-demo"
 )
 
 // TestMemgraphSample applies deploy/samples/memgraph.yaml verbatim (3 coordinators, 2
@@ -63,7 +63,7 @@ func TestMemgraphSample(t *testing.T) {
 
 	var c *memgraphv1.MemgraphCluster
 	var states []string
-	err = poll(ctx, t, "MemgraphCluster demo Ready", 6*time.Minute, func(ctx context.Context) (bool, error) {
+	err = poll(ctx, t, "MemgraphCluster "+mgName+" Ready", 6*time.Minute, func(ctx context.Context) (bool, error) {
 		got, err := mgCluster(ctx)
 		if err != nil {
 			return transient(err)
@@ -87,8 +87,8 @@ func TestMemgraphSample(t *testing.T) {
 	t.Logf("time to Ready for 3+2: %s", since(begin))
 
 	// One MAIN (a data instance of the sample), one leader (a coordinator), all registered.
-	if !regexp.MustCompile(`^demo_data_[01]$`).MatchString(c.Status.Main) {
-		t.Errorf("status.main %q, want one of demo_data_0, demo_data_1", c.Status.Main)
+	if !regexp.MustCompile(`^memgraph_demo_data_[01]$`).MatchString(c.Status.Main) {
+		t.Errorf("status.main %q, want one of memgraph_demo_data_0, memgraph_demo_data_1", c.Status.Main)
 	}
 	if !regexp.MustCompile(`^coordinator_[123]$`).MatchString(c.Status.Leader) {
 		t.Errorf("status.leader %q, want one of coordinator_1..3", c.Status.Leader)
@@ -124,7 +124,7 @@ func TestMemgraphSample(t *testing.T) {
 			names = append(names, p.Name)
 		}
 	}
-	if want := "demo-coordinator-1 demo-coordinator-2 demo-coordinator-3 demo-data-0 demo-data-1"; strings.Join(names, " ") != want {
+	if want := "memgraph-demo-coordinator-1 memgraph-demo-coordinator-2 memgraph-demo-coordinator-3 memgraph-demo-data-0 memgraph-demo-data-1"; strings.Join(names, " ") != want {
 		t.Errorf("ready pods %v, want %s", names, want)
 	}
 
@@ -136,7 +136,7 @@ func TestMemgraphSample(t *testing.T) {
 	// Steady: resyncs keep re-reading SHOW INSTANCES, and write nothing anywhere.
 	rv := c.ResourceVersion
 	stsRV := map[string]string{}
-	for _, n := range []string{"demo-coordinator", "demo-data"} {
+	for _, n := range []string{"memgraph-demo-coordinator", "memgraph-demo-data"} {
 		s, err := env.client.AppsV1().StatefulSets(mgNamespace).Get(ctx, n, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -241,7 +241,7 @@ func TestMemgraphSample(t *testing.T) {
 		mgScale(ctx, t, s.name, s.patch, s.coordinators, s.data, 4*time.Minute)
 		plane.check(ctx, t, s.name, int(s.coordinators), int(s.data))
 	}
-	for _, pvc := range []string{"lib-demo-data-2", "log-demo-data-2", "lib-demo-coordinator-5"} {
+	for _, pvc := range []string{"lib-memgraph-demo-data-2", "log-memgraph-demo-data-2", "lib-memgraph-demo-coordinator-5"} {
 		if _, err := env.client.CoreV1().PersistentVolumeClaims(mgNamespace).Get(ctx, pvc, metav1.GetOptions{}); err != nil {
 			t.Errorf("claim %s of a retired member: %v (whenScaled Retain keeps it)", pvc, err)
 		}
@@ -454,7 +454,7 @@ func mgScale(ctx context.Context, t *testing.T, name, patch string, coordinators
 			converged.ObservedGeneration != c.Generation || c.Status.Coordinators != coordinators || c.Status.DataInstances != data {
 			return false, nil
 		}
-		for sts, want := range map[string]int32{"demo-coordinator": coordinators, "demo-data": data} {
+		for sts, want := range map[string]int32{"memgraph-demo-coordinator": coordinators, "memgraph-demo-data": data} {
 			s, err := env.client.AppsV1().StatefulSets(mgNamespace).Get(ctx, sts, metav1.GetOptions{})
 			if err != nil {
 				return transient(err)
@@ -586,7 +586,7 @@ func mgInstances(res *boltclient.Result) ([]mgInstance, error) {
 }
 
 // mgLeaderView asks SHOW INSTANCES of every coordinator pod and returns the answer of the
-// one that names itself leader (coordinator_<n> runs in pod demo-coordinator-<n>); why says
+// one that names itself leader (coordinator_<n> runs in pod memgraph-demo-coordinator-<n>); why says
 // what is wrong when there is not exactly one such coordinator.
 func mgLeaderView(ctx context.Context, coordinators int) (leader string, rows []mgInstance, why string) {
 	var leaders, problems []string

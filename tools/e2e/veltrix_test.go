@@ -30,7 +30,7 @@ var vcGVR = schema.GroupVersionResource{Group: "veltrix.io", Version: "v1alpha1"
 // The sample's cluster, as deploy/samples/veltrix.yaml names it.
 const (
 	vxNamespace = "default"
-	vxName      = "demo"
+	vxName      = "veltrix-demo"
 )
 
 // TestVeltrixSample applies deploy/samples/veltrix.yaml verbatim on the local cluster, where
@@ -91,8 +91,8 @@ func TestVeltrixSample(t *testing.T) {
 	vxResize(ctx, t, 3)
 	token := vxAdminToken(ctx, t)
 	admin := vxAdminAddr(ctx, t, 0)
-	err = poll(ctx, t, "demo-3 leaving", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		return vxMemberState(ctx, admin, token, "demo-3") == "leaving", nil
+	err = poll(ctx, t, vxName+"-3 leaving", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return vxMemberState(ctx, admin, token, vxName+"-3") == "leaving", nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestVeltrixSample(t *testing.T) {
 
 	// Reclaim policy Delete: a one-member cluster on the nodes' other loop devices; deleting
 	// it deletes its claims and volumes and releases (wipes) its disks through the agents.
-	doomed := strings.Replace(strings.Replace(vxSampleOf(t, sample), "name: demo", "name: doomed", 1), "reclaimPolicy: Retain", "reclaimPolicy: Delete", 1)
+	doomed := strings.Replace(strings.Replace(vxSampleOf(t, sample), "name: "+vxName, "name: doomed", 1), "reclaimPolicy: Retain", "reclaimPolicy: Delete", 1)
 	doomed = strings.Replace(strings.Replace(doomed, "size: 3", "size: 1", 1), "replicationFactor: 3", "replicationFactor: 1", 1)
 	if out, err := kubectlStdin(ctx, doomed, "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -325,7 +325,7 @@ func vxKillOperator(ctx context.Context, t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill %d: %v", pid, err)
 	}
-	t.Logf("killed the operator (pod %s, pid %d) while demo-3 was leaving", ps[0].Name, pid)
+	t.Logf("killed the operator (pod %s, pid %d) while %s-3 was leaving", ps[0].Name, pid, vxName)
 }
 
 func vxCluster(ctx context.Context) (*veltrixv1.VeltrixCluster, error) {
@@ -435,7 +435,7 @@ type vxRollSeen struct {
 	cut bool
 }
 
-// vxWatchRoll watches the members demo-0..size-1 from now on; the returned function stops
+// vxWatchRoll watches the members <vxName>-0..size-1 from now on; the returned function stops
 // the watch and tells what it saw.
 func vxWatchRoll(ctx context.Context, t *testing.T, size int) func() vxRollSeen {
 	t.Helper()
