@@ -43,9 +43,12 @@ func (n *Node) replicate(v View, id, key string, e Entry) error {
 	if !ok {
 		return fmt.Errorf("member %s is not in epoch %d", id, v.Epoch)
 	}
-	line := fmt.Sprintf("_PUT %d %s %s", e.Ver, key, e.Val)
+	// The version carries the sender's epoch (ver:epoch): a receiver that does not own the
+	// key in an older view it still holds must not take it, or its mover would hand it
+	// back and drop it while the sender counts it as placed.
+	line := fmt.Sprintf("_PUT %d:%d %s %s", e.Ver, v.Epoch, key, e.Val)
 	if e.Del {
-		line = fmt.Sprintf("_DEL %d %s", e.Ver, key)
+		line = fmt.Sprintf("_DEL %d:%d %s", e.Ver, v.Epoch, key)
 	}
 	ans, err := n.peers.Do(m.Addr, line)
 	if err != nil {

@@ -145,6 +145,7 @@ func (n *Node) Handle(line string) string {
 	// Internal verbs between members.
 	case "_PUT", "_DEL":
 		verS, kv, _ := strings.Cut(rest, " ")
+		verS, epochS, _ := strings.Cut(verS, ":")
 		ver, err := strconv.ParseInt(verS, 10, 64)
 		if err != nil {
 			return "ERR bad version"
@@ -153,6 +154,12 @@ func (n *Node) Handle(line string) string {
 		key := kv
 		if !e.Del {
 			key, e.Val, _ = strings.Cut(kv, " ")
+		}
+		if epoch, err := strconv.ParseInt(epochS, 10, 64); err == nil {
+			v := n.snapshot()
+			if epoch > v.Epoch && !containsID(v.Owners(Partition(key, v.PartitionCount)), n.cfg.NodeID) {
+				return fmt.Sprintf("ERR view behind: epoch %d, sender's %d", v.Epoch, epoch)
+			}
 		}
 		if err := n.applyLocal(key, e); err != nil {
 			return "ERR " + err.Error()
