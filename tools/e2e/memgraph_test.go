@@ -622,7 +622,7 @@ func mgMembershipProblem(rows []mgInstance, coordinators, data int) (main, why s
 		want = append(want, fmt.Sprintf("coordinator_%d", id))
 	}
 	for i := range data {
-		want = append(want, fmt.Sprintf("%s_data_%d", mgName, i))
+		want = append(want, fmt.Sprintf("%s_data_%d", strings.ReplaceAll(mgName, "-", "_"), i))
 	}
 	roles := map[string][]string{}
 	var down []string
