@@ -30,6 +30,12 @@ const (
 	ReasonReady = "Ready"
 	// ReasonNoMain: a leader answers, but no data instance holds MAIN.
 	ReasonNoMain = "NoMain"
+	// ReasonTLSSecretUnavailable: spec.tls.bolt names a Secret that is missing, lacks
+	// tls.crt, tls.key or ca.crt, or holds a certificate that ca.crt does not verify.
+	ReasonTLSSecretUnavailable = "TLSSecretUnavailable"
+	// ReasonTLSVerificationFailed: the coordinators' Bolt TLS could not be verified with
+	// ca.crt (another CA, a certificate not naming the pods, or no TLS served).
+	ReasonTLSVerificationFailed = "TLSVerificationFailed"
 	// ReasonRegistrationFailed: a registration command failed; the next pass observes again.
 	ReasonRegistrationFailed = "RegistrationFailed"
 	// ReasonRegistrationInProgress: registrations were issued this pass (bootstrap or a

@@ -50,4 +50,5 @@ var ReservedFlags = []string{
 	"bolt-port", "management-port", "coordinator-port",
 	"coordinator-id", "coordinator-hostname", "ha-cluster-init-queries",
 	"license-key", "organization-name",
+	"bolt-cert-file", "bolt-key-file",
 }

@@ -11,6 +11,7 @@ import (
 // Every field has a schema default mirrored by a Go constant (defaults.go), so builders
 // behave the same on a spec that never passed admission.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.auth) || has(self.auth)",message="spec.auth cannot be removed: Memgraph keeps the admin user in its data, so the operator must keep logging in; change the Secret's password instead"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed on a live cluster: a Memgraph with Bolt TLS refuses plain Bolt, so the operator could not reach the pods not yet restarted and the roll would stall; delete the MemgraphCluster (its claims are retained by default) and create it with the setting you want, or change spec.tls.bolt.secretName to switch certificates"
 type MemgraphClusterSpec struct {
 	// Coordinators is the number of coordinators in the Raft group: odd and at least 3,
 	// since an even count tolerates no more failures than the odd count below it.
@@ -46,6 +47,12 @@ type MemgraphClusterSpec struct {
 	// instances run without Bolt auth.
 	// +optional
 	Auth *AuthSpec `json:"auth,omitempty"`
+
+	// TLS turns on Bolt over TLS on every pod of both roles, from a Secret of the
+	// cluster's namespace; the operator then dials bolt+s and verifies the pods against
+	// the Secret's CA. It can be set only when the cluster is created.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
 
 	// Storage is each role's lib and log volumes and what happens to them.
 	// +kubebuilder:default={}
@@ -171,6 +178,34 @@ type AuthSpec struct {
 	// +kubebuilder:default=PASSWORD
 	// +optional
 	PasswordKey string `json:"passwordKey,omitempty"`
+}
+
+// TLSSpec is the cluster's TLS. Memgraph encrypts Bolt (--bolt-cert-file,
+// --bolt-key-file, on coordinators and data instances alike); once they are set it refuses
+// plain Bolt. Replication, the management RPC and Raft are not covered by it.
+type TLSSpec struct {
+	// Bolt is the certificate every pod serves Bolt with.
+	// +required
+	Bolt BoltTLSSpec `json:"bolt"`
+}
+
+// BoltTLSSpec names the Secret of the Bolt certificate. It holds tls.crt (the certificate
+// chain), tls.key (its private key) and ca.crt (the CA the operator verifies the pods
+// with): the shape of a kubernetes.io/tls Secret that cert-manager writes for a CA
+// issuer. The certificate must name the pods' DNS names,
+// *.<cluster>-coordinator.<namespace>.svc.<clusterDomain> and
+// *.<cluster>-data.<namespace>.svc.<clusterDomain>, which the operator dials.
+//
+// The Secret is mounted without subPath, so the kubelet brings a renewed certificate
+// into running pods; Memgraph reads it again on RELOAD BOLT_SERVER TLS (or a restart).
+// The operator reads ca.crt on every pass, so a new CA is used without restarting it.
+// Naming another Secret changes the pod template and rolls the cluster.
+type BoltTLSSpec struct {
+	// SecretName is the Secret in the cluster's namespace.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="tls.bolt.secretName must name a Secret: lowercase letters, digits, '-' and '.'"
+	// +required
+	SecretName string `json:"secretName"`
 }
 
 // StorageSpec is the persistent storage of both roles.
@@ -447,6 +482,7 @@ type RoleArgs struct {
 // +kubebuilder:validation:XValidation:rule="!self.matches('^--?(bolt-port|management-port|coordinator-port)(=|$)')",message="extraArgs must not set --bolt-port, --management-port or --coordinator-port: the registrations are built from spec.ports; set the port there"
 // +kubebuilder:validation:XValidation:rule="!self.matches('^--?(coordinator-id|coordinator-hostname|ha-cluster-init-queries)(=|$)')",message="extraArgs must not set --coordinator-id, --coordinator-hostname or --ha-cluster-init-queries: the operator derives each coordinator's identity from its pod ordinal; remove the flag"
 // +kubebuilder:validation:XValidation:rule="!self.matches('^--?(license-key|organization-name)(=|$)')",message="extraArgs must not set --license-key or --organization-name: the license comes from the Secret named in spec.license"
+// +kubebuilder:validation:XValidation:rule="!self.matches('^--?(bolt-cert-file|bolt-key-file)(=|$)')",message="extraArgs must not set --bolt-cert-file or --bolt-key-file: name a kubernetes.io/tls Secret in spec.tls.bolt.secretName instead"
 type Arg string
 
 // MemgraphClusterStatus is the observed state of a MemgraphCluster.

@@ -57,7 +57,23 @@ const (
 	LibDir    = "/var/lib/memgraph"
 	LogDir    = "/var/log/memgraph"
 	LogFile   = LogDir + "/memgraph.log"
+
+	// VolumeBoltTLS is spec.tls.bolt's Secret, mounted read-only at BoltTLSDir (beside,
+	// not over, the image's /etc/memgraph/ssl test certificate).
+	VolumeBoltTLS = "bolt-tls"
+	BoltTLSDir    = "/etc/memgraph/tls/bolt"
 )
+
+// The keys of spec.tls.bolt's Secret (a kubernetes.io/tls Secret with its CA).
+const (
+	TLSCertKey = "tls.crt"
+	TLSKeyKey  = "tls.key"
+	TLSCAKey   = "ca.crt"
+)
+
+// BoltTLSFileMode is the mode of the mounted certificate and key: owner root, group
+// fsGroup 103, which the memgraph user (101, primary group 103) reads; nobody else does.
+const BoltTLSFileMode int32 = 0o440
 
 // Environment variables the operator sets on every memgraph container.
 const (

@@ -41,6 +41,7 @@ func tuned() *memgraphv1.MemgraphCluster {
 		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
 		License:          memgraphv1.LicenseSpec{SecretName: "lic", LicenseKey: "key", OrganizationKey: "org"},
 		Auth:             &memgraphv1.AuthSpec{SecretName: "admin", UserKey: "user", PasswordKey: "pass"},
+		TLS:              &memgraphv1.TLSSpec{Bolt: memgraphv1.BoltTLSSpec{SecretName: "bolt-tls"}},
 		Storage: memgraphv1.StorageSpec{
 			RetentionPolicy: memgraphv1.RetentionPolicy{WhenDeleted: memgraphv1.RetentionDelete, WhenScaled: memgraphv1.RetentionDelete},
 			Data:            memgraphv1.RoleStorage{LibPVCSize: &gi, LibStorageClassName: &fast, LogStorageAccessMode: "ReadWriteOncePod"},

@@ -93,7 +93,33 @@ func podSpec(c *memgraphv1.MemgraphCluster, r Role) corev1.PodSpec {
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		Containers: []corev1.Container{container(c, r)},
+		Volumes:    volumes(c),
 	}
+}
+
+// volumes are the pod's volumes besides the claims: spec.tls.bolt's Secret, projected to
+// the two files Memgraph reads (ca.crt is the operator's, not the pod's). No subPath
+// anywhere, so the kubelet brings a renewed Secret into running pods.
+func volumes(c *memgraphv1.MemgraphCluster) []corev1.Volume {
+	if c.Spec.TLS == nil {
+		return nil
+	}
+	return []corev1.Volume{{Name: VolumeBoltTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName:  c.Spec.TLS.Bolt.SecretName,
+		Items:       []corev1.KeyToPath{{Key: TLSCertKey, Path: TLSCertKey}, {Key: TLSKeyKey, Path: TLSKeyKey}},
+		DefaultMode: ptr.To(BoltTLSFileMode),
+	}}}}
+}
+
+func volumeMounts(c *memgraphv1.MemgraphCluster) []corev1.VolumeMount {
+	m := []corev1.VolumeMount{
+		{Name: VolumeLib, MountPath: LibDir},
+		{Name: VolumeLog, MountPath: LogDir},
+	}
+	if c.Spec.TLS != nil {
+		m = append(m, corev1.VolumeMount{Name: VolumeBoltTLS, MountPath: BoltTLSDir, ReadOnly: true})
+	}
+	return m
 }
 
 func container(c *memgraphv1.MemgraphCluster, r Role) corev1.Container {
@@ -128,15 +154,12 @@ func container(c *memgraphv1.MemgraphCluster, r Role) corev1.Container {
 			RunAsNonRoot:             ptr.To(true),
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: VolumeLib, MountPath: LibDir},
-			{Name: VolumeLog, MountPath: LogDir},
-		},
+		VolumeMounts: volumeMounts(c),
 	}
 }
 
 // Args are the memgraph flags of the role: ports, identity (coordinators), recovery
-// (data instances), logging, then spec.extraArgs (memgraph takes the last value of a
+// (data instances), logging, Bolt TLS (spec.tls), then spec.extraArgs (memgraph takes the last value of a
 // repeated flag, so a user's --log-level wins; the CRD refuses the flags that must not).
 func Args(c *memgraphv1.MemgraphCluster, r Role) []string {
 	p := Ports(c)
@@ -161,6 +184,10 @@ func Args(c *memgraphv1.MemgraphCluster, r Role) []string {
 		)
 	}
 	args = append(args, "--also-log-to-stderr=true", "--log-level=INFO", "--log-file="+LogFile)
+	if c.Spec.TLS != nil {
+		// Both roles: a coordinator serves Bolt (the operator's admin queries) too.
+		args = append(args, "--bolt-cert-file="+BoltTLSDir+"/"+TLSCertKey, "--bolt-key-file="+BoltTLSDir+"/"+TLSKeyKey)
+	}
 	for _, a := range extra {
 		args = append(args, string(a))
 	}
