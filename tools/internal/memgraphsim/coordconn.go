@@ -13,9 +13,14 @@ type coordConn struct {
 
 var _ bolt.Conn = (*coordConn)(nil)
 
-func (cc *coordConn) Authenticate(_ string, a bolt.Auth) error { return authenticate(cc.c.opts, a) }
+// Authenticate accepts every login: coordinators store no users, and basic auth is a
+// passthrough with full access (Memgraph before 3.13, and 3.13+ without SSO).
+func (cc *coordConn) Authenticate(string, bolt.Auth) error { return nil }
 
 func (cc *coordConn) Run(_ context.Context, q bolt.Query) (*bolt.Result, error) {
+	if _, ok, _ := ParseAuthQuery(q.Text); ok {
+		return nil, failure(ErrCoordinatorOnly)
+	}
 	cmd, err := ParseQuery(q.Text, q.Params)
 	if err != nil {
 		return nil, failure("%s", err.Error())

@@ -49,6 +49,7 @@ const replStateFile = "sim-replication.json"
 type dataInstance struct {
 	opts  Options
 	store *Store
+	auth  *AuthStore
 	ilog  *invariantLog
 	log   *slog.Logger
 
@@ -77,6 +78,9 @@ type replicaLink struct {
 	// failedAt is the last failed send: a write does not wait for a replica that failed
 	// within the last second (Memgraph's replica in RECOVERY); the catch-up loop serves it.
 	failedAt time.Time
+	// authSent and authAcked: the replica holds the MAIN's users as of authAcked.
+	authSent  bool
+	authAcked uint64
 }
 
 func newDataInstance(opts Options, ilog *invariantLog, log *slog.Logger) (*dataInstance, error) {
@@ -84,7 +88,11 @@ func newDataInstance(opts Options, ilog *invariantLog, log *slog.Logger) (*dataI
 	if err != nil {
 		return nil, err
 	}
-	d := &dataInstance{opts: opts, store: store, ilog: ilog, log: log, links: map[string]*replicaLink{},
+	auth, err := OpenAuthStore(opts.DataDirectory, opts.User, opts.Password)
+	if err != nil {
+		return nil, err
+	}
+	d := &dataInstance{opts: opts, store: store, auth: auth, ilog: ilog, log: log, links: map[string]*replicaLink{},
 		st: replState{Role: RoleMain}, writable: true, stop: make(chan struct{})}
 	if opts.RestoreReplication {
 		var st replState
@@ -315,6 +323,14 @@ func (d *dataInstance) handleReplication(req request) response {
 			return errResponse(err)
 		}
 		return response{Committed: committed, Snapshot: !ok}
+	case "auth":
+		if req.Auth == nil {
+			return response{Error: "auth replication without users"}
+		}
+		if err := d.auth.Replace(*req.Auth); err != nil {
+			return errResponse(err)
+		}
+		return response{Committed: req.Auth.Version}
 	case "snapshot":
 		if req.Graph == nil {
 			return response{Error: "snapshot without a graph"}
@@ -375,6 +391,7 @@ func (d *dataInstance) catchUpLoop() {
 			continue
 		}
 		committed := d.store.Committed()
+		d.replicateAuth(epoch, links)
 		for _, l := range links {
 			l.mu.Lock()
 			behind := !l.synced || l.acked != committed

@@ -13,29 +13,41 @@ func failure(format string, args ...any) *bolt.Failure {
 	return &bolt.Failure{Code: bolt.CodeMemgraphError, Message: fmt.Sprintf(format, args...)}
 }
 
-// authenticate checks a client against MEMGRAPH_USER/MEMGRAPH_PASSWORD when they are set.
-func authenticate(opts Options, a bolt.Auth) error {
-	if opts.User == "" {
-		return nil
-	}
-	if a.Principal != opts.User || a.Credentials != opts.Password {
-		return &bolt.Failure{Code: bolt.CodeUnauthenticated, Message: "Authentication failure"}
-	}
-	return nil
-}
-
 // dataConn serves one Bolt connection of a data instance.
 type dataConn struct {
-	d       *dataInstance
+	d *dataInstance
+	// user is who logged in ("" while the instance has no users).
+	user    string
 	inTx    bool
 	pending []NodePattern
 }
 
 var _ bolt.Conn = (*dataConn)(nil)
 
-func (c *dataConn) Authenticate(_ string, a bolt.Auth) error { return authenticate(c.d.opts, a) }
+// Authenticate checks the login against the instance's users (any login while it has none).
+func (c *dataConn) Authenticate(_ string, a bolt.Auth) error {
+	user, err := c.d.auth.Authenticate(a)
+	c.user = user
+	return err
+}
 
 func (c *dataConn) Run(_ context.Context, q bolt.Query) (*bolt.Result, error) {
+	if aq, ok, err := ParseAuthQuery(q.Text); ok {
+		switch {
+		case err != nil:
+			return nil, failure("%s", err.Error())
+		case q.InTx:
+			return nil, failure(ErrAuthInTx)
+		}
+		rows, err := c.d.runAuth(aq, c.user)
+		if err != nil {
+			return nil, err
+		}
+		if aq.Verb == "SHOW USERS" {
+			return &bolt.Result{Fields: []string{"user"}, Records: rows, Type: "r"}, nil
+		}
+		return &bolt.Result{Type: "s"}, nil
+	}
 	cmd, err := ParseQuery(q.Text, q.Params)
 	if err != nil {
 		return nil, failure("%s", err.Error())

@@ -40,8 +40,8 @@ type Options struct {
 	RaftElection       time.Duration // election timeout (randomised up to 2x by hashicorp/raft)
 	ReplicationTimeout time.Duration // how long a SYNC write waits for a replica's ack
 
-	// Auth is the admin user every Bolt client must present when set (MEMGRAPH_USER and
-	// MEMGRAPH_PASSWORD); empty accepts any credentials, as Memgraph without users does.
+	// User and Password (MEMGRAPH_USER, MEMGRAPH_PASSWORD) create a data instance's first
+	// user when its auth store in the data directory holds none; later starts ignore them.
 	User, Password string
 	// Licensed is true when both license env vars are set.
 	Licensed bool

@@ -150,7 +150,11 @@ func TestProcessCluster(t *testing.T) {
 	}
 
 	c1 := dialRetry(t, coords[0].bolt)
-	if _, err := dialBolt(t, coords[0].bolt, "admin", "wrong"); err == nil || !strings.Contains(err.Error(), "Memgraph.ClientError.Security.Unauthenticated") {
+	// Coordinators store no users: any login passes. Data instances hold MEMGRAPH_USER.
+	if _, err := dialBolt(t, coords[0].bolt, "admin", "wrong"); err != nil {
+		t.Fatalf("a coordinator refused a login: %v", err)
+	}
+	if _, err := dialBolt(t, data[0].bolt, "admin", "wrong"); err == nil || !strings.Contains(err.Error(), "Memgraph.ClientError.Security.Unauthenticated") {
 		t.Fatalf("wrong password: %v, want Unauthenticated", err)
 	}
 	eventually(t, 10*time.Second, "coordinator 1 to lead", func() bool {
@@ -184,6 +188,17 @@ func TestProcessCluster(t *testing.T) {
 	}
 	if _, _, err := replicaConn.run(`CREATE (:Person)`); err == nil || !strings.Contains(err.Error(), ErrWriteOnReplica) {
 		t.Fatalf("write on replica: %v", err)
+	}
+	// Users change on the MAIN only, which replicates them to its replicas.
+	if _, _, err := replicaConn.run(`SET PASSWORD FOR admin TO 'x'`); err == nil || !strings.Contains(err.Error(), "Query forbidden on the replica!") {
+		t.Fatalf("SET PASSWORD on a replica: %v", err)
+	}
+	mustBolt(t, mainConn, `SET PASSWORD FOR admin TO 'n3w\'pw'`)
+	if _, err := dialBolt(t, data[1].bolt, "admin", `n3w'pw`); err != nil {
+		t.Fatalf("the replica refused the MAIN's new password: %v", err)
+	}
+	if _, err := dialBolt(t, data[1].bolt, "admin", "secret"); err == nil {
+		t.Fatal("the replica still takes the old password")
 	}
 	// Admin queries are refused inside an explicit transaction.
 	if err := c1.begin(); err != nil {

@@ -34,6 +34,8 @@ type request struct {
 	Prev  uint64       `json:"prev,omitempty"`
 	Nodes []StoredNode `json:"nodes,omitempty"`
 	Graph *graph       `json:"graph,omitempty"`
+	// Auth is the MAIN's user store (system replication).
+	Auth *authData `json:"auth,omitempty"`
 }
 
 type replicaSpec struct {
