@@ -8,6 +8,7 @@ package boltclient
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -37,6 +38,9 @@ type Options struct {
 	Username, Password string
 	// Timeout bounds each call (the context's deadline, when earlier, wins).
 	Timeout time.Duration
+	// TLS, when set, wraps the connection in TLS before the Bolt handshake (a server run
+	// with --bolt-cert-file); ServerName defaults to the host of addr.
+	TLS *tls.Config
 }
 
 // Client is one Bolt connection. It is not safe for concurrent use.
@@ -70,6 +74,21 @@ func Dial(ctx context.Context, addr string, o Options) (*Client, error) {
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if o.TLS != nil {
+		cfg := o.TLS.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(nc, cfg)
+		hctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("bolt TLS handshake: %w", err)
+		}
+		nc = tc
 	}
 	c := &Client{nc: nc, r: bufio.NewReader(nc), w: bufio.NewWriter(nc), timeout: o.Timeout}
 	if err := c.open(ctx, o); err != nil {
