@@ -2,6 +2,7 @@ package registration_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,32 +11,126 @@ import (
 	"github.com/opsuite/suite/services/memgraph-operator/internal/registration"
 )
 
-// TestBootstrapWithAuth: every process enforces login (MEMGRAPH_USER/MEMGRAPH_PASSWORD, as
-// spec.auth sets them on the pods); a pass without credentials registers nothing, and
-// passes dialing as the admin user bootstrap 3+1 to one MAIN.
-func TestBootstrapWithAuth(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+func asUser(c registration.Credentials) memgraph.Dialer {
+	return memgraph.NewDialer(memgraph.Options{Username: c.Username, Password: c.Password, Timeout: 3 * time.Second})
+}
+
+// authCluster bootstraps 3 coordinators and 2 data instances started with
+// MEMGRAPH_USER=admin/MEMGRAPH_PASSWORD=s3cret (as spec.auth sets them on the pods) and
+// returns it with the MAIN's process.
+func authCluster(t *testing.T, ctx context.Context) (*memgraphtest.Cluster, *memgraphtest.Process, *memgraphtest.Process) {
+	t.Helper()
 	cl := memgraphtest.NewCluster(t)
 	cl.ExtraEnv = []string{"MEMGRAPH_USER=admin", "MEMGRAPH_PASSWORD=s3cret"}
 	for id := 1; id <= 3; id++ {
 		cl.StartCoordinator(id)
 	}
 	cl.StartData("d_0")
+	cl.StartData("d_1")
 	want := cl.Desired(nil, nil)
-
+	// Coordinators store no users: a pass converges whatever it logs in with.
 	anon := memgraph.NewDialer(memgraph.Options{Timeout: 3 * time.Second})
-	out, err := registration.Reconcile(ctx, anon, want)
-	if out.Converged || len(out.Executed) > 0 {
-		t.Fatalf("a pass without credentials converged or ran %q (err %v)", out.Executed, err)
-	}
-	t.Logf("without credentials: %s %q, err %v", out.Reason, out.Message, err)
-
-	admin := memgraph.NewDialer(memgraph.Options{Username: "admin", Password: "s3cret", Timeout: 3 * time.Second})
-	outs := passUntilAs(t, ctx, admin, want, func(o registration.Outcome) bool { return o.Converged })
-	assertMembership(t, last(outs), []string{"coordinator_1", "coordinator_2", "coordinator_3"}, []string{"d_0"})
+	outs := passUntilAs(t, ctx, anon, want, func(o registration.Outcome) bool { return o.Converged })
+	assertMembership(t, last(outs), []string{"coordinator_1", "coordinator_2", "coordinator_3"}, []string{"d_0", "d_1"})
+	main, replica := cl.Data["d_0"], cl.Data["d_1"]
 	if last(outs).Main != "d_0" {
-		t.Errorf("MAIN %q, want d_0", last(outs).Main)
+		main, replica = replica, main
 	}
-	assertOneMainAtATime(t, cl)
+	if _, err := anon.Dial(ctx, main.Bolt); !memgraph.IsUnauthenticated(err) {
+		t.Fatalf("the MAIN took an anonymous login: %v", err)
+	}
+	return cl, main, replica
+}
+
+// logsIn says whether c logs in at addr; a failure other than a refused login fails the test.
+func logsIn(t *testing.T, ctx context.Context, addr string, c registration.Credentials) bool {
+	t.Helper()
+	s, err := asUser(c).Dial(ctx, addr)
+	if err == nil {
+		_ = s.Close(ctx)
+		return true
+	}
+	if !memgraph.IsUnauthenticated(err) {
+		t.Fatalf("login %s at %s: %v", c.Username, addr, err)
+	}
+	return false
+}
+
+// TestCredentialRotation: against simulator processes, a new password in the Secret is
+// applied with SET PASSWORD through the last-good credentials, reaches the replica, and
+// survives a restart of the MAIN with the old environment; a user rename creates, grants
+// and then drops; a second call changes nothing; a change already made (operator killed
+// before recording it) is recognised; with both credentials wrong nothing runs.
+func TestCredentialRotation(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, main, replica := authCluster(t, ctx)
+	orig := registration.Credentials{Username: "admin", Password: "s3cret"}
+
+	// Password rotation (the password carries quote and backslash).
+	pw := registration.Credentials{Username: "admin", Password: `n3w'p\w`}
+	out := registration.SyncCredentials(ctx, asUser, main.Bolt, pw, orig)
+	if out.State != registration.CredentialsRotated || out.Working != pw || !slices.Equal(out.Executed, []string{"SET PASSWORD FOR `admin`"}) {
+		t.Fatalf("rotation: %+v", out)
+	}
+	for _, p := range []*memgraphtest.Process{main, replica} {
+		if !logsIn(t, ctx, p.Bolt, pw) || logsIn(t, ctx, p.Bolt, orig) {
+			t.Fatalf("%s: the new password does not log in, or the old one still does", p.Name)
+		}
+	}
+	if out := registration.SyncCredentials(ctx, asUser, main.Bolt, pw, pw); out.State != registration.CredentialsCurrent || len(out.Executed) != 0 {
+		t.Fatalf("steady state: %+v", out)
+	}
+	// The pod restarts with the old MEMGRAPH_PASSWORD: its store keeps the new one.
+	cl.Restart(main)
+	if !logsIn(t, ctx, main.Bolt, pw) {
+		t.Fatal("the MAIN lost the new password on restart")
+	}
+
+	// Rename admin -> ops.
+	ops := registration.Credentials{Username: "ops", Password: "0ps-pass"}
+	out = registration.SyncCredentials(ctx, asUser, main.Bolt, ops, pw)
+	wantCmds := []string{"CREATE USER IF NOT EXISTS `ops`", "SET PASSWORD FOR `ops`", "GRANT ALL PRIVILEGES TO `ops`", "DROP USER `admin`"}
+	if out.State != registration.CredentialsRotated || out.Working != ops || !slices.Equal(out.Executed, wantCmds) || out.KeptUser != "" {
+		t.Fatalf("rename: %+v", out)
+	}
+	for _, p := range []*memgraphtest.Process{main, replica} {
+		if !logsIn(t, ctx, p.Bolt, ops) || logsIn(t, ctx, p.Bolt, pw) {
+			t.Fatalf("%s: ops does not log in, or admin still does", p.Name)
+		}
+	}
+
+	// Killed after the change, before recording it: the wanted credentials already work.
+	again := registration.Credentials{Username: "ops", Password: "third"}
+	s, err := asUser(ops).Dial(ctx, main.Bolt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Exec(ctx, "SET PASSWORD FOR ops TO 'third'"); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close(ctx)
+	if out := registration.SyncCredentials(ctx, asUser, main.Bolt, again, ops); out.State != registration.CredentialsCurrent || out.Working != again || len(out.Executed) != 0 {
+		t.Fatalf("a change made before the record: %+v", out)
+	}
+
+	// Both wrong: nothing runs, the state says so.
+	out = registration.SyncCredentials(ctx, asUser, main.Bolt, registration.Credentials{Username: "ops", Password: "nope"}, ops)
+	if out.State != registration.CredentialsRejected || len(out.Executed) != 0 || !out.Working.Zero() || !memgraph.IsUnauthenticated(out.Err) {
+		t.Fatalf("both wrong: %+v", out)
+	}
+	// The MAIN gone: unreachable, not rejected.
+	cl.Stop(main)
+	if out := registration.SyncCredentials(ctx, asUser, main.Bolt, again, ops); out.State != registration.CredentialsUnreachable {
+		t.Fatalf("MAIN down: %+v", out)
+	}
+}
+
+func TestQuoting(t *testing.T) {
+	if got := registration.QuoteName("a`b"); got != "`a``b`" {
+		t.Errorf("QuoteName %s", got)
+	}
+	if got := registration.QuoteString(`it's \ok`); got != `'it\'s \\ok'` {
+		t.Errorf("QuoteString %s", got)
+	}
 }
