@@ -34,6 +34,9 @@ type Options struct {
 	HealthCheckInterval time.Duration
 	// InvariantLog is the JSONL file every role change is appended to ("" = none).
 	InvariantLog string
+	// BoltCertFile and BoltKeyFile serve Bolt over TLS when both are set, as in
+	// Memgraph (one alone leaves Bolt plain, with a warning).
+	BoltCertFile, BoltKeyFile string
 
 	// Simulator knobs (env MEMGRAPH_SIM_*).
 	RaftHeartbeat      time.Duration // follower timeout before an election; Memgraph: 1 s heartbeat
@@ -53,6 +56,10 @@ func (o Options) IsCoordinator() bool { return o.CoordinatorID > 0 && o.Coordina
 // IsHA says whether the process takes part in high availability (a coordinator or a data
 // instance managed through its management port).
 func (o Options) IsHA() bool { return o.IsCoordinator() || o.ManagementPort > 0 }
+
+// BoltTLS says whether Bolt is served over TLS: Memgraph turns it on only when both the
+// certificate and the key file are given.
+func (o Options) BoltTLS() bool { return o.BoltCertFile != "" && o.BoltKeyFile != "" }
 
 // Addr joins the bind host with a port.
 func (o Options) Addr(port int) string { return net.JoinHostPort(o.BoltAddress, strconv.Itoa(port)) }
@@ -100,6 +107,8 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 	downSec := fs.Int("instance-down-timeout-sec", 5, "seconds without a health check answer before an instance is down")
 	checkSec := fs.Int("instance-health-check-frequency-sec", 1, "seconds between health checks")
 	fs.StringVar(&o.InvariantLog, "sim-invariant-log", "", "JSONL file of role changes (simulator only)")
+	fs.StringVar(&o.BoltCertFile, "bolt-cert-file", "", "PEM certificate (chain) of the Bolt server; with --bolt-key-file, Bolt is TLS only")
+	fs.StringVar(&o.BoltKeyFile, "bolt-key-file", "", "PEM private key of --bolt-cert-file")
 	// Accepted because manifests pass them; they change nothing here.
 	for _, name := range []string{"storage-wal-enabled", "storage-snapshot-on-exit", "storage-properties-on-edges", "telemetry-enabled"} {
 		fs.Bool(name, false, "ignored")
@@ -124,6 +133,10 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 				return o, warnings, fmt.Errorf("%s: %w", env, err)
 			}
 		}
+	}
+	if (o.BoltCertFile == "") != (o.BoltKeyFile == "") {
+		// Memgraph's own behaviour: one of the pair alone is ignored.
+		warnings = append(warnings, "Using non-secure Bolt connection (without SSL): --bolt-cert-file and --bolt-key-file must both be set")
 	}
 	o.InstanceDownTimeout = time.Duration(*downSec) * time.Second
 	o.HealthCheckInterval = time.Duration(*checkSec) * time.Second

@@ -70,12 +70,28 @@ func Start(ctx context.Context, opts Options, log *slog.Logger) (*Server, error)
 		}
 		newConn = func(net.Addr) bolt.Conn { return &dataConn{d: s.data} }
 	}
+	var certs *bolt.CertFiles
+	if opts.BoltTLS() {
+		// Memgraph reads the pair at start and does not start without it.
+		if certs, err = bolt.LoadCertFiles(opts.BoltCertFile, opts.BoltKeyFile); err != nil {
+			s.closeEngine()
+			return nil, err
+		}
+	}
+	newConn = withTLSReload(newConn, certs)
 	if s.bolt, err = net.Listen("tcp", opts.Addr(opts.BoltPort)); err != nil {
 		s.closeEngine()
 		return nil, fmt.Errorf("bolt server: %w", err)
 	}
-	go func() { s.done <- bolt.Serve(ctx, s.bolt, newConn) }()
-	log.Info("Memgraph simulator started", "bolt", s.bolt.Addr().String(), "coordinator", opts.IsCoordinator())
+	ln := s.bolt
+	if certs != nil {
+		ln = bolt.TLSListener(ln, certs)
+		log.Info("Using secure Bolt connection (with SSL)")
+	} else {
+		log.Warn("Using non-secure Bolt connection (without SSL)")
+	}
+	go func() { s.done <- bolt.Serve(ctx, ln, newConn) }()
+	log.Info("Memgraph simulator started", "bolt", s.bolt.Addr().String(), "coordinator", opts.IsCoordinator(), "tls", certs != nil)
 	return s, nil
 }
 
