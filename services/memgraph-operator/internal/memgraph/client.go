@@ -2,8 +2,12 @@ package memgraph
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -43,6 +47,10 @@ type Options struct {
 	Timeout time.Duration
 	// UserAgent is sent in HELLO (default "memgraph-operator").
 	UserAgent string
+	// CA, when set, turns TLS on: the Dialer connects with bolt+s and verifies each
+	// server's certificate against these PEM certificates and the host it dials (the
+	// pod's DNS name). Empty dials plain bolt://.
+	CA []byte
 }
 
 // DefaultTimeout keeps a pass short when an instance hangs: admin commands are small.
@@ -56,25 +64,54 @@ func NewDialer(o Options) Dialer {
 	if o.UserAgent == "" {
 		o.UserAgent = "memgraph-operator"
 	}
-	return boltDialer{opts: o}
+	d := boltDialer{opts: o}
+	if len(o.CA) > 0 {
+		d.roots = x509.NewCertPool()
+		if !d.roots.AppendCertsFromPEM(o.CA) {
+			d.caErr = errors.New("the CA holds no PEM certificate")
+		}
+	}
+	return d
 }
 
-type boltDialer struct{ opts Options }
+type boltDialer struct {
+	opts Options
+	// roots verify the servers when TLS is on (nil: plain Bolt); caErr says why Options.CA
+	// could not be used, and fails every Dial.
+	roots *x509.CertPool
+	caErr error
+}
+
+// tlsConfig is the client TLS of every connection; the driver sets ServerName to the
+// host dialled, so the certificate must name it.
+func (d boltDialer) tlsConfig() *tls.Config {
+	return &tls.Config{RootCAs: d.roots, MinVersion: tls.VersionTLS12}
+}
 
 func (d boltDialer) Dial(ctx context.Context, boltAddr string) (Session, error) {
+	if d.caErr != nil {
+		return nil, &Error{Kind: KindTLS, Addr: boltAddr, Err: d.caErr}
+	}
 	auth := neo4j.NoAuth()
 	if d.opts.Username != "" {
 		auth = neo4j.BasicAuth(d.opts.Username, d.opts.Password, "")
 	}
 	timeout := d.opts.Timeout
-	// bolt:// is a direct connection: the driver never routes it elsewhere.
-	drv, err := neo4j.NewDriverWithContext("bolt://"+boltAddr, auth, func(c *config.Config) {
+	// bolt:// and bolt+s:// are direct connections: the driver never routes them elsewhere.
+	scheme := "bolt://"
+	if d.roots != nil {
+		scheme = "bolt+s://"
+	}
+	drv, err := neo4j.NewDriverWithContext(scheme+boltAddr, auth, func(c *config.Config) {
 		c.UserAgent = d.opts.UserAgent
 		c.SocketConnectTimeout = timeout
 		c.ConnectionAcquisitionTimeout = timeout
 		c.MaxConnectionPoolSize = 1
 		c.MaxTransactionRetryTime = 0
 		c.TelemetryDisabled = true
+		if d.roots != nil {
+			c.TlsConfig = d.tlsConfig()
+		}
 	})
 	if err != nil {
 		return nil, &Error{Kind: KindProtocol, Addr: boltAddr, Err: err}
@@ -84,9 +121,37 @@ func (d boltDialer) Dial(ctx context.Context, boltAddr string) (Session, error) 
 	defer cancel()
 	if err := drv.VerifyConnectivity(cctx); err != nil {
 		_ = drv.Close(context.WithoutCancel(ctx))
+		if d.roots != nil {
+			// The driver does not expose its TLS errors; a handshake of our own says
+			// whether TLS was the cause, as the typed error the condition needs.
+			if herr := d.handshake(ctx, boltAddr); herr != nil {
+				return nil, &Error{Kind: KindTLS, Addr: boltAddr, Err: herr}
+			}
+		}
 		return nil, classify(boltAddr, "", err)
 	}
 	return s, nil
+}
+
+// handshake connects to addr and runs a TLS handshake alone: nil when the TCP dial
+// fails or the time runs out (not a TLS problem) or the handshake succeeds, else the
+// handshake's error.
+func (d boltDialer) handshake(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
+	defer cancel()
+	var nd net.Dialer
+	conn, err := nd.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = conn.Close() }()
+	cfg := d.tlsConfig()
+	cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	err = tls.Client(conn, cfg).HandshakeContext(ctx)
+	if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil
+	}
+	return err
 }
 
 type boltSession struct {

@@ -18,6 +18,10 @@ const (
 	KindRefused
 	// KindProtocol: the server answered, but not in the shape the query has.
 	KindProtocol
+	// KindTLS: the TCP connection was made but the TLS handshake failed: the server's
+	// certificate is not verified by the CA (another CA, expired, or not naming the
+	// address dialled), or the server does not speak TLS.
+	KindTLS
 )
 
 func (k Kind) String() string {
@@ -30,6 +34,8 @@ func (k Kind) String() string {
 		return "refused"
 	case KindProtocol:
 		return "protocol"
+	case KindTLS:
+		return "tls"
 	}
 	return "unknown"
 }
@@ -87,6 +93,9 @@ func IsUnreachable(err error) bool { return kindOf(err) == KindUnreachable }
 
 // IsRefused says whether err is (or wraps) a server FAILURE answer.
 func IsRefused(err error) bool { return kindOf(err) == KindRefused }
+
+// IsTLS says whether err is (or wraps) a failed TLS handshake.
+func IsTLS(err error) bool { return kindOf(err) == KindTLS }
 
 // IsUnauthenticated says whether err is (or wraps) an authentication failure.
 func IsUnauthenticated(err error) bool { return kindOf(err) == KindUnauthenticated }

@@ -61,6 +61,9 @@ type Cluster struct {
 	DownTimeoutSec int
 	// ExtraEnv is added to Env for processes started from now on (e.g. MEMGRAPH_USER).
 	ExtraEnv []string
+	// ExtraArgs are added to the flags of processes started from now on (e.g.
+	// --bolt-cert-file and --bolt-key-file from a CA's WriteFiles).
+	ExtraArgs []string
 
 	mu           sync.Mutex
 	Coordinators map[int]*Process
@@ -152,6 +155,10 @@ func (c *Cluster) start(p *Process) {
 	logf, err := os.OpenFile(p.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		c.t.Fatal(err)
+	}
+	if p.cmd == nil {
+		// First start: later restarts keep the flags the process was started with.
+		p.args = append(p.args, c.ExtraArgs...)
 	}
 	cmd := exec.Command(c.bin, p.args...)
 	cmd.Env = append(append(os.Environ(), Env...), c.ExtraEnv...)
