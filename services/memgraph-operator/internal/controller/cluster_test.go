@@ -100,7 +100,7 @@ type harness struct {
 	writes *testenv.WriteCounter
 }
 
-func start(t *testing.T, operator string) *harness {
+func start(t *testing.T, operator string, opts ...func(*controller.Config)) *harness {
 	t.Helper()
 	h := &harness{
 		t: t, ns: testenv.NewNamespace(t, env.Client, "mg-"), c: env.Client,
@@ -118,10 +118,14 @@ func start(t *testing.T, operator string) *harness {
 		}
 	}
 	env.StartManager(t, func(mgr ctrl.Manager) error {
-		return controller.Setup(mgr, controller.Config{
+		cfg := controller.Config{
 			Operator: operator, Registrar: h.reg, Sysctls: h.sys,
 			Poll: 200 * time.Millisecond, Resync: 300 * time.Millisecond, SysctlRetry: 200 * time.Millisecond,
-		})
+		}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		return controller.Setup(mgr, cfg)
 	}, testenv.InNamespaces(h.ns), countWrites)
 	return h
 }

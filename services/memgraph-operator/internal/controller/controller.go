@@ -60,6 +60,9 @@ type Registrar interface {
 type Registration struct {
 	// Leader and Main are names as SHOW INSTANCES shows them; empty when there is none.
 	Leader, Main string
+	// MainBolt is the MAIN's bolt_server as registered ("" when there is no MAIN): where
+	// the admin credentials are checked and changed.
+	MainBolt string
 	// Coordinators and DataInstances count the registered members.
 	Coordinators, DataInstances int32
 	// Converged: membership equals want and nothing retiring is left in it.
@@ -98,6 +101,9 @@ type Config struct {
 	Registrar Registrar
 	// Sysctls checks the nodes; nil leaves NodesPrepared Unknown (no node agent).
 	Sysctls SysctlChecker
+	// Credentials applies a changed spec.auth Secret to the MAIN; nil takes the
+	// Registrar when it is one, else the credentials are not checked.
+	Credentials CredentialSyncer
 	// Poll is how soon a pass that waits for the data plane or the workloads looks again.
 	Poll time.Duration
 	// Resync is how often a converged cluster is re-registered: a registration a pod lost
@@ -110,6 +116,9 @@ type Config struct {
 }
 
 func (cfg *Config) defaults() {
+	if cs, ok := cfg.Registrar.(CredentialSyncer); ok && cfg.Credentials == nil {
+		cfg.Credentials = cs
+	}
 	if cfg.Operator == "" {
 		cfg.Operator = "memgraph-operator"
 	}

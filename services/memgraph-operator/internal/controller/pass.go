@@ -43,6 +43,8 @@ type pass struct {
 	rolled rollStep
 	// authErr is why spec.auth's Secret could not be used ("" when it could or is unset).
 	authErr string
+	// creds is what the credentials step found against the MAIN.
+	creds credentialsFinding
 }
 
 // run is the reconciler's pass over c.
@@ -99,6 +101,9 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 		return cfg.Poll, nil
 	}
 	p.reg = &reg
+	if err := p.syncCredentials(ctx, creds); err != nil {
+		return 0, err
+	}
 	if err := p.shrink(ctx); err != nil {
 		return 0, err
 	}

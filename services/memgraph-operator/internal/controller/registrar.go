@@ -42,6 +42,9 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 		}
 	}
 	for _, i := range out.Instances {
+		if i.Name == out.Main && out.Main != "" {
+			r.MainBolt = i.BoltServer
+		}
 		if i.IsCoordinator() {
 			r.Coordinators++
 		} else {
@@ -49,4 +52,19 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 		}
 	}
 	return r, err
+}
+
+// credentialsTimeout bounds one credentials check (up to three logins and four commands).
+const credentialsTimeout = 30 * time.Second
+
+// SyncCredentials implements CredentialSyncer with registration.SyncCredentials.
+func (b BoltRegistrar) SyncCredentials(ctx context.Context, mainBolt string, want, lastGood Credentials) registration.CredentialOutcome {
+	ctx, cancel := context.WithTimeout(ctx, credentialsTimeout)
+	defer cancel()
+	dial := func(c registration.Credentials) memgraph.Dialer {
+		o := b.Options
+		o.Username, o.Password = c.Username, c.Password
+		return memgraph.NewDialer(o)
+	}
+	return registration.SyncCredentials(ctx, dial, mainBolt, want, lastGood)
 }

@@ -67,6 +67,7 @@ func (p *pass) writeStatus() {
 	}
 	p.setUpdated(set)
 	p.setNodesPrepared(set)
+	p.setCredentialsSynced(set)
 	st.State = summarize(st.Conditions, p.before)
 }
 

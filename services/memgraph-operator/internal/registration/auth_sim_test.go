@@ -42,6 +42,16 @@ func authCluster(t *testing.T, ctx context.Context) (*memgraphtest.Cluster, *mem
 	return cl, main, replica
 }
 
+// TestBootstrapWithAuth: data instances started with MEMGRAPH_USER refuse an anonymous
+// login, coordinators take any (Memgraph's coordinators store no users), so registration
+// converges to one MAIN whatever the operator logs in with.
+func TestBootstrapWithAuth(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, _, _ := authCluster(t, ctx)
+	assertOneMainAtATime(t, cl)
+}
+
 // logsIn says whether c logs in at addr; a failure other than a refused login fails the test.
 func logsIn(t *testing.T, ctx context.Context, addr string, c registration.Credentials) bool {
 	t.Helper()
