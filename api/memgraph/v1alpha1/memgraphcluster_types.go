@@ -193,7 +193,7 @@ type TLSSpec struct {
 // chain), tls.key (its private key) and ca.crt (the CA the operator verifies the pods
 // with): the shape of a kubernetes.io/tls Secret that cert-manager writes for a CA
 // issuer. The certificate must name the pods' DNS names,
-// *.<cluster>-coordinator.<namespace>.svc.<clusterDomain> and
+// *.<cluster>-coordinators.<namespace>.svc.<clusterDomain> and
 // *.<cluster>-data.<namespace>.svc.<clusterDomain>, which the operator dials.
 //
 // The Secret is mounted without subPath, so the kubelet brings a renewed certificate
