@@ -43,6 +43,8 @@ type pass struct {
 	rolled rollStep
 	// authErr is why spec.auth's Secret could not be used ("" when it could or is unset).
 	authErr string
+	// tlsErr is why spec.tls.bolt's Secret could not be used ("" when it could or is unset).
+	tlsErr string
 	// creds is what the credentials step found against the MAIN.
 	creds credentialsFinding
 }
@@ -82,6 +84,18 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	case err != nil:
 		return 0, err
 	}
+	ca, err := p.boltCA(ctx)
+	var te tlsError
+	switch {
+	case errors.As(err, &te):
+		// As for spec.auth: nothing the operator could verify the pods with.
+		p.tlsErr = te.msg
+		return cfg.Poll, nil
+	case err != nil:
+		return 0, err
+	}
+	// Every dial of this pass (registration, credentials) verifies with this CA.
+	ctx = WithBoltCA(ctx, ca)
 	// The gate is strict, retiring pods included: the registration acts on a fully known
 	// cluster or not at all.
 	if len(p.notReady) > 0 || cfg.Registrar == nil {

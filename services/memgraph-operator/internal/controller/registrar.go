@@ -8,6 +8,7 @@ import (
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/registration"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // registrationTimeout bounds one registration pass, so a hanging member cannot hold the
@@ -28,10 +29,17 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 	defer cancel()
 	o := b.Options
 	o.Username, o.Password = creds.Username, creds.Password
-	out, err := registration.Reconcile(ctx, memgraph.NewDialer(o), want)
+	o.CA = BoltCA(ctx)
+	d := &tlsRecorder{Dialer: memgraph.NewDialer(o)}
+	out, err := registration.Reconcile(ctx, d, want)
 	r := Registration{
 		Leader: out.Leader, Main: out.Main, Converged: out.Converged, Reason: out.Reason, Message: out.Message,
 		RetiredCoordinators: out.RetiredCoordinators, RetiredData: out.RetiredData, Executed: out.Executed,
+	}
+	if herr := d.failure(); herr != nil && r.Reason == memgraphv1.ReasonCoordinatorUnreachable {
+		// Unreachable because the handshake failed: say so, the cause is the certificate.
+		r.Reason, r.Message = memgraphv1.ReasonTLSVerificationFailed, msgTLSVerification
+		log.FromContext(ctx).Error(herr, "Bolt TLS handshake failed")
 	}
 	if out.Lag != nil {
 		r.LagRead = true
@@ -64,6 +72,7 @@ func (b BoltRegistrar) SyncCredentials(ctx context.Context, mainBolt string, wan
 	dial := func(c registration.Credentials) memgraph.Dialer {
 		o := b.Options
 		o.Username, o.Password = c.Username, c.Password
+		o.CA = BoltCA(ctx)
 		return memgraph.NewDialer(o)
 	}
 	return registration.SyncCredentials(ctx, dial, mainBolt, want, lastGood)

@@ -49,6 +49,12 @@ func (p *pass) writeStatus() {
 		if conditions.Get(st.Conditions, memgraphv1.ConditionReady) == nil {
 			set(memgraphv1.ConditionReady, metav1.ConditionUnknown, ReasonAuthSecretUnavailable, p.authErr)
 		}
+	case p.tlsErr != "":
+		// Likewise: pods mounting a missing Secret cannot start.
+		set(memgraphv1.ConditionConverged, metav1.ConditionFalse, memgraphv1.ReasonTLSSecretUnavailable, p.tlsErr)
+		if conditions.Get(st.Conditions, memgraphv1.ConditionReady) == nil {
+			set(memgraphv1.ConditionReady, metav1.ConditionUnknown, memgraphv1.ReasonTLSSecretUnavailable, p.tlsErr)
+		}
 	case len(p.notReady) > 0:
 		set(memgraphv1.ConditionConverged, metav1.ConditionFalse, memgraphv1.ReasonWorkloadsNotReady, "Waiting for pods: "+workloads)
 		set(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonWorkloadsNotReady, "Waiting for pods: "+workloads)
@@ -96,7 +102,8 @@ func setConverged(set setFunc, reg *Registration, retiring bool) {
 // setReady: ready with a leader and a MAIN; the registration's reason explains a missing leader.
 func setReady(set setFunc, reg *Registration) {
 	switch {
-	case reg.Reason == memgraphv1.ReasonCoordinatorUnreachable || reg.Reason == memgraphv1.ReasonNoCoordinatorLeader:
+	case reg.Reason == memgraphv1.ReasonCoordinatorUnreachable || reg.Reason == memgraphv1.ReasonNoCoordinatorLeader ||
+		reg.Reason == memgraphv1.ReasonTLSVerificationFailed:
 		msg := reg.Message
 		if msg == "" {
 			msg = msgNoLeader

@@ -1,0 +1,53 @@
+package controller
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph/memgraphtest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestCheckBoltSecret: what makes spec.tls.bolt's Secret unusable, each with a stable
+// message naming the key or the names to fix; a good Secret yields its ca.crt.
+func TestCheckBoltSecret(t *testing.T) {
+	c := &memgraphv1.MemgraphCluster{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "db"}}
+	ca, other := memgraphtest.NewCA(t, "ca"), memgraphtest.NewCA(t, "other")
+	pods := []string{"*.g-coordinators.db.svc.cluster.local", "*.g-data.db.svc.cluster.local"}
+	good := func(ca *memgraphtest.CA, hosts ...string) map[string][]byte {
+		crt, key := ca.Issue(t, hosts...)
+		return map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.PEM}
+	}
+	with := func(d map[string][]byte, k string, v []byte) map[string][]byte {
+		d[k] = v
+		return d
+	}
+	_, otherKey := ca.Issue(t, pods...)
+	cases := []struct {
+		name string
+		data map[string][]byte
+		want string // "" = usable
+	}{
+		{"good", good(ca, pods...), ""},
+		{"exact pod name", good(ca, "g-coordinators-1.g-coordinators.db.svc.cluster.local"), ""},
+		{"no ca.crt", with(good(ca, pods...), "ca.crt", nil), `no non-empty key "ca.crt"`},
+		{"no tls.key", with(good(ca, pods...), "tls.key", nil), `no non-empty key "tls.key"`},
+		{"key of another certificate", with(good(ca, pods...), "tls.key", otherKey), "are not a PEM certificate and its private key"},
+		{"ca.crt not PEM", with(good(ca, pods...), "ca.crt", []byte("x")), `"ca.crt" holds no PEM certificate`},
+		{"another CA", with(good(other, pods...), "ca.crt", ca.PEM), "is not verified by"},
+		{"not naming the pods", good(ca, "memgraph.example.com"), "*.g-coordinators.db.svc.cluster.local and *.g-data.db.svc.cluster.local"},
+	}
+	for _, tc := range cases {
+		got, err := checkBoltSecret(c, "bolt", tc.data)
+		var te tlsError
+		switch {
+		case tc.want == "" && (err != nil || !bytes.Equal(got, tc.data["ca.crt"])):
+			t.Errorf("%s: %v, want ca.crt back", tc.name, err)
+		case tc.want != "" && (!errors.As(err, &te) || !strings.Contains(te.msg, tc.want)):
+			t.Errorf("%s: %v, want a tlsError containing %q", tc.name, err, tc.want)
+		}
+	}
+}
