@@ -219,6 +219,7 @@ func TestReservedEnvAndFlags(t *testing.T) {
 	flagMessage := map[string]string{
 		"bolt-port": "set the port there", "management-port": "set the port there", "coordinator-port": "set the port there",
 		"license-key": "the license comes from the Secret named in spec.license", "organization-name": "the license comes from the Secret named in spec.license",
+		"bolt-cert-file": "name a kubernetes.io/tls Secret in spec.tls.bolt.secretName instead", "bolt-key-file": "name a kubernetes.io/tls Secret in spec.tls.bolt.secretName instead",
 	}
 	for _, flag := range memgraphv1.ReservedFlags {
 		want, ok := flagMessage[flag]
@@ -487,6 +488,7 @@ func full(ns string) *memgraphv1.MemgraphCluster {
 			},
 			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
 			License:          memgraphv1.LicenseSpec{SecretName: "mg-license", LicenseKey: "license", OrganizationKey: "organization"},
+			TLS:              &memgraphv1.TLSSpec{Bolt: memgraphv1.BoltTLSSpec{SecretName: "bolt-tls"}},
 			Storage: memgraphv1.StorageSpec{
 				RetentionPolicy: memgraphv1.RetentionPolicy{WhenDeleted: memgraphv1.RetentionDelete, WhenScaled: memgraphv1.RetentionDelete},
 				Coordinators:    role, Data: role,
