@@ -47,8 +47,9 @@ func (p *pass) boltCA(ctx context.Context) ([]byte, error) {
 }
 
 // checkBoltSecret checks what the pods and the operator will read from the Secret and
-// returns ca.crt. The names checked are the coordinators' (the operator dials them); the
-// message gives one, so the user sees the form the certificate must cover.
+// returns ca.crt. The names checked are every declared pod's (the operator dials the
+// coordinators and the MAIN); the message gives the first that fails and the wildcards
+// that cover them all.
 func checkBoltSecret(c *memgraphv1.MemgraphCluster, name string, data map[string][]byte) ([]byte, error) {
 	for _, k := range []string{resources.TLSCertKey, resources.TLSKeyKey, resources.TLSCAKey} {
 		if len(data[k]) == 0 {
@@ -73,14 +74,28 @@ func checkBoltSecret(c *memgraphv1.MemgraphCluster, name string, data map[string
 			inter.AddCert(ic)
 		}
 	}
-	host := resources.PodFQDN(c, resources.RoleCoordinator, resources.FirstCoordinatorOrdinal)
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: host}); err != nil {
+	for _, host := range podNames(c) {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: host}); err == nil {
+			continue
+		}
 		return nil, tlsError{fmt.Sprintf("Secret %q named by spec.tls.bolt: %q is not verified by %q for the pod names the operator dials, such as %q: sign it with that CA, keep it unexpired, and name *.%s.%s.svc.%s and *.%s.%s.svc.%s",
 			name, resources.TLSCertKey, resources.TLSCAKey, host,
 			resources.HeadlessServiceName(c.Name, resources.RoleCoordinator), c.Namespace, resources.ClusterDomain(c),
 			resources.HeadlessServiceName(c.Name, resources.RoleData), c.Namespace, resources.ClusterDomain(c))}
 	}
 	return data[resources.TLSCAKey], nil
+}
+
+// podNames are the DNS names the operator dials: every declared pod of both roles.
+func podNames(c *memgraphv1.MemgraphCluster) []string {
+	var out []string
+	for i := range resources.Coordinators(c) {
+		out = append(out, resources.PodFQDN(c, resources.RoleCoordinator, resources.FirstCoordinatorOrdinal+i))
+	}
+	for i := range resources.DataInstances(c) {
+		out = append(out, resources.PodFQDN(c, resources.RoleData, i))
+	}
+	return out
 }
 
 type boltCAKey struct{}

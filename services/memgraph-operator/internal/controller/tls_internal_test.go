@@ -32,7 +32,9 @@ func TestCheckBoltSecret(t *testing.T) {
 		want string // "" = usable
 	}{
 		{"good", good(ca, pods...), ""},
-		{"exact pod name", good(ca, "g-coordinators-1.g-coordinators.db.svc.cluster.local"), ""},
+		{"every pod by name", good(ca, "g-coordinator-1.g-coordinators.db.svc.cluster.local", "g-coordinator-2.g-coordinators.db.svc.cluster.local",
+			"g-coordinator-3.g-coordinators.db.svc.cluster.local", "g-data-0.g-data.db.svc.cluster.local", "g-data-1.g-data.db.svc.cluster.local"), ""},
+		{"a data pod not named", good(ca, "*.g-coordinators.db.svc.cluster.local"), `such as "g-data-0.g-data.db.svc.cluster.local"`},
 		{"no ca.crt", with(good(ca, pods...), "ca.crt", nil), `no non-empty key "ca.crt"`},
 		{"no tls.key", with(good(ca, pods...), "tls.key", nil), `no non-empty key "tls.key"`},
 		{"key of another certificate", with(good(ca, pods...), "tls.key", otherKey), "are not a PEM certificate and its private key"},
