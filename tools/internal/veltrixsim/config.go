@@ -66,6 +66,11 @@ type Config struct {
 	Index             string
 	CacheMaxSizeMB    int
 	MaxMapCountFile   string
+	// URingBridge is VELTRIXDB_URING_BRIDGE: off, on or sqpoll.
+	URingBridge string
+	// URingProbe says how the simulator learns whether io_uring_setup is allowed: probe
+	// (call it), allowed or blocked (VELTRIX_SIM_URING, for tests).
+	URingProbe string
 
 	// Simulator knobs.
 	MoveRate        float64       // keys per second moved on membership change; 0 pauses moves
@@ -91,6 +96,25 @@ const (
 	EnvMaxMapCountFile   = "VELTRIX_SIM_MAX_MAP_COUNT_FILE"
 	EnvPartitionCount    = "VELTRIX_SIM_PARTITION_COUNT"
 	EnvCheckpointEvery   = "VELTRIX_SIM_CHECKPOINT_INTERVAL"
+	EnvURingBridge       = "VELTRIXDB_URING_BRIDGE"
+	EnvSimURing          = "VELTRIX_SIM_URING"
+)
+
+// io_uring bridge values (VELTRIXDB_URING_BRIDGE) and INFO's uring_bridge, which is also
+// "fallback" when the bridge is asked for and io_uring_setup is refused (seccomp
+// RuntimeDefault): VLog writes then go through pwrite.
+const (
+	URingOff      = "off"
+	URingOn       = "on"
+	URingSQPoll   = "sqpoll"
+	URingFallback = "fallback"
+)
+
+// VELTRIX_SIM_URING values.
+const (
+	URingProbeKernel  = "probe"
+	URingProbeAllowed = "allowed"
+	URingProbeBlocked = "blocked"
 )
 
 // ParseConfig reads flags (args without the program name) and the environment. Flags win
@@ -163,6 +187,8 @@ func ParseConfig(args []string, getenv func(string) string, output io.Writer) (C
 	c.DataDirs = splitList(dataDirs)
 	c.RawVLogs = splitList(rawVLogs)
 	c.Join = splitList(join)
+	c.URingBridge = strings.ToLower(strings.TrimSpace(envStr(EnvURingBridge, URingOff)))
+	c.URingProbe = strings.ToLower(strings.TrimSpace(envStr(EnvSimURing, URingProbeKernel)))
 	c.Index = strings.ToLower(strings.TrimSpace(getenv(EnvIndex)))
 	if c.Index == "" {
 		c.Index = IndexNative
@@ -214,6 +240,16 @@ func (c *Config) Check() error {
 		}
 	default:
 		return fmt.Errorf("%s=%q: want map (or unset for the native index)", EnvIndex, c.Index)
+	}
+	switch c.URingBridge {
+	case "", URingOff, URingOn, URingSQPoll:
+	default:
+		return fmt.Errorf("%s=%q: want off, on or sqpoll", EnvURingBridge, c.URingBridge)
+	}
+	switch c.URingProbe {
+	case "", URingProbeKernel, URingProbeAllowed, URingProbeBlocked:
+	default:
+		return fmt.Errorf("%s=%q: want probe, allowed or blocked", EnvSimURing, c.URingProbe)
 	}
 	if len(c.DataDirs) == 0 {
 		return errors.New("--data-dirs is required")
@@ -329,4 +365,22 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// uringBridgeState is INFO's uring_bridge: off, or the bridge asked for when io_uring_setup
+// is allowed, or fallback (pwrite) when it is refused. err is the refusal, for the log.
+func (c *Config) uringBridgeState() (state string, err error) {
+	if c.URingBridge == "" || c.URingBridge == URingOff {
+		return URingOff, nil
+	}
+	switch c.URingProbe {
+	case URingProbeAllowed:
+		return c.URingBridge, nil
+	case URingProbeBlocked:
+		return URingFallback, errors.New("io_uring_setup blocked (" + EnvSimURing + "=blocked)")
+	}
+	if err := probeIOURing(c.URingBridge == URingSQPoll); err != nil {
+		return URingFallback, err
+	}
+	return c.URingBridge, nil
 }

@@ -47,6 +47,10 @@ type Node struct {
 	refuseDelete int
 	moveRate     float64
 	wake         chan struct{}
+
+	// uringBridge is INFO's uring_bridge (fixed at start); uringErr why it fell back.
+	uringBridge string
+	uringErr    error
 }
 
 // NewNode checks cfg and returns a node ready to Run.
@@ -57,11 +61,13 @@ func NewNode(cfg Config, log *slog.Logger) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	return &Node{
+	n := &Node{
 		cfg: cfg, log: log.With("node", cfg.NodeID), peers: newPeerPool(),
 		peerMoves: map[string]int64{}, hints: map[string]map[string]Entry{},
 		refuseDelete: cfg.RefuseDelete, moveRate: cfg.MoveRate, wake: make(chan struct{}, 1),
-	}, nil
+	}
+	n.uringBridge, n.uringErr = cfg.uringBridgeState()
+	return n, nil
 }
 
 // Run listens on cfg.Addr and cfg.MetricsAddr and serves until ctx ends.
@@ -90,6 +96,10 @@ func (n *Node) Serve(ctx context.Context, textLn, httpLn net.Listener) error {
 	ts := newTextServer(n, textLn)
 	go func() { defer wg.Done(); ts.serve() }()
 	n.log.Info("Listening", "addr", textLn.Addr().String(), "metricsAddr", httpLn.Addr().String(), "mode", n.cfg.Mode)
+	if n.uringErr != nil {
+		n.log.Warn("The io_uring VLog write bridge fell back to pwrite: io_uring_setup was refused (seccomp RuntimeDefault blocks it)",
+			"asked", n.cfg.URingBridge, "err", n.uringErr.Error())
+	}
 
 	err := n.open(ctx)
 	if err == nil {

@@ -135,6 +135,8 @@ func TestRefusals(t *testing.T) {
 		{"cluster without node id", []string{"--mode=raft"}, nil, "--node-id is required in -mode raft"},
 		{"not in peers, no join", []string{"--mode=raft", "--node-id=x", "--peers=a@h:1"}, nil, "node x is not in --peers and --join is not set"},
 		{"bad mode", []string{"--mode=mesh"}, nil, `-mode="mesh"`},
+		{"io_uring bridge sqpoll", nil, map[string]string{EnvURingBridge: "sqpoll"}, ""},
+		{"io_uring bridge unknown", nil, map[string]string{EnvURingBridge: "always"}, `VELTRIXDB_URING_BRIDGE="always": want off, on or sqpoll`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"--data-dirs=" + dir, "--sim-max-map-count-file=" + ok}, c.args...)
@@ -171,4 +173,47 @@ func TestEnvironment(t *testing.T) {
 	if cfg.AdminToken != "flag" || cfg.ReplicationFactor != 2 || cfg.MoveRate != 0 {
 		t.Errorf("flags must win over the environment: %+v", cfg)
 	}
+}
+
+// TestURingBridge: INFO's uring_bridge is off without VELTRIXDB_URING_BRIDGE, the mode asked
+// for when io_uring_setup is allowed, and fallback (pwrite) when it is refused, as under
+// seccomp RuntimeDefault; with probe, whatever this kernel answers.
+func TestURingBridge(t *testing.T) {
+	for _, c := range []struct {
+		bridge, probe, want string
+	}{
+		{"", "", URingOff},
+		{"off", URingProbeBlocked, URingOff},
+		{"on", URingProbeAllowed, URingOn},
+		{"sqpoll", URingProbeAllowed, URingSQPoll},
+		{"on", URingProbeBlocked, URingFallback},
+		{"sqpoll", URingProbeBlocked, URingFallback},
+	} {
+		env := map[string]string{EnvURingBridge: c.bridge, EnvSimURing: c.probe, EnvIndex: "map"}
+		cfg, err := ParseConfig([]string{"--data-dirs=" + t.TempDir()}, func(k string) string { return env[k] }, &strings.Builder{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := NewNode(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := n.InfoFields()["uring_bridge"]; got != c.want {
+			t.Errorf("%s=%q %s=%q: uring_bridge=%s, want %s", EnvURingBridge, c.bridge, EnvSimURing, c.probe, got, c.want)
+		}
+	}
+	env := map[string]string{EnvURingBridge: "on", EnvIndex: "map"}
+	cfg, err := ParseConfig([]string{"--data-dirs=" + t.TempDir()}, func(k string) string { return env[k] }, &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := NewNode(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := n.InfoFields()["uring_bridge"]
+	if got != URingOn && got != URingFallback {
+		t.Errorf("probing this kernel: uring_bridge=%s, want on or fallback", got)
+	}
+	t.Logf("this kernel's io_uring_setup: uring_bridge=%s (%v)", got, n.uringErr)
 }

@@ -227,6 +227,7 @@ func (n *Node) InfoFields() map[string]string {
 		"state":              n.selfState(v),
 		"keys_moved":         strconv.FormatInt(n.keysMoved.Load(), 10),
 		"data_dirs":          strconv.Itoa(len(n.cfg.DataDirs)),
+		"uring_bridge":       n.uringBridge,
 	}
 	active := 0
 	for _, m := range v.Members {
