@@ -133,6 +133,37 @@ func (d boltDialer) Dial(ctx context.Context, boltAddr string) (Session, error) 
 	return s, nil
 }
 
+// ServedCertificate is the leaf certificate (DER) addr serves, verified as Dial verifies
+// it (o.CA and the host dialled); a failed handshake is KindTLS, a failed connection
+// KindUnreachable. o.CA must be set.
+func ServedCertificate(ctx context.Context, addr string, o Options) ([]byte, error) {
+	d, ok := NewDialer(o).(boltDialer)
+	switch {
+	case !ok || len(o.CA) == 0:
+		return nil, &Error{Kind: KindProtocol, Addr: addr, Err: errors.New("ServedCertificate needs Options.CA")}
+	case d.caErr != nil:
+		return nil, &Error{Kind: KindTLS, Addr: addr, Err: d.caErr}
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
+	defer cancel()
+	var nd net.Dialer
+	conn, err := nd.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, &Error{Kind: KindUnreachable, Addr: addr, Err: err}
+	}
+	defer func() { _ = conn.Close() }()
+	cfg := d.tlsConfig()
+	cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, &Error{Kind: KindUnreachable, Addr: addr, Err: err}
+		}
+		return nil, &Error{Kind: KindTLS, Addr: addr, Err: err}
+	}
+	return tc.ConnectionState().PeerCertificates[0].Raw, nil
+}
+
 // handshake connects to addr and runs a TLS handshake alone: nil when the TCP dial
 // fails or the time runs out (not a TLS problem) or the handshake succeeds, else the
 // handshake's error.

@@ -62,10 +62,19 @@ func TestClientTLS(t *testing.T) {
 		t.Errorf("bolt+s to a stopped instance: %v, want unreachable (not TLS)", err)
 	}
 
+	// The served certificate, as the operator compares it with the Secret's.
+	served, err := memgraph.ServedCertificate(ctx, coord.Bolt, o)
+	if err != nil || len(served) == 0 {
+		t.Fatalf("ServedCertificate: %v", err)
+	}
+	if _, err := memgraph.ServedCertificate(ctx, coord.Bolt, memgraph.Options{Timeout: 3 * time.Second, CA: other.PEM}); !memgraph.IsTLS(err) {
+		t.Errorf("ServedCertificate trusting another CA: %v, want a TLS error", err)
+	}
+
 	// Rotation to a new CA: files renewed in place, the coordinator reloads them.
 	next := memgraphtest.NewCA(t, "memgraph-ca-2")
 	next.WriteFiles(t, dir, "127.0.0.1")
-	if err := c.Exec(ctx, "RELOAD BOLT_SERVER TLS"); err != nil {
+	if err := c.Exec(ctx, memgraph.ReloadBoltTLSQuery); err != nil {
 		t.Fatalf("RELOAD BOLT_SERVER TLS: %v", err)
 	}
 	if _, err := memgraph.NewDialer(o).Dial(ctx, coord.Bolt); !memgraph.IsTLS(err) {

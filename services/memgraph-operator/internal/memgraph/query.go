@@ -13,6 +13,10 @@ const (
 	ShowReplicationRoleQuery = "SHOW REPLICATION ROLE"
 	// YieldLeadershipQuery asks the leader to step down; the election names the successor.
 	YieldLeadershipQuery = "YIELD LEADERSHIP"
+	// ReloadBoltTLSQuery makes an instance (either role) read its --bolt-cert-file and
+	// --bolt-key-file again, which Memgraph does not do on its own: connections opened
+	// afterwards get the renewed certificate; a failed reload keeps the old one.
+	ReloadBoltTLSQuery = "RELOAD BOLT_SERVER TLS"
 )
 
 // AddCoordinator is ADD COORDINATOR with exactly the three keys Memgraph accepts.
