@@ -53,6 +53,10 @@ const (
 	ReasonCRDMissing        = "CRDMissing"
 	ReasonAgentsMissing     = "NodeAgentsNotConfigured"
 	ReasonAdminTokenMissing = "AdminTokenMissing"
+	// ReasonVersionUnsupported (on Ready): spec.version reads as a version older than
+	// MinVersion (a cluster stored before the CRD refused such versions); the operator
+	// leaves the StatefulSet as it is.
+	ReasonVersionUnsupported = "VersionUnsupported"
 	// ReasonVolumeDeviceMoved: a raw VLog partition now has another kernel name than its
 	// Block PersistentVolume points at (a PV's path cannot change).
 	ReasonVolumeDeviceMoved = "VolumeDeviceMoved"

@@ -1,8 +1,32 @@
 package v1alpha1
 
+import (
+	"regexp"
+	"strings"
+)
+
 // ImageRef is the server container's image: the repository in image tagged with version.
 func (s *VeltrixClusterSpec) ImageRef() string {
 	return s.Image + ":" + s.Version
+}
+
+// URingBridgeEnv is the server's VELTRIXDB_URING_BRIDGE value for the spec's bridge: on,
+// sqpoll, or "" when the bridge is off (the server's default; the variable is then not
+// set, so clusters without the bridge keep their engine environment).
+func (s *VeltrixClusterSpec) URingBridgeEnv() string {
+	switch s.URingBridge {
+	case URingBridgeEnabled:
+		return "on"
+	case URingBridgeSQPoll:
+		return "sqpoll"
+	}
+	return ""
+}
+
+// NeedsUnconfinedSeccomp reports whether the pods must run with seccomp Unconfined: the raw
+// VLog path and the io_uring bridge both call io_uring_setup, which RuntimeDefault blocks.
+func (s *VeltrixClusterSpec) NeedsUnconfinedSeccomp() bool {
+	return s.RawVLog.Enabled || s.URingBridgeEnv() != ""
 }
 
 // XFSPercent is the XFS share of each disk the node agent is asked for (its
@@ -21,4 +45,28 @@ func (d *DiskSelector) NVMeOnlyOrDefault() bool {
 		return DefaultNVMeOnly
 	}
 	return *d.NVMeOnly
+}
+
+// versionRE reads a version tag as the CRD's version rule does: MAJOR.MINOR[.PATCH], an
+// optional leading v, then anything after '.', '-' or '+'.
+var versionRE = regexp.MustCompile(`^v?([0-9]+)\.([0-9]+)([.+-].*)?$`)
+
+// VersionBelowMin reports whether the tag v reads as a version below MinVersion (1.17).
+// The CRD refuses such a version; a cluster stored before that rule (or through a CRD
+// without it) may still carry one, and the operator must not roll its pods to it. A tag
+// that does not read as a version (latest, a branch) is never below. Numbers are compared
+// as digit strings, as the CRD's rule does, so no length overflows.
+func VersionBelowMin(v string) bool {
+	m := versionRE.FindStringSubmatch(v)
+	if m == nil {
+		return false
+	}
+	major, minor := strings.TrimLeft(m[1], "0"), strings.TrimLeft(m[2], "0")
+	switch {
+	case major == "":
+		return true // 0.x
+	case major != "1":
+		return false // 2 and later
+	}
+	return len(minor) < 2 || len(minor) == 2 && minor < "17"
 }

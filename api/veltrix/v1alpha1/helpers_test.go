@@ -37,3 +37,51 @@ func TestNVMeOnlyOrDefault(t *testing.T) {
 		}
 	}
 }
+
+// versionCases are tags and whether they read as a version below MinVersion (the
+// validation package's admission test sends such tags to the API server and checks that
+// the CRD's rule agrees with VersionBelowMin).
+var versionCases = []struct {
+	Version string
+	Below   bool
+}{
+	{"1.17.0", false}, {"1.17", false}, {"v1.17.0", false}, {"1.17.0-rc.1", false}, {"1.17.3", false},
+	{"1.18.0", false}, {"1.20.1", false}, {"1.100.0", false}, {"2.0.0", false}, {"10.0", false},
+	{"01.017.0", false}, {"99999999999999999999.0", false},
+	{"1.16.2", true}, {"1.16", true}, {"v1.16.0", true}, {"1.16.0-hotfix", true}, {"1.9.0", true},
+	{"1.0.0", true}, {"1.1", true}, {"0.99.0", true}, {"0.99999999999999999999.1", true}, {"1.06.0", true},
+	{"latest", false}, {"main", false}, {"nightly-2026-12-01", false}, {"1", false}, {"sha-1a2b3c", false},
+}
+
+func TestVersionBelowMin(t *testing.T) {
+	for _, tc := range versionCases {
+		if got := VersionBelowMin(tc.Version); got != tc.Below {
+			t.Errorf("VersionBelowMin(%q) = %v, want %v", tc.Version, got, tc.Below)
+		}
+	}
+	if VersionBelowMin(MinVersion) || VersionBelowMin(DefaultVersion) {
+		t.Errorf("MinVersion %s or DefaultVersion %s below the minimum", MinVersion, DefaultVersion)
+	}
+}
+
+func TestURingBridge(t *testing.T) {
+	for _, tc := range []struct {
+		spec       VeltrixClusterSpec
+		env        string
+		unconfined bool
+	}{
+		{VeltrixClusterSpec{}, "", false},
+		{VeltrixClusterSpec{URingBridge: URingBridgeDisabled}, "", false},
+		{VeltrixClusterSpec{URingBridge: URingBridgeEnabled}, "on", true},
+		{VeltrixClusterSpec{URingBridge: URingBridgeSQPoll}, "sqpoll", true},
+		{VeltrixClusterSpec{RawVLog: RawVLogSpec{Enabled: true}}, "", true},
+		{VeltrixClusterSpec{RawVLog: RawVLogSpec{Enabled: true}, URingBridge: URingBridgeSQPoll}, "sqpoll", true},
+	} {
+		if got := tc.spec.URingBridgeEnv(); got != tc.env {
+			t.Errorf("%+v: URingBridgeEnv %q, want %q", tc.spec, got, tc.env)
+		}
+		if got := tc.spec.NeedsUnconfinedSeccomp(); got != tc.unconfined {
+			t.Errorf("%+v: NeedsUnconfinedSeccomp %v, want %v", tc.spec, got, tc.unconfined)
+		}
+	}
+}

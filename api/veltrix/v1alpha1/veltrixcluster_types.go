@@ -24,7 +24,13 @@ const (
 	DefaultNet                              = NetGo
 	DefaultReclaimPolicy                    = ReclaimRetain
 	DefaultNVMeOnly                         = true
+	DefaultURingBridge                      = URingBridgeDisabled
 )
+
+// MinVersion is the oldest server version the operator runs: online membership (--join,
+// --advertise-addr, /admin/cluster/members) is new after v1.16 and ships in 1.17.0. (The
+// native index's vm.max_map_count need, new in v1.6, is older still.)
+const MinVersion = "1.17.0"
 
 // Mode is the server's -mode.
 // +kubebuilder:validation:Enum=standalone;raft;replicated
@@ -52,6 +58,21 @@ const (
 	NetURing Net = "uring"
 	// NetPoll is the C++ front end on poll(2).
 	NetPoll Net = "poll"
+)
+
+// URingBridge is the io_uring VLog write bridge (the server's VELTRIXDB_URING_BRIDGE). The
+// values are not the server's on/off: YAML reads an unquoted on or off as a boolean.
+// +kubebuilder:validation:Enum=Disabled;Enabled;SQPoll
+type URingBridge string
+
+const (
+	// URingBridgeDisabled writes the VLog with pwrite (the server's default, off).
+	URingBridgeDisabled URingBridge = "Disabled"
+	// URingBridgeEnabled writes the VLog through io_uring (VELTRIXDB_URING_BRIDGE=on).
+	URingBridgeEnabled URingBridge = "Enabled"
+	// URingBridgeSQPoll adds a kernel submission-queue polling thread
+	// (VELTRIXDB_URING_BRIDGE=sqpoll).
+	URingBridgeSQPoll URingBridge = "SQPoll"
 )
 
 // ReclaimPolicy says what happens to the local PersistentVolumes and prepared disks when
@@ -89,11 +110,15 @@ type VeltrixClusterSpec struct {
 	Size int32 `json:"size,omitempty"`
 
 	// Version is the server version, the image's tag; changing it rolls the pods one at a
-	// time.
+	// time. A version that reads as MAJOR.MINOR[.PATCH] (with an optional leading v and
+	// -pre suffix) must be at least 1.17.0 (MinVersion): the operator scales through online
+	// membership (--join, --advertise-addr, /admin/cluster/members), new after v1.16. Other
+	// tags (latest, a branch name) cannot be compared and are taken as they are.
 	// +kubebuilder:default="1.17.0"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9._-]*$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^v?[0-9]+[.][0-9]+([.+-].*)?$') || self.matches('^v?0*([2-9]|[1-9][0-9]+)[.]') || self.matches('^v?0*1[.]0*(1[7-9]|[2-9][0-9]|[1-9][0-9][0-9]+)([.+-]|$)')",message="version must be 1.17.0 or later: the operator adds and removes members online (--join, --advertise-addr, /admin/cluster/members), which VeltrixDB has only since 1.17.0; set version to 1.17.0 or later"
 	// +optional
 	Version string `json:"version,omitempty"`
 
@@ -180,6 +205,14 @@ type VeltrixClusterSpec struct {
 	// +kubebuilder:default={enabled:false}
 	// +optional
 	RawVLog RawVLogSpec `json:"rawVLog,omitempty"`
+
+	// URingBridge turns on the io_uring VLog write bridge (VELTRIXDB_URING_BRIDGE=on, or
+	// sqpoll for SQPoll). RuntimeDefault seccomp blocks io_uring_setup (the server would
+	// fall back to pwrite), so with the bridge on the pods run with seccomp Unconfined, as
+	// with rawVLog. Changing it rolls the pods.
+	// +kubebuilder:default=Disabled
+	// +optional
+	URingBridge URingBridge `json:"uringBridge,omitempty"`
 
 	// PodAntiAffinityTopologyKey keeps members apart: at most one per value of this node
 	// label.
@@ -310,6 +343,14 @@ type MemberStatus struct {
 	SearchReady bool `json:"searchReady,omitempty"`
 }
 
+// MemberRemoval records a member removal under way.
+type MemberRemoval struct {
+	// Member is the member id (its pod name).
+	Member string `json:"member"`
+	// StartedAt is when the removal started.
+	StartedAt metav1.Time `json:"startedAt"`
+}
+
 // VeltrixClusterStatus is the observed state of a VeltrixCluster.
 type VeltrixClusterStatus struct {
 	// ObservedGeneration is the generation the status was computed from.
@@ -347,6 +388,12 @@ type VeltrixClusterStatus struct {
 	// LastScaleTime is when membership last changed.
 	// +optional
 	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
+
+	// MemberRemoval is the member removal under way: the member and when the operator sent
+	// its DELETE (or first saw it leaving). RemovalStuck is measured from startedAt, so the
+	// limit holds across operator restarts. Unset when no member is leaving.
+	// +optional
+	MemberRemoval *MemberRemoval `json:"memberRemoval,omitempty"`
 
 	// Members are the members in the server's membership.
 	// +listType=map

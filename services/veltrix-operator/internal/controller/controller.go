@@ -65,6 +65,10 @@ type Config struct {
 	// AdminAddr and TextAddr are a member's admin HTTP and text-protocol addresses (default
 	// its pod IP with the metrics and server ports); "" while it has none.
 	AdminAddr, TextAddr func(c *veltrixv1.VeltrixCluster, pod *corev1.Pod) string
+	// MemberAddr is the text-protocol address a member advertises, given to POST
+	// /admin/cluster/members when a member is added back (default its pod's
+	// --advertise-addr, <pod FQDN>:<serverPort>).
+	MemberAddr func(c *veltrixv1.VeltrixCluster, pod string) string
 	// Resync is how often a settled cluster is looked at again (the document's 30 s).
 	Resync time.Duration
 	// Poll is how soon a cluster with work under way is looked at again.
@@ -101,6 +105,9 @@ func (cfg *Config) defaults(mgr ctrl.Manager) {
 	}
 	if cfg.TextAddr == nil {
 		cfg.TextAddr = func(c *veltrixv1.VeltrixCluster, p *corev1.Pod) string { return podAddr(p, c.Spec.ServerPort) }
+	}
+	if cfg.MemberAddr == nil {
+		cfg.MemberAddr = resources.AdvertiseAddr
 	}
 	if cfg.Resync <= 0 {
 		cfg.Resync = 30 * time.Second
@@ -148,9 +155,6 @@ type Controller struct {
 type memory struct {
 	// failures counts consecutive passes with a node agent problem (the back-off).
 	failures int
-	// leaving is the member whose removal is under way, and since when.
-	leaving      string
-	leavingSince time.Time
 }
 
 func (ctl *Controller) memoryOf(c *veltrixv1.VeltrixCluster) *memory {

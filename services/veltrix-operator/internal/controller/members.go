@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/membership"
@@ -47,9 +48,14 @@ func (p *pass) members(ctx context.Context) error {
 	in := membership.Input{
 		SpecSize: c.Spec.Size, ReplicationFactor: c.Spec.ReplicationFactor,
 		StatefulSetReplicas: current, ReadyPods: p.ready,
-		PodName:      func(o int32) string { return resources.PodName(c, o) },
-		AdminAddrs:   adminAddrs,
-		LeavingSince: p.mem.leavingSince, Now: p.now, StuckAfter: p.ctl.cfg.RemovalStuckAfter,
+		PodName: func(o int32) string { return resources.PodName(c, o) },
+		// A member removed by hand (or whose removal raced a raise of spec.size) while its
+		// pod stays is added back at the address its pod advertises (--advertise-addr).
+		MemberAddr: func(o int32) string { return p.ctl.cfg.MemberAddr(c, resources.PodName(c, o)) },
+		AdminAddrs: adminAddrs,
+		// The removal record lives in the status: RemovalStuck counts from the DELETE,
+		// not from this process's start.
+		Removal: removalFromStatus(c.Status.MemberRemoval), Now: p.now, StuckAfter: p.ctl.cfg.RemovalStuckAfter,
 	}
 	var d membership.Decision
 	if current == 0 {
@@ -59,9 +65,7 @@ func (p *pass) members(ctx context.Context) error {
 		d, p.stepErr = membership.Step(ctx, p.admin, in)
 	}
 	p.decision = &d
-	if d.Leaving != p.mem.leaving {
-		p.mem.leaving, p.mem.leavingSince = d.Leaving, p.now
-	}
+	c.Status.MemberRemoval = removalToStatus(d.Removal)
 	if d.Reason == membership.ReasonRemovalRefused && d.Detail != "" {
 		log.FromContext(ctx).Info("The server refused to remove a member", "member", d.Remove, "detail", d.Detail)
 	}
@@ -74,6 +78,22 @@ func (p *pass) members(ctx context.Context) error {
 	}
 	p.readTopology(ctx, adminAddrs)
 	return nil
+}
+
+func removalFromStatus(r *veltrixv1.MemberRemoval) membership.Removal {
+	if r == nil {
+		return membership.Removal{}
+	}
+	return membership.Removal{Member: r.Member, Since: r.StartedAt.Time}
+}
+
+// removalToStatus is the status record of r; its time is kept to the second the API
+// stores, so the record read back next pass is the one written.
+func removalToStatus(r membership.Removal) *veltrixv1.MemberRemoval {
+	if r.IsZero() {
+		return nil
+	}
+	return &veltrixv1.MemberRemoval{Member: r.Member, StartedAt: metav1.NewTime(r.Since.Truncate(time.Second))}
 }
 
 // ordinal is a member pod's ordinal (its name's suffix), -1 for a name that has none.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -287,4 +288,169 @@ func shrinkReadyCluster(t *testing.T, sims *veltrixtest.Cluster, sa string, stuc
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestRemovalStuckSurvivesRestart: the time a removal started is in the status
+// (status.memberRemoval), so an operator that restarts mid-removal still reports
+// RemovalStuck once the removal is older than the limit, counted from its DELETE and not
+// from the new process's start.
+func TestRemovalStuckSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	const stuckAfter = 8 * time.Second
+	const down = 5 * time.Second // the operator's downtime; a restarted clock would add it
+	sims := veltrixtest.StartCluster(t, 3, veltrixtest.Options{Name: "vx", ReplicationFactor: 2, Paused: true, IndexRebuild: time.Second})
+	conn := sims.Server(0).Conn()
+	for i := range 50 {
+		if err := conn.Put(ctx, fmt.Sprintf("k%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := startFleet(t, operatorTokens(t, "restart", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
+	ns := testenv.NewNamespace(t, env.Client, "vx")
+	addr := simAddrs(sims)
+	operator := func(t testing.TB) {
+		startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) {
+			cfg.AdminAddr, cfg.TextAddr = addr(false), addr(true)
+			cfg.Admin = func(string) veltrix.Admin { return sims.Client() }
+			cfg.RemovalStuckAfter = stuckAfter
+		})
+	}
+	var c *veltrixv1.VeltrixCluster
+	var started metav1.Time
+	// The first operator's manager stops when this subtest ends.
+	if !t.Run("first operator", func(t *testing.T) {
+		operator(t)
+		c = newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+			c.Spec.Size, c.Spec.ReplicationFactor = 3, 2
+			c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
+			c.Spec.IndexMapFallback = true
+		})
+		for o := range int32(3) {
+			memberPod(t, c, o)
+		}
+		condition(t, c, veltrixv1.ConditionReady, metav1.ConditionTrue, veltrixv1.ReasonReady)
+		var live veltrixv1.VeltrixCluster
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+			t.Fatal(err)
+		}
+		live.Spec.Size = 2
+		if err := env.Client.Update(ctx, &live); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "status.memberRemoval names vx-2", func() (bool, string) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+				return false, err.Error()
+			}
+			r := live.Status.MemberRemoval
+			if r == nil {
+				return false, "no memberRemoval"
+			}
+			started = r.StartedAt
+			return r.Member == "vx-2" && !started.IsZero(), fmt.Sprintf("%+v", *r)
+		})
+		condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionUnknown, membership.ReasonRemoving)
+	}) {
+		return
+	}
+	time.Sleep(down)
+	restarted := time.Now()
+	operator(t)
+	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, membership.ReasonRemovalStuck)
+	after := cond.LastTransitionTime.Sub(started.Time)
+	t.Logf("removal started %s, operator restarted %s later, RemovalStuck %s after the start (limit %s)",
+		started.Format(time.RFC3339), restarted.Sub(started.Time).Round(time.Second), after, stuckAfter)
+	// Timestamps are whole seconds; a clock restarted with the operator would report it no
+	// sooner than down + stuckAfter after the start.
+	if after < stuckAfter-time.Second || after > stuckAfter+3*time.Second {
+		t.Errorf("RemovalStuck %s after the removal started, want about %s (the restarted operator measured from its own start?)", after, stuckAfter)
+	}
+	var live veltrixv1.VeltrixCluster
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+		t.Fatal(err)
+	}
+	if r := live.Status.MemberRemoval; r == nil || r.Member != "vx-2" || !r.StartedAt.Equal(&started) {
+		t.Errorf("memberRemoval after the restart %+v, want vx-2 since %s", r, started)
+	}
+	var sts appsv1.StatefulSet
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &sts); err != nil || *sts.Spec.Replicas != 3 {
+		t.Errorf("StatefulSet during a stuck removal: %v, replicas %d, want 3", err, *sts.Spec.Replicas)
+	}
+	// Moves resume: the removal ends and its record goes.
+	sims.SetFaults(veltrixtest.Faults{MoveRate: 1000})
+	testenv.Eventually(t, 60*time.Second, "memberRemoval cleared and the StatefulSet at 2", func() (bool, string) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+			return false, err.Error()
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &sts); err != nil {
+			return false, err.Error()
+		}
+		return live.Status.MemberRemoval == nil && *sts.Spec.Replicas == 2,
+			fmt.Sprintf("memberRemoval %+v, replicas %d", live.Status.MemberRemoval, *sts.Spec.Replicas)
+	})
+}
+
+// TestMemberAddedBack: a member removed by hand while its pod keeps running Ready is added
+// back by the operator (POST /admin/cluster/members with the address the pod advertises),
+// and the cluster is Ready again with every member active.
+func TestMemberAddedBack(t *testing.T) {
+	ctx := context.Background()
+	sims := veltrixtest.StartCluster(t, 3, veltrixtest.Options{Name: "vx", ReplicationFactor: 2, MoveRate: 5000, IndexRebuild: time.Second})
+	f := startFleet(t, operatorTokens(t, "addback", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
+	ns := testenv.NewNamespace(t, env.Client, "vx")
+	addr := simAddrs(sims)
+	var memberAddrCalls atomic.Int32
+	startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) {
+		cfg.AdminAddr, cfg.TextAddr = addr(false), addr(true)
+		cfg.Admin = func(string) veltrix.Admin { return sims.Client() }
+		cfg.MemberAddr = func(_ *veltrixv1.VeltrixCluster, pod string) string {
+			memberAddrCalls.Add(1)
+			var o int32
+			if _, err := fmt.Sscanf(pod, "vx-%d", &o); err != nil {
+				return ""
+			}
+			return sims.MemberAddr(o)
+		}
+	})
+	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.Size, c.Spec.ReplicationFactor = 3, 2
+		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
+		c.Spec.IndexMapFallback = true
+	})
+	for o := range int32(3) {
+		memberPod(t, c, o)
+	}
+	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionTrue, veltrixv1.ReasonReady)
+	conn := sims.Server(0).Conn()
+	for i := range 50 {
+		if err := conn.Put(ctx, fmt.Sprintf("k%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Someone removes vx-1 by hand; its pod stays.
+	if err := sims.Client().RemoveMember(ctx, sims.Server(0).AdminAddr, "vx-1"); err != nil {
+		t.Fatal(err)
+	}
+	sims.WaitMembers(2, []string{"vx-0", "vx-2"})
+	testenv.Eventually(t, 60*time.Second, "vx-1 a member again, all active", func() (bool, string) {
+		members, err := sims.Client().Members(ctx, sims.Server(0).AdminAddr)
+		if err != nil {
+			return false, err.Error()
+		}
+		ok := len(members) == 3
+		for _, m := range members {
+			ok = ok && m.State == veltrix.MemberActive
+		}
+		return ok, fmt.Sprint(members)
+	})
+	if memberAddrCalls.Load() == 0 {
+		t.Error("the controller never asked Config.MemberAddr")
+	}
+	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionTrue, veltrixv1.ReasonReady)
+	condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionTrue, veltrixv1.ReasonSettled)
+	conn1 := sims.Server(1).Conn()
+	for i := range 50 {
+		if v, err := conn1.Get(ctx, fmt.Sprintf("k%d", i)); err != nil || v != "v" {
+			t.Errorf("k%d through vx-1: %q, %v", i, v, err)
+		}
+	}
 }

@@ -40,6 +40,8 @@ type pass struct {
 	decision *membership.Decision
 	stepErr  error
 	topology *veltrix.Cluster
+	// versionUnsupported: spec.version is older than online membership; nothing is written.
+	versionUnsupported bool
 }
 
 // run is the reconciler's pass over c.
@@ -58,6 +60,12 @@ func (ctl *Controller) run(ctx context.Context, c *veltrixv1.VeltrixCluster) (re
 // go on ends the pass with the wait its cause deserves (the cause is in the conditions).
 func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	logger := log.FromContext(ctx)
+	if veltrixv1.VersionBelowMin(p.c.Spec.Version) {
+		// Pods of such a version know no --join: rolling them to it would break the
+		// cluster. A spec change brings the next pass; the resync only re-reports.
+		p.versionUnsupported = true
+		return p.ctl.cfg.Resync, nil
+	}
 	if p.ctl.cfg.Agents == nil {
 		return p.ctl.cfg.MaxBackoff, nil
 	}

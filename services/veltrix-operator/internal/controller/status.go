@@ -23,6 +23,14 @@ func (p *pass) updateStatus() {
 	gen := c.Generation
 	set := func(cond metav1.Condition) { conditions.Set(&st.Conditions, cond, gen) }
 
+	if p.versionUnsupported {
+		// Nothing was looked at: the rest of the status stays as last reported.
+		ready := versionCondition(c.Spec.Version)
+		set(ready)
+		st.State = state(ready, st.ReadyMembers, c.Spec.ReplicationFactor)
+		return
+	}
+
 	if p.sts != nil && p.sts.Spec.Replicas != nil {
 		st.Size = *p.sts.Spec.Replicas
 	}
@@ -204,6 +212,13 @@ func membershipCondition(d membership.Decision) metav1.Condition {
 		cond.Status = metav1.ConditionUnknown
 	}
 	return cond
+}
+
+// versionCondition is Ready for a spec.version older than online membership.
+func versionCondition(version string) metav1.Condition {
+	return metav1.Condition{Type: veltrixv1.ConditionReady, Status: metav1.ConditionFalse, Reason: veltrixv1.ReasonVersionUnsupported,
+		Message: fmt.Sprintf("spec.version %s is older than %s, the first VeltrixDB with online membership (--join, --advertise-addr, /admin/cluster/members) that the operator scales with: set spec.version to %s or later; until then the StatefulSet is left as it is",
+			version, veltrixv1.MinVersion, veltrixv1.MinVersion)}
 }
 
 func serviceMonitorCondition(missing bool) metav1.Condition {

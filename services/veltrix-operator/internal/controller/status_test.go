@@ -98,3 +98,17 @@ func TestState(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionCondition(t *testing.T) {
+	c := versionCondition("1.16.2")
+	if c.Type != veltrixv1.ConditionReady || c.Status != metav1.ConditionFalse || c.Reason != veltrixv1.ReasonVersionUnsupported ||
+		c.Message != "spec.version 1.16.2 is older than 1.17.0, the first VeltrixDB with online membership (--join, --advertise-addr, /admin/cluster/members) that the operator scales with: set spec.version to 1.17.0 or later; until then the StatefulSet is left as it is" {
+		t.Errorf("%+v", c)
+	}
+	if got := state(c, 3, 3); got != veltrixv1.StateDegraded {
+		t.Errorf("state with 3 ready members: %s, want Degraded", got)
+	}
+	if got := state(c, 0, 3); got != veltrixv1.StateFailed {
+		t.Errorf("state with none ready: %s, want Failed", got)
+	}
+}

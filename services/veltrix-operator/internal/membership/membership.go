@@ -18,8 +18,11 @@
 //   - A pod the cluster keeps whose member is missing while every pod is Ready (its member
 //     was removed, then spec.size was raised again before its pod went) is added back
 //     with POST /admin/cluster/members, when the caller gives Input.MemberAddr.
-//   - A member leaving for longer than StuckAfter, measured on the caller's clock
-//     (Input.Now - Input.LeavingSince), is RemovalStuck; it is not retried or abandoned.
+//   - A member leaving for longer than StuckAfter, measured on the caller's clock from the
+//     removal record (Input.Now - Input.Removal.Since), is RemovalStuck; it is not retried
+//     or abandoned. The record is the planner's own output (Decision.Removal): the caller
+//     stores it (in the cluster's status, so it outlives the operator process) and passes it
+//     back, so the limit does not restart with the operator.
 //
 // When several apply, the first of these wins: grow; members unknown; a member leaving;
 // a member whose pod is gone; a member to add back; shrink; members yet to join;
@@ -90,9 +93,10 @@ type Input struct {
 	// first that answered. Plan ignores them.
 	AdminAddrs []string
 
-	// LeavingSince is when the caller first saw Decision.Leaving name the member still
-	// leaving now (zero: not known, never stuck); Now is the caller's clock.
-	LeavingSince, Now time.Time
+	// Removal is the last pass's Decision.Removal as the caller stored it (zero: none).
+	Removal Removal
+	// Now is the caller's clock.
+	Now time.Time
 	// StuckAfter is how long a member may be leaving before RemovalStuck; zero means
 	// DefaultStuckAfter.
 	StuckAfter time.Duration
@@ -109,10 +113,13 @@ type Decision struct {
 	// Add is the member to POST now (zero = none): a pod the cluster keeps that runs, Ready,
 	// without being a member.
 	Add veltrix.Member
-	// Leaving is the member whose removal is under way (state leaving), "" when none: the
-	// caller records when it first saw this value as Input.LeavingSince and forgets it when
-	// the value changes.
+	// Leaving is the member whose removal is under way (state leaving), "" when none.
 	Leaving string
+	// Removal is the record the caller stores and passes back as Input.Removal: Leaving and
+	// when its removal started (kept from Input.Removal while the same member leaves, Now
+	// when another one does); zero when no member leaves; Input.Removal unchanged when the
+	// members are unknown.
+	Removal Removal
 	// Waiting says why the cluster has not converged (stable), "" when converged.
 	Waiting string
 	// Reason is the condition reason (Reason* constants), "" when converged.
@@ -122,11 +129,42 @@ type Decision struct {
 	Detail string
 }
 
+// Removal is a member removal under way as the caller recorded it.
+type Removal struct {
+	// Member is the leaving member's id.
+	Member string
+	// Since is when its removal started (the DELETE, or the first pass that saw it leaving).
+	Since time.Time
+}
+
+// IsZero reports whether r records nothing.
+func (r Removal) IsZero() bool { return r.Member == "" }
+
+// removalRecord is the record to keep after a pass that decided d.
+func removalRecord(in Input, d Decision) Removal {
+	switch {
+	case in.Members == nil:
+		return in.Removal
+	case d.Leaving == "":
+		return Removal{}
+	case in.Removal.Member == d.Leaving && !in.Removal.Since.IsZero():
+		return in.Removal
+	default:
+		return Removal{Member: d.Leaving, Since: in.Now}
+	}
+}
+
 // Converged reports whether nothing is left to do.
 func (d Decision) Converged() bool { return d.Waiting == "" }
 
 // Plan decides one step from what a pass observed. It is pure and deterministic.
 func Plan(in Input) Decision {
+	d := plan(in)
+	d.Removal = removalRecord(in, d)
+	return d
+}
+
+func plan(in Input) Decision {
 	rf := max(in.ReplicationFactor, 1)
 	wanted := max(in.SpecSize, rf)
 	cur := in.StatefulSetReplicas
@@ -238,7 +276,8 @@ func (v view) holdLeaving(in Input) Decision {
 	d := Decision{Replicas: v.cur, Leaving: v.leaving, Reason: ReasonRemoving,
 		Waiting: leavingMessage(v.leaving)}
 	stuckAfter := cmp.Or(in.StuckAfter, DefaultStuckAfter)
-	if !in.LeavingSince.IsZero() && !in.Now.IsZero() && in.Now.Sub(in.LeavingSince) > stuckAfter {
+	since := in.Removal.Since
+	if in.Removal.Member == v.leaving && !since.IsZero() && !in.Now.IsZero() && in.Now.Sub(since) > stuckAfter {
 		d.Reason = ReasonRemovalStuck
 		d.Waiting = fmt.Sprintf("member %s has been leaving for more than %s; its data has not finished moving", v.leaving, stuckAfter)
 	}

@@ -93,7 +93,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "shrink: while it is leaving, hold and say who",
 			in:   Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 5, ReadyPods: 5, Members: members("0", "1", "2", "3", "4:leaving")},
-			want: Decision{Replicas: 5, Leaving: "vx-4", Reason: ReasonRemoving, Waiting: "member vx-4 is leaving; waiting until its data has moved"},
+			want: Decision{Replicas: 5, Leaving: "vx-4", Removal: Removal{Member: "vx-4"}, Reason: ReasonRemoving, Waiting: "member vx-4 is leaving; waiting until its data has moved"},
 		},
 		{
 			name: "shrink: once it is gone, lower by one",
@@ -123,7 +123,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "shrink: another member leaving holds the removal",
 			in:   Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 5, ReadyPods: 5, Members: members("0", "1:leaving", "2", "3", "4")},
-			want: Decision{Replicas: 5, Leaving: "vx-1", Reason: ReasonRemoving, Waiting: "member vx-1 is leaving; waiting until its data has moved"},
+			want: Decision{Replicas: 5, Leaving: "vx-1", Removal: Removal{Member: "vx-1"}, Reason: ReasonRemoving, Waiting: "member vx-1 is leaving; waiting until its data has moved"},
 		},
 		{
 			name: "never below replicationFactor: spec.size below it keeps replicationFactor members",
@@ -158,31 +158,60 @@ func TestPlan(t *testing.T) {
 		{
 			name: "leaving within StuckAfter: still Removing",
 			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members("0", "1", "2", "3:leaving"),
-				LeavingSince: t0, Now: t0.Add(DefaultStuckAfter)},
-			want: Decision{Replicas: 4, Leaving: "vx-3", Reason: ReasonRemoving, Waiting: "member vx-3 is leaving; waiting until its data has moved"},
+				Removal: Removal{Member: "vx-3", Since: t0}, Now: t0.Add(DefaultStuckAfter)},
+			want: Decision{Replicas: 4, Leaving: "vx-3", Removal: Removal{Member: "vx-3", Since: t0}, Reason: ReasonRemoving, Waiting: "member vx-3 is leaving; waiting until its data has moved"},
 		},
 		{
 			name: "leaving longer than StuckAfter: RemovalStuck, StatefulSet not shrunk",
 			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members("0", "1", "2", "3:leaving"),
-				LeavingSince: t0, Now: t0.Add(DefaultStuckAfter + time.Second)},
-			want: Decision{Replicas: 4, Leaving: "vx-3", Reason: ReasonRemovalStuck, Waiting: "member vx-3 has been leaving for more than 15m0s; its data has not finished moving"},
+				Removal: Removal{Member: "vx-3", Since: t0}, Now: t0.Add(DefaultStuckAfter + time.Second)},
+			want: Decision{Replicas: 4, Leaving: "vx-3", Removal: Removal{Member: "vx-3", Since: t0}, Reason: ReasonRemovalStuck, Waiting: "member vx-3 has been leaving for more than 15m0s; its data has not finished moving"},
 		},
 		{
 			name: "StuckAfter set by the caller",
 			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members("0", "1", "2", "3:leaving"),
-				LeavingSince: t0, Now: t0.Add(2 * time.Minute), StuckAfter: time.Minute},
-			want: Decision{Replicas: 4, Leaving: "vx-3", Reason: ReasonRemovalStuck, Waiting: "member vx-3 has been leaving for more than 1m0s; its data has not finished moving"},
+				Removal: Removal{Member: "vx-3", Since: t0}, Now: t0.Add(2 * time.Minute), StuckAfter: time.Minute},
+			want: Decision{Replicas: 4, Leaving: "vx-3", Removal: Removal{Member: "vx-3", Since: t0}, Reason: ReasonRemovalStuck, Waiting: "member vx-3 has been leaving for more than 1m0s; its data has not finished moving"},
 		},
 		{
-			name: "no LeavingSince: never stuck",
+			name: "no removal record: one starts now, not stuck",
 			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members("0", "1", "2", "3:leaving"),
 				Now: t0.Add(24 * time.Hour)},
-			want: Decision{Replicas: 4, Leaving: "vx-3", Reason: ReasonRemoving, Waiting: "member vx-3 is leaving; waiting until its data has moved"},
+			want: Decision{Replicas: 4, Leaving: "vx-3", Removal: Removal{Member: "vx-3", Since: t0.Add(24 * time.Hour)}, Reason: ReasonRemoving,
+				Waiting: "member vx-3 is leaving; waiting until its data has moved"},
+		},
+		{
+			name: "the record names another member: a new record starts now, not stuck",
+			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members("0", "1", "2", "3:leaving"),
+				Removal: Removal{Member: "vx-4", Since: t0}, Now: t0.Add(time.Hour)},
+			want: Decision{Replicas: 4, Leaving: "vx-3", Removal: Removal{Member: "vx-3", Since: t0.Add(time.Hour)}, Reason: ReasonRemoving,
+				Waiting: "member vx-3 is leaving; waiting until its data has moved"},
+		},
+		{
+			// The record is all a restarted operator knows: it comes back from the status.
+			name: "a recorded removal past StuckAfter is stuck on the first pass that sees it",
+			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members("0", "1", "2", "3:leaving"),
+				Removal: Removal{Member: "vx-3", Since: t0}, Now: t0.Add(16 * time.Minute)},
+			want: Decision{Replicas: 4, Leaving: "vx-3", Removal: Removal{Member: "vx-3", Since: t0}, Reason: ReasonRemovalStuck,
+				Waiting: "member vx-3 has been leaving for more than 15m0s; its data has not finished moving"},
+		},
+		{
+			name: "members unknown: the record is kept",
+			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 0,
+				Removal: Removal{Member: "vx-3", Since: t0}, Now: t0.Add(time.Hour)},
+			want: Decision{Replicas: 4, Removal: Removal{Member: "vx-3", Since: t0}, Reason: ReasonMembersUnknown,
+				Waiting: "membership unknown: no ready pod answered GET /admin/cluster/members"},
+		},
+		{
+			name: "the member left: the record is cleared",
+			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members(active(3)...),
+				Removal: Removal{Member: "vx-3", Since: t0}, Now: t0.Add(time.Minute)},
+			want: Decision{Replicas: 3, Reason: ReasonRemoving, Waiting: "member vx-3 left; lowering the StatefulSet to 3 replicas"},
 		},
 		{
 			name: "growing while a member leaves: grow, and keep reporting who leaves",
 			in:   Input{SpecSize: 5, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members("0", "1", "2", "3:leaving")},
-			want: Decision{Replicas: 5, Leaving: "vx-3", Reason: ReasonScaling, Waiting: "scaling up to 5 members"},
+			want: Decision{Replicas: 5, Leaving: "vx-3", Removal: Removal{Member: "vx-3"}, Reason: ReasonScaling, Waiting: "scaling up to 5 members"},
 		},
 		{
 			name: "a Ready pod the cluster keeps without its member: added back",

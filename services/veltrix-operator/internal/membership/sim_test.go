@@ -267,9 +267,12 @@ func TestStepStuckRemoval(t *testing.T) {
 	if err != nil || d.Remove != "vx-2" || d.Leaving != "vx-2" || d.Reason != ReasonRemoving {
 		t.Fatalf("first Step = %+v, %v; want vx-2 removed and leaving", d, err)
 	}
-	since := time.Now()
+	if d.Removal.Member != "vx-2" || d.Removal.Since.IsZero() {
+		t.Fatalf("first Step's removal record %+v, want vx-2 since the DELETE", d.Removal)
+	}
+	since := d.Removal.Since
 	in := s.input(2, 1)
-	in.LeavingSince, in.StuckAfter = since, time.Minute
+	in.Removal, in.StuckAfter = d.Removal, time.Minute
 	in.Now = since.Add(30 * time.Second)
 	first := d
 	if d, err = Step(context.Background(), admin, in); err != nil || d.Reason != ReasonRemoving || d.Leaving != "vx-2" || d.Remove != "" {

@@ -39,6 +39,7 @@ func Step(ctx context.Context, admin veltrix.Admin, in Input) (Decision, error) 
 	switch {
 	case err == nil:
 		d.Leaving = d.Remove
+		d.Removal = removalRecord(in, d)
 		d.Waiting = leavingMessage(d.Remove) // what the next pass says too
 		return d, nil
 	case errors.Is(err, veltrix.ErrNotFound):

@@ -66,6 +66,8 @@ const (
 	EnvIndex             = "VELTRIXDB_INDEX"
 	EnvReplicationFactor = "VELTRIXDB_REPLICATION_FACTOR"
 	EnvCacheMaxSizeMB    = "VELTRIXDB_CACHE_MAX_SIZE_MB"
+	// EnvURingBridge is the io_uring VLog write bridge: on or sqpoll (unset: off).
+	EnvURingBridge = "VELTRIXDB_URING_BRIDGE"
 	// IndexMap is the memory-mapped-file-free index the engine falls back to.
 	IndexMap = "map"
 

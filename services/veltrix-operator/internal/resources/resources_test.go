@@ -29,6 +29,7 @@ func cluster(mut ...func(*veltrixv1.VeltrixCluster)) *veltrixv1.VeltrixCluster {
 			RawVLog:                    veltrixv1.RawVLogSpec{XFSPartitionPercent: veltrixv1.DefaultXFSPartitionPercent},
 			PodAntiAffinityTopologyKey: veltrixv1.DefaultPodAntiAffinityTopologyKey,
 			Mode:                       veltrixv1.DefaultMode, Net: veltrixv1.DefaultNet,
+			URingBridge: veltrixv1.DefaultURingBridge,
 		},
 	}
 	for _, m := range mut {
@@ -72,6 +73,11 @@ func TestStatefulSetShape(t *testing.T) {
 	}{
 		{"xfs only", cluster(), corev1.SeccompProfileTypeRuntimeDefault, []string{"data-0"}, false},
 		{"raw vlog", cluster(rawVLog), corev1.SeccompProfileTypeUnconfined, []string{"data-0", "data-1", "vlog-0", "vlog-1"}, true},
+		{"io_uring bridge", cluster(uringBridge(veltrixv1.URingBridgeEnabled)), corev1.SeccompProfileTypeUnconfined, []string{"data-0"}, false},
+		{"io_uring bridge with sqpoll", cluster(uringBridge(veltrixv1.URingBridgeSQPoll)), corev1.SeccompProfileTypeUnconfined, []string{"data-0"}, false},
+		{"io_uring bridge disabled", cluster(uringBridge(veltrixv1.URingBridgeDisabled)), corev1.SeccompProfileTypeRuntimeDefault, []string{"data-0"}, false},
+		{"raw vlog and the bridge", cluster(rawVLog, uringBridge(veltrixv1.URingBridgeSQPoll)), corev1.SeccompProfileTypeUnconfined,
+			[]string{"data-0", "data-1", "vlog-0", "vlog-1"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := StatefulSet(tc.c, 3, "h")
@@ -119,6 +125,10 @@ func TestStatefulSetShape(t *testing.T) {
 	}
 }
 
+func uringBridge(b veltrixv1.URingBridge) func(*veltrixv1.VeltrixCluster) {
+	return func(c *veltrixv1.VeltrixCluster) { c.Spec.URingBridge = b }
+}
+
 func TestArgs(t *testing.T) {
 	args := Args(cluster(rawVLog))
 	want := []string{
@@ -161,6 +171,9 @@ func TestEngineEnv(t *testing.T) {
 		{"defaults", cluster(), false, map[string]string{EnvReplicationFactor: "3"}},
 		{"cache and map index", cluster(func(c *veltrixv1.VeltrixCluster) { c.Spec.CacheMaxSizeMB = new(int64(64)) }), true,
 			map[string]string{EnvReplicationFactor: "3", EnvCacheMaxSizeMB: "64", EnvIndex: IndexMap}},
+		{"io_uring bridge disabled: not set", cluster(uringBridge(veltrixv1.URingBridgeDisabled)), false, map[string]string{EnvReplicationFactor: "3"}},
+		{"io_uring bridge", cluster(uringBridge(veltrixv1.URingBridgeEnabled)), false, map[string]string{EnvReplicationFactor: "3", EnvURingBridge: "on"}},
+		{"io_uring bridge with sqpoll", cluster(uringBridge(veltrixv1.URingBridgeSQPoll)), false, map[string]string{EnvReplicationFactor: "3", EnvURingBridge: "sqpoll"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := EngineEnv(tc.c, tc.indexMap)
@@ -173,6 +186,9 @@ func TestEngineEnv(t *testing.T) {
 				}
 			}
 		})
+	}
+	if ConfigHash(EngineEnv(cluster(), false)) == ConfigHash(EngineEnv(cluster(uringBridge(veltrixv1.URingBridgeEnabled)), false)) {
+		t.Error("the io_uring bridge does not change the config hash, so the pods would not roll")
 	}
 	if ConfigHash(EngineEnv(cluster(), false)) == ConfigHash(EngineEnv(cluster(), true)) {
 		t.Error("the map index does not change the config hash, so the pods would not roll")

@@ -64,7 +64,8 @@ func ClientService(c *veltrixv1.VeltrixCluster) *corev1.Service {
 }
 
 // EngineEnv is the engine's environment. indexMap turns on the map index, for nodes whose
-// vm.max_map_count is too low for the native one.
+// vm.max_map_count is too low for the native one; the io_uring bridge is set only when on,
+// so clusters without it keep their config hash.
 func EngineEnv(c *veltrixv1.VeltrixCluster, indexMap bool) map[string]string {
 	env := map[string]string{EnvReplicationFactor: strconv.Itoa(int(c.Spec.ReplicationFactor))}
 	if c.Spec.CacheMaxSizeMB != nil {
@@ -72,6 +73,9 @@ func EngineEnv(c *veltrixv1.VeltrixCluster, indexMap bool) map[string]string {
 	}
 	if indexMap {
 		env[EnvIndex] = IndexMap
+	}
+	if v := c.Spec.URingBridgeEnv(); v != "" {
+		env[EnvURingBridge] = v
 	}
 	return env
 }
@@ -185,8 +189,9 @@ func StatefulSet(c *veltrixv1.VeltrixCluster, replicas int32, configHash string)
 	podLabels[LabelCluster] = c.Name
 
 	seccomp := corev1.SeccompProfileTypeRuntimeDefault
-	if c.Spec.RawVLog.Enabled {
-		// The raw VLog path's io_uring writes are blocked by RuntimeDefault.
+	if c.Spec.NeedsUnconfinedSeccomp() {
+		// RuntimeDefault blocks io_uring_setup, which the raw VLog path and the io_uring
+		// bridge call (the bridge would silently fall back to pwrite).
 		seccomp = corev1.SeccompProfileTypeUnconfined
 	}
 	container := corev1.Container{

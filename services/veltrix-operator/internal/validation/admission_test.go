@@ -73,6 +73,7 @@ func TestDefaultsMatchConstants(t *testing.T) {
 		PodAntiAffinityTopologyKey: veltrixv1.DefaultPodAntiAffinityTopologyKey,
 		Mode:                       veltrixv1.DefaultMode,
 		Net:                        veltrixv1.DefaultNet,
+		URingBridge:                veltrixv1.DefaultURingBridge,
 	}
 	if !equality.Semantic.DeepEqual(got.Spec, want) {
 		t.Errorf("defaulted spec\n got %+v\nwant %+v", got.Spec, want)
@@ -156,6 +157,13 @@ func TestCreateRules(t *testing.T) {
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: q("1Gi")},
 			}
 		}, want: "resources.requests must not exceed resources.limits"},
+		{name: "version before online membership", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Version = "1.16.2" },
+			want: "version must be 1.17.0 or later: the operator adds and removes members online (--join, --advertise-addr, /admin/cluster/members), which VeltrixDB has only since 1.17.0; set version to 1.17.0 or later"},
+		{name: "version at the minimum", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Version = veltrixv1.MinVersion }},
+		{name: "io_uring bridge with sqpoll", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.URingBridge = veltrixv1.URingBridgeSQPoll }},
+		// The server's own words are refused: YAML reads an unquoted on or off as a boolean.
+		{name: "io_uring bridge as the server spells it", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.URingBridge = "on" },
+			want: `spec.uringBridge: Unsupported value: "on": supported values: "Disabled", "Enabled", "SQPoll"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -194,6 +202,8 @@ func TestUpdateRules(t *testing.T) {
 		{name: "raw vlog split", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.RawVLog.XFSPartitionPercent = 30 },
 			want: "rawVLog is immutable"},
 		{name: "reclaim policy", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.ReclaimPolicy = veltrixv1.ReclaimDelete }},
+		{name: "downgrade below the minimum", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Version = "1.16.0" },
+			want: "version must be 1.17.0 or later"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -211,8 +221,33 @@ func TestUpdateRules(t *testing.T) {
 	}
 }
 
+// TestVersionMinimum: the CRD's version rule and VersionBelowMin, which the operator
+// applies to clusters stored before the rule, agree on every tag: a tag that reads as a
+// version below 1.17.0 is refused, any other (later versions, latest, branch names) is
+// accepted.
+func TestVersionMinimum(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vc-")
+	for _, tag := range []string{
+		"1.17.0", "1.17", "v1.17.0", "1.17.0-rc.1", "1.18.0", "1.100.0", "2.0.0", "10.0", "01.017.0", "99999999999999999999.0",
+		"1.16.2", "1.16", "v1.16.0", "1.16.0-hotfix", "1.9.0", "1.0.0", "1.1", "0.99.0", "0.99999999999999999999.1", "1.06.0",
+		"latest", "main", "nightly-2026-12-01", "1", "sha-1a2b3c",
+	} {
+		c := minimal(ns)
+		c.Spec.Version = tag
+		err := env.Client.Create(context.Background(), c)
+		want := ""
+		if veltrixv1.VersionBelowMin(tag) {
+			want = "version must be 1.17.0 or later"
+		}
+		if v := verdict(err, want); v != "" {
+			t.Errorf("version %q (VersionBelowMin %v): %s", tag, want != "", v)
+		}
+	}
+}
+
 // TestSamplesApply: the document's sample and deploy/samples/veltrix.yaml are accepted with
-// strict field validation and stored as written, plus the schema's defaults.
+// strict field validation and stored as written, plus the schema's defaults; the document's
+// version 1.0.0 predates online membership, so its sample is accepted with version 1.17.0.
 func TestSamplesApply(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Client, "vc-")
 	for _, path := range []string{"testdata/document-sample.yaml", "../../../../deploy/samples/veltrix.yaml"} {
@@ -226,6 +261,14 @@ func TestSamplesApply(t *testing.T) {
 				t.Fatalf("%s does not fit the Go types: %v", path, err)
 			}
 			sent.Namespace = ns
+			if veltrixv1.VersionBelowMin(sent.Spec.Version) {
+				// The document's sample names 1.0.0, older than online membership: refused as
+				// written, saying what to change, and accepted once changed.
+				if v := verdict(env.Client.Create(context.Background(), sent.DeepCopy()), "set version to 1.17.0 or later"); v != "" {
+					t.Errorf("version %s: %s", sent.Spec.Version, v)
+				}
+				sent.Spec.Version = veltrixv1.MinVersion
+			}
 			// What the API server must store: the sample, plus the defaults of what it leaves out.
 			want := sent.Spec.DeepCopy()
 			if want.Mode == "" {
@@ -236,6 +279,9 @@ func TestSamplesApply(t *testing.T) {
 			}
 			if want.ReclaimPolicy == "" {
 				want.ReclaimPolicy = veltrixv1.DefaultReclaimPolicy
+			}
+			if want.URingBridge == "" {
+				want.URingBridge = veltrixv1.DefaultURingBridge
 			}
 			if want.DiskSelector.NVMeOnly == nil {
 				want.DiskSelector.NVMeOnly = ptr.To(veltrixv1.DefaultNVMeOnly)
