@@ -84,7 +84,7 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	case err != nil:
 		return 0, err
 	}
-	ca, err := p.boltCA(ctx)
+	bt, err := p.boltTLS(ctx)
 	var te tlsError
 	switch {
 	case errors.As(err, &te):
@@ -95,7 +95,7 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	// Every dial of this pass (registration, credentials) verifies with this CA.
-	ctx = WithBoltCA(ctx, ca)
+	ctx = WithBoltTLS(ctx, bt)
 	// The gate is strict, retiring pods included: the registration acts on a fully known
 	// cluster or not at all.
 	if len(p.notReady) > 0 || cfg.Registrar == nil {

@@ -36,6 +36,10 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 		Leader: out.Leader, Main: out.Main, Converged: out.Converged, Reason: out.Reason, Message: out.Message,
 		RetiredCoordinators: out.RetiredCoordinators, RetiredData: out.RetiredData, Executed: out.Executed,
 	}
+	if bt := BoltTLSOf(ctx); err == nil && r.Converged && bt.Cert != nil {
+		// Only on a converged cluster: the reload is upkeep, never ahead of membership.
+		r.Executed = append(r.Executed, reloadRenewed(ctx, o, want, bt.Cert)...)
+	}
 	if herr := d.failure(); herr != nil && r.Reason == memgraphv1.ReasonCoordinatorUnreachable {
 		// Unreachable because the handshake failed: say so, the cause is the certificate.
 		r.Reason, r.Message = memgraphv1.ReasonTLSVerificationFailed, msgTLSVerification

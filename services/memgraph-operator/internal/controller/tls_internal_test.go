@@ -46,7 +46,7 @@ func TestCheckBoltSecret(t *testing.T) {
 		got, err := checkBoltSecret(c, "bolt", tc.data)
 		var te tlsError
 		switch {
-		case tc.want == "" && (err != nil || !bytes.Equal(got, tc.data["ca.crt"])):
+		case tc.want == "" && (err != nil || !bytes.Equal(got.CA, tc.data["ca.crt"]) || len(got.Cert) == 0):
 			t.Errorf("%s: %v, want ca.crt back", tc.name, err)
 		case tc.want != "" && (!errors.As(err, &te) || !strings.Contains(te.msg, tc.want)):
 			t.Errorf("%s: %v, want a tlsError containing %q", tc.name, err, tc.want)

@@ -3,7 +3,10 @@ package controller_test
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -142,13 +145,15 @@ func TestTLSSecret(t *testing.T) {
 // TestBoltRegistrarTLS drives the operator's BoltRegistrar against simulator processes
 // serving Bolt over TLS only: with the CA in the pass's context it bootstraps 3+1; with
 // another CA it runs nothing and reports TLSVerificationFailed, not a generic
-// CoordinatorUnreachable.
+// CoordinatorUnreachable. Once converged, a certificate renewed in the mounted files
+// (same CA) is reloaded on every member that still serves the old one, once.
 func TestBoltRegistrarTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	ca := memgraphtest.NewCA(t, "memgraph-ca")
 	cl := memgraphtest.NewCluster(t)
-	cl.ExtraArgs = ca.WriteFiles(t, t.TempDir(), "127.0.0.1")
+	dir := t.TempDir()
+	cl.ExtraArgs = ca.WriteFiles(t, dir, "127.0.0.1")
 	for id := 1; id <= 3; id++ {
 		cl.StartCoordinator(id)
 	}
@@ -180,5 +185,27 @@ func TestBoltRegistrarTLS(t *testing.T) {
 	}
 	if r.Coordinators != 3 || r.DataInstances != 1 || r.Main != "d_0" {
 		t.Errorf("registration %+v, want 3 coordinators, 1 data instance, MAIN d_0", r)
+	}
+
+	leaf := func() []byte {
+		b, err := os.ReadFile(filepath.Join(dir, "tls.crt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk, _ := pem.Decode(b)
+		return blk.Bytes
+	}
+	current := controller.WithBoltTLS(ctx, controller.BoltTLS{CA: ca.PEM, Cert: leaf()})
+	if r, err := b.Register(current, nil, controller.Credentials{}, want); err != nil || len(r.Executed) != 0 {
+		t.Fatalf("steady pass ran %q (err %v), want nothing", r.Executed, err)
+	}
+	ca.WriteFiles(t, dir, "127.0.0.1") // the kubelet rewrites the Secret volume
+	renewed := controller.WithBoltTLS(ctx, controller.BoltTLS{CA: ca.PEM, Cert: leaf()})
+	r, err = b.Register(renewed, nil, controller.Credentials{}, want)
+	if err != nil || len(r.Executed) != 4 || !strings.HasPrefix(r.Executed[0], "RELOAD BOLT_SERVER TLS on ") {
+		t.Fatalf("pass after renewal ran %q (err %v), want RELOAD BOLT_SERVER TLS on the 4 members", r.Executed, err)
+	}
+	if r, err := b.Register(renewed, nil, controller.Credentials{}, want); err != nil || len(r.Executed) != 0 {
+		t.Errorf("pass after the reload ran %q (err %v), want nothing", r.Executed, err)
 	}
 }
