@@ -197,8 +197,11 @@ type TLSSpec struct {
 // *.<cluster>-data.<namespace>.svc.<clusterDomain>, which the operator dials.
 //
 // The Secret is mounted without subPath, so the kubelet brings a renewed certificate
-// into running pods; Memgraph reads it again on RELOAD BOLT_SERVER TLS (or a restart).
-// The operator reads ca.crt on every pass, so a new CA is used without restarting it.
+// into running pods; Memgraph reads it again only on RELOAD BOLT_SERVER TLS, which the
+// operator runs on a converged cluster on every member still serving another certificate
+// than tls.crt. The operator reads the Secret on every pass, so a new CA is used without
+// restarting it; to change CA, put the old and the new CA in ca.crt until every member
+// serves the new certificate.
 // Naming another Secret changes the pod template and rolls the cluster.
 type BoltTLSSpec struct {
 	// SecretName is the Secret in the cluster's namespace.
