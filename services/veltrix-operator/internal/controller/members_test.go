@@ -402,6 +402,8 @@ func TestMemberAddedBack(t *testing.T) {
 	startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) {
 		cfg.AdminAddr, cfg.TextAddr = addr(false), addr(true)
 		cfg.Admin = func(string) veltrix.Admin { return sims.Client() }
+		// A removal by hand brings no watch event: the resync finds it.
+		cfg.Resync = time.Second
 		cfg.MemberAddr = func(_ *veltrixv1.VeltrixCluster, pod string) string {
 			memberAddrCalls.Add(1)
 			var o int32
