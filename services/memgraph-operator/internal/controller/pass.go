@@ -47,6 +47,8 @@ type pass struct {
 	tlsErr string
 	// creds is what the credentials step found against the MAIN.
 	creds credentialsFinding
+	// volumes is what the volume resize step found.
+	volumes volumeFinding
 }
 
 // run is the reconciler's pass over c.
@@ -66,6 +68,11 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	cfg := p.ctl.cfg
 	if err := p.applyChildren(ctx); err != nil {
 		return 0, err
+	}
+	if p.volumes.replacing {
+		// A StatefulSet is being replaced for its claim templates: act on a complete
+		// cluster again once it is back.
+		return cfg.Poll, nil
 	}
 	p.checkNodes(ctx)
 	for _, r := range roles {
@@ -180,6 +187,19 @@ func (p *pass) applyChildren(ctx context.Context) error {
 			live[r] = sts
 		}
 	}
+	if err := p.resizeVolumes(ctx, live); err != nil {
+		return err
+	}
+	if p.volumes.replacing {
+		// Never apply over a StatefulSet in deletion (nor prune it): the orphan deletion
+		// finishes first, then the next pass creates it with the new claim templates.
+		for _, r := range roles {
+			if live[r] != nil {
+				p.sts[r] = live[r]
+			}
+		}
+		return nil
+	}
 	var desired []*appsv1.StatefulSet
 	for _, r := range roles {
 		var liveReplicas *int32
@@ -214,8 +234,8 @@ func (p *pass) applyChildren(ctx context.Context) error {
 }
 
 // desiredStatefulSet is the role's StatefulSet with replicas pods. Claim templates are
-// immutable in a StatefulSet, so a live one keeps its own (a grown size is not applied
-// to existing claims here).
+// immutable in a StatefulSet, so a live one keeps its own here; a grown size replaces the
+// StatefulSet (resizeVolumes) and reaches it when it is created again.
 func (p *pass) desiredStatefulSet(r resources.Role, replicas int32, live *appsv1.StatefulSet) *appsv1.StatefulSet {
 	sts := resources.StatefulSet(p.c, r, replicas)
 	if live != nil {

@@ -42,6 +42,8 @@ func (p *pass) writeStatus() {
 	switch {
 	case len(p.sts) < len(roles):
 		// The children could not be written; the error is returned and retried.
+	case p.volumes.replacing:
+		set(memgraphv1.ConditionConverged, metav1.ConditionFalse, ReasonVolumesResizing, msgVolumesResizing)
 	case p.authErr != "":
 		// The root cause before WorkloadsNotReady: pods referencing a missing Secret key
 		// cannot start. Ready keeps what the last observation said (running pods serve on).
@@ -74,6 +76,7 @@ func (p *pass) writeStatus() {
 	p.setUpdated(set)
 	p.setNodesPrepared(set)
 	p.setCredentialsSynced(set)
+	p.setVolumesResized(set)
 	st.State = summarize(st.Conditions, p.before)
 }
 
