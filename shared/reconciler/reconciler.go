@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/opsuite/suite/shared/conditions"
@@ -55,6 +57,13 @@ type Config[O client.Object] struct {
 	// Summary tells which condition types are negative-polarity, so an event for an
 	// abnormal condition is a Warning.
 	Summary []conditions.SummaryOption
+	// FoldNormalEvents are condition types whose Normal transitions in one pass are
+	// recorded as one event rather than one each: named after the last of them (its
+	// reason, its type as the action, its message), the note listing them all. Every
+	// abnormal transition keeps its own Warning, and other types their own events. For a
+	// pass that moves through several conditions at once (lifecycle phases), where each
+	// event is one more write to the API server. Empty: one event per transition.
+	FoldNormalEvents []string
 }
 
 // Reconciler runs Config's pass; it implements reconcile.Reconciler.
@@ -153,21 +162,40 @@ func (r *Reconciler[O]) finalize(ctx context.Context, obj O) (reconcile.Result, 
 
 // announce records an event for every condition that appeared or changed status or
 // reason: reason = the condition's reason, action = its type, Warning when abnormal.
-// Messages alone changing are no transition (events fold by reason anyway).
+// Messages alone changing are no transition (events fold by reason anyway). With
+// FoldNormalEvents the Normal ones are one event (see there).
 func (r *Reconciler[O]) announce(before, after O) {
 	if r.cfg.Recorder == nil || r.cfg.Conditions == nil {
 		return
 	}
 	old := r.cfg.Conditions(before)
+	var normal []metav1.Condition
 	for _, c := range r.cfg.Conditions(after) {
 		if prev := conditions.Get(old, c.Type); prev != nil && prev.Status == c.Status && prev.Reason == c.Reason {
 			continue
 		}
-		kind := corev1.EventTypeNormal
 		if conditions.IsIssue(c, r.cfg.Summary...) {
-			kind = corev1.EventTypeWarning
+			r.cfg.Recorder.Eventf(after, nil, corev1.EventTypeWarning, c.Reason, c.Type, "%s: %s", c.Type, c.Message)
+			continue
 		}
-		r.cfg.Recorder.Eventf(after, nil, kind, c.Reason, c.Type, "%s: %s", c.Type, c.Message)
+		if slices.Contains(r.cfg.FoldNormalEvents, c.Type) {
+			normal = append(normal, c)
+			continue
+		}
+		r.cfg.Recorder.Eventf(after, nil, corev1.EventTypeNormal, c.Reason, c.Type, "%s: %s", c.Type, c.Message)
+	}
+	switch len(normal) {
+	case 0:
+	case 1:
+		c := normal[0]
+		r.cfg.Recorder.Eventf(after, nil, corev1.EventTypeNormal, c.Reason, c.Type, "%s: %s", c.Type, c.Message)
+	default:
+		last := normal[len(normal)-1]
+		steps := make([]string, len(normal))
+		for i, c := range normal {
+			steps[i] = c.Type + " " + c.Reason
+		}
+		r.cfg.Recorder.Eventf(after, nil, corev1.EventTypeNormal, last.Reason, last.Type, "%s: %s (this pass: %s)", last.Type, last.Message, strings.Join(steps, ", "))
 	}
 }
 

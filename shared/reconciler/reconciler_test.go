@@ -190,6 +190,42 @@ func sliceString(s []string) string {
 	return out
 }
 
+// TestFoldNormalEvents: the Normal transitions of a pass of the types FoldNormalEvents
+// lists are one event, named after the last, whose note lists them all; each Warning and
+// other types keep their own.
+func TestFoldNormalEvents(t *testing.T) {
+	f := newFixture(t, func(_ context.Context, u *unstructured.Unstructured) (reconciler.Result, error) {
+		setCondition(u, cond("Scheduled", "True", "Succeeded"))
+		setCondition(u, cond(conditions.TypeDegraded, "True", "ReplicaLost"))
+		setCondition(u, cond("Provisioned", "True", "Succeeded"))
+		setCondition(u, cond("Ready", "True", "Done"))
+		setCondition(u, cond("Upgraded", "True", "Done"))
+		return reconciler.Done(), nil
+	})
+	f.cfg.FoldNormalEvents = []string{"Scheduled", conditions.TypeDegraded, "Provisioned", "Ready"}
+	r, err := reconciler.New(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createWidget(t, f.ns, "w")
+	if _, err := f.reconcile(t, r, "w"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, testenv.DefaultTimeout, "one Normal event and the Warning", func() (bool, string) {
+		got := f.events(t, "w")
+		return slices.Equal(got, []string{"Normal/Ready/Done", "Normal/Upgraded/Done", "Warning/Degraded/ReplicaLost"}), sliceString(got)
+	})
+	evs := &eventsv1.EventList{}
+	if err := env.Client.List(context.Background(), evs, client.InNamespace(f.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if want := "Ready: Ready is Done. (this pass: Scheduled Succeeded, Provisioned Succeeded, Ready Done)"; e.Action == "Ready" && e.Note != want {
+			t.Errorf("folded event's note %q, want %q", e.Note, want)
+		}
+	}
+}
+
 func TestTerminalAndErrors(t *testing.T) {
 	var runErr error
 	f := newFixture(t, func(_ context.Context, u *unstructured.Unstructured) (reconciler.Result, error) {

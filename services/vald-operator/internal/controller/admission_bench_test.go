@@ -48,6 +48,7 @@ func BenchmarkWrites(b *testing.B) {
 			`{"type":"WaitingClusterCreate","status":"True","reason":"Succeeded","message":"Every cluster of the active infrastructure entries has an id and a name.","lastTransitionTime":"2026-01-01T00:00:00Z","observedGeneration":1},` +
 			`{"type":"WaitingCreateVrs","status":"True","reason":"Succeeded","message":"Every ValdRelease exists with the current generation.","lastTransitionTime":"2026-01-01T00:00:00Z","observedGeneration":1},` +
 			`{"type":"Completed","status":"True","reason":"Succeeded","message":"Every phase succeeded.","lastTransitionTime":"2026-01-01T00:00:00Z","observedGeneration":1}]}}`)
+		var vors []*valdv1.ValdOperatorRelease
 		writes := []struct {
 			name  string
 			write func(i int) error
@@ -58,6 +59,13 @@ func BenchmarkWrites(b *testing.B) {
 			{"vor-status", func(i int) error {
 				vor := &valdv1.ValdOperatorRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("vor-%04d", i)}}
 				return c.Status().Patch(ctx, vor, client.RawPatch(types.MergePatchType, status))
+			}},
+			{"vor-status-update", func(i int) error {
+				// The same status, with a PUT of the whole release read before the loop
+				// (status once more, so that the write is not a no-op).
+				vor := vors[i].DeepCopy()
+				vor.Status.ObservedGeneration = 2
+				return c.Status().Update(ctx, vor)
 			}},
 			{"event", func(i int) error {
 				return c.Create(ctx, &eventsv1.Event{
@@ -71,6 +79,20 @@ func BenchmarkWrites(b *testing.B) {
 			}},
 		}
 		for _, w := range writes {
+			if w.name == "vor-status-update" {
+				list := &valdv1.ValdOperatorReleaseList{}
+				if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+					b.Fatal(err)
+				}
+				vors = make([]*valdv1.ValdOperatorRelease, n)
+				for j := range list.Items {
+					var k int
+					if _, err := fmt.Sscanf(list.Items[j].Name, "vor-%d", &k); err != nil {
+						b.Fatal(err)
+					}
+					vors[k] = &list.Items[j]
+				}
+			}
 			before := readAPIServer(b)
 			began := time.Now()
 			if err := parallel(n, workers, w.write); err != nil {

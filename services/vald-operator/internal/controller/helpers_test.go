@@ -224,3 +224,20 @@ func (h *harness) events(release string) []string {
 	slices.Sort(got)
 	return got
 }
+
+// eventNotes lists the notes of the events regarding a release, sorted.
+func (h *harness) eventNotes(release string) []string {
+	h.t.Helper()
+	evs := &eventsv1.EventList{}
+	if err := env.Client.List(context.Background(), evs, client.InNamespace(h.ns)); err != nil {
+		h.t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs.Items {
+		if e.Regarding.Name == release {
+			got = append(got, e.Note)
+		}
+	}
+	slices.Sort(got)
+	return got
+}

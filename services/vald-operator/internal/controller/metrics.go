@@ -26,7 +26,7 @@ var (
 	}, []string{"phase", "reason"})
 	childWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vald_operator_valdrelease_writes_total",
-		Help: "ValdRelease writes by kind (apply, prune); zero while every release is converged.",
+		Help: "ValdRelease writes by kind (apply: a create or server-side apply; upgrade: the managed fields of a created ValdRelease handed to its first apply; prune); zero while every release is converged.",
 	}, []string{"kind"})
 )
 

@@ -136,7 +136,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	}
 	r := &Reconciler{
 		Client:   c,
-		Applier:  ssa.Applier{Client: c, FieldManager: resources.FieldManager},
+		Applier:  ssa.Applier{Client: createFirstClient{Client: c, live: mgr.GetAPIReader()}, FieldManager: resources.FieldManager},
 		Recorder: mgr.GetEventRecorder(Name),
 		Options:  opts,
 		retry:    workqueue.NewTypedItemExponentialFailureRateLimiter[client.ObjectKey](opts.retryBaseDelay, opts.RequeueAfter),
@@ -154,6 +154,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		// A hold of ValdReleases is announced as a Warning (it ends in a prune); it does not
 		// change status.state, which summarises the phases.
 		Summary: []conditions.SummaryOption{conditions.NegativePolarity(append(slices.Clone(conditions.DefaultNegativePolarity), valdv1.ConditionNodePoolMatchLost)...)},
+		// A release that converges at once passes all three phases in one pass: one event
+		// for them (named after the last) instead of three, each an API server write.
+		// Failures keep their own Warning; Switchover and NodePoolMatchLost their own events.
+		FoldNormalEvents: []string{valdv1.ConditionWaitingClusterCreate, valdv1.ConditionWaitingCreateVrs, valdv1.ConditionCompleted},
 	})
 	if err != nil {
 		return nil, err
