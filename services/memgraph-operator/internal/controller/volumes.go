@@ -107,16 +107,18 @@ func (p *pass) resizeVolumes(ctx context.Context, live map[resources.Role]*appsv
 				return fmt.Errorf("raising claim %s to %s: %w", pvc.Name, want.String(), err)
 			}
 		}
-		uid, rv := sts.UID, sts.ResourceVersion
-		err = p.ctl.client.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan),
-			client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		// The UID precondition never deletes a StatefulSet created since the read (the
+		// cache may lag); no resourceVersion one, which its status updates would defeat.
+		uid := sts.UID
+		err = p.ctl.client.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationOrphan), client.Preconditions{UID: &uid})
+		p.volumes.replacing = true
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			// Gone or changed since read: the next pass looks again.
+			// Gone, or another object by now: the next pass looks again.
+			continue
 		case err != nil:
 			return fmt.Errorf("replacing StatefulSet %s for its new claim templates: %w", sts.Name, err)
 		}
-		p.volumes.replacing = true
 		p.normal(ReasonVolumesResizing, fmt.Sprintf("Raised the %s claims of StatefulSet %s (%s) and deleted it with orphaned pods so it is recreated with the new claim templates",
 			strings.Join(sortedKeys(grown), ", "), sts.Name, sizes(grown)))
 	}
