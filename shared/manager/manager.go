@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -237,7 +236,7 @@ func metricsOptions(o Options) metricsserver.Options {
 		// scrapers can only skip verifying; with --metrics-cert-dir they can verify it
 		// (controller-runtime also reloads it when the Secret is renewed).
 		mo.SecureServing = true
-		mo.FilterProvider = filters.WithAuthenticationAndAuthorization
+		mo.FilterProvider = metricsFilter
 		if o.MetricsCertDir != "" {
 			mo.CertDir, mo.CertName, mo.KeyName = o.MetricsCertDir, o.MetricsCertName, o.MetricsCertKey
 		}
