@@ -172,3 +172,33 @@ func (h *harness) waitEvent(cluster, reason string) {
 		return false, fmt.Sprintf("%d events", len(evs))
 	})
 }
+
+// TestBoltRegistrarCredentials: the production seam end to end against simulator
+// processes (3 coordinators, 1 data instance with MEMGRAPH_USER): Register reports the
+// MAIN's bolt_server, and SyncCredentials through it rotates the password there.
+func TestBoltRegistrarCredentials(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sim := memgraphtest.NewCluster(t)
+	sim.ExtraEnv = []string{"MEMGRAPH_USER=admin", "MEMGRAPH_PASSWORD=s3cret"}
+	for id := 1; id <= 3; id++ {
+		sim.StartCoordinator(id)
+	}
+	d0 := sim.StartData("d_0")
+	b := controller.BoltRegistrar{Options: memgraph.Options{Timeout: 3 * time.Second}}
+	orig := controller.Credentials{Username: "admin", Password: "s3cret"}
+	var reg controller.Registration
+	testenv.Eventually(t, 45*time.Second, "registration converged", func() (bool, string) {
+		var err error
+		reg, err = b.Register(ctx, nil, orig, sim.Desired(nil, nil))
+		return err == nil && reg.Converged, fmt.Sprintf("%s %s %v", reg.Reason, reg.Message, err)
+	})
+	if reg.Main != "d_0" || reg.MainBolt != d0.Bolt {
+		t.Fatalf("MAIN %q at %q, want d_0 at %s", reg.Main, reg.MainBolt, d0.Bolt)
+	}
+	next := controller.Credentials{Username: "admin", Password: "n3w"}
+	if out := b.SyncCredentials(ctx, reg.MainBolt, next, orig); out.Working != next || len(out.Executed) != 1 {
+		t.Fatalf("rotation through BoltRegistrar: %+v", out)
+	}
+	assertLogin(t, d0.Bolt, "admin", "n3w", true)
+}
