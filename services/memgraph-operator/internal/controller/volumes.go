@@ -39,9 +39,10 @@ const (
 )
 
 const (
-	msgVolumesResized  = "Every claim requests the size in spec.storage and the StatefulSets carry it for new pods (the storage driver expands each volume; see the claims' status.capacity)"
-	msgVolumesResizing = "A size in spec.storage grew: the claims are raised and each StatefulSet is replaced with the new claim templates, its pods kept running (registration waits until it is back)"
-	msgResizeHeld      = "A size in spec.storage grew: applied once the scale-down in progress has finished"
+	msgVolumesResized   = "Every claim has the size in spec.storage (capacity at least the request) and the StatefulSets carry it for new pods"
+	msgVolumesResizing  = "A size in spec.storage grew: the claims are raised and each StatefulSet is replaced with the new claim templates, its pods kept running (registration waits until it is back)"
+	msgVolumesExpanding = "The claims request the sizes in spec.storage; the storage driver is still expanding some of them (status.capacity below the request)"
+	msgResizeHeld       = "A size in spec.storage grew: applied once the scale-down in progress has finished"
 )
 
 // volumeFinding is what the resize step found.
@@ -54,6 +55,10 @@ type volumeFinding struct {
 	grown bool
 	// unsupported names the storage classes that do not allow expansion.
 	unsupported []string
+	// expanding: after a growth, claims whose capacity is still below their request;
+	// fsPending names those waiting for their pod to restart (FileSystemResizePending).
+	expanding bool
+	fsPending []string
 }
 
 // resizeVolumes applies grown sizes for the live StatefulSets: raise the claims, then
@@ -122,6 +127,38 @@ func (p *pass) resizeVolumes(ctx context.Context, live map[resources.Role]*appsv
 		p.normal(ReasonVolumesResizing, fmt.Sprintf("Raised the %s claims of StatefulSet %s (%s) and deleted it with orphaned pods so it is recreated with the new claim templates",
 			strings.Join(sortedKeys(grown), ", "), sts.Name, sizes(grown)))
 	}
+	return p.watchExpansion(ctx)
+}
+
+// watchExpansion, after a growth whose claims and templates are all in place, looks for
+// claims the storage driver has not expanded yet (read only until VolumesResized is True).
+func (p *pass) watchExpansion(ctx context.Context) error {
+	v := &p.volumes
+	cond := conditions.Get(p.c.Status.Conditions, ConditionVolumesResized)
+	if v.grown || len(v.unsupported) > 0 || cond == nil || cond.Status == metav1.ConditionTrue {
+		return nil
+	}
+	// By label, not through the StatefulSets: one may be missing from the cache for a
+	// pass right after it was created again.
+	for _, r := range roles {
+		var list corev1.PersistentVolumeClaimList
+		if err := p.ctl.secrets.List(ctx, &list, client.InNamespace(p.c.Namespace), client.MatchingLabels(resources.Selector(p.c.Name, r))); err != nil {
+			return fmt.Errorf("listing claims: %w", err)
+		}
+		for _, pvc := range list.Items {
+			want, have := pvc.Spec.Resources.Requests[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
+			if pvc.Status.Phase != corev1.ClaimBound || have.Cmp(want) >= 0 {
+				continue
+			}
+			v.expanding = true
+			for _, c := range pvc.Status.Conditions {
+				if c.Type == corev1.PersistentVolumeClaimFileSystemResizePending && c.Status == corev1.ConditionTrue {
+					v.fsPending = append(v.fsPending, pvc.Name)
+				}
+			}
+		}
+	}
+	sort.Strings(v.fsPending)
 	return nil
 }
 
@@ -219,6 +256,12 @@ func (p *pass) setVolumesResized(set setFunc) {
 		set(ConditionVolumesResized, metav1.ConditionFalse, ReasonVolumesResizing, msgResizeHeld)
 	case v.grown:
 		// A size grew but nothing ran this pass (the StatefulSets were not read).
+	case len(v.fsPending) > 0:
+		set(ConditionVolumesResized, metav1.ConditionFalse, ReasonVolumesResizing, fmt.Sprintf(
+			"The volumes of claim(s) %s are expanded but their file systems grow only when the pod restarts (FileSystemResizePending): delete those pods one at a time, replicas before the MAIN",
+			strings.Join(v.fsPending, ", ")))
+	case v.expanding:
+		set(ConditionVolumesResized, metav1.ConditionFalse, ReasonVolumesResizing, msgVolumesExpanding)
 	case conditions.Get(p.c.Status.Conditions, ConditionVolumesResized) != nil:
 		set(ConditionVolumesResized, metav1.ConditionTrue, ReasonVolumesResized, msgVolumesResized)
 	}

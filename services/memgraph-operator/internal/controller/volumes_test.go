@@ -184,6 +184,16 @@ func TestVolumeGrowth(t *testing.T) {
 		t.Error("the coordinators' StatefulSet was replaced though its sizes did not change")
 	}
 	h.podsRun("vol-data")
+	// The storage driver has not expanded anything yet (none runs here): still resizing.
+	got = h.waitCondition("vol", controller.ConditionVolumesResized, metav1.ConditionFalse, controller.ReasonVolumesResizing)
+	if msg := meta.FindStatusCondition(got.Status.Conditions, controller.ConditionVolumesResized).Message; !strings.Contains(msg, "still expanding") {
+		t.Errorf("VolumesResized message %q while the claims expand", msg)
+	}
+	// Play the resizer: lib-vol-data-0 expanded online, lib-vol-data-1 waits for its pod.
+	h.expanded("lib-vol-data-1", "2Gi", true)
+	h.waitConditionMessage("vol", controller.ConditionVolumesResized, "lib-vol-data-1")
+	h.expanded("lib-vol-data-0", "2Gi", false)
+	h.expanded("lib-vol-data-1", "2Gi", false)
 	h.waitCondition("vol", controller.ConditionVolumesResized, metav1.ConditionTrue, controller.ReasonVolumesResized)
 	h.waitCondition("vol", memgraphv1.ConditionConverged, metav1.ConditionTrue, memgraphv1.ReasonConverged)
 	for name, uid := range pods {
@@ -238,4 +248,32 @@ func TestVolumeGrowth(t *testing.T) {
 	if got := h.claimSize("lib-fx-data-0"); got != "1Gi" {
 		t.Errorf("lib-fx-data-0 requests %s on a class without expansion", got)
 	}
+}
+
+// expanded plays the resizer: the claim's capacity reaches size, or (fsPending) the
+// volume is expanded but waits for its pod to grow the file system.
+func (h *harness) expanded(name, size string, fsPending bool) {
+	h.t.Helper()
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: name}, pvc); err != nil {
+		h.t.Fatal(err)
+	}
+	if fsPending {
+		pvc.Status.Conditions = []corev1.PersistentVolumeClaimCondition{{Type: corev1.PersistentVolumeClaimFileSystemResizePending, Status: corev1.ConditionTrue}}
+	} else {
+		pvc.Status.Conditions = nil
+		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}
+	}
+	if err := h.c.Status().Update(ctx, pvc); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) waitConditionMessage(cluster, condType, fragment string) {
+	h.t.Helper()
+	testenv.Eventually(h.t, 30*time.Second, condType+" naming "+fragment, func() (bool, string) {
+		c := meta.FindStatusCondition(h.cluster(cluster).Status.Conditions, condType)
+		return c != nil && strings.Contains(c.Message, fragment), fmt.Sprintf("%+v", c)
+	})
 }
