@@ -51,6 +51,16 @@ var env struct {
 // from `make up` (0) and the localcluster package tests (5). E2E_INSTANCE overrides it.
 const defaultInstance = 7
 
+// The suite's nodes: 3 general and 2 agent nodes, each with its node agent and its own two
+// loop devices (`make up` starts 2 and 2). The VeltrixDB sample places one member per host
+// (podAntiAffinityTopologyKey kubernetes.io/hostname, required) on one prepared disk per
+// node, so its scale to 5 members needs 5 nodes; the fifth is a general node, which no
+// sample pins anything to.
+const (
+	e2eGeneralNodes = 3
+	e2eAgentNodes   = 2
+)
+
 // defaultPortBase is the first of the six control-plane ports (E2E_PORT_BASE overrides it).
 const defaultPortBase = 29513
 
@@ -265,6 +275,8 @@ func setup() (teardown func(), err error) {
 	}
 	o := localcluster.InstanceOptions(root, instance)
 	o.Dir = filepath.Join(work, "cluster")
+	// One node more than `make up`: see e2eGeneralNodes.
+	o.Nodes = localcluster.DefaultNodes("default", e2eGeneralNodes, e2eAgentNodes, o.NodeIPPrefix)
 	// A port base of the suite's own, below the kernel's ephemeral range (32768-60999
 	// here), where outgoing connections of the busy host could hold one of the ports.
 	o.PortBase = defaultPortBase

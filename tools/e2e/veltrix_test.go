@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,8 +36,10 @@ const (
 
 // TestVeltrixSample applies deploy/samples/veltrix.yaml verbatim on the local cluster, where
 // the node agents prepare each node's loop devices: the cluster becomes Ready with 3
-// search-ready members on prepared disks; keys written before a scale 3 -> 4 -> 3 are all
-// read back after it.
+// search-ready members on prepared disks, one per node; keys written before a scale
+// 3 -> 5 -> 3 (the operator killed during the scale-down) are all read back after each
+// step; an upgrade holds each rolled member on its search-ready gate; deletion with either
+// reclaim policy.
 func TestVeltrixSample(t *testing.T) {
 	needRunner(t, "ghcr.io/veltrixdb/veltrixdb pods run as bin/veltrix-sim processes, the node agents use loop devices")
 	needInstalled(t, "node-agent", "veltrix-operator")
@@ -69,38 +72,59 @@ func TestVeltrixSample(t *testing.T) {
 	waitVeltrix(ctx, t, 3, 6*time.Minute)
 	t.Logf("time to Ready for 3 members (disk preparation included): %s", since(begin))
 
-	// Keys written before the scaling are all there after it.
+	// Keys written before the scaling are all there after it: read back through a member
+	// that joined (any member routes any key to its owners), and after the scale-down.
 	keys := map[string]string{}
 	for i := range 200 {
 		keys[fmt.Sprintf("k%03d", i)] = fmt.Sprintf("v%03d", i)
 	}
-	addr := vxMemberAddr(ctx, t, 0)
-	vxWrite(t, addr, keys)
+	vxWrite(t, vxMemberAddr(ctx, t, 0), keys)
 	began := time.Now()
-	vxResize(ctx, t, 4)
-	waitVeltrix(ctx, t, 4, 6*time.Minute)
-	t.Logf("scale to 4: %s", since(began))
+	vxResize(ctx, t, 5)
+	waitVeltrix(ctx, t, 5, 6*time.Minute)
+	t.Logf("scale 3 -> 5: %s", since(began))
+	vxSpread(ctx, t, 5)
+	vxReadAll(ctx, t, 4, keys, "3 -> 5")
 
-	// Scale down with the operator killed while the member leaves: enough keys that their
-	// move takes seconds; the restarted operator finishes the removal, nothing is lost.
+	// Scale down 5 -> 3 with the operator killed while the first member leaves: enough keys
+	// that their move takes seconds. The operator removes the highest ordinal first and
+	// shrinks the StatefulSet only once its member is gone; the restarted operator finishes
+	// that removal and the next one, nothing is lost.
 	for i := range 6000 {
 		keys[fmt.Sprintf("m%04d", i)] = fmt.Sprintf("w%04d", i)
 	}
 	vxWrite(t, vxMemberAddr(ctx, t, 0), keys)
-	began = time.Now()
-	vxResize(ctx, t, 3)
 	token := vxAdminToken(ctx, t)
 	admin := vxAdminAddr(ctx, t, 0)
-	err = poll(ctx, t, vxName+"-3 leaving", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		return vxMemberState(ctx, admin, token, vxName+"-3") == "leaving", nil
+	began = time.Now()
+	vxResize(ctx, t, 3)
+	err = poll(ctx, t, vxName+"-4 leaving", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return vxMemberState(ctx, admin, token, vxName+"-4") == "leaving", nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vxKillOperator(ctx, t)
+	vxKillOperator(ctx, t, vxName+"-4")
+	// Each member's time out of the membership (gone from GET /admin/cluster/members, its
+	// partitions moved), counted from the resize: the benchmark's time per member.
+	last := began
+	for _, o := range []int{4, 3} {
+		id := fmt.Sprintf("%s-%d", vxName, o)
+		err := poll(ctx, t, id+" gone from the membership", 4*time.Minute, func(ctx context.Context) (bool, error) {
+			// Unanswered (member 0 restarting, say): not gone, ask again.
+			members, err := vxMembers(ctx, admin, token)
+			_, in := members[id]
+			return err == nil && !in, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("scale-down: %s gone from the membership %s after the resize (%s for this member)", id, since(began), since(last))
+		last = time.Now()
+	}
 	waitVeltrix(ctx, t, 3, 6*time.Minute)
-	t.Logf("scale to 3 with the operator killed during the removal: %s", since(began))
-	vxReadAll(ctx, t, keys, "3 -> 4 -> 3 (operator killed during the scale-down)")
+	t.Logf("scale 5 -> 3 with the operator killed during the first removal: %s", since(began))
+	vxReadAll(ctx, t, 1, keys, "3 -> 5 -> 3 (operator killed during the scale-down)")
 
 	// Upgrade: the pods roll one at a time to the new image; status.version follows once
 	// every member runs it. A watch of the members records what the roll went through: the
@@ -139,7 +163,7 @@ func TestVeltrixSample(t *testing.T) {
 			t.Errorf("pod %d after the upgrade: %v %v", o, err, pod.Spec.Containers)
 		}
 	}
-	vxReadAll(ctx, t, keys, "the upgrade")
+	vxReadAll(ctx, t, 1, keys, "the upgrade")
 
 	// Deletion with the sample's reclaim policy Retain: the volumes stay.
 	if _, err := kubectl(ctx, "delete", "-f", sample, "--wait=true", "--timeout=3m"); err != nil {
@@ -226,10 +250,11 @@ func kubectlStdin(ctx context.Context, stdin string, args ...string) (string, er
 	return string(out), err
 }
 
-// vxReadAll reads every key back from a member and counts the lost ones.
-func vxReadAll(ctx context.Context, t *testing.T, keys map[string]string, after string) {
+// vxReadAll reads every key back through the member of that ordinal and counts the lost
+// ones.
+func vxReadAll(ctx context.Context, t *testing.T, ordinal int, keys map[string]string, after string) {
 	t.Helper()
-	s := vxSession(t, vxMemberAddr(ctx, t, 1))
+	s := vxSession(t, vxMemberAddr(ctx, t, ordinal))
 	defer s.close()
 	lost := 0
 	for k, v := range keys {
@@ -243,7 +268,33 @@ func vxReadAll(ctx context.Context, t *testing.T, keys map[string]string, after 
 	if lost > 0 {
 		t.Errorf("keys lost across %s: %d of %d", after, lost, len(keys))
 	}
-	t.Logf("keys lost across %s: %d of %d", after, lost, len(keys))
+	t.Logf("keys lost across %s (read through %s-%d): %d of %d", after, vxName, ordinal, lost, len(keys))
+}
+
+// vxSpread checks that the members 0..size-1 run on size different nodes, as the
+// sample's required anti-affinity on kubernetes.io/hostname says, each on a node whose
+// agent prepared its disk (the node is in status.nodes).
+func vxSpread(ctx context.Context, t *testing.T, size int) {
+	t.Helper()
+	c, err := vxCluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]string{}
+	for o := range size {
+		pod, err := env.client.CoreV1().Pods(vxNamespace).Get(ctx, fmt.Sprintf("%s-%d", vxName, o), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, ok := nodes[pod.Spec.NodeName]; ok {
+			t.Errorf("%s and %s both on node %s (anti-affinity per host)", other, pod.Name, pod.Spec.NodeName)
+		}
+		nodes[pod.Spec.NodeName] = pod.Name
+		if !slices.Contains(c.Status.Nodes, pod.Spec.NodeName) {
+			t.Errorf("%s runs on %s, not among the nodes with prepared disks %v", pod.Name, pod.Spec.NodeName, c.Status.Nodes)
+		}
+	}
+	t.Logf("%d members on %d nodes: %v", size, len(nodes), nodes)
 }
 
 // vxWrite PUTs every key through one connection.
@@ -285,34 +336,45 @@ func vxAdminAddr(ctx context.Context, t *testing.T, ordinal int) string {
 	return net.JoinHostPort(host, "2112")
 }
 
-// vxMemberState is a member's state in GET /admin/cluster/members ("" when absent or
-// unanswered).
-func vxMemberState(ctx context.Context, admin, token, id string) string {
+// vxMembers is GET /admin/cluster/members of a member: each member's state by id.
+func vxMembers(ctx context.Context, admin, token string) (map[string]string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/admin/cluster/members", nil)
 	if err != nil {
-		return ""
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return ""
+		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /admin/cluster/members on %s: %s", admin, resp.Status)
+	}
 	var members []struct{ ID, State string }
 	if err := json.NewDecoder(resp.Body).Decode(&members); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, m := range members {
+		out[m.ID] = m.State
+	}
+	return out, nil
+}
+
+// vxMemberState is a member's state in GET /admin/cluster/members ("" when absent or
+// unanswered).
+func vxMemberState(ctx context.Context, admin, token, id string) string {
+	members, err := vxMembers(ctx, admin, token)
+	if err != nil {
 		return ""
 	}
-	for _, m := range members {
-		if m.ID == id {
-			return m.State
-		}
-	}
-	return ""
+	return members[id]
 }
 
 // vxKillOperator SIGKILLs the veltrix-operator's process; the local cluster restarts it in
 // place.
-func vxKillOperator(ctx context.Context, t *testing.T) {
+func vxKillOperator(ctx context.Context, t *testing.T, leaving string) {
 	t.Helper()
 	ps, err := readyPods(ctx, serviceByName("veltrix-operator"))
 	if err != nil || len(ps) == 0 {
@@ -325,7 +387,7 @@ func vxKillOperator(ctx context.Context, t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill %d: %v", pid, err)
 	}
-	t.Logf("killed the operator (pod %s, pid %d) while %s-3 was leaving", ps[0].Name, pid, vxName)
+	t.Logf("killed the operator (pod %s, pid %d) while %s was leaving", ps[0].Name, pid, leaving)
 }
 
 func vxCluster(ctx context.Context) (*veltrixv1.VeltrixCluster, error) {
