@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/tools/internal/bolt"
 	"github.com/opsuite/suite/tools/internal/bolt/boltclient"
 )
 
@@ -36,9 +38,11 @@ const (
 )
 
 // TestMemgraphSample applies deploy/samples/memgraph.yaml verbatim (3 coordinators, 2
-// data instances, the license Secret) and waits until the operator reports it Ready with
-// exactly one MAIN among the data instances and one Raft leader among the coordinators,
-// every member registered, and a steady cluster that the operator no longer writes to.
+// data instances, the license Secret, Bolt auth from the Secret spec.auth names) and waits
+// until the operator reports it Ready with exactly one MAIN among the data instances and
+// one Raft leader among the coordinators, every member registered, and a steady cluster
+// that the operator no longer writes to. Every Bolt check logs in with the sample's admin
+// user; the data instances refuse a client without it.
 func TestMemgraphSample(t *testing.T) {
 	needRunner(t, "memgraph/memgraph pods run as bin/memgraph-sim processes")
 	needInstalled(t, "memgraph-operator")
@@ -127,6 +131,11 @@ func TestMemgraphSample(t *testing.T) {
 	if want := "memgraph-demo-coordinator-1 memgraph-demo-coordinator-2 memgraph-demo-coordinator-3 memgraph-demo-data-0 memgraph-demo-data-1"; strings.Join(names, " ") != want {
 		t.Errorf("ready pods %v, want %s", names, want)
 	}
+
+	// Bolt auth: the operator registered the members with the sample's admin user (it is
+	// Ready); every data instance refuses a client without it or with a wrong password.
+	mgAuth = mgCredentials(ctx, t, c)
+	mgCheckAuth(ctx, t)
 
 	// The data plane as the coordinators and the data instances themselves report it.
 	plane := &mgPlane{}
@@ -546,7 +555,11 @@ func mgPodBolt(ctx context.Context, pod string) (string, error) {
 	return net.JoinHostPort(p.Status.PodIP, mgBoltPort), nil
 }
 
-// mgRun runs one query on a pod over Bolt.
+// mgAuth is the admin user every Bolt client of the checks logs in with: the sample's,
+// read from the Secret its spec.auth names (mgCredentials).
+var mgAuth boltclient.Options
+
+// mgRun runs one query on a pod over Bolt, logged in as mgAuth.
 func mgRun(ctx context.Context, pod, query string) (*boltclient.Result, error) {
 	addr, err := mgPodBolt(ctx, pod)
 	if err != nil {
@@ -554,7 +567,88 @@ func mgRun(ctx context.Context, pod, query string) (*boltclient.Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, mgCall)
 	defer cancel()
-	return boltclient.Query(ctx, addr, boltclient.Options{Timeout: mgCall}, query)
+	return boltclient.Query(ctx, addr, mgLogin(mgCall), query)
+}
+
+// mgLogin is mgAuth with a call timeout.
+func mgLogin(timeout time.Duration) boltclient.Options {
+	o := mgAuth
+	o.Timeout = timeout
+	return o
+}
+
+// mgCredentials reads the admin user of the Secret the cluster's spec.auth names (the
+// keys default as the API does).
+func mgCredentials(ctx context.Context, t *testing.T, c *memgraphv1.MemgraphCluster) boltclient.Options {
+	t.Helper()
+	a := c.Spec.Auth
+	if a == nil {
+		t.Fatal("the sample runs without Bolt auth (spec.auth): a production HA cluster should not accept anonymous clients")
+	}
+	userKey, passKey := a.UserKey, a.PasswordKey
+	if userKey == "" {
+		userKey = memgraphv1.DefaultAuthUserKey
+	}
+	if passKey == "" {
+		passKey = memgraphv1.DefaultAuthPasswordKey
+	}
+	s, err := env.client.CoreV1().Secrets(mgNamespace).Get(ctx, a.SecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("spec.auth's Secret: %v", err)
+	}
+	user, pass := string(s.Data[userKey]), string(s.Data[passKey])
+	if user == "" || pass == "" {
+		t.Fatalf("Secret %s has no user (%q) or no password (%q)", a.SecretName, userKey, passKey)
+	}
+	t.Logf("Bolt clients log in as %q (Secret %s keys %s, %s)", user, a.SecretName, userKey, passKey)
+	return boltclient.Options{Username: user, Password: pass}
+}
+
+// mgCheckAuth: every data instance accepts the admin user and refuses a client without
+// credentials and one with a wrong password (Memgraph's Unauthenticated FAILURE). The
+// coordinators store no users (Memgraph keeps users on the data instances only) and the
+// simulator's accept any login, as Memgraph's do: what a coordinator answers to a client
+// without credentials is logged, not asserted.
+func mgCheckAuth(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for _, pod := range []string{mgName + "-data-0", mgName + "-data-1", mgName + "-coordinator-1"} {
+		coordinator := strings.Contains(pod, "-coordinator-")
+		addr, err := mgPodBolt(ctx, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, try := range []struct {
+			name string
+			o    boltclient.Options
+		}{
+			{"no credentials", boltclient.Options{Timeout: mgCall}},
+			{"a wrong password", boltclient.Options{Username: mgAuth.Username, Password: mgAuth.Password + "-wrong", Timeout: mgCall}},
+		} {
+			dctx, cancel := context.WithTimeout(ctx, mgCall)
+			c, err := boltclient.Dial(dctx, addr, try.o)
+			cancel()
+			switch f, refused := errors.AsType[*bolt.Failure](err); {
+			case err == nil && coordinator:
+				_ = c.Close()
+				t.Logf("%s accepts a Bolt client with %s (coordinators store no users)", pod, try.name)
+			case err == nil:
+				_ = c.Close()
+				t.Errorf("%s accepted a Bolt client with %s", pod, try.name)
+			case !refused || f.Code != bolt.CodeUnauthenticated:
+				t.Errorf("%s refused a client with %s with %v, want %s", pod, try.name, err, bolt.CodeUnauthenticated)
+			default:
+				t.Logf("%s refused a client with %s: %v", pod, try.name, err)
+			}
+		}
+		dctx, cancel := context.WithTimeout(ctx, mgCall)
+		c, err := boltclient.Dial(dctx, addr, mgLogin(mgCall))
+		cancel()
+		if err != nil {
+			t.Errorf("%s refused the admin user %q: %v", pod, mgAuth.Username, err)
+			continue
+		}
+		_ = c.Close()
+	}
 }
 
 // mgPod is the pod of a SHOW INSTANCES name: coordinator_<n> runs in <cluster>-coordinator-<n>,
@@ -798,7 +892,7 @@ func (w *mainWatch) loop(ctx context.Context) {
 			if c == nil {
 				dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 				var err error
-				c, err = boltclient.Dial(dctx, a, boltclient.Options{Timeout: 200 * time.Millisecond})
+				c, err = boltclient.Dial(dctx, a, mgLogin(200*time.Millisecond))
 				cancel()
 				if err != nil {
 					continue
