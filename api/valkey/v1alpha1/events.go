@@ -43,6 +43,7 @@ const (
 
 	// Recovery and maintenance.
 	EventReplicasTakenOver     = "ReplicasTakenOver"
+	EventConfigEpochBumped     = "ConfigEpochBumped"
 	EventStaleNodeForgotten    = "StaleNodeForgotten"
 	EventNodeForgetFailed      = "NodeForgetFailed" // Warning
 	EventWaitingForShards      = "WaitingForShards"

@@ -202,7 +202,7 @@ func (p *pass) progressFor(steps []planner.Step, set nodeSet) {
 		switch s.Op {
 		case planner.SetSlotImporting, planner.SetSlotMigrating, planner.MigrateKeys, planner.SetSlotNode, planner.SetSlotStable:
 			moving = true
-		case planner.Meet, planner.AddSlots, planner.Replicate, planner.Reset:
+		case planner.Meet, planner.AddSlots, planner.Replicate, planner.Reset, planner.SetConfigEpoch:
 			joining = true
 		}
 	}
@@ -279,6 +279,9 @@ func (p *pass) announceSteps(snap valkey.Snapshot, set nodeSet, done []planner.S
 			on[s.NodeID]++
 		}
 	}
+	for _, b := range sum.EpochBumped {
+		p.normal(valkeyv1.EventConfigEpochBumped, fmt.Sprintf("Bumped the config epoch on %s: the replica that took over the slots of failed primary %s claimed them with an epoch the other members did not accept", b.Addr, b.PrimaryID))
+	}
 	for _, id := range sum.Forgotten {
 		p.normal(valkeyv1.EventStaleNodeForgotten, fmt.Sprintf("Forgot node %s on %d member(s)", id, on[id]))
 	}
@@ -297,6 +300,9 @@ func (p *pass) stepFailed(s planner.Step, set nodeSet, err error) {
 	case planner.Meet:
 		p.degraded, p.degradedMsg = valkeyv1.ReasonNodeAddFailed, "Failed to add node: "+msg
 		p.warnOnce(valkeyv1.ReasonNodeAddFailed, valkeyv1.EventClusterMeetFailed, fmt.Sprintf("CLUSTER MEET %s -> %s failed: %v", s.On, s.Addr, err))
+	case planner.SetConfigEpoch:
+		p.degraded, p.degradedMsg = valkeyv1.ReasonNodeAddFailed, "Failed to add node: "+msg
+		p.warnOnce(valkeyv1.ReasonNodeAddFailed, valkeyv1.EventClusterMeetFailed, fmt.Sprintf("CLUSTER SET-CONFIG-EPOCH %d on %s failed: %v", s.Epoch, s.On, err))
 	case planner.AddSlots:
 		p.degraded, p.degradedMsg = valkeyv1.ReasonNodeAddFailed, "Failed to assign slots: "+msg
 		p.warnOnce(valkeyv1.ReasonNodeAddFailed, valkeyv1.EventSlotAssignmentFailed, "Failed to assign slots: "+msg)

@@ -257,6 +257,12 @@ func (e *Executor) step(ctx context.Context, s planner.Step) error {
 		return c.Reset(ctx)
 	case planner.Takeover:
 		return c.Failover(ctx, valkey.FailoverTakeover)
+	case planner.SetConfigEpoch:
+		return c.SetConfigEpoch(ctx, s.Epoch)
+	case planner.BumpEpoch:
+		// STILL (nothing to bump) is not an error: the planner asks another member next.
+		_, err := c.BumpEpoch(ctx)
+		return err
 	}
 	return fmt.Errorf("unknown step %q", s.Op)
 }

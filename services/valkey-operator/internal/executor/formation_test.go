@@ -127,7 +127,7 @@ func launch(t testing.TB, m planner.Member, cfg serverConfig, dir string) *serve
 		}
 		if t.Failed() {
 			if b, err := os.ReadFile(filepath.Join(dir, "redis.log")); err == nil {
-				t.Logf("%s log tail:\n%s", s.member.Addr, tail(string(b), 1500))
+				t.Logf("%s log tail:\n%s", s.member.Addr, tail(string(b), 4000))
 			}
 		}
 	})
@@ -152,6 +152,32 @@ func awaitServer(t testing.TB, s *server, cfg serverConfig) {
 		defer c.Close()
 		_, err = c.ClusterInfo(context.Background())
 		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// dumpClusterOnFailure logs, when the test has failed, what every reachable member says of
+// the cluster (CLUSTER INFO and CLUSTER NODES through redis-cli), so a cluster that stayed
+// down can be told apart from a client that never caught up.
+func dumpClusterOnFailure(t *testing.T, addrs []string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		cli, err := exec.LookPath("redis-cli")
+		if err != nil {
+			t.Logf("no cluster dump: redis-cli not found (%v)", err)
+			return
+		}
+		for _, addr := range addrs {
+			host, port, _ := net.SplitHostPort(addr)
+			for _, cmd := range []string{"INFO", "NODES"} {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				out, err := exec.CommandContext(ctx, cli, "-h", host, "-p", port, "CLUSTER", cmd).CombinedOutput()
+				cancel()
+				t.Logf("%s CLUSTER %s (%v):\n%s", addr, cmd, err, out)
+			}
+		}
 	})
 }
 

@@ -69,9 +69,14 @@ func TestRecoversFromQuorumLoss(t *testing.T) {
 		}
 		return len(tookOver) == 2, fmt.Sprintf("steps %v, wait %q, err %v", p.Steps, p.Wait, err)
 	})
+	dumpClusterOnFailure(t, addrs)
 	testenv.Eventually(t, 30*time.Second, "keys served by the survivors", func() (bool, string) {
 		for i := range keys {
-			v, err := kv.Get(ctx, fmt.Sprintf("k%d", i))
+			// The client retries CLUSTERDOWN until its context ends: bound each read so the
+			// wait reports what it saw instead of blocking until the test's deadline.
+			getCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			v, err := kv.Get(getCtx, fmt.Sprintf("k%d", i))
+			cancel()
 			if err != nil || v != strconv.Itoa(i) {
 				return false, fmt.Sprintf("GET k%d = %q, %v", i, v, err)
 			}
@@ -176,4 +181,158 @@ func TestMembersBackAtNewAddresses(t *testing.T) {
 	}
 	defer kv.Close()
 	readKeys(ctx, t, kv, keys, "after every member came back at a new address")
+}
+
+// TestStaleTakeoverEpochRecovers builds by hand the cluster a formation left to gossip can
+// leave behind: primaries S (epoch 1) and A (epoch 2), A's replica R attached before gossip
+// told its epoch 2 apart from A's. With A killed, R's TAKEOVER keeps epoch 2 (the greatest:
+// BUMPEPOCH would answer STILL), so S and its replica keep A as the owner of A's slots and
+// stay cluster_state:fail for good. The planner's passes bump another member's epoch, then
+// R's, and the cluster serves every key again.
+func TestStaleTakeoverEpochRecovers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e := New(func(addr string) (valkey.Conn, error) { return valkey.Dial(addr, valkey.Options{}) })
+	t.Cleanup(e.Close)
+	// Attaching R before a ping between R and A resolves their equal epochs is a race the
+	// test wins most times; a lost one (a current epoch above 2 somewhere) is built again.
+	var servers []*server
+	var built bool
+	for attempt := 1; attempt <= 5 && !built; attempt++ {
+		for _, sv := range servers {
+			sv.stop(t)
+		}
+		servers = startServers(t, 4)
+		built = buildEqualEpochs(ctx, t, e, servers)
+		if !built {
+			t.Logf("attempt %d: gossip told the equal epochs apart first; building again", attempt)
+		}
+	}
+	if !built {
+		t.Fatal("could not attach R before its epoch was told apart from A's in 5 attempts")
+	}
+	s, a, r, x := servers[0].member, servers[1].member, servers[2].member, servers[3].member
+	addrs := []string{s.Addr, a.Addr, r.Addr, x.Addr}
+	dumpClusterOnFailure(t, addrs)
+	snap, _ := e.Observe(ctx, []string{a.Addr})
+	aMe, _ := snap.Views[0].Myself()
+	aID := aMe.ID
+	kv, err := valkey.DialCluster([]string{s.Addr, r.Addr, x.Addr}, valkey.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Close()
+	const keys = 300
+	writeKeys(ctx, t, kv, keys)
+	awaitReplicasInSync(ctx, t, e, addrs)
+
+	servers[1].stop(t)
+	if _, err := e.Run(ctx, []planner.Step{{Op: planner.Takeover, On: r.Addr, NodeID: aID}}); err != nil {
+		t.Fatal(err)
+	}
+	// Without the planner the cluster stays down: S keeps A, whose epoch equals R's.
+	downSince := time.Time{}
+	testenv.Eventually(t, 30*time.Second, "S down for 5 s, still giving A's slots to A", func() (bool, string) {
+		snap, _ := e.Observe(ctx, []string{s.Addr})
+		n, _ := snap.Views[0].Node(aID)
+		if n.SlotTotal() == 0 || snap.Views[0].Info.State != "fail" {
+			if !downSince.IsZero() {
+				t.Fatalf("S came back by itself: A %+v, %+v", n, snap.Views[0].Info)
+			}
+			return false, fmt.Sprintf("A as S sees it: %+v; S: %+v", n, snap.Views[0].Info)
+		}
+		if downSince.IsZero() {
+			downSince = time.Now()
+		}
+		return time.Since(downSince) > 5*time.Second, ""
+	})
+
+	d := planner.Desired{Shards: 2, Replicas: 1, Members: []planner.Member{s, a, r, x}, TakeoverAfter: time.Hour}
+	var bumped []string
+	testenv.Eventually(t, 60*time.Second, "S accepts R's claim", func() (bool, string) {
+		snap, _ := e.Observe(ctx, addrs)
+		p := planner.Compute(d, snap)
+		n, err := e.Run(ctx, p.Steps)
+		for _, st := range p.Steps[:n] {
+			if st.Op != planner.BumpEpoch {
+				t.Fatalf("planned %s, want only BUMPEPOCH while A's slots are disputed", st)
+			}
+			bumped = append(bumped, st.On)
+		}
+		v, _ := snap.View(s.Addr)
+		owner, _ := v.Node(aID)
+		return owner.SlotTotal() == 0 && v.Info.State == "ok", fmt.Sprintf("steps %v, wait %q, err %v; S: %+v, A as S sees it: %+v", p.Steps, p.Wait, err, v.Info, owner)
+	})
+	if len(bumped) < 2 || bumped[len(bumped)-1] != r.Addr {
+		t.Fatalf("bumped on %v, want another member first, then %s", bumped, r.Addr)
+	}
+	t.Logf("recovered after BUMPEPOCH on %v", bumped)
+	testenv.Eventually(t, 30*time.Second, "keys served", func() (bool, string) {
+		for i := range keys {
+			getCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			v, err := kv.Get(getCtx, fmt.Sprintf("k%d", i))
+			cancel()
+			if err != nil || v != strconv.Itoa(i) {
+				return false, fmt.Sprintf("GET k%d = %q, %v", i, v, err)
+			}
+		}
+		return true, ""
+	})
+}
+
+// buildEqualEpochs makes servers S, A, R, X the 2x1 cluster TestStaleTakeoverEpochRecovers
+// needs (S epoch 1 with slots 0-8191 and replica X; A epoch 2 with the rest and replica R,
+// also epoch 2) and reports whether every member still has current epoch 2 once it is
+// ok: a collision resolved meanwhile would have raised it.
+func buildEqualEpochs(ctx context.Context, t *testing.T, e *Executor, servers []*server) bool {
+	t.Helper()
+	s, a, r, x := servers[0].member, servers[1].member, servers[2].member, servers[3].member
+	addrs := []string{s.Addr, a.Addr, r.Addr, x.Addr}
+	id := func(addr string) string {
+		snap, _ := e.Observe(ctx, []string{addr})
+		me, _ := snap.Views[0].Myself()
+		return me.ID
+	}
+	run := func(steps ...planner.Step) {
+		t.Helper()
+		if _, err := e.Run(ctx, steps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sID, aID := id(s.Addr), id(a.Addr)
+	run(planner.Step{Op: planner.SetConfigEpoch, On: s.Addr, Epoch: 1}, planner.Step{Op: planner.SetConfigEpoch, On: a.Addr, Epoch: 2},
+		planner.Step{Op: planner.SetConfigEpoch, On: r.Addr, Epoch: 2}, planner.Step{Op: planner.SetConfigEpoch, On: x.Addr, Epoch: 1},
+		planner.Step{Op: planner.AddSlots, On: s.Addr, Ranges: []valkey.SlotRange{{Start: 0, End: 8191}}},
+		planner.Step{Op: planner.AddSlots, On: a.Addr, Ranges: []valkey.SlotRange{{Start: 8192, End: 16383}}},
+		planner.Step{Op: planner.Meet, On: r.Addr, Addr: a.Addr, BusPort: a.BusPort},
+		planner.Step{Op: planner.Meet, On: x.Addr, Addr: s.Addr, BusPort: s.BusPort})
+	// Attach each replica as soon as it knows its primary: before a ping between them
+	// resolves the equal epochs.
+	for _, rep := range []struct{ on, primary string }{{r.Addr, aID}, {x.Addr, sID}} {
+		testenv.Eventually(t, 10*time.Second, rep.on+" replicating "+rep.primary, func() (bool, string) {
+			_, err := e.Run(ctx, []planner.Step{{Op: planner.Replicate, On: rep.on, NodeID: rep.primary}})
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+	run(planner.Step{Op: planner.Meet, On: s.Addr, Addr: a.Addr, BusPort: a.BusPort})
+	var snap valkey.Snapshot
+	testenv.Eventually(t, 30*time.Second, "cluster_state:ok on every member", func() (bool, string) {
+		var failed map[string]error
+		snap, failed = e.Observe(ctx, addrs)
+		if len(failed) > 0 {
+			return false, fmt.Sprint("unreachable: ", failed)
+		}
+		for _, v := range snap.Views {
+			if v.Info.State != "ok" || v.Info.KnownNodes != 4 {
+				return false, fmt.Sprintf("%s: %+v", v.Addr, v.Info)
+			}
+		}
+		return true, ""
+	})
+	for _, v := range snap.Views {
+		if v.Info.CurrentEpoch != 2 {
+			return false
+		}
+	}
+	return true
 }

@@ -65,6 +65,17 @@ const (
 	// Takeover promotes the replica On of the failed primary NodeID without the cluster's
 	// agreement (CLUSTER FAILOVER TAKEOVER), for when a majority of primaries is gone.
 	Takeover Op = "Takeover"
+	// SetConfigEpoch gives a member of a cluster nobody has met yet its own config epoch
+	// (CLUSTER SET-CONFIG-EPOCH Epoch) before the first MEET. Left to gossip, equal epochs
+	// are told apart only between primaries: a replica attached before that keeps its
+	// primary's epoch, and its TAKEOVER would then claim the slots with an epoch the other
+	// members do not prefer to its dead primary's, leaving the cluster down.
+	SetConfigEpoch Op = "SetConfigEpoch"
+	// BumpEpoch is CLUSTER BUMPEPOCH on On: a primary that took over NodeID's slots with an
+	// epoch no greater than NodeID's gets a new greatest one, so every member accepts its
+	// claim; when On already holds the greatest epoch it knows of, another member bumps
+	// first (BUMPEPOCH changes nothing on the node holding the greatest).
+	BumpEpoch Op = "BumpEpoch"
 )
 
 // Step is one command for one member.
@@ -76,6 +87,8 @@ type Step struct {
 	// NodeID is the command's node argument; on AddSlots it is On's own id (for events).
 	NodeID string
 	Slot   int
+	// Epoch is SetConfigEpoch's epoch.
+	Epoch  uint64
 	Ranges []valkey.SlotRange
 	// Drain marks the steps of a move out of a node leaving the cluster (scale-in) rather
 	// than a rebalance between kept primaries.
@@ -94,6 +107,10 @@ func (s Step) String() string {
 		return fmt.Sprintf("%s: %s %s", s.On, s.Op, s.NodeID)
 	case Reset:
 		return fmt.Sprintf("%s: Reset", s.On)
+	case SetConfigEpoch:
+		return fmt.Sprintf("%s: SET-CONFIG-EPOCH %d", s.On, s.Epoch)
+	case BumpEpoch:
+		return fmt.Sprintf("%s: BUMPEPOCH (for the slots of %s)", s.On, s.NodeID)
 	default:
 		return fmt.Sprintf("%s: %s %d %s", s.On, s.Op, s.Slot, s.NodeID)
 	}
@@ -244,6 +261,10 @@ func (st *state) failingPrimaries() bool {
 			continue
 		}
 		stop = true
+		if claimant, ok := st.claimant(id); ok {
+			st.settleClaim(id, claimant, wait)
+			continue
+		}
 		var best valkey.View
 		for _, v := range st.s.Views {
 			me, _ := v.Myself()
@@ -268,6 +289,79 @@ func (st *state) failingPrimaries() bool {
 		wait("waiting for the members to agree on the replicas that took over")
 	}
 	return stop
+}
+
+// claimant is the answering primary that owns, in its own view, slots another view still
+// gives to the failing node id: a replica of id that took over.
+func (st *state) claimant(id string) (valkey.View, bool) {
+	for _, v := range st.s.Views {
+		stale := st.ownersIn(v)
+		for _, p := range st.s.Views {
+			me, ok := p.Myself()
+			if !ok || me.Replica || me.ID == id || me.SlotTotal() == 0 {
+				continue
+			}
+			own := st.ownersIn(p)
+			for slot := range stale {
+				if stale[slot] == id && own[slot] == me.ID {
+					return p, true
+				}
+			}
+		}
+	}
+	return valkey.View{}, false
+}
+
+// settleClaim waits for the members to accept the slots claimant took over from the
+// failing node id, or, when some member knows id with a config epoch at least claimant's
+// (a member keeps the owner with the greater epoch, so it never will), plans the bump
+// that gives claimant the greatest epoch.
+func (st *state) settleClaim(id string, claimant valkey.View, wait func(string, ...any)) {
+	me, _ := claimant.Myself()
+	stale := false
+	for _, v := range st.s.Views {
+		if n, ok := v.Node(id); ok && n.ConfigEpoch >= me.ConfigEpoch && n.SlotTotal() > 0 {
+			stale = true
+		}
+	}
+	if !stale {
+		wait("waiting for the members to agree on the replicas that took over")
+		return
+	}
+	if claimant.Info.CurrentEpoch > me.ConfigEpoch {
+		st.add(Step{Op: BumpEpoch, On: claimant.Addr, NodeID: id})
+		return
+	}
+	for _, v := range st.s.Views {
+		if v.Info.CurrentEpoch > me.ConfigEpoch {
+			wait("%s took over the slots of %s with config epoch %d, which the other members do not accept: waiting for gossip to bring it the raised current epoch", claimant.Addr, id, me.ConfigEpoch)
+			return
+		}
+	}
+	// claimant holds the greatest epoch it knows of: another member bumps its own first,
+	// and gossip raises the current epoch claimant sees by the next pass. A primary whose
+	// epoch is below its current epoch is sure to bump; a replica's own epoch is not
+	// shown, so one is asked only when no primary qualifies.
+	var other string
+	for _, v := range st.s.Views {
+		o, ok := v.Myself()
+		if !ok || v.Addr == claimant.Addr || o.ID == id {
+			continue
+		}
+		if !o.Replica && o.ConfigEpoch < v.Info.CurrentEpoch {
+			other = v.Addr
+			break
+		}
+		if o.Replica && other == "" {
+			other = v.Addr
+		}
+	}
+	if other == "" {
+		wait("%s took over the slots of %s with config epoch %d, which the other members do not accept, and no other member can raise the current epoch", claimant.Addr, id, me.ConfigEpoch)
+		return
+	}
+	st.add(Step{Op: BumpEpoch, On: other, NodeID: id})
+	wait("%s took over the slots of %s with config epoch %d, which the other members do not accept: raising the current epoch first", claimant.Addr, id, me.ConfigEpoch)
 }
 
 // agree reports whether every member names the same owner for every slot: moving slots
@@ -303,6 +397,7 @@ func (st *state) add(s Step) { st.plan.Steps = append(st.plan.Steps, s) }
 // meet picks the member that already knows most members as seed, has it meet the others,
 // and reports whether every member now knows every other (gossip finished).
 func (st *state) meet() bool {
+	st.configEpochs()
 	best := -1
 	for _, m := range st.members {
 		v, _ := st.s.View(m.Addr)
@@ -367,6 +462,29 @@ func (st *state) meet() bool {
 		}
 	}
 	return true
+}
+
+// configEpochs gives every member of a cluster nobody has met yet (each member knows only
+// itself and owns no slot) a config epoch of its own before the first MEET, as
+// redis-cli --cluster create does; members that already have one (an earlier pass stopped
+// half-way) keep it and the others get the next ones.
+func (st *state) configEpochs() {
+	var greatest uint64
+	var fresh []Member
+	for _, m := range st.members {
+		v, _ := st.s.View(m.Addr)
+		me, _ := v.Myself()
+		if len(v.Nodes) > 1 || v.Info.KnownNodes > 1 || me.SlotTotal() > 0 {
+			return
+		}
+		greatest = max(greatest, v.Info.MyEpoch, v.Info.CurrentEpoch)
+		if v.Info.MyEpoch == 0 {
+			fresh = append(fresh, m)
+		}
+	}
+	for i, m := range fresh {
+		st.add(Step{Op: SetConfigEpoch, On: m.Addr, Epoch: greatest + uint64(i) + 1})
+	}
 }
 
 // view is the view answered by node id; a view now answered by another id at the same

@@ -51,7 +51,7 @@ func TestPlanTable(t *testing.T) {
 		setup func(t *testing.T) (Desired, valkey.Snapshot)
 		check func(t *testing.T, p Plan)
 	}{{
-		name: "fresh members are met from one seed, then the planner waits for gossip",
+		name: "fresh members get distinct config epochs, then are met from one seed, then the planner waits for gossip",
 		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
 			c := newSim()
 			for _, m := range six {
@@ -60,12 +60,61 @@ func TestPlanTable(t *testing.T) {
 			return Desired{Shards: 3, Replicas: 1, Members: six}, c.snapshot()
 		},
 		check: func(t *testing.T, p Plan) {
-			if len(p.Steps) != 5 || p.Wait == "" {
+			if len(p.Steps) != 11 || p.Wait == "" {
 				t.Fatalf("plan %v wait %q", p.Steps, p.Wait)
 			}
-			for _, s := range p.Steps {
+			for i, s := range p.Steps[:6] {
+				if s.Op != SetConfigEpoch || s.On != six[i].Addr || s.Epoch != uint64(i+1) {
+					t.Fatalf("step %s, want SET-CONFIG-EPOCH %d on %s", s, i+1, six[i].Addr)
+				}
+			}
+			for _, s := range p.Steps[6:] {
 				if s.Op != Meet || s.On != six[0].Addr {
 					t.Fatalf("step %s, want MEET from %s", s, six[0].Addr)
+				}
+			}
+		},
+	}, {
+		name: "a formation stopped after some SET-CONFIG-EPOCH gives the others epochs above theirs",
+		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
+			c := newSim()
+			for _, m := range six {
+				c.ensure(m)
+			}
+			for i, e := range []uint64{1, 2} {
+				if err := c.apply(Step{Op: SetConfigEpoch, On: six[i].Addr, Epoch: e}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return Desired{Shards: 3, Replicas: 1, Members: six}, c.snapshot()
+		},
+		check: func(t *testing.T, p Plan) {
+			var epochs []uint64
+			for _, s := range p.Steps {
+				if s.Op == SetConfigEpoch {
+					epochs = append(epochs, s.Epoch)
+				}
+			}
+			if !reflect.DeepEqual(epochs, []uint64{3, 4, 5, 6}) {
+				t.Fatalf("epochs %v, want 3..6 for the four members without one; plan %v", epochs, p.Steps)
+			}
+		},
+	}, {
+		name: "members that know each other get no SET-CONFIG-EPOCH",
+		setup: func(t *testing.T) (Desired, valkey.Snapshot) {
+			c := newSim()
+			for _, m := range six {
+				c.ensure(m)
+			}
+			if err := c.apply(Step{Op: Meet, On: six[0].Addr, Addr: six[1].Addr}); err != nil {
+				t.Fatal(err)
+			}
+			return Desired{Shards: 3, Replicas: 1, Members: six}, c.snapshot()
+		},
+		check: func(t *testing.T, p Plan) {
+			for _, s := range p.Steps {
+				if s.Op == SetConfigEpoch {
+					t.Fatalf("planned %s in a cluster already met", s)
 				}
 			}
 		},

@@ -278,3 +278,50 @@ func TestSimulationRandomFailures(t *testing.T) {
 		t.Logf("seed %d: %dx%d survived 6 failures, %d by takeover", seed, shards, replicas, takeovers)
 	}
 }
+
+// TestStaleTakeoverEpochIsBumped: a replica that took over with its dead primary's config
+// epoch, the greatest in the cluster (gossip had not told them apart before it became a
+// replica), is never preferred by the other members, which keep the dead owner and stay
+// down. The planner has another primary bump first (BUMPEPOCH does nothing on the node
+// holding the greatest epoch), then the one that took over, then waits for gossip.
+func TestStaleTakeoverEpochIsBumped(t *testing.T) {
+	c := newSim()
+	d := Desired{Shards: 3, Replicas: 1, Members: pool(6), TakeoverAfter: time.Second}
+	converge(t, c, d, runOpts{})
+	dead, reps := c.primaryOf(0)
+	r := reps[0]
+	c.kill(dead.addr)
+	if err := c.apply(Step{Op: Takeover, On: r.addr, NodeID: dead.id}); err != nil {
+		t.Fatal(err)
+	}
+	top := c.maxEpoch() + 5
+	dead.epoch, r.epoch = top, top // no gossip: the others still give slot 0 to dead
+
+	p := Compute(d, c.snapshot())
+	if len(p.Steps) != 1 || p.Steps[0].Op != BumpEpoch || p.Steps[0].On == r.addr || p.Steps[0].NodeID != dead.id ||
+		c.nodes[p.Steps[0].On].replicaOf != "" || !strings.Contains(p.Wait, "raising the current epoch first") {
+		t.Fatalf("plan %v wait %q, want BUMPEPOCH on another primary first", p.Steps, p.Wait)
+	}
+	if err := c.apply(p.Steps[0]); err != nil {
+		t.Fatal(err)
+	}
+	p = Compute(d, c.snapshot())
+	if len(p.Steps) != 1 || p.Steps[0].Op != BumpEpoch || p.Steps[0].On != r.addr {
+		t.Fatalf("plan %v wait %q, want BUMPEPOCH on %s, which took over", p.Steps, p.Wait, r.addr)
+	}
+	if err := c.apply(p.Steps[0]); err != nil {
+		t.Fatal(err)
+	}
+	if r.epoch <= dead.epoch {
+		t.Fatalf("epoch %d after the bump, dead primary's %d", r.epoch, dead.epoch)
+	}
+	p = Compute(d, c.snapshot())
+	if len(p.Steps) != 0 || !strings.Contains(p.Wait, "agree on the replicas that took over") {
+		t.Fatalf("plan %v wait %q, want a wait for gossip", p.Steps, p.Wait)
+	}
+	c.gossip()
+	converge(t, c, d, runOpts{})
+	if s := Summarize([]Step{{Op: BumpEpoch, On: r.addr, NodeID: dead.id}}); len(s.EpochBumped) != 1 || s.EpochBumped[0].Addr != r.addr {
+		t.Fatalf("summary %+v", s)
+	}
+}

@@ -22,6 +22,9 @@ type simNode struct {
 	migrating, importing map[int]string
 	keys                 map[int]int
 	offset               int64 // replication offset reported in INFO replication
+	// epoch is the node's config epoch: set once before its first MEET, the greatest
+	// there is plus one after a takeover or a BUMPEPOCH.
+	epoch uint64
 }
 
 type sim struct {
@@ -166,6 +169,15 @@ func (c *sim) apply(s Step) error {
 			return refuse("takeover on %s: its primary %q is not dead", on.addr, on.replicaOf)
 		}
 		c.promote(on)
+	case SetConfigEpoch:
+		if len(on.knows) > 0 || on.epoch != 0 {
+			return refuse("SET-CONFIG-EPOCH on %s: it knows other nodes or has an epoch", on.addr)
+		}
+		on.epoch = s.Epoch
+	case BumpEpoch:
+		if e := c.maxEpoch(); on.epoch != e {
+			on.epoch = e + 1
+		}
 	case Reset:
 		if on.owned() > 0 {
 			return refuse("reset a node owning slots")
@@ -276,10 +288,19 @@ func (c *sim) snapshot() valkey.Snapshot {
 			out := valkey.Node{ID: n.id, Addr: n.addr, Myself: n == x, Primary: n.replicaOf == "",
 				Replica: n.replicaOf != "", PrimaryID: n.replicaOf, Connected: true}
 			out.Slots = valkey.Ranges(slotsOf[n.id])
+			// A replica's line shows its primary's epoch, as CLUSTER NODES does.
+			out.ConfigEpoch = n.epoch
+			if p := c.ids[n.replicaOf]; p != nil {
+				out.ConfigEpoch = p.epoch
+			}
 			if n == x {
 				out.Migrating, out.Importing = copyMap(n.migrating), copyMap(n.importing)
 			}
 			return out
+		}
+		v.Info.MyEpoch, v.Info.CurrentEpoch, v.Info.KnownNodes = x.epoch, c.maxEpoch(), 1+len(x.knows)
+		if p := c.ids[x.replicaOf]; p != nil {
+			v.Info.MyEpoch = p.epoch
 		}
 		v.Info.State = "fail"
 		if c.stateOK(x) {
@@ -318,11 +339,24 @@ func (c *sim) kill(addr string) *simNode {
 	return n
 }
 
+// maxEpoch is the greatest config epoch of any node, dead ones included (gossip spreads
+// the current epoch to every node at once here).
+func (c *sim) maxEpoch() uint64 {
+	var e uint64
+	for _, n := range c.ids {
+		e = max(e, n.epoch)
+	}
+	return e
+}
+
 // promote makes replica r the primary of its dead primary's slots, holding the keys it
 // replicated; the dead primary's other replicas follow r, as a real cluster's would.
 func (c *sim) promote(r *simNode) {
 	dead := c.ids[r.replicaOf]
 	r.replicaOf = ""
+	if e := c.maxEpoch(); r.epoch != e {
+		r.epoch = e + 1
+	}
 	for s, o := range c.claim {
 		if o == dead.id {
 			c.claim[s], r.view[s] = r.id, r.id

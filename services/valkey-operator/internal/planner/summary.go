@@ -25,6 +25,9 @@ type Summary struct {
 	TakenOver []TakenOver
 	// Reset are the members reset to empty primaries, in step order.
 	Reset []string
+	// EpochBumped are the members that ran CLUSTER BUMPEPOCH for a takeover the other
+	// members did not accept, with the failed primary whose slots it was about.
+	EpochBumped []TakenOver
 }
 
 // AssignedPrimary is a member given slots.
@@ -85,6 +88,8 @@ func Summarize(steps []Step) Summary {
 			out.TakenOver = append(out.TakenOver, TakenOver{Addr: s.On, PrimaryID: s.NodeID})
 		case Reset:
 			out.Reset = append(out.Reset, s.On)
+		case BumpEpoch:
+			out.EpochBumped = append(out.EpochBumped, TakenOver{Addr: s.On, PrimaryID: s.NodeID})
 		}
 	}
 	out.Met, out.Forgotten = sortedKeys(met), sortedKeys(forgot)

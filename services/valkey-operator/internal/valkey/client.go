@@ -58,6 +58,12 @@ type Conn interface {
 	// returns how many of them, from the start, succeeded.
 	SetSlots(ctx context.Context, cmds ...SetSlot) (int, error)
 	Forget(ctx context.Context, id string) error
+	// SetConfigEpoch is CLUSTER SET-CONFIG-EPOCH: only a node that knows no peer and has
+	// config epoch 0 accepts it.
+	SetConfigEpoch(ctx context.Context, epoch uint64) error
+	// BumpEpoch is CLUSTER BUMPEPOCH; it reports whether the node's config epoch changed
+	// (BUMPED) or was already the greatest it knows of (STILL).
+	BumpEpoch(ctx context.Context) (bool, error)
 	Failover(ctx context.Context, mode FailoverMode) error
 	// ReplicationState is INFO replication: the role and offsets failover decisions need.
 	ReplicationState(ctx context.Context) (ReplicationState, error)
@@ -402,6 +408,18 @@ func (c *conn) SetSlots(ctx context.Context, cmds ...SetSlot) (int, error) {
 
 func (c *conn) Forget(ctx context.Context, id string) error {
 	return c.ok(ctx, "CLUSTER", "FORGET", id)
+}
+
+func (c *conn) SetConfigEpoch(ctx context.Context, epoch uint64) error {
+	return c.ok(ctx, "CLUSTER", "SET-CONFIG-EPOCH", strconv.FormatUint(epoch, 10))
+}
+
+func (c *conn) BumpEpoch(ctx context.Context) (bool, error) {
+	s, err := c.text(ctx, "CLUSTER", "BUMPEPOCH")
+	if err != nil {
+		return false, err
+	}
+	return strings.HasPrefix(s, "BUMPED"), nil
 }
 
 func (c *conn) Failover(ctx context.Context, mode FailoverMode) error {
