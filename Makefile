@@ -15,6 +15,8 @@ SERVICES := vald-operator veltrix-operator valkey-operator memgraph-operator nod
 # Test parts, never shipped (no image, no chart): the local cluster runs them for the
 # products' images, and the operators' integration tests start them as processes.
 SIMULATORS := memgraph-sim veltrix-sim vald-helm-sim
+# Host-side clients for looking at the local cluster's pods (README recipes).
+CLIENTS := bolt-query
 OPERATORS := vald-operator veltrix-operator valkey-operator memgraph-operator
 MODULES := api proto shared tools $(addprefix services/,$(SERVICES)) tools/e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -70,10 +72,10 @@ controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 	tools/build-controlplane.sh
 
 .PHONY: build
-build: ## Build the five static binaries and the simulators (tools/cmd/*-sim) into bin/.
+build: ## Build the five static binaries, the simulators (tools/cmd/*-sim) and bolt-query into bin/.
 	@mkdir -p bin
 	for s in $(SERVICES); do (cd services/$$s && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(ROOT)/bin/$$s ./cmd); done
-	for s in $(SIMULATORS); do (cd tools && CGO_ENABLED=0 go build -trimpath -o $(ROOT)/bin/$$s ./cmd/$$s); done
+	for s in $(SIMULATORS) $(CLIENTS); do (cd tools && CGO_ENABLED=0 go build -trimpath -o $(ROOT)/bin/$$s ./cmd/$$s); done
 
 .PHONY: generate
 generate: tools ## Regenerate deepcopy, CRDs, RBAC, protobuf code and chart copies.
