@@ -38,6 +38,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 	password := fs.String("password", "", "password of --username")
 	useSSL := fs.Bool("use-ssl", false, "connect over TLS")
 	caFile := fs.String("ca-file", "", "with --use-ssl: PEM file of the CA that signed the server's certificate (default: the system's)")
+	serverName := fs.String("server-name", "", "with --use-ssl: the name the server's certificate must hold (default: --host)")
 	timeout := fs.Duration("timeout", 10*time.Second, "time limit of each call")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -47,7 +48,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 	}
 	o := boltclient.Options{Username: *user, Password: *password, Timeout: *timeout}
 	if *useSSL {
-		o.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		o.TLS = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: *serverName}
 		if *caFile != "" {
 			pem, err := os.ReadFile(*caFile)
 			if err != nil {

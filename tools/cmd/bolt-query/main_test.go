@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/opsuite/suite/tools/internal/bolt/tlstest"
 	"github.com/opsuite/suite/tools/internal/memgraphsim"
 )
 
@@ -48,4 +51,38 @@ func TestAgainstSimulator(t *testing.T) {
 		t.Fatalf("no credentials: %v, want an authentication failure", err)
 	}
 	t.Logf("no credentials: %v", err)
+}
+
+// TestTLS: --use-ssl with --ca-file and --server-name reaches a member serving Bolt over
+// TLS by its IP address with a certificate for its DNS name; without the CA it is refused.
+func TestTLS(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "bolt-query test CA")
+	certFile, keyFile := ca.WriteFiles(t, dir, "memgraph-tls-data-0.memgraph-tls-data.default.svc.cluster.local")
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := memgraphsim.Start(ctx, memgraphsim.Options{BoltAddress: "127.0.0.1", DataDirectory: t.TempDir(),
+		BoltCertFile: certFile, BoltKeyFile: keyFile}, memgraphsim.NewLogger(memgraphsim.Options{LogLevel: "WARNING"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Close() }()
+	host, port, _ := net.SplitHostPort(srv.BoltAddr())
+	var out bytes.Buffer
+	args := []string{"--host", host, "--port", port, "--use-ssl", "--ca-file", caFile,
+		"--server-name", "memgraph-tls-data-0.memgraph-tls-data.default.svc.cluster.local"}
+	if err := run(ctx, args, strings.NewReader("SHOW REPLICATION ROLE;"), &out); err != nil || !strings.Contains(out.String(), "main") {
+		t.Fatalf("over TLS: %v, output %q", err, out.String())
+	}
+	noCA := []string{"--host", host, "--port", port, "--use-ssl", "--server-name", "memgraph-tls-data-0.memgraph-tls-data.default.svc.cluster.local"}
+	if err := run(ctx, noCA, strings.NewReader("SHOW REPLICATION ROLE;"), &out); err == nil || !strings.Contains(err.Error(), "unknown authority") {
+		t.Fatalf("without the CA: %v, want a certificate signed by an unknown authority", err)
+	}
+	if err := run(ctx, []string{"--host", host, "--port", port, "--use-ssl", "--ca-file", caFile}, strings.NewReader("SHOW REPLICATION ROLE;"), &out); err == nil {
+		t.Fatal("an IP address the certificate does not name was accepted without --server-name")
+	}
 }
