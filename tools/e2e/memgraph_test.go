@@ -483,7 +483,12 @@ func mgScale(ctx context.Context, t *testing.T, name, patch string, coordinators
 }
 
 func mgCluster(ctx context.Context) (*memgraphv1.MemgraphCluster, error) {
-	u, err := env.dyn.Resource(mgcGVR).Namespace(mgNamespace).Get(ctx, mgName, metav1.GetOptions{})
+	return mgClusterNamed(ctx, mgName)
+}
+
+// mgClusterNamed reads MemgraphCluster name in mgNamespace.
+func mgClusterNamed(ctx context.Context, name string) (*memgraphv1.MemgraphCluster, error) {
+	u, err := env.dyn.Resource(mgcGVR).Namespace(mgNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -711,12 +716,17 @@ func mgLeaderView(ctx context.Context, coordinators int) (leader string, rows []
 // mgMembershipProblem checks the leader's view: exactly the expected members, all up,
 // exactly one leader and one MAIN; it returns the MAIN and what is wrong ("" when right).
 func mgMembershipProblem(rows []mgInstance, coordinators, data int) (main, why string) {
+	return mgMembershipProblemOf(mgName, rows, coordinators, data)
+}
+
+// mgMembershipProblemOf is mgMembershipProblem for the MemgraphCluster named cluster.
+func mgMembershipProblemOf(cluster string, rows []mgInstance, coordinators, data int) (main, why string) {
 	var want, got []string
 	for id := 1; id <= coordinators; id++ {
 		want = append(want, fmt.Sprintf("coordinator_%d", id))
 	}
 	for i := range data {
-		want = append(want, fmt.Sprintf("%s_data_%d", strings.ReplaceAll(mgName, "-", "_"), i))
+		want = append(want, fmt.Sprintf("%s_data_%d", strings.ReplaceAll(cluster, "-", "_"), i))
 	}
 	roles := map[string][]string{}
 	var down []string
