@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -189,6 +190,98 @@ func TestMemgraphTLSSample(t *testing.T) {
 				t.Errorf("%s restarted for the renewal (restarts %d, created %s)", pod, cs.RestartCount, p.CreationTimestamp)
 			}
 		}
+	}
+
+	mgGrowVolumes(ctx, t)
+}
+
+// mgGrowVolumes grows the TLS sample's data instances' lib volumes 1Gi -> 2Gi (the local
+// cluster's pvc-resize stage plays the storage driver): VolumesResized turns True, both
+// claims have 2Gi, the recreated StatefulSet's template asks 2Gi, the coordinators' claims
+// and every pod are untouched, and the cluster is Ready again.
+func mgGrowVolumes(ctx context.Context, t *testing.T) {
+	t.Helper()
+	uids := map[string]types.UID{}
+	pods, err := env.client.CoreV1().Pods(mgNamespace).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + mgTLSName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		uids[p.Name] = p.UID
+	}
+	coordClaim := "lib-" + mgTLSName + "-coordinator-1"
+	before, err := env.client.CoreV1().PersistentVolumeClaims(mgNamespace).Get(ctx, coordClaim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if out, err := kubectl(ctx, "patch", "mgc", mgTLSName, "-n", mgNamespace, "--type", "merge", "-p", `{"spec":{"storage":{"data":{"libPVCSize":"2Gi"}}}}`); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var seen []string
+	err = poll(ctx, t, "VolumesResized=True and Ready after growing lib to 2Gi", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		c, err := mgClusterNamed(ctx, mgTLSName)
+		if err != nil {
+			return transient(err)
+		}
+		r := meta.FindStatusCondition(c.Status.Conditions, "VolumesResized")
+		conv := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionConverged)
+		if conv != nil {
+			line := conv.Reason
+			if r != nil {
+				line += "/" + r.Reason
+			}
+			if len(seen) == 0 || seen[len(seen)-1] != line {
+				seen = append(seen, line)
+			}
+		}
+		return r != nil && r.Status == metav1.ConditionTrue && r.ObservedGeneration == c.Generation &&
+			c.Status.State == memgraphv1.StateReady && conv != nil && conv.Status == metav1.ConditionTrue, nil
+	})
+	t.Logf("Converged/VolumesResized reasons seen: %s", strings.Join(seen, " -> "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lib volumes of the data instances grown to 2Gi in %s", since(begin))
+	want := resource.MustParse("2Gi")
+	for i := range 2 {
+		name := fmt.Sprintf("lib-%s-data-%d", mgTLSName, i)
+		pvc, err := env.client.CoreV1().PersistentVolumeClaims(mgNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, got := pvc.Spec.Resources.Requests[corev1.ResourceStorage], pvc.Status.Capacity[corev1.ResourceStorage]
+		if req.Cmp(want) != 0 || got.Cmp(want) != 0 {
+			t.Errorf("claim %s requests %s with capacity %s, want 2Gi", name, req.String(), got.String())
+		}
+	}
+	after, err := env.client.CoreV1().PersistentVolumeClaims(mgNamespace).Get(ctx, coordClaim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, a := before.Spec.Resources.Requests[corev1.ResourceStorage], after.Spec.Resources.Requests[corev1.ResourceStorage]; b.Cmp(a) != 0 || after.UID != before.UID {
+		t.Errorf("coordinator claim %s changed: %s -> %s", coordClaim, b.String(), a.String())
+	}
+	sts, err := env.client.AppsV1().StatefulSets(mgNamespace).Get(ctx, mgTLSName+"-data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tmpl := range sts.Spec.VolumeClaimTemplates {
+		if q := tmpl.Spec.Resources.Requests[corev1.ResourceStorage]; tmpl.Name == "lib" && q.Cmp(want) != 0 {
+			t.Errorf("StatefulSet %s claim template lib asks %s, want 2Gi", sts.Name, q.String())
+		}
+	}
+	pods, err = env.client.CoreV1().Pods(mgNamespace).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + mgTLSName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if uids[p.Name] != p.UID {
+			t.Errorf("pod %s was replaced by the resize", p.Name)
+		}
+	}
+	if len(pods.Items) != len(uids) {
+		t.Errorf("%d pods after the resize, %d before", len(pods.Items), len(uids))
 	}
 }
 

@@ -295,6 +295,32 @@ func checkStatefulSet(ctx context.Context, t *testing.T, client kubernetes.Inter
 			t.Errorf("claim %s is %s, want Bound", name, pvc.Status.Phase)
 		}
 	}
+	// The default class allows expansion and the pvc-resize stage plays the resizer: a
+	// grown request becomes the claim's capacity.
+	sc, err := client.StorageV1().StorageClasses().Get(ctx, "kwok-volume", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion {
+		t.Errorf("StorageClass kwok-volume allowVolumeExpansion %v, want true", sc.AllowVolumeExpansion)
+	}
+	grow := []byte(`{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`)
+	if _, err := client.CoreV1().PersistentVolumeClaims("default").Patch(ctx, "data-sim-0", types.MergePatchType, grow, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "claim data-sim-0 expanded to 2Gi", func() (bool, string) {
+		pvc, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data-sim-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := pvc.Status.Capacity[corev1.ResourceStorage]
+		return got.Cmp(resource.MustParse("2Gi")) == 0 && pvc.Status.Phase == corev1.ClaimBound, fmt.Sprintf("capacity %s, phase %s", got.String(), pvc.Status.Phase)
+	})
+	if pvc, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data-sim-1", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if got := pvc.Status.Capacity[corev1.ResourceStorage]; got.Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("claim data-sim-1, not grown, has capacity %s", got.String())
+	}
 	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=sim"})
 	if err != nil {
 		t.Fatal(err)

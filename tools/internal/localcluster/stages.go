@@ -267,7 +267,7 @@ func renderStages(rules podrunner.Rules, runner bool, volumeDir string) ([]byte,
 			docs = append(docs, out)
 		}
 	}
-	docs = append(docs, []byte(markAddressStage))
+	docs = append(docs, []byte(markAddressStage), []byte(pvcResizeStage))
 	if runner {
 		var stage map[string]any
 		if err := yaml.Unmarshal([]byte(runnerAssignStage), &stage); err != nil {
@@ -295,6 +295,45 @@ func addMatchExpression(stage map[string]any, expr map[string]any) {
 }
 
 // storageClassManifest is kwok's default StorageClass; the volume stages provision for it.
+// It allows volume expansion: pvcResizeStage plays the resizer.
 func storageClassManifest() ([]byte, error) {
-	return stageFiles.ReadFile("stages/storage-class.yaml")
+	raw, err := stageFiles.ReadFile("stages/storage-class.yaml")
+	if err != nil {
+		return nil, err
+	}
+	return append(bytes.TrimRight(raw, "\n"), []byte("\nallowVolumeExpansion: true\n")...), nil
 }
+
+// pvcResizeStage plays a CSI resizer doing online expansion: a bound kwok-volume claim
+// whose request grew past its capacity gets the request as its capacity (its directory has
+// no size to change). The PersistentVolume keeps its first capacity.
+var pvcResizeStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pvc-resize
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: PersistentVolumeClaim
+  selector:
+    matchExpressions:
+    - cel:
+        expression: >-
+          self.spec.storageClassName == 'kwok-volume'
+    - cel:
+        expression: >-
+          !has(self.metadata.deletionTimestamp)
+    - cel:
+        expression: >-
+          self.status.phase == 'Bound'
+    - cel:
+        expression: >-
+          has(self.status.capacity) && has(self.spec.resources.requests) && self.spec.resources.requests.storage != self.status.capacity.storage
+  steps:
+  - patch:
+      root: status
+      subresource: status
+      template: |
+        capacity:
+        {{ YAML .spec.resources.requests 1 }}
+`
