@@ -646,9 +646,13 @@ type PreparedDisk struct {
 	// wwn is the device's World Wide Name, when the hardware reports one.
 	Wwn string `protobuf:"bytes,12,opt,name=wwn,proto3" json:"wwn,omitempty"`
 	// serial is the device's serial number, when the hardware reports one.
-	Serial        string `protobuf:"bytes,13,opt,name=serial,proto3" json:"serial,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Serial string `protobuf:"bytes,13,opt,name=serial,proto3" json:"serial,omitempty"`
+	// raw_partition_uuid is the GPT partition GUID of the raw partition (lowercase), empty
+	// when the device was not split. Unlike raw_device it does not change with kernel names:
+	// on a host running udev, /dev/disk/by-partuuid/<raw_partition_uuid> is the partition.
+	RawPartitionUuid string `protobuf:"bytes,14,opt,name=raw_partition_uuid,json=rawPartitionUuid,proto3" json:"raw_partition_uuid,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PreparedDisk) Reset() {
@@ -768,6 +772,13 @@ func (x *PreparedDisk) GetWwn() string {
 func (x *PreparedDisk) GetSerial() string {
 	if x != nil {
 		return x.Serial
+	}
+	return ""
+}
+
+func (x *PreparedDisk) GetRawPartitionUuid() string {
+	if x != nil {
+		return x.RawPartitionUuid
 	}
 	return ""
 }
@@ -1279,7 +1290,7 @@ const file_nodeagent_v1_nodeagent_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value\x12\x18\n" +
 	"\aminimum\x18\x03 \x01(\x03R\aminimum\x12\x10\n" +
-	"\x03met\x18\x04 \x01(\bR\x03met\"\x8f\x03\n" +
+	"\x03met\x18\x04 \x01(\bR\x03met\"\xbd\x03\n" +
 	"\fPreparedDisk\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\tR\x06device\x12\x1d\n" +
 	"\n" +
@@ -1298,7 +1309,8 @@ const file_nodeagent_v1_nodeagent_proto_rawDesc = "" +
 	" \x01(\tR\x05state\x12\x1b\n" +
 	"\tdisk_guid\x18\v \x01(\tR\bdiskGuid\x12\x10\n" +
 	"\x03wwn\x18\f \x01(\tR\x03wwn\x12\x16\n" +
-	"\x06serial\x18\r \x01(\tR\x06serial\"\xbb\x01\n" +
+	"\x06serial\x18\r \x01(\tR\x06serial\x12,\n" +
+	"\x12raw_partition_uuid\x18\x0e \x01(\tR\x10rawPartitionUuid\"\xbb\x01\n" +
 	"\x0eDeviceSelector\x12\x14\n" +
 	"\x05paths\x18\x01 \x03(\tR\x05paths\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12$\n" +

@@ -541,8 +541,26 @@ func registerPartitions(ctx context.Context, dev, p1, p2 string) error {
 }
 
 type tableEntry struct {
-	Start int64 `json:"start"`
-	Size  int64 `json:"size"`
+	Start int64  `json:"start"`
+	Size  int64  `json:"size"`
+	UUID  string `json:"uuid"`
+}
+
+// PartitionUUID is the GPT partition GUID of partition n (from 1) of dev, in lowercase as
+// udev names it under /dev/disk/by-partuuid: unlike the partition's kernel name it stays
+// with the partition.
+func (h *Host) PartitionUUID(ctx context.Context, dev string, n int) (string, error) {
+	parts, err := readTable(ctx, dev)
+	if err != nil {
+		return "", err
+	}
+	if n < 1 || n > len(parts) {
+		return "", fmt.Errorf("%s holds %d partitions, no partition %d", dev, len(parts), n)
+	}
+	if parts[n-1].UUID == "" {
+		return "", fmt.Errorf("partition %d of %s has no partition GUID (not a GPT table)", n, dev)
+	}
+	return strings.ToLower(parts[n-1].UUID), nil
 }
 
 // readTable reads back the partition table as written, in 512-byte sectors.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -186,6 +187,8 @@ func TestSplitTwentyEighty(t *testing.T) {
 	}
 	if sig := agenttest.Blkid(t, d.RawDevice); sig["TYPE"] != "" {
 		t.Fatalf("raw partition carries %v", sig)
+	} else if want := strings.ToLower(sig["PART_ENTRY_UUID"]); want == "" || d.RawPartitionUuid != want {
+		t.Fatalf("raw_partition_uuid %q, blkid -p %s says PART_ENTRY_UUID %q", d.RawPartitionUuid, d.RawDevice, want)
 	}
 	if !isMounted(t, d.PvPath) {
 		t.Fatal("pv path not mounted")
@@ -214,6 +217,43 @@ func TestSplitTwentyEighty(t *testing.T) {
 	}
 	if !isMounted(t, d.PvPath) {
 		t.Fatal("split device not restored")
+	}
+
+	// A state written before the agent kept the raw partition's GUID: the next PrepareDisks,
+	// or the next report, reads it back from the table and the state keeps it.
+	for _, via := range []string{"PrepareDisks", "GetNodeReport"} {
+		raw, err := os.ReadFile(e.opts.StateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stripped := regexp.MustCompile(`\s*"rawPartUUID": *"[^"]*",`).ReplaceAllString(string(raw), "")
+		if stripped == string(raw) {
+			t.Fatalf("the state file does not hold rawPartUUID %s:\n%s", d.RawPartitionUuid, raw)
+		}
+		if err := os.WriteFile(e.opts.StateFile, []byte(stripped), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		srv := e.newServer()
+		var got string
+		if via == "PrepareDisks" {
+			again, err := srv.PrepareDisks(ctx, prepareReq(e.pv("vlog"), 20, dev))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = again.Disks[0].RawPartitionUuid
+		} else {
+			rep, err := srv.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+			if err != nil || len(rep.Prepared) != 1 {
+				t.Fatalf("report: %v, %v", rep.GetPrepared(), err)
+			}
+			got = rep.Prepared[0].RawPartitionUuid
+		}
+		if got != d.RawPartitionUuid {
+			t.Fatalf("%s from a state without the GUID: %q, want %q", via, got, d.RawPartitionUuid)
+		}
+		if raw, err := os.ReadFile(e.opts.StateFile); err != nil || !strings.Contains(string(raw), d.RawPartitionUuid) {
+			t.Fatalf("after %s the state did not keep the GUID read back: %s, %v", via, raw, err)
+		}
 	}
 }
 

@@ -341,6 +341,9 @@ func (s *Server) prepareOne(ctx context.Context, key string) (record, error) {
 		if r.RawSizeBytes, err = s.host.DeviceSize(r.RawDevice); err != nil {
 			return record{}, status.Errorf(codes.Internal, "%v", err)
 		}
+		if r.RawPartUUID, err = s.host.PartitionUUID(ctx, d.Path, 2); err != nil {
+			return record{}, status.Errorf(codes.Internal, "reading the raw partition's GUID: %v", err)
+		}
 	}
 	if r.XFSSizeBytes, err = s.host.DeviceSize(r.XFSDevice); err != nil {
 		return record{}, status.Errorf(codes.Internal, "%v", err)
@@ -400,6 +403,16 @@ func (s *Server) ensureMounted(ctx context.Context, r record, f facts) (record, 
 	r, err := s.updateHints(r.FSUUID, d)
 	if err != nil {
 		return record{}, err
+	}
+	if r.XFSPercent != 0 && r.RawPartUUID == "" {
+		// Split before the agent kept the raw partition's GUID: read it back and keep it.
+		id, err := s.host.PartitionUUID(ctx, d.Path, 2)
+		if err != nil {
+			return record{}, status.Errorf(codes.Internal, "reading the raw partition's GUID: %v", err)
+		}
+		if r, err = s.setRawPartUUID(r.FSUUID, id); err != nil {
+			return record{}, err
+		}
 	}
 	m, mounted, err := s.host.MountedAt(r.MountPath)
 	if err != nil {

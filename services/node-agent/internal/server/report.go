@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/services/node-agent/internal/host"
@@ -110,17 +111,33 @@ func (s *Server) preparedList(found map[string]host.Disk) []*nodeagentv1.Prepare
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*nodeagentv1.PreparedDisk
-	for _, r := range s.records {
+	learned := false
+	for i, r := range s.records {
 		d, ok := found[r.FSUUID]
 		if ok {
 			r.Device = d.Path
 			r.XFSDevice, r.RawDevice = devicesOf(r, d)
+			if r.XFSPercent != 0 && r.RawPartUUID == "" && r.Phase == phaseReady {
+				// Split before the agent kept the partition's GUID: read it from the table
+				// and keep it.
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if id, err := s.host.PartitionUUID(ctx, d.Path, 2); err == nil {
+					r.RawPartUUID, s.records[i].RawPartUUID = id, id
+					learned = true
+				}
+				cancel()
+			}
 		}
 		pd := toProto(r)
 		if _, gone := s.missing[r.FSUUID]; gone || (!ok && r.Phase == phaseReady) {
 			pd.State = phaseMissing
 		}
 		out = append(out, pd)
+	}
+	if learned {
+		if err := s.saveLocked(); err != nil {
+			s.log.Warn("Failed to save the raw partitions' GUIDs read back", "err", err)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PvPath < out[j].PvPath })
 	return out
@@ -147,6 +164,6 @@ func toProto(r record) *nodeagentv1.PreparedDisk {
 		Device: r.Device, XfsDevice: r.XFSDevice, RawDevice: r.RawDevice, XfsPercent: r.XFSPercent,
 		FilesystemUuid: r.FSUUID, MountPath: r.MountPath, PvPath: r.PVPath,
 		XfsSizeBytes: r.XFSSizeBytes, RawSizeBytes: r.RawSizeBytes, State: r.Phase,
-		DiskGuid: r.DiskGUID, Wwn: r.WWN, Serial: r.Serial,
+		DiskGuid: r.DiskGUID, Wwn: r.WWN, Serial: r.Serial, RawPartitionUuid: r.RawPartUUID,
 	}
 }

@@ -34,6 +34,7 @@ type Host interface {
 	CheckBeneath(root, target string) error
 	PartitionSplit(ctx context.Context, d host.Disk, xfsPercent uint32, diskGUID string) (string, string, error)
 	RegisterSplit(ctx context.Context, d host.Disk) error
+	PartitionUUID(ctx context.Context, dev string, n int) (string, error)
 	DeviceSize(dev string) (int64, error)
 	MkfsXFS(ctx context.Context, d host.Disk, dev, label, uuid string) error
 	Wipe(ctx context.Context, d host.Disk, partitions []string) error
@@ -255,6 +256,20 @@ func (s *Server) updateHints(key string, d host.Disk) (record, error) {
 		r.Device, r.XFSDevice, r.RawDevice = d.Path, xfsDev, rawDev
 		s.records[i] = r
 		return r, s.saveLocked()
+	}
+	return record{}, status.Errorf(codes.Aborted, "the record of filesystem %s was released meanwhile", key)
+}
+
+// setRawPartUUID records the raw partition GUID of a record written before the agent kept it.
+func (s *Server) setRawPartUUID(key, id string) (record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range s.records {
+		if r.FSUUID == key {
+			r.RawPartUUID = id
+			s.records[i] = r
+			return r, s.saveLocked()
+		}
 	}
 	return record{}, status.Errorf(codes.Aborted, "the record of filesystem %s was released meanwhile", key)
 }

@@ -46,7 +46,10 @@ type record struct {
 	Claim        string `json:"claim"` // the request's pv_path: the key of idempotency
 	XFSSizeBytes int64  `json:"xfsSizeBytes,omitempty"`
 	RawSizeBytes int64  `json:"rawSizeBytes,omitempty"`
-	Phase        string `json:"phase"`
+	// RawPartUUID is the raw partition's GPT partition GUID, read back after the split (or
+	// at a report, for a record written before the agent kept it).
+	RawPartUUID string `json:"rawPartUUID,omitempty"`
+	Phase       string `json:"phase"`
 }
 
 type stateFile struct {

@@ -146,7 +146,8 @@ func TestVolumeDeviceMoved(t *testing.T) {
 	ctx := context.Background()
 	f := startFleet(t, operatorTokens(t, "moved", true), 1<<30, []string{"node-c"}, nil)
 	ns := testenv.NewNamespace(t, env.Client, "vx")
-	startController(t, f, ns)
+	// Volumes are not watched: a pass every second finds the re-made one.
+	startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) { cfg.Resync = time.Second })
 	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
 		c.Spec.Size, c.Spec.ReplicationFactor = 1, 1
 		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
@@ -163,24 +164,43 @@ func TestVolumeDeviceMoved(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &pv); err != nil {
 		t.Fatal(err)
 	}
-	// Re-make the volume as it was before a reboot renamed the device (no PV controller runs
-	// here to drop the protection finalizer).
-	pv.Finalizers = nil
-	if err := env.Client.Update(ctx, &pv); err != nil {
-		t.Fatal(err)
+	// Re-make the volume as an operator that named raw partitions by kernel name made it
+	// (no PV controller runs here to drop the protection finalizer).
+	remake := func(path string) {
+		t.Helper()
+		var live corev1.PersistentVolume
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &live); err != nil {
+			t.Fatal(err)
+		}
+		live.Finalizers = nil
+		if err := env.Client.Update(ctx, &live); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Delete(ctx, &live); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 10*time.Second, "the volume gone", func() (bool, string) {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.PersistentVolume{})), "still there"
+		})
+		old := pv.DeepCopy()
+		old.ResourceVersion, old.UID, old.CreationTimestamp, old.DeletionTimestamp, old.ManagedFields, old.Finalizers = "", "", metav1.Time{}, nil, nil, nil
+		old.Spec.Local.Path = path
+		if err := env.Client.Create(ctx, old); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := env.Client.Delete(ctx, &pv); err != nil {
-		t.Fatal(err)
+	if want := "/dev/disk/by-partuuid/" + prepared[0].GetRawPartitionUuid(); pv.Spec.Local.Path != want {
+		t.Fatalf("Block volume at %s, want %s", pv.Spec.Local.Path, want)
 	}
-	testenv.Eventually(t, 10*time.Second, "the volume gone", func() (bool, string) {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: name}, &corev1.PersistentVolume{})), "still there"
-	})
-	old := pv.DeepCopy()
-	old.ResourceVersion, old.UID, old.CreationTimestamp, old.DeletionTimestamp, old.ManagedFields = "", "", metav1.Time{}, nil, nil
-	old.Spec.Local.Path = "/dev/old-name-p2"
-	if err := env.Client.Create(ctx, old); err != nil {
-		t.Fatal(err)
+	// Named by the partition's current kernel name: still the partition, nothing to report.
+	remake(prepared[0].GetRawDevice())
+	time.Sleep(3 * time.Second) // three passes
+	condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionTrue, veltrixv1.ReasonPrepared)
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &pv); err != nil || pv.Spec.Local.Path != prepared[0].GetRawDevice() {
+		t.Fatalf("the volume named by kernel name: %v, path %s", err, pv.Spec.Local.Path)
 	}
+	// Named by a kernel name the partition no longer has (a reboot renamed it).
+	remake("/dev/old-name-p2")
 	cond := condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionFalse, veltrixv1.ReasonVolumeDeviceMoved)
 	if !strings.Contains(cond.Message, name+" (/dev/old-name-p2, now "+prepared[0].GetRawDevice()+")") {
 		t.Errorf("message %q does not name the volume and both paths", cond.Message)

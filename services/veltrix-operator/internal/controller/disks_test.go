@@ -83,8 +83,11 @@ func TestDisksBecomeVolumes(t *testing.T) {
 			t.Errorf("data volume capacity %s, want the XFS size %d", q.String(), p.GetXfsSizeBytes())
 		}
 		vlog, ok := byName["veltrix-"+p.GetFilesystemUuid()+"-vlog"]
-		if !ok || vlog.Spec.Local.Path != p.GetRawDevice() || *vlog.Spec.VolumeMode != corev1.PersistentVolumeBlock || p.GetXfsPercent() != 40 {
-			t.Errorf("vlog volume %+v for raw device %s (xfs %d%%)", vlog.Spec, p.GetRawDevice(), p.GetXfsPercent())
+		// The Block volume names the raw partition by its GPT partition GUID, which a
+		// reboot does not change, not by kernel name.
+		if !ok || p.GetRawPartitionUuid() == "" || vlog.Spec.Local.Path != "/dev/disk/by-partuuid/"+p.GetRawPartitionUuid() ||
+			*vlog.Spec.VolumeMode != corev1.PersistentVolumeBlock || p.GetXfsPercent() != 40 {
+			t.Errorf("vlog volume %+v for raw partition %s (GUID %q, xfs %d%%)", vlog.Spec, p.GetRawDevice(), p.GetRawPartitionUuid(), p.GetXfsPercent())
 		}
 	}
 

@@ -85,6 +85,10 @@ func (p *pass) persistentVolumes(ctx context.Context) error {
 	for _, n := range p.prepared.Usable(p.c.Spec.IndexMapFallback) {
 		all = append(all, n.Disks...)
 	}
+	rawDevice := map[string]string{} // Block volume name -> its partition's kernel name now
+	for _, d := range all {
+		rawDevice[resources.VLogVolumeName(d)] = d.RawDevice
+	}
 	for _, want := range resources.PersistentVolumes(p.c, all) {
 		var live corev1.PersistentVolume
 		err := p.ctl.client.Get(ctx, client.ObjectKeyFromObject(want), &live)
@@ -97,9 +101,13 @@ func (p *pass) persistentVolumes(ctx context.Context) error {
 		case children.UpToDate(want, &live):
 			continue
 		case live.Spec.Local != nil && want.Spec.Local != nil && live.Spec.Local.Path != want.Spec.Local.Path:
-			// A raw partition found under another kernel name after a reboot: a volume's
-			// path cannot change, so say so instead of failing every pass.
-			p.movedVolumes = append(p.movedVolumes, fmt.Sprintf("%s (%s, now %s)", live.Name, live.Spec.Local.Path, want.Spec.Local.Path))
+			// A volume's path cannot change. New Block volumes name the raw partition by its
+			// GUID; one created by kernel name (before the agent reported the GUID) is
+			// fine while that name is still the partition's, and reported once a reboot
+			// gave the partition another name, instead of failing every pass.
+			if now := rawDevice[live.Name]; live.Spec.Local.Path != now {
+				p.movedVolumes = append(p.movedVolumes, fmt.Sprintf("%s (%s, now %s)", live.Name, live.Spec.Local.Path, now))
+			}
 			continue
 		}
 		if err := p.ctl.apply.Apply(ctx, want); err != nil {

@@ -217,7 +217,7 @@ func FromAgent(node string, prepared []*nodeagentv1.PreparedDisk) ([]resources.D
 			Node: node, Index: int32(i),
 			FilesystemUUID: p.GetFilesystemUuid(), DiskGUID: p.GetDiskGuid(), WWN: p.GetWwn(), Serial: p.GetSerial(),
 			PVPath: p.GetPvPath(), XFSBytes: p.GetXfsSizeBytes(),
-			RawDevice: p.GetRawDevice(), RawBytes: p.GetRawSizeBytes(),
+			RawDevice: p.GetRawDevice(), RawPartitionUUID: p.GetRawPartitionUuid(), RawBytes: p.GetRawSizeBytes(),
 		})
 	}
 	return out, nil

@@ -54,7 +54,13 @@ const (
 	AnnotationDiskGUID       = "veltrix.io/disk-guid"
 	AnnotationWWN            = "veltrix.io/wwn"
 	AnnotationSerial         = "veltrix.io/serial"
+	// AnnotationRawPartitionUUID is the raw VLog partition's GPT partition GUID.
+	AnnotationRawPartitionUUID = "veltrix.io/raw-partition-uuid"
 )
+
+// RawPartitionPath is where a host running udev links the partition of a GPT partition
+// GUID: unlike a kernel name (nvme0n1p2) it stays with the partition across reboots.
+func RawPartitionPath(uuid string) string { return "/dev/disk/by-partuuid/" + uuid }
 
 // Keys and paths.
 const (

@@ -201,9 +201,19 @@ func TestEngineEnv(t *testing.T) {
 func TestPersistentVolumes(t *testing.T) {
 	disks := []Disk{
 		{Node: "n2", Index: 0, FilesystemUUID: "bbbb", DiskGUID: "g2", PVPath: "/mnt/opsuite/veltrix/db/vx/slot-0", XFSBytes: 400 << 20, RawDevice: "/dev/loop2p2", RawBytes: 600 << 20},
-		{Node: "n1", Index: 0, FilesystemUUID: "aaaa", DiskGUID: "g1", WWN: "wwn-1", PVPath: "/mnt/opsuite/veltrix/db/vx/slot-0", XFSBytes: 400 << 20, RawDevice: "/dev/loop0p2", RawBytes: 600 << 20},
+		{Node: "n1", Index: 0, FilesystemUUID: "aaaa", DiskGUID: "g1", WWN: "wwn-1", PVPath: "/mnt/opsuite/veltrix/db/vx/slot-0", XFSBytes: 400 << 20, RawDevice: "/dev/loop0p2", RawBytes: 600 << 20,
+			RawPartitionUUID: "3b8beb36-aa92-a94f-a283-85e635e7c733"},
 	}
-	golden(t, "pv-rawvlog.yaml", PersistentVolumes(cluster(rawVLog), disks))
+	// n1's agent reports the raw partition's GUID: its Block volume names the partition by
+	// it; n2's (an agent that does not) by kernel name.
+	raw := PersistentVolumes(cluster(rawVLog), disks)
+	golden(t, "pv-rawvlog.yaml", raw)
+	for _, pv := range raw {
+		want := map[string]string{"veltrix-aaaa-vlog": "/dev/disk/by-partuuid/3b8beb36-aa92-a94f-a283-85e635e7c733", "veltrix-bbbb-vlog": "/dev/loop2p2"}[pv.Name]
+		if want != "" && pv.Spec.Local.Path != want {
+			t.Errorf("Block volume %s at %s, want %s", pv.Name, pv.Spec.Local.Path, want)
+		}
+	}
 
 	xfs := PersistentVolumes(cluster(), disks)
 	if len(xfs) != 2 || xfs[0].Name != "veltrix-aaaa" || xfs[1].Name != "veltrix-bbbb" {

@@ -47,7 +47,19 @@ type Disk struct {
 	XFSBytes int64
 	// RawDevice is the raw VLog partition's device path; empty unless the disk was split.
 	RawDevice string
-	RawBytes  int64
+	// RawPartitionUUID is the raw partition's GPT partition GUID (empty from an agent that
+	// does not report it); its Block volume is named by it, not by RawDevice.
+	RawPartitionUUID string
+	RawBytes         int64
+}
+
+// RawVolumePath is the Block volume's path for a split disk: the raw partition by its
+// partition GUID, or by kernel name when the agent did not report the GUID.
+func RawVolumePath(d Disk) string {
+	if d.RawPartitionUUID != "" {
+		return RawPartitionPath(d.RawPartitionUUID)
+	}
+	return d.RawDevice
 }
 
 // DataVolumeName and VLogVolumeName name a disk's PersistentVolumes after its filesystem
@@ -82,7 +94,7 @@ func PersistentVolumes(c *veltrixv1.VeltrixCluster, disks []Disk) []*corev1.Pers
 		out = append(out, persistentVolume(c, d, DataVolumeName(d), VolumeData, corev1.PersistentVolumeFilesystem, d.PVPath, size))
 		if c.Spec.RawVLog.Enabled && d.RawDevice != "" {
 			raw := *resource.NewQuantity(d.RawBytes, resource.BinarySI)
-			out = append(out, persistentVolume(c, d, VLogVolumeName(d), VolumeVLog, corev1.PersistentVolumeBlock, d.RawDevice, raw))
+			out = append(out, persistentVolume(c, d, VLogVolumeName(d), VolumeVLog, corev1.PersistentVolumeBlock, RawVolumePath(d), raw))
 		}
 	}
 	return out
@@ -95,7 +107,7 @@ func persistentVolume(c *veltrixv1.VeltrixCluster, d Disk, name, kind string, mo
 	labels[LabelNode] = d.Node
 	labels[LabelSlot] = strconv.Itoa(int(d.Slot))
 	annotations := map[string]string{AnnotationFilesystemUUID: d.FilesystemUUID}
-	for k, v := range map[string]string{AnnotationDiskGUID: d.DiskGUID, AnnotationWWN: d.WWN, AnnotationSerial: d.Serial} {
+	for k, v := range map[string]string{AnnotationDiskGUID: d.DiskGUID, AnnotationWWN: d.WWN, AnnotationSerial: d.Serial, AnnotationRawPartitionUUID: d.RawPartitionUUID} {
 		if v != "" {
 			annotations[k] = v
 		}
