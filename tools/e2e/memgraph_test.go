@@ -44,14 +44,7 @@ const (
 // that the operator no longer writes to. Every Bolt check logs in with the sample's admin
 // user; the data instances refuse a client without it.
 func TestMemgraphSample(t *testing.T) {
-	needRunner(t, "memgraph/memgraph pods run as bin/memgraph-sim processes")
-	needInstalled(t, "memgraph-operator")
-	ctx := t.Context()
-	if d, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
-		defer cancel()
-	}
+	ctx := mgScenario(t)
 	sample := filepath.Join(env.root, "deploy", "samples", "memgraph.yaml")
 	begin := time.Now()
 	out, err := kubectl(ctx, "apply", "-f", sample)
@@ -480,6 +473,22 @@ func mgScale(ctx context.Context, t *testing.T, name, patch string, coordinators
 		t.Fatalf("%s: %v", name, err)
 	}
 	t.Logf("%s: Ready and Converged after %s", name, since(begin))
+}
+
+// mgScenario checks what a Memgraph scenario needs (the process runner, the operator's
+// release) and returns its context, ending a minute before the test's deadline so that its
+// cleanups still run.
+func mgScenario(t *testing.T) context.Context {
+	t.Helper()
+	needRunner(t, "memgraph/memgraph pods run as bin/memgraph-sim processes")
+	needInstalled(t, "memgraph-operator")
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
+		t.Cleanup(cancel)
+	}
+	return ctx
 }
 
 func mgCluster(ctx context.Context) (*memgraphv1.MemgraphCluster, error) {

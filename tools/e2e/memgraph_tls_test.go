@@ -39,14 +39,7 @@ const (
 // certificate the CA verifies for its DNS name, refuses plain Bolt, and the coordinators
 // report 3 coordinators and 2 data instances, one MAIN, all up.
 func TestMemgraphTLSSample(t *testing.T) {
-	needRunner(t, "memgraph/memgraph pods run as bin/memgraph-sim processes")
-	needInstalled(t, "memgraph-operator")
-	ctx := t.Context()
-	if d, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
-		defer cancel()
-	}
+	ctx := mgScenario(t)
 	secrets := sampleSecrets(t, filepath.Join(env.root, "deploy", "samples", "memgraph.yaml"))
 	if out, err := kubectlStdin(ctx, secrets, "apply", "-f", "-"); err != nil {
 		t.Fatalf("applying the sample's Secrets: %v\n%s", err, out)

@@ -70,19 +70,7 @@ func TestRecoversFromQuorumLoss(t *testing.T) {
 		return len(tookOver) == 2, fmt.Sprintf("steps %v, wait %q, err %v", p.Steps, p.Wait, err)
 	})
 	dumpClusterOnFailure(t, addrs)
-	testenv.Eventually(t, 30*time.Second, "keys served by the survivors", func() (bool, string) {
-		for i := range keys {
-			// The client retries CLUSTERDOWN until its context ends: bound each read so the
-			// wait reports what it saw instead of blocking until the test's deadline.
-			getCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			v, err := kv.Get(getCtx, fmt.Sprintf("k%d", i))
-			cancel()
-			if err != nil || v != strconv.Itoa(i) {
-				return false, fmt.Sprintf("GET k%d = %q, %v", i, v, err)
-			}
-		}
-		return true, ""
-	})
+	awaitKeysServed(ctx, t, kv, keys, "keys served by the survivors")
 
 	for _, s := range killed {
 		restart(t, s, serverConfig{})
@@ -267,8 +255,16 @@ func TestStaleTakeoverEpochRecovers(t *testing.T) {
 		t.Fatalf("bumped on %v, want another member first, then %s", bumped, r.Addr)
 	}
 	t.Logf("recovered after BUMPEPOCH on %v", bumped)
-	testenv.Eventually(t, 30*time.Second, "keys served", func() (bool, string) {
-		for i := range keys {
+	awaitKeysServed(ctx, t, kv, keys, "keys served")
+}
+
+// awaitKeysServed waits up to 30 s until keys k0..k<n-1> read back their values. The client
+// retries CLUSTERDOWN until its context ends: each read is bounded so that the wait reports
+// what it saw instead of blocking until the test's deadline.
+func awaitKeysServed(ctx context.Context, t *testing.T, kv valkey.Cluster, n int, what string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, what, func() (bool, string) {
+		for i := range n {
 			getCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			v, err := kv.Get(getCtx, fmt.Sprintf("k%d", i))
 			cancel()
