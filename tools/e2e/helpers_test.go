@@ -285,3 +285,17 @@ func podUIDs(ctx context.Context) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// scenarioContext is the test's context, ending a minute before the suite's deadline: every
+// wait of a scenario is bounded by it, so a stuck step fails with its diagnosis (and the
+// cleanups still run) instead of the binary being killed.
+func scenarioContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
+		t.Cleanup(cancel)
+	}
+	return ctx
+}

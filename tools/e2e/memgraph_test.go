@@ -476,19 +476,12 @@ func mgScale(ctx context.Context, t *testing.T, name, patch string, coordinators
 }
 
 // mgScenario checks what a Memgraph scenario needs (the process runner, the operator's
-// release) and returns its context, ending a minute before the test's deadline so that its
-// cleanups still run.
+// release) and returns its scenarioContext.
 func mgScenario(t *testing.T) context.Context {
 	t.Helper()
 	needRunner(t, "memgraph/memgraph pods run as bin/memgraph-sim processes")
 	needInstalled(t, "memgraph-operator")
-	ctx := t.Context()
-	if d, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
-		t.Cleanup(cancel)
-	}
-	return ctx
+	return scenarioContext(t)
 }
 
 func mgCluster(ctx context.Context) (*memgraphv1.MemgraphCluster, error) {

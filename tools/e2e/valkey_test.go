@@ -102,12 +102,7 @@ func TestValkeyScenario(t *testing.T) {
 	}
 	// Every wait below is bounded; together they stay inside the suite's -timeout, so a
 	// stuck step fails with its diagnosis instead of the binary being killed.
-	ctx := t.Context()
-	if d, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
-		defer cancel()
-	}
+	ctx := scenarioContext(t)
 	s := &vkScenario{t: t, begin: time.Now(), ns: vkNamespace, name: vkName, user: vkUser, password: vkPassword}
 	writerBin := make(chan string, 1)
 	go func() { writerBin <- s.buildWriter() }()
@@ -1103,12 +1098,7 @@ func (s *vkScenario) diagnose(ctx context.Context) {
 func TestValkeySamples(t *testing.T) {
 	needRunner(t, "redis-cli reaches the Valkey pods at their addresses")
 	needInstalled(t, "valkey-operator")
-	ctx := t.Context()
-	if d, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
-		defer cancel()
-	}
+	ctx := scenarioContext(t)
 	begin := time.Now()
 	var files []string
 	for _, f := range []string{"valkey.yaml", "valkey-users.yaml"} {

@@ -43,12 +43,7 @@ const (
 func TestVeltrixSample(t *testing.T) {
 	needRunner(t, "ghcr.io/veltrixdb/veltrixdb pods run as bin/veltrix-sim processes, the node agents use loop devices")
 	needInstalled(t, "node-agent", "veltrix-operator")
-	ctx := t.Context()
-	if d, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
-		defer cancel()
-	}
+	ctx := scenarioContext(t)
 	// The suite's agents have a PV root per node (see installArgs): tell the operator.
 	op := serviceByName("veltrix-operator")
 	pvRoot := filepath.Join(env.workDir, "node-agent", "pv", "$(NODE_NAME)")
