@@ -103,3 +103,73 @@ func TestAuthSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretChangeStartsAPass: with a resync far away, a change of a Secret the cluster
+// names (spec.auth, the license) starts a pass at once, and a change of any other Secret
+// starts none: the operator watches Secrets by metadata, it does not poll them.
+func TestSecretChangeStartsAPass(t *testing.T) {
+	h := start(t, "mg-secretwatch", func(cfg *controller.Config) { cfg.Resync = 10 * time.Minute })
+	ctx := context.Background()
+	secret := func(name string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
+			Data: map[string][]byte{"USER": []byte("admin"), "PASSWORD": []byte("one")}}
+		if err := h.c.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	auth, license, other := secret("admin"), secret("memgraph-license"), secret("unrelated")
+	c := &memgraphv1.MemgraphCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "watched", Namespace: h.ns},
+		Spec: memgraphv1.MemgraphClusterSpec{
+			Coordinators: 3, DataInstances: 1,
+			License: memgraphv1.LicenseSpec{SecretName: license.Name},
+			Auth:    &memgraphv1.AuthSpec{SecretName: auth.Name},
+		},
+	}
+	if err := h.c.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	h.podsRun("watched-coordinator")
+	h.podsRun("watched-data")
+	h.waitCondition("watched", memgraphv1.ConditionReady, metav1.ConditionTrue, memgraphv1.ReasonReady)
+	// quiet waits until no pass ran for 2 s, and returns the count of passes.
+	quiet := func(what string) int {
+		t.Helper()
+		n := h.reg.calls()
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			time.Sleep(2 * time.Second)
+			m := h.reg.calls()
+			if m == n {
+				return n
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: passes keep running (%d -> %d in 2 s) with the resync 10 minutes away", what, n, m)
+			}
+			n = m
+		}
+	}
+	update := func(s *corev1.Secret, password string) {
+		t.Helper()
+		s.Data["PASSWORD"] = []byte(password)
+		if err := h.c.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	n := quiet("converged")
+	update(other, "two")
+	if m := quiet("another Secret changed"); m != n {
+		t.Errorf("a change of a Secret the cluster does not name ran %d passes", m-n)
+	}
+	update(auth, "two")
+	testenv.Eventually(t, 10*time.Second, "a pass with the new password", func() (bool, string) {
+		cr, _ := h.reg.lastCreds()
+		return cr == controller.Credentials{Username: "admin", Password: "two"}, fmt.Sprintf("%+v after %d passes", cr, h.reg.calls()-n)
+	})
+	n = quiet("the auth Secret's pass")
+	update(license, "two")
+	testenv.Eventually(t, 10*time.Second, "a pass after the license Secret changed", func() (bool, string) {
+		return h.reg.calls() > n, ""
+	})
+}

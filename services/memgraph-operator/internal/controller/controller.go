@@ -140,8 +140,9 @@ func (cfg *Config) defaults() {
 type Controller struct {
 	cfg    Config
 	client client.Client
-	// secrets reads spec.auth's Secret straight from the API server: a cached client
-	// would list and watch every Secret in the cluster to serve one read per pass.
+	// secrets reads the spec's Secrets straight from the API server: a cached client
+	// would keep every Secret of the cluster in memory to serve a few reads per pass
+	// (their changes are watched by metadata only: secretwatch.go).
 	secrets  client.Reader
 	apply    ssa.Applier
 	recorder events.EventRecorder
@@ -185,6 +186,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToClusters(mgr.GetClient())), builder.WithPredicates(secretChanged)).
 		// A pod landing on a node is when that node's vm.max_map_count is checked.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {

@@ -85,9 +85,9 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	switch {
 	case errors.As(err, &ae):
 		// Nothing to dial with (and the pods cannot start): the condition says what to
-		// create; the Secret is not watched, so look again soon.
+		// create or fix; the Secret's change starts the next pass (secretwatch.go).
 		p.authErr = ae.msg
-		return cfg.Poll, nil
+		return cfg.Resync, nil
 	case err != nil:
 		return 0, err
 	}
@@ -97,7 +97,7 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	case errors.As(err, &te):
 		// As for spec.auth: nothing the operator could verify the pods with.
 		p.tlsErr = te.msg
-		return cfg.Poll, nil
+		return cfg.Resync, nil
 	case err != nil:
 		return 0, err
 	}
@@ -141,7 +141,9 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	if err := p.roll(ctx); err != nil {
 		return 0, err
 	}
-	if p.rolled.active {
+	if p.rolled.active || reloadedTLS(reg.Executed) {
+		// A member reloaded before the kubelet rewrote its files still serves the old
+		// certificate: look again soon rather than at the resync.
 		return cfg.Poll, nil
 	}
 	return cfg.Resync, nil

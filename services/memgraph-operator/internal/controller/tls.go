@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"strings"
 	"sync"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
@@ -173,6 +174,16 @@ func reloadRenewed(ctx context.Context, o memgraph.Options, want planner.Desired
 		ran = append(ran, memgraph.ReloadBoltTLSQuery+" on "+m.name)
 	}
 	return ran
+}
+
+// reloadedTLS says whether a pass's commands reloaded a member's Bolt certificate.
+func reloadedTLS(executed []string) bool {
+	for _, e := range executed {
+		if strings.HasPrefix(e, memgraph.ReloadBoltTLSQuery+" on ") {
+			return true
+		}
+	}
+	return false
 }
 
 // tlsRecorder is a Dialer that remembers whether any dial failed its TLS handshake, so a
