@@ -21,7 +21,7 @@ OPERATORS := vald-operator veltrix-operator valkey-operator memgraph-operator
 MODULES := api proto shared tools $(addprefix services/,$(SERVICES)) tools/e2e
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 TEST_TIMEOUT ?= 20m
-FUZZ_TIME ?= 15s
+FUZZ_TIME ?= 1m
 
 # Tools pinned by tool directives in tools/go.mod (golangci-lint in tools/lint/go.mod),
 # built once into .cache/bin. The tests need only the runtime tools.
@@ -108,12 +108,24 @@ images: build ## One OCI image per service in dist/images (layout and tarball), 
 sweep: ## Kill control-plane processes orphaned by killed test runs.
 	cd shared && go run ./testenv/cmd/sweep
 
+# Every module's packages but the e2e suite's, as one `go test` over the workspace: one
+# module's test builds and runs overlap another's (a loop per module waited for each
+# module's slowest package with a core idle).
+UNIT_PKGS := $(foreach m,$(filter-out tools/e2e,$(MODULES)),./$(m)/...)
+
 .PHONY: test
-test: controlplane runtime-tools build sweep ## Unit and integration tests in every module (builds the control plane on first use).
-	failed=""; for m in $(MODULES); do echo "=== go test $$m"; \
-		(cd $$m && go test -count=1 -timeout $(TEST_TIMEOUT) ./...) || failed="$$failed $$m"; done; \
-	(cd services/node-agent && go test -run '^$$' -fuzz FuzzValidatePrepare -fuzztime $(FUZZ_TIME) ./internal/server) || failed="$$failed fuzz"; \
+test: controlplane runtime-tools build sweep ## Unit, integration and end-to-end tests of every module (builds the control plane on first use).
+	@# The e2e suite spends most of its time waiting on its cluster (about 15% of two
+	@# cores): it runs beside the unit and integration tests, not after them. Without -v,
+	@# go test prints each package's output whole when it ends, so the two do not mix.
+	(cd tools/e2e && go test -count=1 -timeout $(TEST_TIMEOUT) ./...) & e2e=$$!; \
+	failed=""; go test -count=1 -timeout $(TEST_TIMEOUT) $(UNIT_PKGS) || failed=" unit/integration"; \
+	wait $$e2e || failed="$$failed e2e"; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
+
+.PHONY: fuzz
+fuzz: ## Fuzz the node agent's request validation for FUZZ_TIME (make test runs its seed corpus).
+	cd services/node-agent && go test -run '^$$' -fuzz FuzzValidatePrepare -fuzztime $(FUZZ_TIME) ./internal/server
 
 .PHONY: test-e2e
 test-e2e: controlplane runtime-tools build ## End-to-end: local cluster, every chart by Helm, upgrades, leader election, uninstall (E2E_KUBECONFIG targets another cluster).
