@@ -375,7 +375,6 @@ func TestValdSample(t *testing.T) {
 		diagnose(ctx, t, serviceByName("vald-operator"))
 		t.Fatal(err)
 	}
-	deployed := []byte(`{"status":{"conditions":[{"type":"Initialized","status":"True"},{"type":"Deployed","status":"True","reason":"InstallSuccessful"}]}}`)
 	for _, vr := range vrList {
 		if conditionTrue(&vr, "Deployed") {
 			continue
@@ -383,7 +382,7 @@ func TestValdSample(t *testing.T) {
 		if conditionTrue(vor, "Completed") {
 			t.Fatalf("vor Completed while ValdRelease %s is not Deployed", vr.GetName())
 		}
-		if _, err := env.dyn.Resource(vrGVR).Namespace(ns).Patch(ctx, vr.GetName(), "application/merge-patch+json", deployed, metav1.PatchOptions{}, "status"); err != nil {
+		if err := markDeployed(ctx, &vr); err != nil {
 			t.Fatal(err)
 		}
 	}
