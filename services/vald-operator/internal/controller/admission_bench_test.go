@@ -44,10 +44,7 @@ func BenchmarkWrites(b *testing.B) {
 			}
 			vrs, applied = append(vrs, built[0]), append(applied, built[1])
 		}
-		status := []byte(`{"status":{"phase":"Completed","progressText":"3/3","state":"Ready","observedGeneration":1,"progress":{"total":3,"completed":3},"conditions":[` +
-			`{"type":"WaitingClusterCreate","status":"True","reason":"Succeeded","message":"Every cluster of the active infrastructure entries has an id and a name.","lastTransitionTime":"2026-01-01T00:00:00Z","observedGeneration":1},` +
-			`{"type":"WaitingCreateVrs","status":"True","reason":"Succeeded","message":"Every ValdRelease exists with the current generation.","lastTransitionTime":"2026-01-01T00:00:00Z","observedGeneration":1},` +
-			`{"type":"Completed","status":"True","reason":"Succeeded","message":"Every phase succeeded.","lastTransitionTime":"2026-01-01T00:00:00Z","observedGeneration":1}]}}`)
+		status := completedStatus
 		var vors []*valdv1.ValdOperatorRelease
 		writes := []struct {
 			name  string
