@@ -230,18 +230,55 @@ func TestMemgraphSample(t *testing.T) {
 
 	// Scale both roles up and back down: the retiring members leave the cluster before
 	// their StatefulSet shrinks, and their claims stay (whenScaled: Retain by default).
+	// Before each shrink, the member to retire is made the hard case: the MAIN parked on
+	// the retiring data instance (the operator must hand it over first), Raft leadership
+	// forced onto a retiring coordinator (it must be yielded, never removed).
 	for _, s := range []struct {
 		name, patch        string
 		coordinators, data int32
+		before             func()
+		// ran is the command the step needs the operator to run; moved checks that the
+		// retiring member's role went to a survivor.
+		ran   string
+		moved func() string
 	}{
-		{"data 2 -> 3", `{"spec":{"dataInstances":3}}`, 3, 3},
-		{"data 3 -> 2", `{"spec":{"dataInstances":2}}`, 3, 2},
-		{"coordinators 3 -> 5", `{"spec":{"coordinators":5}}`, 5, 2},
-		{"coordinators 5 -> 3", `{"spec":{"coordinators":3}}`, 3, 2},
+		{name: "data 2 -> 3", patch: `{"spec":{"dataInstances":3}}`, coordinators: 3, data: 3},
+		{name: "data 3 -> 2", patch: `{"spec":{"dataInstances":2}}`, coordinators: 3, data: 2,
+			before: func() { mgParkMain(ctx, t, 3, "memgraph_demo_data_2") }, ran: "DEMOTE INSTANCE memgraph_demo_data_2",
+			moved: func() string {
+				c, err := mgCluster(ctx)
+				if err != nil || (c.Status.Main != "memgraph_demo_data_0" && c.Status.Main != "memgraph_demo_data_1") {
+					return fmt.Sprintf("the MAIN was not handed over to a surviving data instance: %s (err %v)", mgDescribe(c), err)
+				}
+				return ""
+			}},
+		{name: "coordinators 3 -> 5", patch: `{"spec":{"coordinators":5}}`, coordinators: 5, data: 2},
+		{name: "coordinators 5 -> 3", patch: `{"spec":{"coordinators":3}}`, coordinators: 3, data: 2,
+			before: func() { mgForceLeader(ctx, t, 5, 2, "coordinator_4", "coordinator_5") }, ran: "YIELD LEADERSHIP",
+			moved: func() string {
+				if leader, _, why := mgLeaderView(ctx, 3); !slices.Contains([]string{"coordinator_1", "coordinator_2", "coordinator_3"}, leader) {
+					return fmt.Sprintf("the leader is %q, not a surviving coordinator (%s)", leader, why)
+				}
+				return ""
+			}},
 	} {
+		if s.before != nil {
+			s.before()
+		}
 		plane.write(ctx, t, s.name)
+		begin := time.Now()
+		w := watchMain(ctx)
 		mgScale(ctx, t, s.name, s.patch, s.coordinators, s.data, 4*time.Minute)
+		w.stop(t, s.name)
 		plane.check(ctx, t, s.name, int(s.coordinators), int(s.data))
+		if s.moved != nil {
+			if why := s.moved(); why != "" {
+				t.Errorf("%s: %s", s.name, why)
+			}
+			// Events of one reason fold into a series that keeps its first note, so the
+			// command is looked for, not required, among them.
+			t.Logf("%s: events naming %s: %q", s.name, s.ran, mgRanSince(ctx, t, begin, s.ran))
+		}
 	}
 	for _, pvc := range []string{"lib-memgraph-demo-data-2", "log-memgraph-demo-data-2", "lib-memgraph-demo-coordinator-5"} {
 		if _, err := env.client.CoreV1().PersistentVolumeClaims(mgNamespace).Get(ctx, pvc, metav1.GetOptions{}); err != nil {
@@ -341,11 +378,13 @@ func TestMemgraphSample(t *testing.T) {
 	t.Logf("the operator registered %s again after %s", replica, since(wiped))
 	plane.check(ctx, t, "registration wiped", 3, 2)
 
-	// The operator killed right after a scale-down begins: its successor finishes the
-	// retirement from the live StatefulSet.
+	// The operator killed right after a scale-down begins, with the MAIN on the retiring
+	// instance (a handover of three commands): its successor finishes the retirement from
+	// the live StatefulSet and the data plane.
 	plane.write(ctx, t, "data 2 -> 3 again")
 	mgScale(ctx, t, "data 2 -> 3 again", `{"spec":{"dataInstances":3}}`, 3, 3, 4*time.Minute)
 	plane.check(ctx, t, "data 2 -> 3 again", 3, 3)
+	mgParkMain(ctx, t, 3, "memgraph_demo_data_2")
 	plane.write(ctx, t, "operator killed mid-retirement")
 	mgScale(ctx, t, "data 3 -> 2 with the operator killed", `{"spec":{"dataInstances":2}}`, 3, 2, 4*time.Minute, func(ctx context.Context) error {
 		ops, err := env.client.CoreV1().Pods(serviceByName("memgraph-operator").namespace()).List(ctx, metav1.ListOptions{LabelSelector: selector("memgraph-operator")})
@@ -361,6 +400,145 @@ func TestMemgraphSample(t *testing.T) {
 		return nil
 	})
 	plane.check(ctx, t, "operator killed mid-retirement", 3, 2)
+	if c, err := mgCluster(ctx); err != nil || c.Status.Main == "memgraph_demo_data_2" || c.Status.Main == "" {
+		t.Errorf("after the retirement with the operator killed: %s (err %v)", mgDescribe(c), err)
+	}
+}
+
+// mgParkMain makes instance the MAIN, as an administrator could on the leader: DEMOTE
+// the MAIN, then SET the instance TO MAIN (retried when the operator or the coordinators
+// chose another MAIN in between), and waits until the cluster is Ready with it.
+func mgParkMain(ctx context.Context, t *testing.T, coordinators int, instance string) {
+	t.Helper()
+	begin := time.Now()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		leader, rows, why := mgLeaderView(ctx, coordinators)
+		if why != "" {
+			last = why
+			return false, nil
+		}
+		main := ""
+		for _, r := range rows {
+			if r.Role == "main" {
+				main = r.Name
+			}
+		}
+		if main == instance {
+			return true, nil
+		}
+		// A refusal (the operator or the coordinators moved first) is looked at again.
+		var queries []string
+		if main != "" {
+			queries = append(queries, "DEMOTE INSTANCE "+main)
+		}
+		for _, q := range append(queries, "SET INSTANCE "+instance+" TO MAIN") {
+			if _, err := mgRun(ctx, mgPod(leader), q); err != nil {
+				last = q + ": " + err.Error()
+				break
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		mgDiagnose(ctx, t)
+		t.Fatalf("parking the MAIN on %s: %v (last: %s)", instance, err, last)
+	}
+	t.Logf("the MAIN parked on %s by hand in %s", instance, since(begin))
+	// No watch event tells the operator: its next resync (30 s) sees the new MAIN, and
+	// leaves it where it is.
+	var c *memgraphv1.MemgraphCluster
+	err = poll(ctx, t, "status.main "+instance+" and Ready", time.Minute, func(ctx context.Context) (bool, error) {
+		var err error
+		if c, err = mgCluster(ctx); err != nil {
+			return transient(err)
+		}
+		return c.Status.Main == instance && c.Status.State == memgraphv1.StateReady, nil
+	})
+	if err != nil {
+		mgDiagnose(ctx, t)
+		t.Fatalf("%v: %s", err, mgDescribe(c))
+	}
+}
+
+// mgForceLeader moves Raft leadership onto one of want. A YIELD hands it to a caught-up
+// follower the coordinators pick (the simulator: the first in configuration order), so
+// leaders in the way are taken down first, their pods deleted with every node cordoned
+// (at most two of five, keeping the quorum), then YIELD; the pods come back and the
+// cluster is Ready again at coordinators+data before it returns.
+func mgForceLeader(ctx context.Context, t *testing.T, coordinators, data int32, want ...string) {
+	t.Helper()
+	begin := time.Now()
+	uncordon := mgCordonAll(ctx, t)
+	defer uncordon()
+	awaitNewLeader := func(old string) string {
+		t.Helper()
+		var leader, why string
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			leader, _, why = mgLeaderView(ctx, int(coordinators))
+			return why == "" && leader != old, nil
+		})
+		if err != nil {
+			mgDiagnose(ctx, t)
+			t.Fatalf("no leader other than %s: %v (%s)", old, err, why)
+		}
+		return leader
+	}
+	leader := awaitNewLeader("")
+	var steps []string
+	deleted := 0
+	for attempt := 0; !slices.Contains(want, leader); attempt++ {
+		if attempt == 8 {
+			t.Fatalf("leadership not moved onto %v: %s", want, strings.Join(steps, "; "))
+		}
+		if deleted < 2 {
+			if err := env.client.CoreV1().Pods(mgNamespace).Delete(ctx, mgPod(leader), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+			steps = append(steps, "deleted the leader "+leader+"'s pod")
+		} else {
+			if _, err := mgRun(ctx, mgPod(leader), "YIELD LEADERSHIP"); err != nil {
+				t.Logf("YIELD LEADERSHIP on %s: %v", leader, err)
+			}
+			steps = append(steps, "YIELD LEADERSHIP on "+leader)
+		}
+		leader = awaitNewLeader(leader)
+		steps = append(steps, "leader "+leader)
+	}
+	mgScale(ctx, t, "leadership on "+leader, "", coordinators, data, 4*time.Minute, func(context.Context) error {
+		uncordon()
+		return nil
+	})
+	now, _, why := mgLeaderView(ctx, int(coordinators))
+	if !slices.Contains(want, now) {
+		t.Fatalf("leadership moved from %s to %q once the coordinators were back (%s)", leader, now, why)
+	}
+	t.Logf("leadership forced onto %s in %s: %s", now, since(begin), strings.Join(steps, "; "))
+}
+
+// mgRanSince lists the operator's "Ran ..." events about the sample since begin that name
+// command.
+func mgRanSince(ctx context.Context, t *testing.T, begin time.Time, command string) []string {
+	t.Helper()
+	evs, err := env.client.EventsV1().Events(mgNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs.Items {
+		at := e.EventTime.Time
+		if at.IsZero() {
+			at = e.CreationTimestamp.Time
+		}
+		// Event times have microseconds, creation timestamps only seconds.
+		if e.Regarding.Kind == "MemgraphCluster" && e.Regarding.Name == mgName && !at.Before(begin.Add(-time.Second)) &&
+			strings.HasPrefix(e.Note, "Ran ") && strings.Contains(e.Note, command) {
+			out = append(out, at.Format("15:04:05.000")+" "+e.Note)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // mgFastProbes are one role's probes for the e2e: a period of one second (the defaults'

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,11 @@ func TestDisksBecomeVolumes(t *testing.T) {
 	}
 	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionFalse, veltrixv1.ReasonDisksNotPrepared)
 	condition(t, c, veltrixv1.ConditionServiceMonitor, metav1.ConditionFalse, veltrixv1.ReasonCRDMissing)
+	// A missing ServiceMonitor CRD is said, not failed: a Warning event besides the condition.
+	testenv.Eventually(t, 10*time.Second, "a CRDMissing Warning event", func() (bool, string) {
+		ev := eventReasons(t, c)
+		return ev[veltrixv1.ReasonCRDMissing] == corev1.EventTypeWarning, fmt.Sprint(ev)
+	})
 	low := f.maxMapCount(t, "node-a") < 262144
 	if low {
 		mm := condition(t, c, veltrixv1.ConditionMaxMapCountLow, metav1.ConditionTrue, veltrixv1.ReasonIndexMapFallback)

@@ -17,6 +17,8 @@ import (
 	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -182,6 +184,36 @@ func TestMembersAndReadinessGate(t *testing.T) {
 	if live.Status.LastScaleTime == nil {
 		t.Error("lastScaleTime not set by the scale-down")
 	}
+
+	// Deletion: the finalizer asks both running members for a checkpoint through the
+	// admin API (with the cluster's token) before it lets the cluster go.
+	if err := env.Client.Delete(ctx, &live); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the cluster gone", func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &veltrixv1.VeltrixCluster{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	testenv.Eventually(t, 10*time.Second, "the Checkpointed event", func() (bool, string) {
+		var list eventsv1.EventList
+		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Name != c.Name {
+				continue
+			}
+			seen = append(seen, e.Reason+": "+e.Note)
+			if e.Reason == controller.EventCheckpointSkipped {
+				t.Errorf("a member skipped its checkpoint: %s", e.Note)
+			}
+			if e.Reason == controller.EventCheckpointed && e.Note == "2 members wrote a checkpoint" && e.Type == corev1.EventTypeNormal {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(seen)
+	})
 }
 
 // simAddrs maps a member pod to its simulator process's text (true) or admin address.
