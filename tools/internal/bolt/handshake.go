@@ -19,9 +19,10 @@ func (v version) atLeast(major, minor byte) bool {
 	return v.major > major || (v.major == major && v.minor >= minor)
 }
 
-// supported lists the versions Memgraph speaks (4.2 never existed in Memgraph), highest
-// first so the best match within a range proposal is found first.
-var supported = []version{{5, 2}, {5, 1}, {5, 0}, {4, 4}, {4, 3}, {4, 1}}
+// supported lists the versions Memgraph speaks from 4.0 up (4.2, 5.0 and 5.1 never
+// existed in Memgraph; its 1.0 is not served here), highest first so the best match
+// within a range proposal is found first.
+var supported = []version{{5, 2}, {4, 4}, {4, 3}, {4, 1}, {4, 0}}
 
 // negotiate picks the version for four client proposals. Each proposal is
 // 00 <range> <minor> <major>: the client accepts major.(minor-range) .. major.minor

@@ -402,7 +402,7 @@ func TestAuthenticationFailureCloses(t *testing.T) {
 		hello map[string]any
 		logon map[string]any
 	}{
-		{"5.0 HELLO", p(5, 0, 0), map[string]any{"user_agent": "t", "scheme": "basic", "principal": "u", "credentials": "wrong"}, nil},
+		{"4.0 HELLO", p(4, 0, 0), map[string]any{"user_agent": "t", "scheme": "basic", "principal": "u", "credentials": "wrong"}, nil},
 		{"5.2 LOGON", p(5, 2, 0), map[string]any{"user_agent": "t"}, map[string]any{"scheme": "basic", "principal": "u", "credentials": "wrong"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -258,6 +259,17 @@ func TestClusterBootstrapReplicationAndRefusals(t *testing.T) {
 	}
 	if role := mustRun(t, replica, "SHOW REPLICATION ROLE").Records[0][0]; role != RoleReplica {
 		t.Fatalf("replica role %v", role)
+	}
+	// SHOW STORAGE INFO on each: Memgraph's two columns, the replicated vertex count.
+	for _, inst := range []*simProc{main, replica} {
+		info := mustRun(t, inst, "SHOW STORAGE INFO")
+		got := map[any]any{}
+		for _, r := range info.Records {
+			got[r[0]] = r[1]
+		}
+		if !slices.Equal(info.Fields, []string{"storage info", "value"}) || got["vertex_count"] != int64(3) || got["storage_mode"] != "IN_MEMORY_TRANSACTIONAL" {
+			t.Errorf("SHOW STORAGE INFO: fields %v, rows %v", info.Fields, got)
+		}
 	}
 	_, err := run(t, replica, `CREATE (:Person {name: "eve"})`)
 	wantFailure(t, err, ErrWriteOnReplica)

@@ -520,3 +520,24 @@ func TestNodesPrepared(t *testing.T) {
 		t.Errorf("message %q should name node-c", msg)
 	}
 }
+
+// TestCommandsCounted: registration_commands_total counts the commands the passes ran,
+// and stays put at steady state.
+func TestCommandsCounted(t *testing.T) {
+	h := start(t, "mg-commands")
+	var once sync.Once
+	h.reg.set(func(want planner.Desired) (controller.Registration, error) {
+		r, err := healthy(want)
+		once.Do(func() { r.Executed = []string{"REGISTER INSTANCE cmds_data_0", "SET INSTANCE cmds_data_0 TO MAIN"} })
+		return r, err
+	})
+	h.create("cmds", 3, 1)
+	h.podsRun("cmds-coordinator")
+	h.podsRun("cmds-data")
+	h.waitCondition("cmds", memgraphv1.ConditionReady, metav1.ConditionTrue, memgraphv1.ReasonReady)
+	calls := h.reg.calls()
+	testenv.Eventually(t, 30*time.Second, "three more passes", func() (bool, string) { return h.reg.calls() >= calls+3, fmt.Sprint(h.reg.calls()) })
+	if n := controller.Commands("mg-commands"); n != 2 {
+		t.Errorf("registration_commands_total %v after one pass ran 2 commands and %d ran none, want 2", n, h.reg.calls()-1)
+	}
+}
