@@ -10,6 +10,7 @@ import (
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/shared/testenv"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -271,5 +272,28 @@ func TestChildren(t *testing.T) {
 	}
 	if got := BootstrapMembers(cluster(func(c *veltrixv1.VeltrixCluster) { c.Spec.ReplicationFactor = 2 })); !slices.Equal(got, []string{"vx-0", "vx-1"}) {
 		t.Errorf("bootstrap %v", got)
+	}
+}
+
+// TestUpgradeThroughImageOrVersion: spec.image and spec.version each change the pod
+// template's image (and nothing else of it), which the StatefulSet's rolling update rolls.
+func TestUpgradeThroughImageOrVersion(t *testing.T) {
+	base := StatefulSet(cluster(), 3, "h")
+	for name, change := range map[string]func(*veltrixv1.VeltrixCluster){
+		"image":   func(c *veltrixv1.VeltrixCluster) { c.Spec.Image = "registry.local:5000/veltrixdb" },
+		"version": func(c *veltrixv1.VeltrixCluster) { c.Spec.Version = "1.18.0" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := cluster()
+			change(c)
+			got := StatefulSet(c, 3, "h")
+			if img := got.Spec.Template.Spec.Containers[0].Image; img != c.Spec.ImageRef() || img == base.Spec.Template.Spec.Containers[0].Image {
+				t.Fatalf("image %q, want %q (was %q)", img, c.Spec.ImageRef(), base.Spec.Template.Spec.Containers[0].Image)
+			}
+			got.Spec.Template.Spec.Containers[0].Image = base.Spec.Template.Spec.Containers[0].Image
+			if !equality.Semantic.DeepEqual(got.Spec.Template, base.Spec.Template) {
+				t.Errorf("changing spec.%s changed more of the pod template than its image", name)
+			}
+		})
 	}
 }
