@@ -2,12 +2,16 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/controller"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/disks"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
 	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,6 +47,9 @@ func TestBadAgentAnswers(t *testing.T) {
 			c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
 				c.Spec.Size, c.Spec.ReplicationFactor = 1, 1
 				c.Spec.DiskSelector.NVMeOnly = ptr.To(tc.nvmeOnly)
+				// Without the fallback a machine whose vm.max_map_count is low would have
+				// node-a excluded before its disks are asked for (TestNodesExcludedWithoutFallback).
+				c.Spec.IndexMapFallback = true
 			})
 			cond := condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionFalse, tc.reason)
 			if !strings.Contains(cond.Message, tc.message) || !strings.Contains(cond.Message, "0 of 1 nodes usable") {
@@ -205,4 +212,70 @@ func TestVolumeDeviceMoved(t *testing.T) {
 	if !strings.Contains(cond.Message, name+" (/dev/old-name-p2, now "+prepared[0].GetRawDevice()+")") {
 		t.Errorf("message %q does not name the volume and both paths", cond.Message)
 	}
+}
+
+// TestNodesExcludedWithoutFallback: a node whose vm.max_map_count is below the minimum
+// (its agent says so, and may not raise it) is left out when spec.indexMapFallback is off:
+// node-a, which would be chosen first.
+// MaxMapCountLow=True/NodesExcluded names it, with a Warning event, no disk of it is
+// prepared, and the cluster runs on the other nodes without VELTRIXDB_INDEX=map.
+func TestNodesExcludedWithoutFallback(t *testing.T) {
+	ctx := context.Background()
+	f := startFleet(t, operatorTokens(t, "excluded", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
+	ns := testenv.NewNamespace(t, env.Client, "vx")
+	// The machine's own value would decide for every node alike: the agents' answers are
+	// set per node instead (node-a, the first candidate, low), their disks stay real.
+	agents := &sysctlAgents{countingAgents: f.calls, value: map[string]int64{"node-a": 65530, "node-b": 262144, "node-c": 1 << 20}}
+	startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) { cfg.Agents = agents })
+	c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.Size, c.Spec.ReplicationFactor = 2, 2
+		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
+	})
+	cond := condition(t, c, veltrixv1.ConditionMaxMapCountLow, metav1.ConditionTrue, veltrixv1.ReasonNodesExcluded)
+	if !strings.Contains(cond.Message, "below 262144 on node-a and") || strings.Contains(cond.Message, "node-b") || strings.Contains(cond.Message, "node-c") {
+		t.Errorf("MaxMapCountLow message %q does not name node-a alone", cond.Message)
+	}
+	condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionTrue, veltrixv1.ReasonPrepared)
+	testenv.Eventually(t, 10*time.Second, "a NodesExcluded Warning event", func() (bool, string) {
+		ev := eventReasons(t, c)
+		return ev[veltrixv1.ReasonNodesExcluded] == corev1.EventTypeWarning, fmt.Sprint(ev)
+	})
+	if n := f.calls.count("node-a"); n != 0 {
+		t.Errorf("PrepareDisks asked %d times of the excluded node-a", n)
+	}
+	var live veltrixv1.VeltrixCluster
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(live.Status.Nodes, "node-a") || len(live.Status.Nodes) != 2 {
+		t.Errorf("status.nodes %v, want node-b and node-c", live.Status.Nodes)
+	}
+	var env1 corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.ConfigMapName(c)}, &env1); err != nil {
+		t.Fatal(err)
+	}
+	if env1.Data["VELTRIXDB_INDEX"] == "map" {
+		t.Errorf("VELTRIXDB_INDEX=map without spec.indexMapFallback: %v", env1.Data)
+	}
+}
+
+// sysctlAgents answers EnsureSysctl with a set value per node (met when at least the
+// minimum; never raised) and passes every other call to the real agents.
+type sysctlAgents struct {
+	*countingAgents
+	value map[string]int64
+}
+
+func (s *sysctlAgents) Node(name string) disks.Agent {
+	return sysctlAgent{Agent: s.countingAgents.Node(name), value: s.value[name]}
+}
+
+type sysctlAgent struct {
+	disks.Agent
+	value int64
+}
+
+func (a sysctlAgent) EnsureSysctl(_ context.Context, req *nodeagentv1.EnsureSysctlRequest) (*nodeagentv1.EnsureSysctlResponse, error) {
+	return &nodeagentv1.EnsureSysctlResponse{PreviousValue: a.value, Status: &nodeagentv1.SysctlStatus{
+		Name: req.GetName(), Value: a.value, Minimum: req.GetMinimum(), Met: a.value >= req.GetMinimum()}}, nil
 }

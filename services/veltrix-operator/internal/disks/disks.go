@@ -276,6 +276,22 @@ func Prepare(ctx context.Context, agents Agents, c *veltrixv1.VeltrixCluster, or
 		req := PrepareRequest(c, pvRoot(node))
 		r := NodeResult{Node: node}
 		agent := agents.Node(node)
+		checked := false
+		if !c.Spec.IndexMapFallback {
+			// Without the map fallback a node whose vm.max_map_count stays low is not
+			// used: asked first, so that none of its disks is prepared for nothing. An
+			// agent that does not answer is asked again after PrepareDisks, as with the
+			// fallback, so that its condition says what is wrong with it.
+			low, p, _ := ensureMaxMapCount(ctx, agent)
+			if p == ProblemNone {
+				if low {
+					r.MaxMapCountLow = true
+					res.Nodes = append(res.Nodes, r)
+					continue
+				}
+				checked = true
+			}
+		}
 		resp, err := agent.PrepareDisks(ctx, req)
 		if err == nil {
 			r.Disks, err = FromAgent(node, resp.GetDisks())
@@ -285,7 +301,7 @@ func Prepare(ctx context.Context, agents Agents, c *veltrixv1.VeltrixCluster, or
 		} else {
 			r.Problem, r.Message = Classify(err)
 		}
-		if r.Problem == ProblemNone {
+		if r.Problem == ProblemNone && !checked {
 			r.MaxMapCountLow, r.SysctlProblem, r.SysctlMessage = ensureMaxMapCount(ctx, agent)
 		}
 		if r.Usable(c.Spec.IndexMapFallback) {
