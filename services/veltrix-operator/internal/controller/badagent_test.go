@@ -216,9 +216,11 @@ func TestVolumeDeviceMoved(t *testing.T) {
 
 // TestNodesExcludedWithoutFallback: a node whose vm.max_map_count is below the minimum
 // (its agent says so, and may not raise it) is left out when spec.indexMapFallback is off:
-// node-a, which would be chosen first.
-// MaxMapCountLow=True/NodesExcluded names it, with a Warning event, no disk of it is
-// prepared, and the cluster runs on the other nodes without VELTRIXDB_INDEX=map.
+// node-a, which would be chosen first. A NodesExcluded Warning event names it, no disk of it
+// is prepared, and the cluster runs on node-b and node-c without VELTRIXDB_INDEX=map; from
+// the next pass on, only the nodes used are asked, and MaxMapCountLow=False names them.
+// Scaled to 3, the cluster needs node-a again: MaxMapCountLow=True/NodesExcluded names it
+// alone, DisksPrepared=False says why, and still no disk of node-a is prepared.
 func TestNodesExcludedWithoutFallback(t *testing.T) {
 	ctx := context.Background()
 	f := startFleet(t, operatorTokens(t, "excluded", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
@@ -231,23 +233,20 @@ func TestNodesExcludedWithoutFallback(t *testing.T) {
 		c.Spec.Size, c.Spec.ReplicationFactor = 2, 2
 		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
 	})
-	cond := condition(t, c, veltrixv1.ConditionMaxMapCountLow, metav1.ConditionTrue, veltrixv1.ReasonNodesExcluded)
-	if !strings.Contains(cond.Message, "below 262144 on node-a and") || strings.Contains(cond.Message, "node-b") || strings.Contains(cond.Message, "node-c") {
-		t.Errorf("MaxMapCountLow message %q does not name node-a alone", cond.Message)
-	}
-	condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionTrue, veltrixv1.ReasonPrepared)
-	testenv.Eventually(t, 10*time.Second, "a NodesExcluded Warning event", func() (bool, string) {
+	testenv.Eventually(t, 60*time.Second, "a NodesExcluded Warning event", func() (bool, string) {
 		ev := eventReasons(t, c)
 		return ev[veltrixv1.ReasonNodesExcluded] == corev1.EventTypeWarning, fmt.Sprint(ev)
 	})
-	if n := f.calls.count("node-a"); n != 0 {
-		t.Errorf("PrepareDisks asked %d times of the excluded node-a", n)
+	cond := condition(t, c, veltrixv1.ConditionMaxMapCountLow, metav1.ConditionFalse, veltrixv1.ReasonMaxMapCountMet)
+	if cond.Message != "vm.max_map_count is at least 262144 on node-b, node-c" {
+		t.Errorf("MaxMapCountLow message %q, want it to name node-b and node-c", cond.Message)
 	}
+	condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionTrue, veltrixv1.ReasonPrepared)
 	var live veltrixv1.VeltrixCluster
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(live.Status.Nodes, "node-a") || len(live.Status.Nodes) != 2 {
+	if !slices.Equal(live.Status.Nodes, []string{"node-b", "node-c"}) {
 		t.Errorf("status.nodes %v, want node-b and node-c", live.Status.Nodes)
 	}
 	var env1 corev1.ConfigMap
@@ -256,6 +255,23 @@ func TestNodesExcludedWithoutFallback(t *testing.T) {
 	}
 	if env1.Data["VELTRIXDB_INDEX"] == "map" {
 		t.Errorf("VELTRIXDB_INDEX=map without spec.indexMapFallback: %v", env1.Data)
+	}
+
+	// Three members need node-a: it is asked again on every pass, and excluded again.
+	live.Spec.Size = 3
+	if err := env.Client.Update(ctx, &live); err != nil {
+		t.Fatal(err)
+	}
+	cond = condition(t, c, veltrixv1.ConditionMaxMapCountLow, metav1.ConditionTrue, veltrixv1.ReasonNodesExcluded)
+	if !strings.Contains(cond.Message, "below 262144 on node-a and") || strings.Contains(cond.Message, "node-b") || strings.Contains(cond.Message, "node-c") {
+		t.Errorf("MaxMapCountLow message %q does not name node-a alone", cond.Message)
+	}
+	cond = condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionFalse, veltrixv1.ReasonNotEnoughNodes)
+	if !strings.Contains(cond.Message, "2 of 3 nodes usable; node-a: vm.max_map_count below 262144") {
+		t.Errorf("DisksPrepared message %q does not say node-a is the missing node and why", cond.Message)
+	}
+	if n := f.calls.count("node-a"); n != 0 {
+		t.Errorf("PrepareDisks asked %d times of the excluded node-a", n)
 	}
 }
 

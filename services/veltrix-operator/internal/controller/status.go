@@ -171,7 +171,10 @@ func disksCondition(r disks.Result, fallback bool) metav1.Condition {
 }
 
 // maxMapCountCondition names the nodes whose vm.max_map_count is too low for the native
-// index and whose agent may not raise it.
+// index and whose agent may not raise it, among the nodes asked in this pass: the nodes
+// the cluster uses first, then others only while it needs more. A node excluded once is
+// therefore not named again after the cluster found enough nodes elsewhere (the
+// NodesExcluded event records it); it is named again when a scale-up needs it.
 func maxMapCountCondition(r disks.Result, fallback bool) metav1.Condition {
 	var low, met []string
 	for _, n := range r.Nodes {
@@ -185,7 +188,7 @@ func maxMapCountCondition(r disks.Result, fallback bool) metav1.Condition {
 	}
 	if len(low) == 0 {
 		return metav1.Condition{Type: veltrixv1.ConditionMaxMapCountLow, Status: metav1.ConditionFalse, Reason: veltrixv1.ReasonMaxMapCountMet,
-			Message: fmt.Sprintf("vm.max_map_count is at least %d on %d nodes", disks.MinMaxMapCount, len(met))}
+			Message: fmt.Sprintf("vm.max_map_count is at least %d on %s", disks.MinMaxMapCount, nodeList(met))}
 	}
 	if fallback {
 		return metav1.Condition{Type: veltrixv1.ConditionMaxMapCountLow, Status: metav1.ConditionTrue, Reason: veltrixv1.ReasonIndexMapFallback,
@@ -301,4 +304,12 @@ func state(ready metav1.Condition, readyMembers, rf int32) veltrixv1.State {
 		return veltrixv1.StateDegraded
 	}
 	return veltrixv1.StateFailed
+}
+
+// nodeList names nodes for a message: "no node" for none.
+func nodeList(nodes []string) string {
+	if len(nodes) == 0 {
+		return "no node"
+	}
+	return strings.Join(nodes, ", ")
 }

@@ -52,7 +52,8 @@ func TestMaxMapCountCondition(t *testing.T) {
 		t.Errorf("no fallback: %s %s %q", c.Status, c.Reason, c.Message)
 	}
 	met := disks.Result{Nodes: []disks.NodeResult{{Node: "a"}}}
-	if c := maxMapCountCondition(met, false); c.Status != metav1.ConditionFalse || c.Reason != veltrixv1.ReasonMaxMapCountMet {
+	if c := maxMapCountCondition(met, false); c.Status != metav1.ConditionFalse || c.Reason != veltrixv1.ReasonMaxMapCountMet ||
+		c.Message != "vm.max_map_count is at least 262144 on a" {
 		t.Errorf("met: %s %s %q", c.Status, c.Reason, c.Message)
 	}
 }
