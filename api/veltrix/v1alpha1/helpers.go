@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"regexp"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ImageRef is the server container's image: the repository in image tagged with version.
@@ -23,11 +25,25 @@ func (s *VeltrixClusterSpec) URingBridgeEnv() string {
 	return ""
 }
 
-// NeedsUnconfinedSeccomp reports whether the pods must run with seccomp Unconfined: the raw
-// VLog path and the io_uring bridge both call io_uring_setup, which RuntimeDefault blocks.
-func (s *VeltrixClusterSpec) NeedsUnconfinedSeccomp() bool {
-	return s.RawVLog.Enabled || s.URingBridgeEnv() != ""
+// PodSeccompProfile is the members' seccomp profile: spec.seccompProfile when set;
+// otherwise Unconfined with rawVLog (its raw partition path calls io_uring_setup, which
+// RuntimeDefault blocks) and RuntimeDefault without. (The io_uring bridge and net uring
+// have the CRD require seccompProfile: they never run under a profile picked for them.)
+func (s *VeltrixClusterSpec) PodSeccompProfile() *corev1.SeccompProfile {
+	if p := s.SeccompProfile; p != nil {
+		out := &corev1.SeccompProfile{Type: p.Type}
+		if p.LocalhostProfile != nil {
+			out.LocalhostProfile = ptr(*p.LocalhostProfile)
+		}
+		return out
+	}
+	if s.RawVLog.Enabled {
+		return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+	}
+	return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // XFSPercent is the XFS share of each disk the node agent is asked for (its
 // PrepareDisksRequest.xfs_percent): 0, the whole disk XFS, unless rawVLog is enabled.

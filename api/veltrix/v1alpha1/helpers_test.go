@@ -1,6 +1,10 @@
 package v1alpha1
 
-import "testing"
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 func TestImageRef(t *testing.T) {
 	s := VeltrixClusterSpec{Image: "registry.local:5000/veltrixdb", Version: "1.17.0"}
@@ -66,22 +70,42 @@ func TestVersionBelowMin(t *testing.T) {
 
 func TestURingBridge(t *testing.T) {
 	for _, tc := range []struct {
-		spec       VeltrixClusterSpec
-		env        string
-		unconfined bool
+		spec VeltrixClusterSpec
+		env  string
 	}{
-		{VeltrixClusterSpec{}, "", false},
-		{VeltrixClusterSpec{URingBridge: URingBridgeDisabled}, "", false},
-		{VeltrixClusterSpec{URingBridge: URingBridgeEnabled}, "on", true},
-		{VeltrixClusterSpec{URingBridge: URingBridgeSQPoll}, "sqpoll", true},
-		{VeltrixClusterSpec{RawVLog: RawVLogSpec{Enabled: true}}, "", true},
-		{VeltrixClusterSpec{RawVLog: RawVLogSpec{Enabled: true}, URingBridge: URingBridgeSQPoll}, "sqpoll", true},
+		{VeltrixClusterSpec{}, ""},
+		{VeltrixClusterSpec{URingBridge: URingBridgeDisabled}, ""},
+		{VeltrixClusterSpec{URingBridge: URingBridgeEnabled}, "on"},
+		{VeltrixClusterSpec{URingBridge: URingBridgeSQPoll}, "sqpoll"},
 	} {
 		if got := tc.spec.URingBridgeEnv(); got != tc.env {
 			t.Errorf("%+v: URingBridgeEnv %q, want %q", tc.spec, got, tc.env)
 		}
-		if got := tc.spec.NeedsUnconfinedSeccomp(); got != tc.unconfined {
-			t.Errorf("%+v: NeedsUnconfinedSeccomp %v, want %v", tc.spec, got, tc.unconfined)
+	}
+}
+
+// TestPodSeccompProfile: the spec's profile when set (copied, not shared), otherwise
+// Unconfined with rawVLog only, as the issue asks.
+func TestPodSeccompProfile(t *testing.T) {
+	file := "operator/io-uring.json"
+	for _, tc := range []struct {
+		spec      VeltrixClusterSpec
+		want      corev1.SeccompProfileType
+		localhost string
+	}{
+		{VeltrixClusterSpec{}, corev1.SeccompProfileTypeRuntimeDefault, ""},
+		{VeltrixClusterSpec{RawVLog: RawVLogSpec{Enabled: true}}, corev1.SeccompProfileTypeUnconfined, ""},
+		{VeltrixClusterSpec{RawVLog: RawVLogSpec{Enabled: true}, SeccompProfile: &SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &file}},
+			corev1.SeccompProfileTypeLocalhost, file},
+		{VeltrixClusterSpec{URingBridge: URingBridgeEnabled, SeccompProfile: &SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}, corev1.SeccompProfileTypeUnconfined, ""},
+		{VeltrixClusterSpec{SeccompProfile: &SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}, corev1.SeccompProfileTypeRuntimeDefault, ""},
+	} {
+		got := tc.spec.PodSeccompProfile()
+		if got.Type != tc.want || (got.LocalhostProfile == nil) != (tc.localhost == "") || (got.LocalhostProfile != nil && *got.LocalhostProfile != tc.localhost) {
+			t.Errorf("%+v: PodSeccompProfile %+v, want %s %q", tc.spec, got, tc.want, tc.localhost)
+		}
+		if got.LocalhostProfile != nil && got.LocalhostProfile == tc.spec.SeccompProfile.LocalhostProfile {
+			t.Errorf("%+v: the profile shares the spec's pointer", tc.spec)
 		}
 	}
 }

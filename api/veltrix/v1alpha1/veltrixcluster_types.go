@@ -100,6 +100,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.storageClassName == oldSelf.storageClassName",message="storageClassName is immutable (existing PersistentVolumes cannot move to another class): set it back to its previous value"
 // +kubebuilder:validation:XValidation:rule="self.disksPerNode == oldSelf.disksPerNode",message="disksPerNode is immutable (the data is spread over the prepared disks): set it back to its previous value, or create a new cluster"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.diskSize) || (has(self.diskSize) && quantity(string(self.diskSize)).compareTo(quantity(string(oldSelf.diskSize))) >= 0)",message="diskSize can only grow (a shrunk volume would lose data): set it back to at least its previous value"
+// +kubebuilder:validation:XValidation:rule="(self.uringBridge == 'Disabled' && self.net != 'uring') || has(self.seccompProfile)",message="uringBridge and net uring use io_uring, which the default seccomp profile (RuntimeDefault) blocks: set seccompProfile.type to Unconfined, or to Localhost with a profile that allows io_uring_setup, io_uring_enter and io_uring_register"
+// +kubebuilder:validation:XValidation:rule="!has(self.seccompProfile) || self.seccompProfile.type != 'RuntimeDefault' || (!(has(self.rawVLog.enabled) && self.rawVLog.enabled) && self.uringBridge == 'Disabled' && self.net != 'uring')",message="seccompProfile RuntimeDefault blocks io_uring, which rawVLog, uringBridge and net uring use: set seccompProfile.type to Unconfined or Localhost (a profile that allows io_uring_setup, io_uring_enter and io_uring_register), or remove seccompProfile when only rawVLog is on"
 // +kubebuilder:validation:XValidation:rule="self.rawVLog == oldSelf.rawVLog",message="rawVLog is immutable (changing it repartitions the disks and erases them): set it back, or create a new cluster"
 type VeltrixClusterSpec struct {
 	// Size is the number of members (pods). Never lowered below replicationFactor.
@@ -208,11 +210,20 @@ type VeltrixClusterSpec struct {
 
 	// URingBridge turns on the io_uring VLog write bridge (VELTRIXDB_URING_BRIDGE=on, or
 	// sqpoll for SQPoll). RuntimeDefault seccomp blocks io_uring_setup (the server would
-	// fall back to pwrite), so with the bridge on the pods run with seccomp Unconfined, as
-	// with rawVLog. Changing it rolls the pods.
+	// fall back to pwrite without a word), so the bridge needs seccompProfile set to
+	// Unconfined or to a Localhost profile that allows io_uring. Changing it rolls the pods.
 	// +kubebuilder:default=Disabled
 	// +optional
 	URingBridge URingBridge `json:"uringBridge,omitempty"`
+
+	// SeccompProfile is the members' seccomp profile. Unset, it is RuntimeDefault, or
+	// Unconfined with rawVLog (the raw partition path calls io_uring_setup, which
+	// RuntimeDefault blocks). io_uring (rawVLog, uringBridge, net uring) works under
+	// Unconfined or under a Localhost profile that allows io_uring_setup, io_uring_enter
+	// and io_uring_register (e.g. one installed by the Security Profiles Operator), never
+	// under RuntimeDefault. Changing it rolls the pods.
+	// +optional
+	SeccompProfile *SeccompProfile `json:"seccompProfile,omitempty"`
 
 	// PodAntiAffinityTopologyKey keeps members apart: at most one per value of this node
 	// label.
@@ -260,7 +271,8 @@ type VeltrixClusterSpec struct {
 
 // RawVLogSpec splits each disk into an XFS partition (keys and WAL) and a raw one (values).
 type RawVLogSpec struct {
-	// Enabled turns the split on; the pods then run with seccomp Unconfined.
+	// Enabled turns the split on; the pods then run with seccomp Unconfined, unless
+	// seccompProfile names a Localhost profile.
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
 
@@ -269,6 +281,21 @@ type RawVLogSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 99",message="rawVLog.xfsPartitionPercent must be between 1 and 99 (the rest of the disk is the raw VLog): the document's split is 20"
 	// +optional
 	XFSPartitionPercent int32 `json:"xfsPartitionPercent,omitempty"`
+}
+
+// SeccompProfile is a pod seccomp profile, as the pod's securityContext.seccompProfile.
+// +kubebuilder:validation:XValidation:rule="self.type == 'Localhost' ? has(self.localhostProfile) : !has(self.localhostProfile)",message="seccompProfile.localhostProfile goes with type Localhost, and only with it: name the profile file (relative to the kubelet's seccomp directory) with type Localhost, or remove localhostProfile"
+type SeccompProfile struct {
+	// Type is RuntimeDefault, Unconfined or Localhost.
+	// +kubebuilder:validation:Enum=RuntimeDefault;Unconfined;Localhost
+	Type corev1.SeccompProfileType `json:"type"`
+
+	// LocalhostProfile is the profile's file, relative to the kubelet's seccomp
+	// directory; only with type Localhost.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	LocalhostProfile *string `json:"localhostProfile,omitempty"`
 }
 
 // DiskSelector filters the devices the node agent may prepare on a node.

@@ -74,17 +74,24 @@ func TestStatefulSetShape(t *testing.T) {
 	}{
 		{"xfs only", cluster(), corev1.SeccompProfileTypeRuntimeDefault, []string{"data-0"}, false},
 		{"raw vlog", cluster(rawVLog), corev1.SeccompProfileTypeUnconfined, []string{"data-0", "data-1", "vlog-0", "vlog-1"}, true},
-		{"io_uring bridge", cluster(uringBridge(veltrixv1.URingBridgeEnabled)), corev1.SeccompProfileTypeUnconfined, []string{"data-0"}, false},
-		{"io_uring bridge with sqpoll", cluster(uringBridge(veltrixv1.URingBridgeSQPoll)), corev1.SeccompProfileTypeUnconfined, []string{"data-0"}, false},
+		{"io_uring bridge, Unconfined asked for", cluster(uringBridge(veltrixv1.URingBridgeEnabled), seccomp(corev1.SeccompProfileTypeUnconfined, "")),
+			corev1.SeccompProfileTypeUnconfined, []string{"data-0"}, false},
+		{"io_uring bridge with sqpoll, a Localhost profile", cluster(uringBridge(veltrixv1.URingBridgeSQPoll), seccomp(corev1.SeccompProfileTypeLocalhost, "operator/veltrixdb-io-uring.json")),
+			corev1.SeccompProfileTypeLocalhost, []string{"data-0"}, false},
 		{"io_uring bridge disabled", cluster(uringBridge(veltrixv1.URingBridgeDisabled)), corev1.SeccompProfileTypeRuntimeDefault, []string{"data-0"}, false},
-		{"raw vlog and the bridge", cluster(rawVLog, uringBridge(veltrixv1.URingBridgeSQPoll)), corev1.SeccompProfileTypeUnconfined,
+		{"raw vlog and the bridge", cluster(rawVLog, uringBridge(veltrixv1.URingBridgeSQPoll), seccomp(corev1.SeccompProfileTypeUnconfined, "")), corev1.SeccompProfileTypeUnconfined,
 			[]string{"data-0", "data-1", "vlog-0", "vlog-1"}, true},
+		{"raw vlog under a Localhost profile", cluster(rawVLog, seccomp(corev1.SeccompProfileTypeLocalhost, "operator/veltrixdb-io-uring.json")), corev1.SeccompProfileTypeLocalhost,
+			[]string{"data-0", "data-1", "vlog-0", "vlog-1"}, true},
+		{"RuntimeDefault asked for", cluster(seccomp(corev1.SeccompProfileTypeRuntimeDefault, "")), corev1.SeccompProfileTypeRuntimeDefault, []string{"data-0"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := StatefulSet(tc.c, 3, "h")
 			p := s.Spec.Template.Spec
-			if got := p.SecurityContext.SeccompProfile.Type; got != tc.seccomp {
-				t.Errorf("seccomp %s, want %s", got, tc.seccomp)
+			if got := p.SecurityContext.SeccompProfile; got.Type != tc.seccomp || (got.LocalhostProfile != nil) != (tc.seccomp == corev1.SeccompProfileTypeLocalhost) {
+				t.Errorf("seccomp %+v, want %s", got, tc.seccomp)
+			} else if tc.c.Spec.SeccompProfile != nil && got.LocalhostProfile != nil && (got.LocalhostProfile == tc.c.Spec.SeccompProfile.LocalhostProfile || *got.LocalhostProfile != *tc.c.Spec.SeccompProfile.LocalhostProfile) {
+				t.Errorf("localhostProfile %q: want a copy of the spec's %q", *got.LocalhostProfile, *tc.c.Spec.SeccompProfile.LocalhostProfile)
 			}
 			if s.Spec.UpdateStrategy.RollingUpdate == nil || s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable.IntValue() != 1 {
 				t.Errorf("update strategy %+v, want RollingUpdate maxUnavailable 1", s.Spec.UpdateStrategy)
@@ -123,6 +130,15 @@ func TestStatefulSetShape(t *testing.T) {
 				t.Errorf("volume devices %v", p.Containers[0].VolumeDevices)
 			}
 		})
+	}
+}
+
+func seccomp(t corev1.SeccompProfileType, localhost string) func(*veltrixv1.VeltrixCluster) {
+	return func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.SeccompProfile = &veltrixv1.SeccompProfile{Type: t}
+		if localhost != "" {
+			c.Spec.SeccompProfile.LocalhostProfile = &localhost
+		}
 	}
 }
 

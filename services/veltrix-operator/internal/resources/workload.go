@@ -188,12 +188,6 @@ func StatefulSet(c *veltrixv1.VeltrixCluster, replicas int32, configHash string)
 	podLabels[LabelComponent] = ComponentServer
 	podLabels[LabelCluster] = c.Name
 
-	seccomp := corev1.SeccompProfileTypeRuntimeDefault
-	if c.Spec.NeedsUnconfinedSeccomp() {
-		// RuntimeDefault blocks io_uring_setup, which the raw VLog path and the io_uring
-		// bridge call (the bridge would silently fall back to pwrite).
-		seccomp = corev1.SeccompProfileTypeUnconfined
-	}
 	container := corev1.Container{
 		Name:  ContainerName,
 		Image: c.Spec.ImageRef(),
@@ -278,7 +272,7 @@ func StatefulSet(c *veltrixv1.VeltrixCluster, replicas int32, configHash string)
 					AutomountServiceAccountToken:  ptr.To(false),
 					TerminationGracePeriodSeconds: ptr.To[int64](TerminationGracePeriodSeconds),
 					ReadinessGates:                []corev1.PodReadinessGate{{ConditionType: veltrixv1.SearchReadyGate}},
-					SecurityContext:               &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: seccomp}},
+					SecurityContext:               &corev1.PodSecurityContext{SeccompProfile: c.Spec.PodSeccompProfile()},
 					NodeSelector:                  copyMap(c.Spec.NodeSelector),
 					Tolerations:                   append([]corev1.Toleration(nil), c.Spec.Tolerations...),
 					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{

@@ -160,7 +160,39 @@ func TestCreateRules(t *testing.T) {
 		{name: "version before online membership", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Version = "1.16.2" },
 			want: "version must be 1.17.0 or later: the operator adds and removes members online (--join, --advertise-addr, /admin/cluster/members), which VeltrixDB has only since 1.17.0; set version to 1.17.0 or later"},
 		{name: "version at the minimum", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Version = veltrixv1.MinVersion }},
-		{name: "io_uring bridge with sqpoll", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.URingBridge = veltrixv1.URingBridgeSQPoll }},
+		{name: "io_uring bridge with sqpoll, Unconfined", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.URingBridge = veltrixv1.URingBridgeSQPoll
+			s.SeccompProfile = &veltrixv1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+		}},
+		{name: "io_uring bridge under a Localhost profile", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.URingBridge = veltrixv1.URingBridgeEnabled
+			s.SeccompProfile = &veltrixv1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("operator/io-uring.json")}
+		}},
+		{name: "io_uring bridge without a seccomp profile", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.URingBridge = veltrixv1.URingBridgeEnabled },
+			want: "uringBridge and net uring use io_uring, which the default seccomp profile (RuntimeDefault) blocks: set seccompProfile.type to Unconfined, or to Localhost with a profile that allows io_uring_setup, io_uring_enter and io_uring_register"},
+		{name: "net uring without a seccomp profile", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.Mode, s.Size, s.ReplicationFactor, s.Net = veltrixv1.ModeStandalone, 1, 1, veltrixv1.NetURing
+		}, want: "uringBridge and net uring use io_uring"},
+		{name: "io_uring bridge under RuntimeDefault", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.URingBridge = veltrixv1.URingBridgeEnabled
+			s.SeccompProfile = &veltrixv1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+		}, want: "seccompProfile RuntimeDefault blocks io_uring, which rawVLog, uringBridge and net uring use: set seccompProfile.type to Unconfined or Localhost"},
+		{name: "raw vlog under RuntimeDefault", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.RawVLog.Enabled = true
+			s.SeccompProfile = &veltrixv1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+		}, want: "seccompProfile RuntimeDefault blocks io_uring"},
+		{name: "RuntimeDefault asked for", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.SeccompProfile = &veltrixv1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+		}},
+		{name: "Localhost without its profile", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.SeccompProfile = &veltrixv1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}
+		}, want: "seccompProfile.localhostProfile goes with type Localhost, and only with it"},
+		{name: "a profile file without Localhost", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.SeccompProfile = &veltrixv1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined, LocalhostProfile: ptr.To("x.json")}
+		}, want: "seccompProfile.localhostProfile goes with type Localhost, and only with it"},
+		{name: "an unknown seccomp type", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.SeccompProfile = &veltrixv1.SeccompProfile{Type: "Permissive"}
+		}, want: `spec.seccompProfile.type: Unsupported value: "Permissive"`},
 		// The server's own words are refused: YAML reads an unquoted on or off as a boolean.
 		{name: "io_uring bridge as the server spells it", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.URingBridge = "on" },
 			want: `spec.uringBridge: Unsupported value: "on": supported values: "Disabled", "Enabled", "SQPoll"`},
