@@ -26,6 +26,9 @@ import (
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 )
 
+// vxMirror is the image repository the upgrade moves to: a registry mirror.
+const vxMirror = "registry.local:5000/veltrixdb/veltrixdb"
+
 var vcGVR = schema.GroupVersionResource{Group: "veltrix.io", Version: "v1alpha1", Resource: "veltrixclusters"}
 
 // The sample's cluster, as deploy/samples/veltrix.yaml names it.
@@ -136,7 +139,9 @@ func TestVeltrixSample(t *testing.T) {
 	}
 	roll := vxWatchRoll(ctx, t, 3)
 	began = time.Now()
-	if _, err := kubectl(ctx, "patch", "vc", vxName, "-n", vxNamespace, "--type", "merge", "-p", `{"spec":{"version":"1.17.1"}}`); err != nil {
+	// The upgrade also moves the cluster to a registry mirror (spec.image), as a user who
+	// stops pulling from ghcr.io would: both fields reach the pods through the same roll.
+	if _, err := kubectl(ctx, "patch", "vc", vxName, "-n", vxNamespace, "--type", "merge", "-p", `{"spec":{"version":"1.17.1","image":"`+vxMirror+`"}}`); err != nil {
 		t.Fatal(err)
 	}
 	err = poll(ctx, t, "every member on 1.17.1", 6*time.Minute, func(ctx context.Context) (bool, error) {
@@ -154,7 +159,7 @@ func TestVeltrixSample(t *testing.T) {
 	vxCheckRoll(t, roll())
 	for o := range 3 {
 		pod, err := env.client.CoreV1().Pods(vxNamespace).Get(ctx, fmt.Sprintf("%s-%d", vxName, o), metav1.GetOptions{})
-		if err != nil || pod.Spec.Containers[0].Image != "ghcr.io/veltrixdb/veltrixdb:1.17.1" {
+		if err != nil || pod.Spec.Containers[0].Image != vxMirror+":1.17.1" {
 			t.Errorf("pod %d after the upgrade: %v %v", o, err, pod.Spec.Containers)
 		}
 	}

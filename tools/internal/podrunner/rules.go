@@ -81,8 +81,9 @@ func DefaultImageRules(binDir string) []ImageRule {
 			Commands: []string{"memgraph", "docker-entrypoint.sh"}, ExtraArgs: []string{"--bolt-address=$(POD_IP)"},
 			User: "101:103", WorkingDir: "/var/lib/memgraph"},
 		// VeltrixDB's image is distroless with /veltrixdb as its entrypoint; its listeners
-		// are --addr and --metrics-addr.
-		{Image: "ghcr.io/veltrixdb/veltrixdb*", Binary: filepath.Join(binDir, "veltrix-sim"),
+		// are --addr and --metrics-addr. Any registry: users run it from a mirror
+		// (spec.image) as well as from ghcr.io.
+		{Image: "*/veltrixdb/veltrixdb*", Binary: filepath.Join(binDir, "veltrix-sim"),
 			Commands: []string{"veltrixdb"}, ListenFlags: []string{"--addr", "--metrics-addr"}},
 		// The Vald Helm Operator (operator-sdk's helm-operator with the Vald chart) runs as
 		// distroless nonroot; the Vald chart passes `run` and controller-runtime's listeners.
