@@ -132,8 +132,9 @@ test-e2e: controlplane runtime-tools build ## End-to-end: local cluster, every c
 	cd tools/e2e && go test -count=1 -v -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: bench
-bench: controlplane ## Benchmarks (speed and memory targets).
+bench: controlplane runtime-tools build ## Benchmarks (speed and memory targets), then VeltrixDB's time to Ready on a 10-node local cluster.
 	for m in $(filter-out tools/e2e,$(MODULES)); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done
+	cd tools/e2e && E2E_GENERAL_NODES=8 go test -count=1 -run 'TestInstall$$' -bench VeltrixTimeToReady -benchtime 1x -timeout 30m .
 
 .PHONY: demo
 demo: controlplane runtime-tools build up ## Start the local cluster, install every chart, apply the samples, watch them (Ctrl-C stops).

@@ -276,7 +276,13 @@ func setup() (teardown func(), err error) {
 	o := localcluster.InstanceOptions(root, instance)
 	o.Dir = filepath.Join(work, "cluster")
 	// One node more than `make up`: see e2eGeneralNodes.
-	o.Nodes = localcluster.DefaultNodes("default", e2eGeneralNodes, e2eAgentNodes, o.NodeIPPrefix)
+	general := e2eGeneralNodes
+	if v := os.Getenv("E2E_GENERAL_NODES"); v != "" {
+		if general, err = strconv.Atoi(v); err != nil || general < e2eGeneralNodes {
+			return cleanWork, fmt.Errorf("E2E_GENERAL_NODES=%q: want %d or more", v, e2eGeneralNodes)
+		}
+	}
+	o.Nodes = localcluster.DefaultNodes("default", general, e2eAgentNodes, o.NodeIPPrefix)
 	// A port base of the suite's own, below the kernel's ephemeral range (32768-60999
 	// here), where outgoing connections of the busy host could hold one of the ports.
 	o.PortBase = defaultPortBase

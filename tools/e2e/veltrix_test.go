@@ -48,10 +48,7 @@ func TestVeltrixSample(t *testing.T) {
 	needInstalled(t, "node-agent", "veltrix-operator")
 	ctx := scenarioContext(t)
 	// The suite's agents have a PV root per node (see installArgs): tell the operator.
-	op := serviceByName("veltrix-operator")
-	pvRoot := filepath.Join(env.workDir, "node-agent", "pv", "$(NODE_NAME)")
-	if _, err := helm(ctx, "upgrade", op.name, filepath.Join(env.root, "charts", op.name), "--namespace", op.namespace(),
-		"--reuse-values", "--set", "pvRoot="+pvRoot, "--wait", "--timeout", "3m"); err != nil {
+	if err := vxUseAgentsPVRoot(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -233,7 +230,17 @@ func TestVeltrixSample(t *testing.T) {
 	}
 }
 
-func vxSampleOf(t *testing.T, path string) string {
+// vxUseAgentsPVRoot tells the operator the suite's agents' PV root (one per node, see
+// installArgs).
+func vxUseAgentsPVRoot(ctx context.Context) error {
+	op := serviceByName("veltrix-operator")
+	pvRoot := filepath.Join(env.workDir, "node-agent", "pv", "$(NODE_NAME)")
+	_, err := helm(ctx, "upgrade", op.name, filepath.Join(env.root, "charts", op.name), "--namespace", op.namespace(),
+		"--reuse-values", "--set", "pvRoot="+pvRoot, "--wait", "--timeout", "3m")
+	return err
+}
+
+func vxSampleOf(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
