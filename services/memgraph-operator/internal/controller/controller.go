@@ -79,6 +79,9 @@ type Registration struct {
 	// replicas that have not caught up with the MAIN.
 	LagRead bool
 	Lagging []string
+	// CoordinatorsBehind names the coordinators whose own view of the cluster did not
+	// match the leader's this pass (not caught up with the Raft log, or not answering).
+	CoordinatorsBehind []string
 }
 
 // SysctlChecker asks a node's agent for vm.max_map_count against a minimum (raising it

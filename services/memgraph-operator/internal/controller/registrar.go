@@ -35,6 +35,7 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 	r := Registration{
 		Leader: out.Leader, Main: out.Main, Converged: out.Converged, Reason: out.Reason, Message: out.Message,
 		RetiredCoordinators: out.RetiredCoordinators, RetiredData: out.RetiredData, Executed: out.Executed,
+		CoordinatorsBehind: out.CoordinatorsBehind,
 	}
 	if bt := BoltTLSOf(ctx); err == nil && r.Converged && bt.Cert != nil {
 		// Only on a converged cluster: the reload is upkeep, never ahead of membership.

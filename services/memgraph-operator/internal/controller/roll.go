@@ -93,8 +93,8 @@ func (p *pass) planRoll(ctx context.Context, want *planner.Desired) error {
 }
 
 // roll replaces the planned pod once the registration pass confirms it is safe: the
-// cluster converged, the pod is neither the MAIN nor the leader now, and every replica has
-// caught up with the MAIN.
+// cluster converged, the pod is neither the MAIN nor the leader now, every replica has
+// caught up with the MAIN and every coordinator's own view matches the leader's.
 func (p *pass) roll(ctx context.Context) error {
 	next := p.rolled.next
 	if next == nil {
@@ -110,6 +110,11 @@ func (p *pass) roll(ctx context.Context) error {
 		return nil
 	case !p.reg.LagRead || len(p.reg.Lagging) > 0:
 		p.rolled.waiting = "waiting for every replica to catch up with the MAIN"
+		return nil
+	case len(p.reg.CoordinatorsBehind) > 0:
+		// A coordinator just restarted may be up in the leader's view before it has
+		// applied the Raft log: replacing another now could leave the log on too few.
+		p.rolled.waiting = "waiting for every coordinator to catch up with the leader's view"
 		return nil
 	}
 	uid := next.UID

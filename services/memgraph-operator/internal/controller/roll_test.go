@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -159,4 +161,59 @@ func TestRollingUpdate(t *testing.T) {
 	if err := h.c.List(ctx, &pods, client.InNamespace(h.ns)); err != nil || len(pods.Items) != 5 {
 		t.Errorf("%d pods after the roll (err %v)", len(pods.Items), err)
 	}
+}
+
+// TestRollWaitsForCoordinatorsBehind: while a coordinator's own view does not match the
+// leader's (it has not applied the Raft log, or does not answer), no further pod is
+// replaced and Updated says why; once it matches, the roll goes on.
+func TestRollWaitsForCoordinatorsBehind(t *testing.T) {
+	h := start(t, "mg-roll-behind")
+	ctx := context.Background()
+	ho := &handovers{main: "b_data_0", leader: "coordinator_1"}
+	var behind []string
+	h.reg.set(func(want planner.Desired) (controller.Registration, error) {
+		reg, err := ho.answer(want)
+		reg.CoordinatorsBehind = behind
+		return reg, err
+	})
+	h.create("b", 3, 1)
+	testenv.Eventually(t, 10*time.Second, "StatefulSets", func() (bool, string) {
+		err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "b-coordinator"}, &appsv1.StatefulSet{})
+		return err == nil, fmt.Sprint(err)
+	})
+	for id := int32(1); id <= 3; id++ {
+		h.pod("b", resources.RoleCoordinator, id, "r1")
+	}
+	h.pod("b", resources.RoleData, 0, "r1")
+	h.podsRun("b-coordinator")
+	h.podsRun("b-data")
+	h.waitCondition("b", memgraphv1.ConditionConverged, metav1.ConditionTrue, memgraphv1.ReasonConverged)
+
+	h.reg.mu.Lock()
+	behind = []string{"coordinator_3"}
+	h.reg.mu.Unlock()
+	h.newRevision("b-coordinator", "r2")
+	calls := h.reg.calls()
+	testenv.Eventually(t, 20*time.Second, "Updated names the coordinator wait", func() (bool, string) {
+		c := h.cluster("b")
+		cond := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionUpdated)
+		return cond != nil && cond.Reason == memgraphv1.ReasonUpdatePending && strings.HasSuffix(cond.Message, ": waiting for every coordinator to catch up with the leader's view"),
+			fmt.Sprintf("%+v", cond)
+	})
+	testenv.Eventually(t, 20*time.Second, "five more passes", func() (bool, string) {
+		return h.reg.calls() >= calls+5, fmt.Sprint(h.reg.calls() - calls)
+	})
+	var pods corev1.PodList
+	if err := h.c.List(ctx, &pods, client.InNamespace(h.ns)); err != nil || len(pods.Items) != 4 {
+		t.Fatalf("%d pods (err %v): a pod was replaced while coordinator_3 was behind", len(pods.Items), err)
+	}
+
+	h.reg.mu.Lock()
+	behind = nil
+	h.reg.mu.Unlock()
+	name := resources.PodName("b", resources.RoleCoordinator, 2)
+	testenv.Eventually(t, 20*time.Second, "pod "+name+" deleted once every coordinator caught up", func() (bool, string) {
+		err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &corev1.Pod{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }

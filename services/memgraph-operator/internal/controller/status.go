@@ -139,8 +139,12 @@ func (p *pass) setUpdated(set setFunc) {
 		}
 	}
 	if len(pending) > 0 {
-		set(memgraphv1.ConditionUpdated, metav1.ConditionFalse, memgraphv1.ReasonUpdatePending, strings.Join(pending, "; ")+
-			" (updates are OnDelete: the operator replaces one pod at a time on a converged cluster, replicas first, then the MAIN after a handover, the Raft leader last)")
+		msg := strings.Join(pending, "; ") +
+			" (updates are OnDelete: the operator replaces one pod at a time on a converged cluster, replicas first, then the MAIN after a handover, the Raft leader last)"
+		if p.rolled.waiting != "" {
+			msg += ": " + p.rolled.waiting
+		}
+		set(memgraphv1.ConditionUpdated, metav1.ConditionFalse, memgraphv1.ReasonUpdatePending, msg)
 		return
 	}
 	set(memgraphv1.ConditionUpdated, metav1.ConditionTrue, memgraphv1.ReasonUpdated, msgUpdated)

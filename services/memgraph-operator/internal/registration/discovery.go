@@ -120,6 +120,37 @@ func PickLeader(views []View) Choice {
 	return no(ReasonNoCoordinatorLeader, "leader %s is not declared and shows no bolt server", leader)
 }
 
+// Behind names the coordinators whose own view differs from the leader's: one that did
+// not answer, or whose SHOW INSTANCES lists other members, another leader or another MAIN
+// than the leader's rows (a follower answers from its own Raft state, so a difference
+// means it has not applied the leader's log yet). The leader's own view is skipped. Pure.
+func Behind(views []View, leader string, leaderRows []memgraph.Instance) []string {
+	want := viewSummary(leaderRows)
+	var out []string
+	for _, v := range views {
+		if v.Coordinator.Name == leader {
+			continue
+		}
+		if v.Err != nil || viewSummary(v.Rows) != want {
+			out = append(out, v.Coordinator.Name)
+		}
+	}
+	return out
+}
+
+// viewSummary is what two coordinators must agree on: the members, the leader and the
+// MAIN (health and last response differ between any two readers).
+func viewSummary(rows []memgraph.Instance) string {
+	names := make([]string, 0, len(rows))
+	for _, r := range rows {
+		names = append(names, r.Name)
+	}
+	slices.Sort(names)
+	l, _ := memgraph.LeaderOf(rows)
+	m, _ := memgraph.MainOf(rows)
+	return fmt.Sprintf("%q leader=%q main=%q", names, l.Name, m.Name)
+}
+
 type leaderConn struct {
 	name string
 	sess memgraph.Session
@@ -129,6 +160,7 @@ type leaderConn struct {
 // discovery holds the sessions a pass opened; close releases them.
 type discovery struct {
 	sessions        []memgraph.Session
+	views           []View
 	reason, message string
 }
 
@@ -148,6 +180,7 @@ func discover(ctx context.Context, d memgraph.Dialer, want Desired) (*leaderConn
 	slices.SortStableFunc(coords, func(a, b planner.Coordinator) int { return a.ID - b.ID })
 	f := &discovery{sessions: make([]memgraph.Session, len(coords))}
 	views := make([]View, len(coords))
+	f.views = views
 	var wg sync.WaitGroup
 	for i, c := range coords {
 		if c.Name == "" {

@@ -2,6 +2,7 @@ package registration
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
@@ -74,5 +75,50 @@ func TestPickLeader(t *testing.T) {
 				t.Errorf("BoltServer %q", ch.BoltServer)
 			}
 		})
+	}
+}
+
+// TestBehind: a follower is behind when it does not answer or its own view lists other
+// members, another leader or another MAIN; health and last response do not count.
+func TestBehind(t *testing.T) {
+	coord := func(id int) planner.Coordinator {
+		return planner.Coordinator{ID: id, Name: memgraph.CoordinatorName(id)}
+	}
+	rows := func(leader int, main string, data ...string) []memgraph.Instance {
+		var out []memgraph.Instance
+		for id := 1; id <= 3; id++ {
+			role := memgraph.RoleFollower
+			if id == leader {
+				role = memgraph.RoleLeader
+			}
+			out = append(out, memgraph.Instance{Name: memgraph.CoordinatorName(id), CoordinatorServer: "x", Role: role, Health: "up"})
+		}
+		for _, d := range data {
+			role := memgraph.RoleReplica
+			if d == main {
+				role = memgraph.RoleMain
+			}
+			out = append(out, memgraph.Instance{Name: d, Role: role, Health: "up"})
+		}
+		return out
+	}
+	leader := rows(1, "d_0", "d_0", "d_1")
+	stale := rows(1, "d_0", "d_0", "d_1")
+	stale[3].Health, stale[3].LastResponseMS = "down", 9000 // a reader's own health view
+	for _, tc := range []struct {
+		name  string
+		views []View
+		want  []string
+	}{
+		{"all agree", []View{{Coordinator: coord(1), Rows: leader}, {Coordinator: coord(2), Rows: leader}, {Coordinator: coord(3), Rows: stale}}, nil},
+		{"one does not answer", []View{{Coordinator: coord(1), Rows: leader}, {Coordinator: coord(2), Err: errors.New("refused")}, {Coordinator: coord(3), Rows: leader}}, []string{"coordinator_2"}},
+		{"one misses a member", []View{{Coordinator: coord(1), Rows: leader}, {Coordinator: coord(2), Rows: rows(1, "d_0", "d_0")}, {Coordinator: coord(3), Rows: leader}}, []string{"coordinator_2"}},
+		{"one names an old MAIN", []View{{Coordinator: coord(1), Rows: leader}, {Coordinator: coord(2), Rows: leader}, {Coordinator: coord(3), Rows: rows(1, "d_1", "d_0", "d_1")}}, []string{"coordinator_3"}},
+		{"one names another leader", []View{{Coordinator: coord(1), Rows: leader}, {Coordinator: coord(2), Rows: rows(2, "d_0", "d_0", "d_1")}, {Coordinator: coord(3), Rows: leader}}, []string{"coordinator_2"}},
+		{"the leader's own view is not compared", []View{{Coordinator: coord(1), Err: errors.New("x")}, {Coordinator: coord(2), Rows: leader}}, nil},
+	} {
+		if got := Behind(tc.views, "coordinator_1", leader); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Behind %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -75,6 +75,9 @@ type Outcome struct {
 	// Lag is SHOW REPLICATION LAG as read at the start of the pass: when a MAIN had to
 	// move, or Desired.ReadLag asked; nil otherwise or when the leader could not serve it.
 	Lag []memgraph.Lag
+	// CoordinatorsBehind are the declared coordinators whose own SHOW INSTANCES, read at
+	// the start of the pass, did not match the leader's (see Behind); nil when all did.
+	CoordinatorsBehind []string
 }
 
 // Reconcile runs one registration pass.
@@ -94,6 +97,7 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 	}
 	out.Leader = ldr.name
 	out.Instances = ldr.rows
+	out.CoordinatorsBehind = Behind(found.views, ldr.name, ldr.rows)
 	seen := planner.Observed{Leader: ldr.name, Instances: ldr.rows}
 	if planner.NeedsLag(want, ldr.rows) || want.ReadLag {
 		lag, err := ldr.sess.ReplicationLag(ctx)

@@ -173,13 +173,22 @@ func TestBootstrap3Plus2(t *testing.T) {
 	if out.Leader != "coordinator_1" || out.Main != "d_0" || out.Reason != "" {
 		t.Errorf("Leader %q Main %q Reason %q; want coordinator_1, d_0, converged", out.Leader, out.Main, out.Reason)
 	}
-	// Steady state: a resync writes nothing.
+	// Steady state: a resync writes nothing, and the followers' own views match the
+	// leader's once they have applied its log.
+	passUntil(t, ctx, cl.Desired(nil, nil), func(o registration.Outcome) bool { return len(o.CoordinatorsBehind) == 0 })
 	for i := 0; i < 3; i++ {
 		again, err := registration.Reconcile(ctx, dialer, cl.Desired(nil, nil))
-		if err != nil || !again.Converged || len(again.Executed) != 0 {
-			t.Fatalf("resync %d: %+v %v; want converged with no write", i, again, err)
+		if err != nil || !again.Converged || len(again.Executed) != 0 || len(again.CoordinatorsBehind) != 0 {
+			t.Fatalf("resync %d: %+v %v; want converged with no write and no coordinator behind", i, again, err)
 		}
 	}
+	// A follower stopped is behind; back, it catches up.
+	cl.Stop(cl.Coordinators[3])
+	if out, err := registration.Reconcile(ctx, dialer, cl.Desired(nil, nil)); err != nil || !slices.Equal(out.CoordinatorsBehind, []string{"coordinator_3"}) {
+		t.Errorf("with coordinator_3 stopped: behind %v (%v), want coordinator_3", out.CoordinatorsBehind, err)
+	}
+	cl.Restart(cl.Coordinators[3])
+	passUntil(t, ctx, cl.Desired(nil, nil), func(o registration.Outcome) bool { return o.Converged && len(o.CoordinatorsBehind) == 0 })
 	assertOneMainAtATime(t, cl)
 }
 
