@@ -1,7 +1,6 @@
 package memgraphsim
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -356,7 +355,7 @@ func (d *dataInstance) replicateAuth(epoch uint64, links []*replicaLink) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := call(context.Background(), l.spec.ReplicationServer, request{Op: "auth", Epoch: epoch, Auth: &snap}, d.opts.ReplicationTimeout)
+			resp, err := d.callReplica(l.spec, request{Op: "auth", Epoch: epoch, Auth: &snap})
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			if err != nil {

@@ -3,7 +3,6 @@ package memgraphsim
 import (
 	"context"
 	"fmt"
-	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,7 +79,7 @@ func (c *coordinator) exec(cmd Command, text string) ([][]any, error) {
 			return c.showInstancesAsLeader(), nil
 		}
 		if meta, ok := c.leaderMeta(); ok && meta.ManagementServer != "" {
-			resp, err := call(context.Background(), meta.ManagementServer, request{Op: "show-instances"}, 2*time.Second)
+			resp, err := c.opts.call(context.Background(), meta.ManagementServer, request{Op: "show-instances"}, 2*time.Second)
 			if err == nil {
 				return fixRows(resp.Rows), nil
 			}
@@ -94,7 +93,7 @@ func (c *coordinator) exec(cmd Command, text string) ([][]any, error) {
 	if !ok || meta.ManagementServer == "" {
 		return nil, failure("Couldn't run %s since coordinator %d is not a leader and knows no leader to forward it to!", cmd.Verb(), c.id)
 	}
-	resp, err := call(context.Background(), meta.ManagementServer, request{Op: "exec", Query: text}, 30*time.Second)
+	resp, err := c.opts.call(context.Background(), meta.ManagementServer, request{Op: "exec", Query: text}, 30*time.Second)
 	if err != nil {
 		c.log.Info("Forwarded request failed", "query", cmd.Verb(), "error", err)
 		return nil, failure(ErrForwardFailed)
@@ -163,7 +162,7 @@ func (c *coordinator) leaderExec(cmd Command) ([][]any, error) {
 			return nil, failure("%s", errAlreadyReplica(cmd.Name))
 		}
 		req := request{Op: "demote", Name: inst.Name, Epoch: st.Epoch, ReplicationServer: inst.ReplicationServer}
-		if _, err := call(context.Background(), inst.ManagementServer, req, c.opts.ReplicationTimeout); err != nil {
+		if _, err := c.opts.call(context.Background(), inst.ManagementServer, req, c.opts.ReplicationTimeout); err != nil {
 			return nil, failure("Instance %s failed to demote to replica.", cmd.Name)
 		}
 		return nil, c.apply(fsmCommand{Op: "demote", Name: cmd.Name})
@@ -225,7 +224,7 @@ func (c *coordinator) addCoordinator(st clusterState, cmd Command) error {
 	if !member {
 		// hashicorp/raft adds a voter at once, so an unreachable one would cost the
 		// cluster its quorum until it appears: refuse it up front.
-		conn, err := net.DialTimeout("tcp", meta.CoordinatorServer, 2*time.Second)
+		conn, err := c.opts.dial(context.Background(), meta.CoordinatorServer, 2*time.Second)
 		if err != nil {
 			return failure("Couldn't add coordinator %d since its coordinator server %s is unreachable!", cmd.ID, meta.CoordinatorServer)
 		}
@@ -282,7 +281,7 @@ func (c *coordinator) register(st clusterState, cmd Command) error {
 		}
 	}
 	req := request{Op: "demote", Name: inst.Name, Epoch: st.Epoch, ReplicationServer: inst.ReplicationServer}
-	resp, err := call(context.Background(), inst.ManagementServer, req, c.opts.ReplicationTimeout)
+	resp, err := c.opts.call(context.Background(), inst.ManagementServer, req, c.opts.ReplicationTimeout)
 	if err != nil {
 		c.log.Warn("Register: demote failed", "instance", inst.Name, "error", err)
 		return failure(ErrRegisterDemoteFailed)
@@ -325,7 +324,7 @@ func (c *coordinator) replicationLag(st clusterState) ([][]any, error) {
 	if !ok {
 		return nil, failure("Can't show replication lag since there is no main instance in the cluster!")
 	}
-	resp, err := call(context.Background(), inst.ManagementServer, request{Op: "lag"}, c.checkTimeout())
+	resp, err := c.opts.call(context.Background(), inst.ManagementServer, request{Op: "lag"}, c.checkTimeout())
 	if err != nil {
 		return nil, failure("Can't show replication lag since the main instance %s did not answer!", inst.Name)
 	}

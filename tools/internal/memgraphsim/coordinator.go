@@ -61,10 +61,11 @@ type coordinator struct {
 
 // streamLayer is the Raft transport's TCP layer: it binds the local address but
 // advertises the coordinator's hostname, so the Raft configuration holds the names
-// ADD COORDINATOR used, as Memgraph's does.
+// ADD COORDINATOR used, as Memgraph's does; it dials those names through the address map.
 type streamLayer struct {
 	net.Listener
 	advertise hostAddr
+	opts      Options
 }
 
 type hostAddr string
@@ -75,7 +76,7 @@ func (h hostAddr) String() string { return string(h) }
 func (s *streamLayer) Addr() net.Addr { return s.advertise }
 
 func (s *streamLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(a), timeout)
+	return s.opts.dial(context.Background(), string(a), timeout)
 }
 
 func newCoordinator(opts Options, ilog *invariantLog, log *slog.Logger) (*coordinator, error) {
@@ -101,7 +102,7 @@ func newCoordinator(opts Options, ilog *invariantLog, log *slog.Logger) (*coordi
 	if err != nil {
 		return nil, fmt.Errorf("coordinator server: %w", err)
 	}
-	c.transport = raft.NewNetworkTransport(&streamLayer{Listener: ln, advertise: hostAddr(opts.CoordinatorServer())}, 3, 5*time.Second, raftLog)
+	c.transport = raft.NewNetworkTransport(&streamLayer{Listener: ln, advertise: hostAddr(opts.CoordinatorServer()), opts: opts}, 3, 5*time.Second, raftLog)
 
 	cfg := raft.DefaultConfig()
 	cfg.LocalID = raft.ServerID(strconv.Itoa(c.id))
@@ -253,7 +254,7 @@ func (c *coordinator) checkHealth() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := call(context.Background(), inst.ManagementServer, request{Op: "health"}, c.checkTimeout())
+			resp, err := c.opts.call(context.Background(), inst.ManagementServer, request{Op: "health"}, c.checkTimeout())
 			now := time.Now()
 			c.hmu.Lock()
 			defer c.hmu.Unlock()
@@ -283,10 +284,10 @@ func (c *coordinator) checkHealth() {
 			defer wg.Done()
 			var err error
 			if meta.ManagementServer != "" {
-				_, err = call(context.Background(), meta.ManagementServer, request{Op: "health"}, c.checkTimeout())
+				_, err = c.opts.call(context.Background(), meta.ManagementServer, request{Op: "health"}, c.checkTimeout())
 			} else {
 				var conn net.Conn
-				if conn, err = net.DialTimeout("tcp", meta.CoordinatorServer, c.checkTimeout()); err == nil {
+				if conn, err = c.opts.dial(context.Background(), meta.CoordinatorServer, c.checkTimeout()); err == nil {
 					_ = conn.Close()
 				}
 			}
@@ -363,7 +364,7 @@ func (c *coordinator) reconcileLocked() {
 			continue
 		}
 		req := request{Op: "demote", Name: inst.Name, Epoch: st.Epoch, ReplicationServer: inst.ReplicationServer}
-		if _, err := call(context.Background(), inst.ManagementServer, req, c.checkTimeout()); err != nil {
+		if _, err := c.opts.call(context.Background(), inst.ManagementServer, req, c.checkTimeout()); err != nil {
 			c.log.Warn("Demote failed", "instance", inst.Name, "error", err)
 			continue
 		}
@@ -415,7 +416,7 @@ func (c *coordinator) ensureMainLocked(st clusterState, h instHealth) {
 
 func (c *coordinator) promote(inst dataMeta, epoch uint64, specs []replicaSpec) error {
 	req := request{Op: "promote", Name: inst.Name, Epoch: epoch, Replicas: specs}
-	resp, err := call(context.Background(), inst.ManagementServer, req, c.opts.ReplicationTimeout)
+	resp, err := c.opts.call(context.Background(), inst.ManagementServer, req, c.opts.ReplicationTimeout)
 	if err != nil {
 		return err
 	}
@@ -427,36 +428,72 @@ func (c *coordinator) promote(inst dataMeta, epoch uint64, specs []replicaSpec) 
 	return nil
 }
 
-// failoverLocked records the most up-to-date alive replica as MAIN (SYNC and STRICT_SYNC
-// replicas first; ASYNC only when no other is alive) and promotes it.
+// failoverCandidate is a replica as failover weighs it.
+type failoverCandidate struct {
+	inst      dataMeta
+	committed uint64
+}
+
+// moreUpToDate orders failover candidates: SYNC and STRICT_SYNC before ASYNC, then the
+// higher commit count, then, of equals, the smaller name in byte order (Memgraph collects
+// the candidates in a std::map keyed by name and keeps the first of equals).
+func (a failoverCandidate) moreUpToDate(b failoverCandidate) bool {
+	if aa, ba := a.inst.Mode == "async", b.inst.Mode == "async"; aa != ba {
+		return ba
+	}
+	if a.committed != b.committed {
+		return a.committed > b.committed
+	}
+	return a.inst.Name < b.inst.Name
+}
+
+// failoverLocked records the most up-to-date alive replica as MAIN and promotes it. As
+// Memgraph's coordinator does (GetInstanceForFailover), it asks every replica it counts
+// alive for its commit count at this moment rather than trusting the last health check,
+// and leaves out one that does not answer; moreUpToDate then picks (ASYNC replicas only
+// when no SYNC or STRICT_SYNC one answered).
 func (c *coordinator) failoverLocked(st clusterState) error {
-	var best *dataMeta
-	var bestH instHealth
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		cands []failoverCandidate
+	)
 	for _, inst := range st.Instances {
 		if inst.Name == st.Main {
 			continue
 		}
-		h, up := c.alive(inst.Name)
-		if !up {
+		if _, up := c.alive(inst.Name); !up {
 			continue
 		}
-		better := best == nil ||
-			(best.Mode == "async" && inst.Mode != "async") ||
-			((best.Mode == "async") == (inst.Mode == "async") && h.committed > bestH.committed)
-		if better {
-			inst := inst
-			best, bestH = &inst, h
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := c.opts.call(context.Background(), inst.ManagementServer, request{Op: "health"}, c.checkTimeout())
+			if err != nil {
+				c.log.Warn("Failover: replica did not report its commit count; left out", "instance", inst.Name, "error", err)
+				return
+			}
+			mu.Lock()
+			cands = append(cands, failoverCandidate{inst: inst, committed: resp.Committed})
+			mu.Unlock()
+		}()
 	}
-	if best == nil {
+	wg.Wait()
+	if len(cands) == 0 {
 		return errors.New("no alive replica to fail over to")
 	}
+	best := cands[0]
+	for _, cand := range cands[1:] {
+		if cand.moreUpToDate(best) {
+			best = cand
+		}
+	}
 	epoch := st.Epoch + 1
-	if err := c.apply(fsmCommand{Op: "set_main", Name: best.Name, Epoch: epoch}); err != nil {
+	if err := c.apply(fsmCommand{Op: "set_main", Name: best.inst.Name, Epoch: epoch}); err != nil {
 		return err
 	}
-	c.log.Info("Failover", "from", st.Main, "to", best.Name, "epoch", epoch)
-	return c.promote(*best, epoch, replicaSpecs(c.fsm.state(), best.Name))
+	c.log.Info("Failover", "from", st.Main, "to", best.inst.Name, "committed", best.committed, "candidates", len(cands), "epoch", epoch)
+	return c.promote(best.inst, epoch, replicaSpecs(c.fsm.state(), best.inst.Name))
 }
 
 // apply proposes one command and waits for it to commit.

@@ -64,7 +64,15 @@ type dataInstance struct {
 	mgmt    *rpcServer
 	stop    chan struct{}
 	wg      sync.WaitGroup
+
+	// paused names the replicas this instance, as MAIN, sends nothing to (the
+	// PauseReplicationTo fault knob); its own mutex, as it is read under a link's.
+	pauseMu sync.Mutex
+	paused  map[string]bool
 }
+
+// errReplicationPaused is what a send to a paused replica fails with.
+var errReplicationPaused = errors.New("replication to this replica is paused (MEMGRAPH_SIM_PAUSE_REPLICATION_TO)")
 
 // replicaLink is a MAIN's view of one replica.
 type replicaLink struct {
@@ -94,6 +102,7 @@ func newDataInstance(opts Options, ilog *invariantLog, log *slog.Logger) (*dataI
 	}
 	d := &dataInstance{opts: opts, store: store, auth: auth, ilog: ilog, log: log, links: map[string]*replicaLink{},
 		st: replState{Role: RoleMain}, writable: true, stop: make(chan struct{})}
+	d.pauseReplicationTo(opts.PauseReplicationTo...)
 	if opts.RestoreReplication {
 		var st replState
 		switch err := readJSON(filepath.Join(opts.DataDirectory, replStateFile), &st); {
@@ -153,9 +162,10 @@ func (d *dataInstance) close() {
 }
 
 // listenReplicationLocked starts the replication server on the port of addr (the host is
-// always this process's bind host: addr is how others reach it, not what it binds).
+// always this process's bind host: addr is how others reach it, not what it binds). With
+// an address map the port is that of addr's mapping, where the MAIN's dials arrive.
 func (d *dataInstance) listenReplicationLocked(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
+	_, port, err := net.SplitHostPort(d.opts.AddressMap.Resolve(addr))
 	if err != nil {
 		return fmt.Errorf("replication server %q: %w", addr, err)
 	}
@@ -343,15 +353,39 @@ func (d *dataInstance) handleReplication(req request) response {
 	return response{Error: "unknown replication operation " + req.Op}
 }
 
+// pauseReplicationTo replaces the set of replicas (by registered name) this instance, as
+// MAIN, sends nothing to: no transaction, snapshot or users, not even the STRICT_SYNC
+// reachability check, so SYNC writes are answered as if the replica were unreachable and
+// the replica stays behind until the pause ends. Tests call it to change the knob at run
+// time; a process takes it from MEMGRAPH_SIM_PAUSE_REPLICATION_TO at start.
+func (d *dataInstance) pauseReplicationTo(names ...string) {
+	d.pauseMu.Lock()
+	defer d.pauseMu.Unlock()
+	d.paused = map[string]bool{}
+	for _, n := range names {
+		d.paused[n] = true
+	}
+}
+
+// callReplica sends one replication request to a replica, unless replication to it is
+// paused.
+func (d *dataInstance) callReplica(spec replicaSpec, req request) (response, error) {
+	d.pauseMu.Lock()
+	paused := d.paused[spec.Name]
+	d.pauseMu.Unlock()
+	if paused {
+		return response{}, errReplicationPaused
+	}
+	return d.opts.call(context.Background(), spec.ReplicationServer, req, d.opts.ReplicationTimeout)
+}
+
 // send brings one replica up to date with the MAIN: the new transaction when the replica
 // holds everything before it, else a snapshot.
 func (d *dataInstance) send(l *replicaLink, epoch, prev uint64, nodes []StoredNode) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ctx := context.Background()
-	timeout := d.opts.ReplicationTimeout
 	if l.synced && nodes != nil {
-		resp, err := call(ctx, l.spec.ReplicationServer, request{Op: "append", Epoch: epoch, Prev: prev, Nodes: nodes}, timeout)
+		resp, err := d.callReplica(l.spec, request{Op: "append", Epoch: epoch, Prev: prev, Nodes: nodes})
 		if err != nil {
 			l.synced, l.failedAt = false, time.Now()
 			return err
@@ -362,7 +396,7 @@ func (d *dataInstance) send(l *replicaLink, epoch, prev uint64, nodes []StoredNo
 		}
 	}
 	g := d.store.Snapshot()
-	resp, err := call(ctx, l.spec.ReplicationServer, request{Op: "snapshot", Epoch: epoch, Graph: &g}, timeout)
+	resp, err := d.callReplica(l.spec, request{Op: "snapshot", Epoch: epoch, Graph: &g})
 	if err != nil {
 		l.synced, l.failedAt = false, time.Now()
 		return err
@@ -427,7 +461,7 @@ func (d *dataInstance) commit(patterns []NodePattern) ([]StoredNode, error) {
 		if l.spec.Mode != "strict_sync" {
 			continue
 		}
-		if _, err := call(context.Background(), l.spec.ReplicationServer, request{Op: "ping", Epoch: epoch}, d.opts.ReplicationTimeout); err != nil {
+		if _, err := d.callReplica(l.spec, request{Op: "ping", Epoch: epoch}); err != nil {
 			return nil, failure(ErrStrictSyncReplica)
 		}
 	}

@@ -42,6 +42,13 @@ type Options struct {
 	RaftHeartbeat      time.Duration // follower timeout before an election; Memgraph: 1 s heartbeat
 	RaftElection       time.Duration // election timeout (randomised up to 2x by hashicorp/raft)
 	ReplicationTimeout time.Duration // how long a SYNC write waits for a replica's ack
+	// PauseReplicationTo names registered replicas this data instance, while MAIN, sends
+	// nothing to (MEMGRAPH_SIM_PAUSE_REPLICATION_TO, comma-separated): a fault knob that
+	// keeps a replica behind (its replication link cut, its management port still up).
+	PauseReplicationTo []string
+	// AddressMap redirects every dial of a peer (MEMGRAPH_SIM_ADDRESS_MAP, addrmap.go); a
+	// replica also binds the port its replication address maps to.
+	AddressMap AddressMap
 
 	// User and Password (MEMGRAPH_USER, MEMGRAPH_PASSWORD) create a data instance's first
 	// user when its auth store in the data directory holds none; later starts ignore them.
@@ -152,6 +159,14 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 	}
 	if o.ReplicationTimeout, err = durationEnv(getenv, "MEMGRAPH_SIM_REPLICATION_TIMEOUT", 2*time.Second); err != nil {
 		return o, warnings, err
+	}
+	for _, name := range strings.Split(getenv("MEMGRAPH_SIM_PAUSE_REPLICATION_TO"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			o.PauseReplicationTo = append(o.PauseReplicationTo, name)
+		}
+	}
+	if o.AddressMap, err = ParseAddressMap(getenv("MEMGRAPH_SIM_ADDRESS_MAP")); err != nil {
+		return o, warnings, fmt.Errorf("MEMGRAPH_SIM_ADDRESS_MAP: %w", err)
 	}
 	return o, warnings, o.validate()
 }

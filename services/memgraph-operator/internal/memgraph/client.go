@@ -51,6 +51,11 @@ type Options struct {
 	// server's certificate against these PEM certificates and the host it dials (the
 	// pod's DNS name). Empty dials plain bolt://.
 	CA []byte
+	// Resolve, when set, maps each "host:port" to the address that is dialled instead (nil
+	// dials as is). It is for tests that run every member on loopback ports behind the
+	// DNS names the operator registers; the name given to Dial stays the host a
+	// certificate must name, the Session's Addr and the one errors report.
+	Resolve func(addr string) string
 }
 
 // DefaultTimeout keeps a pass short when an instance hangs: admin commands are small.
@@ -88,6 +93,33 @@ func (d boltDialer) tlsConfig() *tls.Config {
 	return &tls.Config{RootCAs: d.roots, MinVersion: tls.VersionTLS12}
 }
 
+// target is where addr is dialled: through Options.Resolve when set.
+func (d boltDialer) target(addr string) string {
+	if d.opts.Resolve == nil {
+		return addr
+	}
+	return d.opts.Resolve(addr)
+}
+
+// verifyingAs is tlsConfig for a connection dialled elsewhere than host (Resolve): the
+// driver always verifies against the host it dials, so it is told not to (bolt+ssc) and
+// VerifyConnection checks the chain against these roots and host, as bolt+s would.
+func (d boltDialer) verifyingAs(host string) *tls.Config {
+	cfg := d.tlsConfig()
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("the server sent no certificate")
+		}
+		opts := x509.VerifyOptions{Roots: d.roots, DNSName: host, Intermediates: x509.NewCertPool()}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		_, err := cs.PeerCertificates[0].Verify(opts)
+		return err
+	}
+	return cfg
+}
+
 func (d boltDialer) Dial(ctx context.Context, boltAddr string) (Session, error) {
 	if d.caErr != nil {
 		return nil, &Error{Kind: KindTLS, Addr: boltAddr, Err: d.caErr}
@@ -97,12 +129,22 @@ func (d boltDialer) Dial(ctx context.Context, boltAddr string) (Session, error) 
 		auth = neo4j.BasicAuth(d.opts.Username, d.opts.Password, "")
 	}
 	timeout := d.opts.Timeout
-	// bolt:// and bolt+s:// are direct connections: the driver never routes them elsewhere.
+	// bolt://, bolt+s:// and bolt+ssc:// are direct connections: the driver never routes
+	// them elsewhere.
 	scheme := "bolt://"
-	if d.roots != nil {
+	tlsCfg := d.tlsConfig()
+	target := d.target(boltAddr)
+	switch {
+	case d.roots == nil: // plain Bolt
+	case target == boltAddr:
 		scheme = "bolt+s://"
+	default:
+		// Dialled elsewhere than the name: the certificate is checked against the name.
+		scheme = "bolt+ssc://"
+		host, _, _ := net.SplitHostPort(boltAddr)
+		tlsCfg = d.verifyingAs(host)
 	}
-	drv, err := neo4j.NewDriverWithContext(scheme+boltAddr, auth, func(c *config.Config) {
+	drv, err := neo4j.NewDriverWithContext(scheme+target, auth, func(c *config.Config) {
 		c.UserAgent = d.opts.UserAgent
 		c.SocketConnectTimeout = timeout
 		c.ConnectionAcquisitionTimeout = timeout
@@ -110,7 +152,7 @@ func (d boltDialer) Dial(ctx context.Context, boltAddr string) (Session, error) 
 		c.MaxTransactionRetryTime = 0
 		c.TelemetryDisabled = true
 		if d.roots != nil {
-			c.TlsConfig = d.tlsConfig()
+			c.TlsConfig = tlsCfg
 		}
 	})
 	if err != nil {
@@ -147,7 +189,7 @@ func ServedCertificate(ctx context.Context, addr string, o Options) ([]byte, err
 	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	var nd net.Dialer
-	conn, err := nd.DialContext(ctx, "tcp", addr)
+	conn, err := nd.DialContext(ctx, "tcp", d.target(addr))
 	if err != nil {
 		return nil, &Error{Kind: KindUnreachable, Addr: addr, Err: err}
 	}
@@ -171,7 +213,7 @@ func (d boltDialer) handshake(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	var nd net.Dialer
-	conn, err := nd.DialContext(ctx, "tcp", addr)
+	conn, err := nd.DialContext(ctx, "tcp", d.target(addr))
 	if err != nil {
 		return nil
 	}

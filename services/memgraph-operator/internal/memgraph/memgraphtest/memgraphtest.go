@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -64,6 +65,11 @@ type Cluster struct {
 	// ExtraArgs are added to the flags of processes started from now on (e.g.
 	// --bolt-cert-file and --bolt-key-file from a CA's WriteFiles).
 	ExtraArgs []string
+	// Ports, when it holds a process's name, are the ports that process listens on, in
+	// place of free ones picked as it starts: a test that maps addresses for the
+	// simulator (MEMGRAPH_SIM_ADDRESS_MAP in ExtraEnv) must know every process's ports
+	// before the first one starts. ReservePorts picks them.
+	Ports map[string]Ports
 
 	mu           sync.Mutex
 	Coordinators map[int]*Process
@@ -79,6 +85,51 @@ func NewCluster(t testing.TB) *Cluster {
 	c.InvariantLog = filepath.Join(c.dir, "invariants.jsonl")
 	t.Cleanup(c.stopAll)
 	return c
+}
+
+// Ports are a process's listening ports: Bolt, management, and Peer, the coordinator
+// (Raft) port of a coordinator or the replication port of a data instance.
+type Ports struct{ Bolt, Mgmt, Peer int }
+
+// ReservePorts picks n sets of distinct free ports below the kernel's ephemeral range
+// (32768 up), for Cluster.Ports: they stay unbound until their process starts, maybe
+// minutes later, and an ephemeral port could meanwhile become the source port of one of
+// the many connections a test makes.
+func ReservePorts(t testing.TB, n int) []Ports {
+	t.Helper()
+	taken := map[int]bool{}
+	pick := func() int {
+		for range 1000 {
+			p := 20000 + rand.IntN(12000)
+			if taken[p] {
+				continue
+			}
+			l, err := net.Listen("tcp", hostPort(p))
+			if err != nil {
+				continue
+			}
+			_ = l.Close()
+			taken[p] = true
+			return p
+		}
+		t.Fatal("no free port in 20000-31999")
+		return 0
+	}
+	out := make([]Ports, n)
+	for i := range out {
+		out[i] = Ports{Bolt: pick(), Mgmt: pick(), Peer: pick()}
+	}
+	return out
+}
+
+// portsFor are the ports of the process named name: Cluster.Ports' or free ones.
+func (c *Cluster) portsFor(name string) Ports {
+	c.t.Helper()
+	if p, ok := c.Ports[name]; ok {
+		return p
+	}
+	free := freePorts(c.t, 3)
+	return Ports{Bolt: free[0], Mgmt: free[1], Peer: free[2]}
 }
 
 // Process is one simulator process.
@@ -112,12 +163,13 @@ func (p *Process) Running() bool {
 // StartCoordinator starts coordinator id.
 func (c *Cluster) StartCoordinator(id int) *Process {
 	c.t.Helper()
-	ports := freePorts(c.t, 3)
-	p := &Process{Name: memgraph.CoordinatorName(id), ID: id,
-		Bolt: hostPort(ports[0]), Mgmt: hostPort(ports[1]), Coord: hostPort(ports[2]),
+	name := memgraph.CoordinatorName(id)
+	ports := c.portsFor(name)
+	p := &Process{Name: name, ID: id,
+		Bolt: hostPort(ports.Bolt), Mgmt: hostPort(ports.Mgmt), Coord: hostPort(ports.Peer),
 		DataDir: filepath.Join(c.dir, fmt.Sprintf("coordinator-%d", id))}
-	p.args = []string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(ports[0]),
-		"--management-port=" + strconv.Itoa(ports[1]), "--coordinator-port=" + strconv.Itoa(ports[2]),
+	p.args = []string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(ports.Bolt),
+		"--management-port=" + strconv.Itoa(ports.Mgmt), "--coordinator-port=" + strconv.Itoa(ports.Peer),
 		"--coordinator-id=" + strconv.Itoa(id), "--coordinator-hostname=127.0.0.1",
 		"--instance-down-timeout-sec=" + strconv.Itoa(c.DownTimeoutSec),
 		"--experimental-enabled=high-availability", "--data-directory=" + p.DataDir,
@@ -132,11 +184,11 @@ func (c *Cluster) StartCoordinator(id int) *Process {
 // StartData starts a data instance (HA-managed: it has a management port).
 func (c *Cluster) StartData(name string) *Process {
 	c.t.Helper()
-	ports := freePorts(c.t, 3)
-	p := &Process{Name: name, Bolt: hostPort(ports[0]), Mgmt: hostPort(ports[1]), Repl: hostPort(ports[2]),
+	ports := c.portsFor(name)
+	p := &Process{Name: name, Bolt: hostPort(ports.Bolt), Mgmt: hostPort(ports.Mgmt), Repl: hostPort(ports.Peer),
 		DataDir: filepath.Join(c.dir, name)}
-	p.args = []string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(ports[0]),
-		"--management-port=" + strconv.Itoa(ports[1]), "--data-directory=" + p.DataDir,
+	p.args = []string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(ports.Bolt),
+		"--management-port=" + strconv.Itoa(ports.Mgmt), "--data-directory=" + p.DataDir,
 		"--sim-invariant-log=" + c.InvariantLog, "--also-log-to-stderr", "--log-level=INFO"}
 	c.mu.Lock()
 	c.Data[name] = p
