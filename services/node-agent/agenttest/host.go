@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -33,9 +34,11 @@ func (a *Agent) AttachLoop(size int64) string {
 		a.t.Fatalf("agenttest: losetup over %s (needs root and util-linux): %v: %s", name, err, out)
 	}
 	dev := strings.TrimSpace(string(out))
+	clearPartitions(a.t, dev)
 	a.loops = append(a.loops, dev)
 	a.t.Cleanup(func() {
 		UnmountUnder(a.t, a.Root)
+		clearPartitions(a.t, dev)
 		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
 			a.t.Errorf("agenttest: detaching %s: %v: %s", dev, err, out)
 		}
@@ -95,4 +98,18 @@ func Blkid(t testing.TB, dev string) map[string]string {
 		}
 	}
 	return kv
+}
+
+// clearPartitions drops the kernel's partitions of a loop device: those the agent added
+// with BLKPG outlive losetup --detach, and the next file attached to that loop device (in
+// this test or another, e.g. the local cluster's) would show them.
+func clearPartitions(t testing.TB, dev string) {
+	t.Helper()
+	parts, _ := filepath.Glob(filepath.Join("/sys/block", filepath.Base(dev), filepath.Base(dev)+"p*"))
+	if len(parts) == 0 {
+		return
+	}
+	if out, err := exec.Command("partx", "--delete", dev).CombinedOutput(); err != nil {
+		t.Errorf("agenttest: dropping the partitions %v of %s: %v: %s", parts, dev, err, out)
+	}
 }

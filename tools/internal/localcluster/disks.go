@@ -59,7 +59,11 @@ func (o *Options) attachDisks() (map[string][]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("losetup --find --show %s: %w: %s", file, err, strings.TrimSpace(string(out)))
 			}
-			attached[file] = strings.TrimSpace(string(out))
+			dev := strings.TrimSpace(string(out))
+			if err := clearPartitions(dev); err != nil {
+				return nil, err
+			}
+			attached[file] = dev
 		}
 	}
 	return NodeDisks(*o)
@@ -119,6 +123,9 @@ func (o *Options) detachDisks() error {
 	}
 	var errs []error
 	for file, dev := range attached {
+		if err := clearPartitions(dev); err != nil {
+			errs = append(errs, err)
+		}
 		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("losetup --detach %s (%s): %w: %s", dev, file, err, strings.TrimSpace(string(out))))
 		}
@@ -139,4 +146,19 @@ func (o *Options) runnerDisks(disks map[string][]string) (devices map[string][]s
 		vars[n.Name] = map[string]string{podrunner.NodeDevicesVar: allow}
 	}
 	return devices, vars
+}
+
+// clearPartitions drops the kernel's partitions of a loop device. Partitions added with
+// BLKPG (as the node agent adds them where the kernel does not read GPT itself) outlive
+// losetup --detach: the next file attached to that loop device would show them, and a node
+// agent would take its blank disk for a partitioned one.
+func clearPartitions(dev string) error {
+	parts, _ := filepath.Glob(filepath.Join("/sys/block", filepath.Base(dev), filepath.Base(dev)+"p*"))
+	if len(parts) == 0 {
+		return nil
+	}
+	if out, err := exec.Command("partx", "--delete", dev).CombinedOutput(); err != nil {
+		return fmt.Errorf("partx --delete %s (stale partitions %v): %w: %s", dev, parts, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -113,6 +114,10 @@ func (r *Runner) syncNodeDev(node string) error {
 			errs = append(errs, err)
 		}
 	}
+	keep[byPartUUIDTop] = true
+	if err := syncPartUUIDLinks(dir, wantedDevices(r.cfg.NodeDevices[node])); err != nil {
+		errs = append(errs, err)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
@@ -148,4 +153,79 @@ func (r *Runner) devicesLoop(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
+}
+
+// byPartUUIDTop and byPartUUID are where udev links a GPT partition by its partition GUID
+// (/dev/disk/by-partuuid/<guid>); a node's /dev gets the same links for its disks'
+// partitions, since no udev runs here. Volumes name raw partitions that way.
+const (
+	byPartUUIDTop = "disk"
+	byPartUUID    = "disk/by-partuuid"
+)
+
+// syncPartUUIDLinks makes dir/disk/by-partuuid hold one link per GPT partition among the
+// devices (../../<partition>, as udev makes it), named by the GUID blkid reads from the
+// partition table, and nothing else.
+func syncPartUUIDLinks(dir string, devices []string) error {
+	links := filepath.Join(dir, byPartUUID)
+	if err := os.MkdirAll(links, 0o755); err != nil {
+		return err
+	}
+	want := map[string]string{}
+	for _, d := range devices {
+		name := filepath.Base(d)
+		if !isPartition(name) {
+			continue
+		}
+		if uuid := partUUID(d); uuid != "" {
+			want[uuid] = "../../" + name
+		}
+	}
+	var errs []error
+	for uuid, target := range want {
+		p := filepath.Join(links, uuid)
+		if cur, err := os.Readlink(p); err == nil && cur == target {
+			continue
+		}
+		_ = os.Remove(p)
+		if err := os.Symlink(target, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	entries, err := os.ReadDir(links)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, e := range entries {
+		if _, ok := want[e.Name()]; !ok {
+			_ = os.Remove(filepath.Join(links, e.Name()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isPartition says whether a device name is a partition of a loop device (loop3p2).
+func isPartition(name string) bool {
+	i := strings.LastIndex(name, "p")
+	if i <= 0 || i == len(name)-1 || !strings.HasPrefix(name, "loop") {
+		return false
+	}
+	for _, c := range name[i+1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// partUUID is a partition's GPT partition GUID in lowercase, as udev names it; "" when
+// blkid finds none (an MBR table, or a partition being rewritten).
+func partUUID(dev string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "blkid", "-p", "-o", "value", "-s", "PART_ENTRY_UUID", dev).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSpace(string(out)))
 }

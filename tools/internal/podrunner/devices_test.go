@@ -1,6 +1,7 @@
 package podrunner
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -9,7 +10,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -21,7 +25,7 @@ func needRoot(t *testing.T, why string) {
 }
 
 // attachLoop attaches a sparse file to a free loop device and detaches it at cleanup.
-func attachLoop(t *testing.T) string {
+func attachLoop(t *testing.T, losetupArgs ...string) string {
 	t.Helper()
 	img := filepath.Join(t.TempDir(), "disk.img")
 	if err := os.WriteFile(img, nil, 0o600); err != nil {
@@ -30,12 +34,18 @@ func attachLoop(t *testing.T) string {
 	if err := os.Truncate(img, 64<<20); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
+	out, err := exec.Command("losetup", append(append([]string{"--find", "--show"}, losetupArgs...), img)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("losetup --find --show: %v: %s", err, out)
 	}
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() {
+		// Partitions added with BLKPG outlive the detach: drop them for the next user.
+		if parts, _ := filepath.Glob(filepath.Join("/sys/block", filepath.Base(dev), filepath.Base(dev)+"p*")); len(parts) > 0 {
+			if out, err := exec.Command("partx", "--delete", dev).CombinedOutput(); err != nil {
+				t.Errorf("partx --delete %s: %v: %s", dev, err, out)
+			}
+		}
 		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
 			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
 		}
@@ -79,7 +89,7 @@ func TestNodeDev(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	want := append(append([]string{}, basicDevices...), filepath.Base(dev), "fd", "stdin", "stdout", "stderr")
+	want := append(append([]string{}, basicDevices...), filepath.Base(dev), "fd", "stdin", "stdout", "stderr", "disk")
 	slices.Sort(names)
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
@@ -165,5 +175,79 @@ func TestHostPathPerNode(t *testing.T) {
 	r.cfg.NodeRootDir = ""
 	if got := r.hostPath("node-a", "/var/lib/x"); got != "/var/lib/x" {
 		t.Errorf("without NodeRootDir hostPath = %s, want the host's path", got)
+	}
+}
+
+// TestPartUUIDLinks: a node's /dev links its disks' GPT partitions by partition GUID under
+// disk/by-partuuid, as udev would, and a Block volume naming such a link resolves to the
+// node's device node of that partition.
+func TestPartUUIDLinks(t *testing.T) {
+	needRoot(t, "losetup, sfdisk and mknod")
+	dev := attachLoop(t, "--partscan")
+	cmd := exec.Command("sfdisk", "--quiet", dev)
+	cmd.Stdin = strings.NewReader("label: gpt\nsize=20MiB\nsize=20MiB\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sfdisk: %v: %s", err, out)
+	}
+	// This machine's kernel may not read GPT itself: add the partitions as the agent does
+	// (BLKPG, here through partx).
+	if out, err := exec.Command("partx", "--add", dev).CombinedOutput(); err != nil {
+		t.Fatalf("partx --add: %v: %s", err, out)
+	}
+	out, err := exec.Command("sfdisk", "--part-uuid", dev, "2").Output()
+	if err != nil {
+		t.Fatalf("sfdisk --part-uuid: %v", err)
+	}
+	uuid := strings.ToLower(strings.TrimSpace(string(out)))
+	part := dev + "p2"
+	for i := 0; i < 50; i++ {
+		if _, err := os.Stat(part); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	devDir := t.TempDir()
+	r := &Runner{cfg: Config{NodeDevDir: devDir, NodeDevices: map[string][]string{"node-a": {dev}}}, log: slog.Default()}
+	if err := r.syncNodeDev("node-a"); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(devDir, "node-a", "disk", "by-partuuid", uuid)
+	if got, err := os.Readlink(link); err != nil || got != "../../"+filepath.Base(part) {
+		t.Fatalf("link %s -> %q (%v), want ../../%s", link, got, err, filepath.Base(part))
+	}
+	entries, _ := os.ReadDir(filepath.Dir(link))
+	if len(entries) != 2 {
+		t.Errorf("%d links, want one per partition (2)", len(entries))
+	}
+	mode := corev1.PersistentVolumeBlock
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "raw"}, Spec: corev1.PersistentVolumeSpec{
+		VolumeMode:             &mode,
+		PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/dev/disk/by-partuuid/" + uuid}}}}
+	got, err := r.blockDevice("node-a", pv)
+	if err != nil || got != filepath.Join(devDir, "node-a", filepath.Base(part)) {
+		t.Fatalf("blockDevice = %q, %v; want node-a's %s", got, err, filepath.Base(part))
+	}
+	hr, _ := rdev(t, part)
+	if nr, _ := rdev(t, got); nr != hr {
+		t.Errorf("the node's %s has rdev %d, the host's %d", filepath.Base(part), nr, hr)
+	}
+	// A partition that is gone takes its link with it; the volume is not there yet.
+	if out, err := exec.Command("partx", "--delete", "--nr", "2", dev).CombinedOutput(); err != nil {
+		t.Fatalf("partx --delete: %v: %s", err, out)
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := os.Stat(part); os.IsNotExist(err) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := r.syncNodeDev("node-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("link of the deleted partition: %v", err)
+	}
+	if _, err := r.blockDevice("node-a", pv); !errors.Is(err, errNotYet) {
+		t.Errorf("blockDevice of a missing partition: %v, want errNotYet", err)
 	}
 }

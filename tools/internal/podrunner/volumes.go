@@ -46,11 +46,15 @@ func (w *podWorker) prepareVolumes(ctx context.Context, pod *corev1.Pod) (map[st
 		dir := filepath.Join(w.dir, "volumes", v.Name)
 		switch {
 		case v.PersistentVolumeClaim != nil:
-			path, err := w.r.claimPath(ctx, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+			path, block, err := w.r.claimPath(ctx, pod.Spec.NodeName, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
 			if err != nil {
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 			dir = path
+			if block {
+				// A raw block volume: the device itself, for the container's volumeDevices.
+				break
+			}
 			// Made like an emptyDir; an existing one is given to the fsGroup, as the kubelet
 			// gives a volume that supports ownership.
 			_, statErr := os.Stat(dir)
@@ -110,23 +114,53 @@ func (w *podWorker) prepareVolumes(ctx context.Context, pod *corev1.Pod) (map[st
 	return dirs, nil
 }
 
-func (r *Runner) claimPath(ctx context.Context, ns, claim string) (string, error) {
+// claimPath is where a bound claim's volume lives on the host: a directory, or for a
+// raw block volume (volumeMode Block, a local PV naming a device of the pod's node) that
+// node's device node, with block true.
+func (r *Runner) claimPath(ctx context.Context, node, ns, claim string) (path string, block bool, err error) {
 	pvc, err := r.cfg.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
-		return "", fmt.Errorf("claim %s is not bound: %w", claim, errNotYet)
+		return "", false, fmt.Errorf("claim %s is not bound: %w", claim, errNotYet)
 	}
 	pv, err := r.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	path := filepath.Join(r.cfg.StateDir, "..", "volumes", pv.Name)
+	if m := pv.Spec.VolumeMode; m != nil && *m == corev1.PersistentVolumeBlock {
+		dev, err := r.blockDevice(node, pv)
+		return dev, true, err
+	}
+	path = filepath.Join(r.cfg.StateDir, "..", "volumes", pv.Name)
 	if pv.Spec.HostPath != nil {
 		path = pv.Spec.HostPath.Path
 	}
-	return path, nil
+	return path, false, nil
+}
+
+// blockDevice resolves a Block volume's local path (e.g. /dev/disk/by-partuuid/<guid>) on
+// the node's /dev to the device node it names, as the kubelet maps a local block volume.
+func (r *Runner) blockDevice(node string, pv *corev1.PersistentVolume) (string, error) {
+	if pv.Spec.Local == nil || !under(filepath.Clean(pv.Spec.Local.Path), "/dev") || r.cfg.NodeDevDir == "" {
+		return "", fmt.Errorf("block volume %s: only local volumes naming a device under /dev of the node are supported", pv.Name)
+	}
+	link := r.hostPath(node, pv.Spec.Local.Path)
+	dev, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		// The node's /dev is brought up to date every second: a new partition's link may
+		// not be there yet.
+		return "", fmt.Errorf("block volume %s: %s: %w", pv.Name, pv.Spec.Local.Path, errors.Join(err, errNotYet))
+	}
+	if !under(dev, r.nodeDevDir(node)) {
+		return "", fmt.Errorf("block volume %s: %s leads out of the node's /dev (%s)", pv.Name, pv.Spec.Local.Path, dev)
+	}
+	st, err := os.Stat(dev)
+	if err != nil || st.Mode()&os.ModeDevice == 0 || st.Mode()&os.ModeCharDevice != 0 {
+		return "", fmt.Errorf("block volume %s: %s is not a block device", pv.Name, dev)
+	}
+	return dev, nil
 }
 
 func (r *Runner) configMapFiles(ctx context.Context, ns, name string, items []corev1.KeyToPath, opt *bool) (map[string]fileContent, error) {

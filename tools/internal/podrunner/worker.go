@@ -425,6 +425,21 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container) error {
 		}
 	}
 
+	// Raw block volumes: the node's device node bound at the device path, in the pod's
+	// namespace only (the empty file the bind covers is the host's mount point).
+	for _, d := range c.spec.VolumeDevices {
+		src, ok := vols[d.Name]
+		if !ok {
+			return fmt.Errorf("volume %s not found", d.Name)
+		}
+		if st, err := os.Stat(src); err != nil || st.Mode()&os.ModeDevice == 0 {
+			return fmt.Errorf("volumeDevice %s: %s is not a block volume", d.Name, src)
+		}
+		if err := add(src, d.DevicePath, false); err != nil {
+			return err
+		}
+	}
+
 	spec := execSpec{Hostname: podHostname(pod), Mounts: mounts, Argv: argv, Env: env, Dir: dir}
 	if user.UID != 0 || user.GID != 0 || len(user.Groups) > 0 || user.NoNewPrivs {
 		spec.User = &user
