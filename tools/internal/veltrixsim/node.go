@@ -51,6 +51,9 @@ type Node struct {
 	// uringBridge is INFO's uring_bridge (fixed at start); uringErr why it fell back.
 	uringBridge string
 	uringErr    error
+
+	// rawVLogs are the --raw-vlogs devices, open from open() on (see rawvlog.go).
+	rawVLogs atomic.Pointer[[]*rawVLog]
 }
 
 // NewNode checks cfg and returns a node ready to Run.
@@ -125,10 +128,17 @@ func (n *Node) Serve(ctx context.Context, textLn, httpLn net.Listener) error {
 		return ErrCrashedMidMove
 	}
 	cpErr := st.Checkpoint()
+	raw := n.openRawVLogs()
+	if cpErr == nil {
+		for _, v := range raw {
+			cpErr = errors.Join(cpErr, v.checkpoint())
+		}
+	}
 	if cpErr == nil {
 		live, _ := st.Len()
-		n.log.Info("Wrote the shutdown checkpoint", "keys", live)
+		n.log.Info("Wrote the shutdown checkpoint", "keys", live, "rawVLogs", len(raw))
 	}
+	closeRawVLogs(raw)
 	return errors.Join(err, cpErr, st.Close())
 }
 
@@ -141,8 +151,15 @@ func (n *Node) open(ctx context.Context) error {
 		case <-time.After(n.cfg.OpenDelay):
 		}
 	}
+	raw, err := openRawVLogs(n.cfg.RawVLogs, n.cfg.NodeID)
+	if err != nil {
+		return err
+	}
+	n.rawVLogs.Store(&raw)
 	st, err := OpenStore(n.cfg.DataDirs)
 	if err != nil {
+		closeRawVLogs(raw)
+		n.rawVLogs.Store(nil)
 		return err
 	}
 	view, err := n.initialView(st)
@@ -391,4 +408,12 @@ func mustJSON(v any) string {
 		return `{"error":"` + err.Error() + `"}`
 	}
 	return string(b)
+}
+
+// openRawVLogs are the raw VLog devices open() opened (none before).
+func (n *Node) openRawVLogs() []*rawVLog {
+	if p := n.rawVLogs.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

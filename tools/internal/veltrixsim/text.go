@@ -229,6 +229,7 @@ func (n *Node) InfoFields() map[string]string {
 		"data_dirs":          strconv.Itoa(len(n.cfg.DataDirs)),
 		"uring_bridge":       n.uringBridge,
 	}
+	f["raw_vlogs"], f["raw_vlog_checkpoints"] = rawVLogInfo(n.openRawVLogs())
 	active := 0
 	for _, m := range v.Members {
 		if m.State == StateActive {
