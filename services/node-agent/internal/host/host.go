@@ -496,7 +496,7 @@ func (h *Host) partitionSplit(ctx context.Context, d Disk, xfsPercent uint32, di
 		return "", "", fmt.Errorf("sfdisk %s: %w: %s", d.Path, err, strings.TrimSpace(stderr.String()))
 	}
 	p1, p2 := PartitionPath(d.Path, 1), PartitionPath(d.Path, 2)
-	if waitForNodes(ctx, 2*time.Second, p1, p2) {
+	if h.kernelReadsTable(d.Path) && waitForNodes(ctx, 2*time.Second, p1, p2) {
 		return p1, p2, nil
 	}
 	// The kernel did not parse the new table (no GPT support built in): tell it where the
@@ -514,6 +514,14 @@ func (h *Host) RegisterSplit(ctx context.Context, d Disk) error {
 	return h.withMedia(d, func() error {
 		return registerPartitions(ctx, d.Path, PartitionPath(d.Path, 1), PartitionPath(d.Path, 2))
 	})
+}
+
+// kernelReadsTable says whether the kernel may read a new partition table of dev itself:
+// never for a loop device attached without partscan (its sysfs loop/partscan is 0), whose
+// partitions are then registered at once instead of after a wait.
+func (h *Host) kernelReadsTable(dev string) bool {
+	b, err := os.ReadFile(filepath.Join(h.cfg.SysRoot, "block", filepath.Base(dev), "loop", "partscan"))
+	return err != nil || strings.TrimSpace(string(b)) != "0"
 }
 
 func registerPartitions(ctx context.Context, dev, p1, p2 string) error {

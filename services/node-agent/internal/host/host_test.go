@@ -146,3 +146,23 @@ func TestOpenBeneath(t *testing.T) {
 		unix.Close(fd)
 	}
 }
+
+// TestKernelReadsTable: a loop device attached without partscan never gets its partitions
+// from the kernel, so the agent registers them at once; any other device may.
+func TestKernelReadsTable(t *testing.T) {
+	sys := t.TempDir()
+	for name, partscan := range map[string]string{"loop3": "0\n", "loop4": "1\n"} {
+		if err := os.MkdirAll(filepath.Join(sys, "block", name, "loop"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sys, "block", name, "loop", "partscan"), []byte(partscan), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &Host{cfg: Config{SysRoot: sys}}
+	for dev, want := range map[string]bool{"/dev/loop3": false, "/dev/loop4": true, "/dev/nvme0n1": true} {
+		if got := h.kernelReadsTable(dev); got != want {
+			t.Errorf("kernelReadsTable(%s) = %v, want %v", dev, got, want)
+		}
+	}
+}
