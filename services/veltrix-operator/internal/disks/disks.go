@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
@@ -262,54 +263,66 @@ func (r Result) Usable(indexMapFallback bool) []NodeResult {
 	return out
 }
 
-// Prepare asks the agents of ordered nodes, one after another, until wanted nodes are
-// usable (or every node was asked): prepare the disks, then ensure vm.max_map_count. A node
-// failing is reported and the next one is tried, so one broken node does not hold up the
-// cluster while others have disks.
+// Prepare asks the agents of ordered nodes until wanted nodes are usable (or every node
+// was asked): prepare the disks, then ensure vm.max_map_count. Nodes are asked in batches
+// of as many as are still missing, a batch's agents at once (preparing a disk takes
+// seconds: partitioning, mkfs), the next batch only for the nodes that failed; so no more
+// nodes are prepared than the cluster needs, one broken node does not hold up the cluster
+// while others have disks, and ten nodes take about the time of one. Results are in the
+// order of ordered.
 func Prepare(ctx context.Context, agents Agents, c *veltrixv1.VeltrixCluster, ordered []string, pvRoot PVRoot, wanted int) Result {
 	res := Result{Wanted: wanted}
-	usable := 0
-	for _, node := range ordered {
-		if usable >= wanted {
-			break
+	usable, next := 0, 0
+	for usable < wanted && next < len(ordered) {
+		batch := ordered[next:min(next+wanted-usable, len(ordered))]
+		next += len(batch)
+		results := make([]NodeResult, len(batch))
+		var wg sync.WaitGroup
+		for i, node := range batch {
+			wg.Go(func() { results[i] = prepareNode(ctx, agents.Node(node), c, node, pvRoot(node)) })
 		}
-		req := PrepareRequest(c, pvRoot(node))
-		r := NodeResult{Node: node}
-		agent := agents.Node(node)
-		checked := false
-		if !c.Spec.IndexMapFallback {
-			// Without the map fallback a node whose vm.max_map_count stays low is not
-			// used: asked first, so that none of its disks is prepared for nothing. An
-			// agent that does not answer is asked again after PrepareDisks, as with the
-			// fallback, so that its condition says what is wrong with it.
-			low, p, _ := ensureMaxMapCount(ctx, agent)
-			if p == ProblemNone {
-				if low {
-					r.MaxMapCountLow = true
-					res.Nodes = append(res.Nodes, r)
-					continue
-				}
-				checked = true
+		wg.Wait()
+		for _, r := range results {
+			if r.Usable(c.Spec.IndexMapFallback) {
+				usable++
 			}
+			res.Nodes = append(res.Nodes, r)
 		}
-		resp, err := agent.PrepareDisks(ctx, req)
-		if err == nil {
-			r.Disks, err = FromAgent(node, resp.GetDisks())
-			if err != nil {
-				r.Problem, r.Message = ProblemAgentError, err.Error()
-			}
-		} else {
-			r.Problem, r.Message = Classify(err)
-		}
-		if r.Problem == ProblemNone && !checked {
-			r.MaxMapCountLow, r.SysctlProblem, r.SysctlMessage = ensureMaxMapCount(ctx, agent)
-		}
-		if r.Usable(c.Spec.IndexMapFallback) {
-			usable++
-		}
-		res.Nodes = append(res.Nodes, r)
 	}
 	return res
+}
+
+// prepareNode asks one node's agent for the cluster's disks and its vm.max_map_count.
+func prepareNode(ctx context.Context, agent Agent, c *veltrixv1.VeltrixCluster, node, pvRoot string) NodeResult {
+	r := NodeResult{Node: node}
+	checked := false
+	if !c.Spec.IndexMapFallback {
+		// Without the map fallback a node whose vm.max_map_count stays low is not used:
+		// asked first, so that none of its disks is prepared for nothing. An agent that
+		// does not answer is asked again after PrepareDisks, as with the fallback, so that
+		// its condition says what is wrong with it.
+		low, p, _ := ensureMaxMapCount(ctx, agent)
+		if p == ProblemNone {
+			if low {
+				r.MaxMapCountLow = true
+				return r
+			}
+			checked = true
+		}
+	}
+	resp, err := agent.PrepareDisks(ctx, PrepareRequest(c, pvRoot))
+	if err == nil {
+		r.Disks, err = FromAgent(node, resp.GetDisks())
+		if err != nil {
+			r.Problem, r.Message = ProblemAgentError, err.Error()
+		}
+	} else {
+		r.Problem, r.Message = Classify(err)
+	}
+	if r.Problem == ProblemNone && !checked {
+		r.MaxMapCountLow, r.SysctlProblem, r.SysctlMessage = ensureMaxMapCount(ctx, agent)
+	}
+	return r
 }
 
 // ensureMaxMapCount asks the agent to raise vm.max_map_count to the minimum. An agent that

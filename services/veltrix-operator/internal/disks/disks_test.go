@@ -1,10 +1,13 @@
 package disks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
@@ -162,5 +165,74 @@ func TestSamePVRoot(t *testing.T) {
 	}
 	if got := SamePVRoot("/srv/pv/$(NODE_NAME)")("n1"); got != "/srv/pv/n1" {
 		t.Errorf("per-node root %s", got)
+	}
+}
+
+// batchAgents answer PrepareDisks after a pause, failing for the nodes in fail, and record
+// who was asked and how many were asked at once.
+type batchAgents struct {
+	mu              sync.Mutex
+	fail            map[string]bool
+	asked           []string
+	now, mostAtOnce int
+}
+
+func (b *batchAgents) Node(name string) Agent { return batchAgent{b: b, node: name} }
+
+type batchAgent struct {
+	b    *batchAgents
+	node string
+}
+
+func (a batchAgent) PrepareDisks(context.Context, *nodeagentv1.PrepareDisksRequest) (*nodeagentv1.PrepareDisksResponse, error) {
+	a.b.mu.Lock()
+	a.b.asked = append(a.b.asked, a.node)
+	a.b.now++
+	a.b.mostAtOnce = max(a.b.mostAtOnce, a.b.now)
+	a.b.mu.Unlock()
+	time.Sleep(50 * time.Millisecond)
+	a.b.mu.Lock()
+	a.b.now--
+	a.b.mu.Unlock()
+	if a.b.fail[a.node] {
+		return nil, status.Error(codes.Unavailable, "down")
+	}
+	return &nodeagentv1.PrepareDisksResponse{Disks: []*nodeagentv1.PreparedDisk{{State: "ready", FilesystemUuid: "u-" + a.node, PvPath: "/pv/" + a.node}}}, nil
+}
+
+func (batchAgent) ReleaseDisks(context.Context, *nodeagentv1.ReleaseDisksRequest) (*nodeagentv1.ReleaseDisksResponse, error) {
+	return &nodeagentv1.ReleaseDisksResponse{}, nil
+}
+
+func (batchAgent) EnsureSysctl(_ context.Context, req *nodeagentv1.EnsureSysctlRequest) (*nodeagentv1.EnsureSysctlResponse, error) {
+	return &nodeagentv1.EnsureSysctlResponse{Status: &nodeagentv1.SysctlStatus{Name: req.GetName(), Value: req.GetMinimum(), Minimum: req.GetMinimum(), Met: true}}, nil
+}
+
+// TestPrepareInBatches: the nodes still missing are asked at once; a failed node is
+// replaced by the next in order, and no node beyond that is asked.
+func TestPrepareInBatches(t *testing.T) {
+	agents := &batchAgents{fail: map[string]bool{"n2": true}}
+	ordered := []string{"n1", "n2", "n3", "n4", "n5"}
+	res := Prepare(context.Background(), agents, cluster(), ordered, func(string) string { return "/pv" }, 3)
+	var got []string
+	for _, n := range res.Nodes {
+		got = append(got, n.Node)
+	}
+	if !slices.Equal(got, []string{"n1", "n2", "n3", "n4"}) {
+		t.Errorf("results for %v, want n1..n4 in order", got)
+	}
+	if u := res.Usable(false); len(u) != 3 || u[2].Node != "n4" {
+		t.Errorf("usable %v, want n1, n3, n4", u)
+	}
+	if res.Nodes[1].Problem != ProblemUnreachable {
+		t.Errorf("n2: %s, want %s", res.Nodes[1].Problem, ProblemUnreachable)
+	}
+	agents.mu.Lock()
+	defer agents.mu.Unlock()
+	if slices.Contains(agents.asked, "n5") || len(agents.asked) != 4 {
+		t.Errorf("asked %v: want n1..n4 once each, never n5", agents.asked)
+	}
+	if agents.mostAtOnce != 3 {
+		t.Errorf("%d agents asked at once, want the first batch of 3 together", agents.mostAtOnce)
 	}
 }
