@@ -11,7 +11,6 @@ import (
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // BenchmarkVeltrixTimeToReady measures the whole path from `kubectl apply` of the sample
@@ -75,13 +74,9 @@ func vxTimeToReady(ctx context.Context, b *testing.B, sample, name string, size 
 	}
 	var last string
 	err := pollEvery(ctx, 100*time.Millisecond, 10*time.Minute, func(ctx context.Context) (bool, error) {
-		u, err := env.dyn.Resource(vcGVR).Namespace(vxNamespace).Get(ctx, name, metav1.GetOptions{})
+		c, err := vxClusterNamed(ctx, name)
 		if err != nil {
 			return transient(err)
-		}
-		var c veltrixv1.VeltrixCluster
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-			return false, err
 		}
 		ready := meta.FindStatusCondition(c.Status.Conditions, veltrixv1.ConditionReady)
 		if ready != nil {

@@ -180,21 +180,23 @@ func TestVeltrixSample(t *testing.T) {
 		t.Errorf("reclaim policy Retain: %d volumes kept, want at least 3", kept)
 	}
 
-	// Reclaim policy Delete: a one-member cluster on the nodes' other loop devices; deleting
-	// it deletes its claims and volumes and releases (wipes) its disks through the agents.
+	// Reclaim policy Delete: a one-member cluster on the nodes' other loop devices, each
+	// split by the agent (the sample's rawVLog) into an XFS partition and a raw one, which
+	// the member gets as a Block volume named by partition GUID. Its raw VLog is its own
+	// after a restart. Deleting the cluster deletes its claims and volumes and
+	// releases (wipes) its disks through the agents.
 	doomed := strings.Replace(strings.Replace(vxSampleOf(t, sample), "name: "+vxName, "name: doomed", 1), "reclaimPolicy: Retain", "reclaimPolicy: Delete", 1)
 	doomed = strings.Replace(strings.Replace(doomed, "size: 3", "size: 1", 1), "replicationFactor: 3", "replicationFactor: 1", 1)
+	if !strings.Contains(doomed, "  rawVLog:\n    enabled: true") {
+		t.Fatal("the sample no longer enables rawVLog, which this step checks")
+	}
 	if out, err := kubectlStdin(ctx, doomed, "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	err = poll(ctx, t, "VeltrixCluster doomed Ready", 6*time.Minute, func(ctx context.Context) (bool, error) {
-		u, err := env.dyn.Resource(vcGVR).Namespace(vxNamespace).Get(ctx, "doomed", metav1.GetOptions{})
+		c, err := vxClusterNamed(ctx, "doomed")
 		if err != nil {
 			return transient(err)
-		}
-		var c veltrixv1.VeltrixCluster
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
-			return false, err
 		}
 		ready := meta.FindStatusCondition(c.Status.Conditions, veltrixv1.ConditionReady)
 		return ready != nil && ready.Status == metav1.ConditionTrue && c.Status.ReadyMembers == 1, nil
@@ -203,9 +205,21 @@ func TestVeltrixSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	selector := "veltrix.io/cluster=doomed,veltrix.io/namespace=" + vxNamespace
-	if pvs, err := env.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: selector}); err != nil || len(pvs.Items) == 0 {
+	pvs, err = env.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil || len(pvs.Items) == 0 {
 		t.Fatalf("doomed has no volumes: %v", err)
 	}
+	modes := map[corev1.PersistentVolumeMode]int{}
+	for _, pv := range pvs.Items {
+		modes[*pv.Spec.VolumeMode]++
+		if *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock && !strings.HasPrefix(pv.Spec.Local.Path, "/dev/disk/by-partuuid/") {
+			t.Errorf("Block volume %s at %s, want its partition GUID's path", pv.Name, pv.Spec.Local.Path)
+		}
+	}
+	if modes[corev1.PersistentVolumeFilesystem] != 1 || modes[corev1.PersistentVolumeBlock] != 1 {
+		t.Errorf("doomed's volumes by mode %v, want one Filesystem and one Block", modes)
+	}
+	vxRawVLogRestart(ctx, t, "doomed-0")
 	if out, err := kubectl(ctx, "delete", "vc", "doomed", "-n", vxNamespace, "--wait=true", "--timeout=3m"); err != nil {
 		ev, _ := kubectl(ctx, "get", "events", "-n", vxNamespace, "--field-selector", "involvedObject.name=doomed")
 		left, _ := kubectl(ctx, "get", "statefulsets,pods,pvc,pv", "-o", "wide", "-A")
@@ -227,6 +241,61 @@ func TestVeltrixSample(t *testing.T) {
 	}
 	if ev, err := kubectl(ctx, "get", "events", "-n", vxNamespace, "--field-selector", "involvedObject.name=doomed", "-o", "jsonpath={range .items[*]}{.reason} {end}"); err != nil || !strings.Contains(ev, "DisksReleased") {
 		t.Errorf("no DisksReleased event for doomed (%v): %s", err, ev)
+	}
+}
+
+// vxRawVLogRestart checks a rawVLog member: its raw VLog device is open (INFO raw_vlogs=1),
+// a key written survives the pod's deletion, and the restarted member finds its own raw
+// VLog again with the clean shutdown recorded on the device (raw_vlog_checkpoints=1).
+func vxRawVLogRestart(ctx context.Context, t *testing.T, pod string) {
+	t.Helper()
+	addr := func() string {
+		p, err := env.client.CoreV1().Pods(vxNamespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil || p.Status.PodIP == "" {
+			t.Fatalf("pod %s: %v", pod, err)
+		}
+		return net.JoinHostPort(p.Status.PodIP, "9000")
+	}
+	info := func(s *vxConn) map[string]string {
+		f := map[string]string{}
+		for _, kv := range strings.Fields(s.do(t, "INFO")) {
+			k, v, _ := strings.Cut(kv, "=")
+			f[k] = v
+		}
+		return f
+	}
+	s := vxSession(t, addr())
+	if f := info(s); f["raw_vlogs"] != "1" {
+		t.Errorf("INFO of %s: raw_vlogs=%q, want 1", pod, f["raw_vlogs"])
+	}
+	if got := s.do(t, "PUT raw-key raw-value"); got != "OK" {
+		t.Fatalf("PUT on %s: %s", pod, got)
+	}
+	s.close()
+	old, err := env.client.CoreV1().Pods(vxNamespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.client.CoreV1().Pods(vxNamespace).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = poll(ctx, t, pod+" back and ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := env.client.CoreV1().Pods(vxNamespace).Get(ctx, pod, metav1.GetOptions{})
+		if err != nil {
+			return transient(err)
+		}
+		return p.UID != old.UID && vxPodCondition(p, corev1.PodReady).Status == corev1.ConditionTrue, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = vxSession(t, addr())
+	defer s.close()
+	if f := info(s); f["raw_vlogs"] != "1" || f["raw_vlog_checkpoints"] != "1" {
+		t.Errorf("INFO of %s after its restart: raw_vlogs=%q raw_vlog_checkpoints=%q, want 1 and 1 (its own raw VLog, one clean shutdown)", pod, f["raw_vlogs"], f["raw_vlog_checkpoints"])
+	}
+	if got := s.do(t, "GET raw-key"); got != "raw-value" {
+		t.Errorf("GET raw-key on %s after its restart: %q", pod, got)
 	}
 }
 
@@ -398,7 +467,12 @@ func vxKillOperator(ctx context.Context, t *testing.T, leaving string) {
 }
 
 func vxCluster(ctx context.Context) (*veltrixv1.VeltrixCluster, error) {
-	u, err := env.dyn.Resource(vcGVR).Namespace(vxNamespace).Get(ctx, vxName, metav1.GetOptions{})
+	return vxClusterNamed(ctx, vxName)
+}
+
+// vxClusterNamed reads the VeltrixCluster of that name in the sample's namespace.
+func vxClusterNamed(ctx context.Context, name string) (*veltrixv1.VeltrixCluster, error) {
+	u, err := env.dyn.Resource(vcGVR).Namespace(vxNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
