@@ -41,6 +41,10 @@ const (
 	// ReasonRegistrationInProgress: registrations were issued this pass (bootstrap or a
 	// lost registration restored).
 	ReasonRegistrationInProgress = "RegistrationInProgress"
+	// ReasonMembersDown: declared members are registered but down in the leader's view
+	// (no health check answered): Converged waits for them, while Ready holds as long as a
+	// leader and a MAIN serve.
+	ReasonMembersDown = "MembersDown"
 	// ReasonUpdated: every pod runs the StatefulSets' current template.
 	ReasonUpdated = "Updated"
 	// ReasonUpdatePending: some pods run an older template (updates are OnDelete).

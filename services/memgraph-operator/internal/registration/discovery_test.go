@@ -122,3 +122,33 @@ func TestBehind(t *testing.T) {
 		}
 	}
 }
+
+// TestDownMembers: declared members the leader shows down, retiring and undeclared ones
+// aside.
+func TestDownMembers(t *testing.T) {
+	want := Desired{
+		Coordinators:         []planner.Coordinator{{ID: 1}, {ID: 2}, {ID: 3}},
+		Data:                 []planner.DataInstance{{Name: "d_0"}, {Name: "d_1"}, {Name: "d_2"}},
+		RetiringCoordinators: []int{3},
+		RetiringData:         []string{"d_2"},
+	}
+	row := func(name, health string, coordinator bool) memgraph.Instance {
+		r := memgraph.Instance{Name: name, Health: health, Role: memgraph.RoleReplica}
+		if coordinator {
+			r.Role, r.CoordinatorServer = memgraph.RoleFollower, "x"
+		}
+		return r
+	}
+	rows := []memgraph.Instance{
+		row("coordinator_1", memgraph.HealthUp, true), row("coordinator_2", memgraph.HealthDown, true),
+		row("coordinator_3", memgraph.HealthDown, true), row("coordinator_9", memgraph.HealthDown, true),
+		row("d_0", memgraph.HealthUp, false), row("d_1", memgraph.HealthDown, false),
+		row("d_2", memgraph.HealthDown, false), row("stray", memgraph.HealthDown, false),
+	}
+	if got := downMembers(want, rows); !slices.Equal(got, []string{"coordinator_2", "d_1"}) {
+		t.Errorf("downMembers %v, want coordinator_2 and d_1", got)
+	}
+	if got := downMembers(want, rows[:1]); got != nil {
+		t.Errorf("all up: %v", got)
+	}
+}

@@ -49,6 +49,8 @@ const (
 	ReasonRegistrationInProgress = mgv1.ReasonRegistrationInProgress
 	// ReasonCommandRefused: Memgraph refused a command; Outcome.Refusal has its message.
 	ReasonCommandRefused = mgv1.ReasonRegistrationFailed
+	// ReasonMembersDown: nothing to do, but declared members are down in the leader's view.
+	ReasonMembersDown = mgv1.ReasonMembersDown
 )
 
 // Outcome is what one pass saw and did.
@@ -173,9 +175,40 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 			out.Message = "registration commands ran; the next pass confirms"
 		}
 	default:
+		if down := downMembers(want, out.Instances); len(down) > 0 {
+			// Registered as declared, but not all serving: a restart, a failover, a
+			// follower cut off from the leader. Nothing to run; a roll must not go on.
+			out.Reason = ReasonMembersDown
+			out.Message = strings.Join(down, ", ") + " down in the leader's view"
+			break
+		}
 		out.Converged = true
 	}
 	return out, nil
+}
+
+// downMembers names the declared members, retiring ones aside, that the leader's
+// SHOW INSTANCES shows registered but not up. Pure.
+func downMembers(want Desired, rows []memgraph.Instance) []string {
+	coords, data := map[int]bool{}, map[string]bool{}
+	for _, c := range want.Coordinators {
+		coords[c.ID] = !slices.Contains(want.RetiringCoordinators, c.ID)
+	}
+	for _, d := range want.Data {
+		data[d.Name] = !slices.Contains(want.RetiringData, d.Name)
+	}
+	var out []string
+	for _, r := range rows {
+		if r.Up() {
+			continue
+		}
+		if id, ok := memgraph.CoordinatorID(r.Name); ok && r.IsCoordinator() && coords[id] {
+			out = append(out, r.Name)
+		} else if !r.IsCoordinator() && data[r.Name] {
+			out = append(out, r.Name)
+		}
+	}
+	return out
 }
 
 func unreachableLeader(ctx context.Context, out Outcome, err error) (Outcome, error) {
