@@ -43,6 +43,25 @@ func (h *harness) pod(cluster string, r resources.Role, ordinal int32, rev strin
 	return p
 }
 
+// runAtR1 creates the cluster and plays its StatefulSets and kubelets: every pod exists at
+// revision r1 and is ready, then the StatefulSets' status says r1 (podsRun).
+func (h *harness) runAtR1(cluster string, coordinators, data int32) {
+	h.t.Helper()
+	h.create(cluster, coordinators, data)
+	testenv.Eventually(h.t, 10*time.Second, "StatefulSets", func() (bool, string) {
+		err := h.c.Get(context.Background(), client.ObjectKey{Namespace: h.ns, Name: cluster + "-data"}, &appsv1.StatefulSet{})
+		return err == nil, fmt.Sprint(err)
+	})
+	for id := int32(1); id <= coordinators; id++ {
+		h.pod(cluster, resources.RoleCoordinator, id, "r1")
+	}
+	for o := range data {
+		h.pod(cluster, resources.RoleData, o, "r1")
+	}
+	h.podsRun(cluster + "-coordinator")
+	h.podsRun(cluster + "-data")
+}
+
 // newRevision plays the StatefulSet controller after a template change (OnDelete): the
 // update revision moves, no pod runs it yet.
 func (h *harness) newRevision(name, rev string) {
@@ -100,19 +119,7 @@ func TestRollingUpdate(t *testing.T) {
 	ctx := context.Background()
 	ho := &handovers{main: "u_data_0", leader: "coordinator_1"}
 	h.reg.set(ho.answer)
-	h.create("u", 3, 2)
-	// Pods at revision r1 first, then the StatefulSets' status at r1 (podsRun).
-	testenv.Eventually(t, 10*time.Second, "StatefulSets", func() (bool, string) {
-		err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "u-data"}, &appsv1.StatefulSet{})
-		return err == nil, fmt.Sprint(err)
-	})
-	for id := int32(1); id <= 3; id++ {
-		h.pod("u", resources.RoleCoordinator, id, "r1")
-	}
-	h.pod("u", resources.RoleData, 0, "r1")
-	h.pod("u", resources.RoleData, 1, "r1")
-	h.podsRun("u-coordinator")
-	h.podsRun("u-data")
+	h.runAtR1("u", 3, 2)
 	h.waitCondition("u", memgraphv1.ConditionUpdated, metav1.ConditionTrue, memgraphv1.ReasonUpdated)
 	h.waitCondition("u", memgraphv1.ConditionConverged, metav1.ConditionTrue, memgraphv1.ReasonConverged)
 
@@ -176,17 +183,7 @@ func TestRollWaitsForCoordinatorsBehind(t *testing.T) {
 		reg.CoordinatorsBehind = behind
 		return reg, err
 	})
-	h.create("b", 3, 1)
-	testenv.Eventually(t, 10*time.Second, "StatefulSets", func() (bool, string) {
-		err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "b-coordinator"}, &appsv1.StatefulSet{})
-		return err == nil, fmt.Sprint(err)
-	})
-	for id := int32(1); id <= 3; id++ {
-		h.pod("b", resources.RoleCoordinator, id, "r1")
-	}
-	h.pod("b", resources.RoleData, 0, "r1")
-	h.podsRun("b-coordinator")
-	h.podsRun("b-data")
+	h.runAtR1("b", 3, 1)
 	h.waitCondition("b", memgraphv1.ConditionConverged, metav1.ConditionTrue, memgraphv1.ReasonConverged)
 
 	h.reg.mu.Lock()
