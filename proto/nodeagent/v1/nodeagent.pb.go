@@ -21,6 +21,66 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WipeMethod is how ReleaseDisks erases a device it wipes.
+type WipeMethod int32
+
+const (
+	// WIPE_METHOD_UNSPECIFIED erases signatures, as WIPE_METHOD_SIGNATURES.
+	WipeMethod_WIPE_METHOD_UNSPECIFIED WipeMethod = 0
+	// WIPE_METHOD_SIGNATURES erases the filesystem and partition table signatures (wipefs):
+	// fast, but the data stays readable on the media.
+	WipeMethod_WIPE_METHOD_SIGNATURES WipeMethod = 1
+	// WIPE_METHOD_DISCARD discards every block (BLKDISCARD), then erases signatures; a device
+	// that does not support discard fails with FailedPrecondition and nothing else is done.
+	WipeMethod_WIPE_METHOD_DISCARD WipeMethod = 2
+	// WIPE_METHOD_ZERO writes zeroes over the whole device (BLKZEROOUT, which the kernel
+	// offloads where the device can); slow on large devices, bounded by the call's deadline.
+	WipeMethod_WIPE_METHOD_ZERO WipeMethod = 3
+)
+
+// Enum value maps for WipeMethod.
+var (
+	WipeMethod_name = map[int32]string{
+		0: "WIPE_METHOD_UNSPECIFIED",
+		1: "WIPE_METHOD_SIGNATURES",
+		2: "WIPE_METHOD_DISCARD",
+		3: "WIPE_METHOD_ZERO",
+	}
+	WipeMethod_value = map[string]int32{
+		"WIPE_METHOD_UNSPECIFIED": 0,
+		"WIPE_METHOD_SIGNATURES":  1,
+		"WIPE_METHOD_DISCARD":     2,
+		"WIPE_METHOD_ZERO":        3,
+	}
+)
+
+func (x WipeMethod) Enum() *WipeMethod {
+	p := new(WipeMethod)
+	*p = x
+	return p
+}
+
+func (x WipeMethod) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WipeMethod) Descriptor() protoreflect.EnumDescriptor {
+	return file_nodeagent_v1_nodeagent_proto_enumTypes[0].Descriptor()
+}
+
+func (WipeMethod) Type() protoreflect.EnumType {
+	return &file_nodeagent_v1_nodeagent_proto_enumTypes[0]
+}
+
+func (x WipeMethod) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WipeMethod.Descriptor instead.
+func (WipeMethod) EnumDescriptor() ([]byte, []int) {
+	return file_nodeagent_v1_nodeagent_proto_rawDescGZIP(), []int{0}
+}
+
 // GetNodeReportRequest asks for the node's report.
 type GetNodeReportRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -315,12 +375,20 @@ type BlockDevice struct {
 	Mountpoints []string `protobuf:"bytes,12,rep,name=mountpoints,proto3" json:"mountpoints,omitempty"`
 	// owned_by_agent is true when the agent prepared the device and remembers it.
 	OwnedByAgent bool `protobuf:"varint,13,opt,name=owned_by_agent,json=ownedByAgent,proto3" json:"owned_by_agent,omitempty"`
-	// eligible is true when the agent would prepare the device.
+	// eligible is true when the agent would prepare the device: offered by the node's disk
+	// allowlist, blank and not in use.
 	Eligible bool `protobuf:"varint,14,opt,name=eligible,proto3" json:"eligible,omitempty"`
 	// ineligible_reason says why the device is not eligible.
 	IneligibleReason string `protobuf:"bytes,15,opt,name=ineligible_reason,json=ineligibleReason,proto3" json:"ineligible_reason,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// offered_by names the entry of the node's disk allowlist that offers the device for
+	// preparation ("device:<glob>", "by-id:<glob>" or "model:<glob>"); empty when no entry
+	// does, and then the device is reported but never prepared.
+	OfferedBy string `protobuf:"bytes,16,opt,name=offered_by,json=offeredBy,proto3" json:"offered_by,omitempty"`
+	// error says why the agent could not observe the device (a probe failed or outlived the
+	// call's deadline); the other devices are reported regardless. Empty when it could.
+	Error         string `protobuf:"bytes,17,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BlockDevice) Reset() {
@@ -454,6 +522,20 @@ func (x *BlockDevice) GetEligible() bool {
 func (x *BlockDevice) GetIneligibleReason() string {
 	if x != nil {
 		return x.IneligibleReason
+	}
+	return ""
+}
+
+func (x *BlockDevice) GetOfferedBy() string {
+	if x != nil {
+		return x.OfferedBy
+	}
+	return ""
+}
+
+func (x *BlockDevice) GetError() string {
+	if x != nil {
+		return x.Error
 	}
 	return ""
 }
@@ -884,7 +966,11 @@ type PrepareDisksRequest struct {
 	XfsPercent uint32 `protobuf:"varint,2,opt,name=xfs_percent,json=xfsPercent,proto3" json:"xfs_percent,omitempty"`
 	// pv_path is the absolute PV source path under the agent's PV root. One device is
 	// bind-mounted at pv_path itself; several are bind-mounted at pv_path/<device name>.
-	PvPath        string `protobuf:"bytes,3,opt,name=pv_path,json=pvPath,proto3" json:"pv_path,omitempty"`
+	PvPath string `protobuf:"bytes,3,opt,name=pv_path,json=pvPath,proto3" json:"pv_path,omitempty"`
+	// namespace is the Kubernetes namespace of the cluster the devices are prepared for. On a
+	// node whose pool label "<prefix>/namespace" is set, a request for another namespace, or
+	// naming none, is refused with PermissionDenied.
+	Namespace     string `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -936,6 +1022,13 @@ func (x *PrepareDisksRequest) GetXfsPercent() uint32 {
 func (x *PrepareDisksRequest) GetPvPath() string {
 	if x != nil {
 		return x.PvPath
+	}
+	return ""
+}
+
+func (x *PrepareDisksRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
 	}
 	return ""
 }
@@ -997,7 +1090,13 @@ type ReleaseDisksRequest struct {
 	// wipe erases the filesystem and partition table signatures after unmounting, once the device
 	// is verified to carry what the agent wrote; a prepared device not on the node is never wiped
 	// (FailedPrecondition).
-	Wipe          bool `protobuf:"varint,3,opt,name=wipe,proto3" json:"wipe,omitempty"`
+	Wipe bool `protobuf:"varint,3,opt,name=wipe,proto3" json:"wipe,omitempty"`
+	// wipe_method says how a wipe erases; set only with wipe (InvalidArgument otherwise).
+	WipeMethod WipeMethod `protobuf:"varint,4,opt,name=wipe_method,json=wipeMethod,proto3,enum=nodeagent.v1.WipeMethod" json:"wipe_method,omitempty"`
+	// namespace is the Kubernetes namespace of the cluster releasing the devices. When set, it
+	// must equal the node's pool label "<prefix>/namespace" (if any) and the namespace each
+	// device was prepared for (if any), else the call is refused with PermissionDenied.
+	Namespace     string `protobuf:"bytes,5,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1053,6 +1152,20 @@ func (x *ReleaseDisksRequest) GetWipe() bool {
 	return false
 }
 
+func (x *ReleaseDisksRequest) GetWipeMethod() WipeMethod {
+	if x != nil {
+		return x.WipeMethod
+	}
+	return WipeMethod_WIPE_METHOD_UNSPECIFIED
+}
+
+func (x *ReleaseDisksRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
 // ReleaseDisksResponse lists what was released.
 type ReleaseDisksResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1104,7 +1217,8 @@ type EnsureSysctlRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// name is the dotted sysctl name; only sysctls the agent knows are accepted.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// minimum is the required minimum; 0 means the agent's default for the sysctl.
+	// minimum is the required minimum; 0 means the agent's default for the sysctl. A minimum
+	// above the agent's maximum for the sysctl is refused with InvalidArgument.
 	Minimum int64 `protobuf:"varint,2,opt,name=minimum,proto3" json:"minimum,omitempty"`
 	// report_only never raises the value, it only reports.
 	ReportOnly    bool `protobuf:"varint,3,opt,name=report_only,json=reportOnly,proto3" json:"report_only,omitempty"`
@@ -1252,7 +1366,7 @@ const file_nodeagent_v1_nodeagent_proto_rawDesc = "" +
 	"\fNodeCapacity\x12\x1d\n" +
 	"\n" +
 	"cpu_millis\x18\x01 \x01(\x03R\tcpuMillis\x12!\n" +
-	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xe8\x03\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\x9d\x04\n" +
 	"\vBlockDevice\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
@@ -1276,7 +1390,10 @@ const file_nodeagent_v1_nodeagent_proto_rawDesc = "" +
 	"\vmountpoints\x18\f \x03(\tR\vmountpoints\x12$\n" +
 	"\x0eowned_by_agent\x18\r \x01(\bR\fownedByAgent\x12\x1a\n" +
 	"\beligible\x18\x0e \x01(\bR\beligible\x12+\n" +
-	"\x11ineligible_reason\x18\x0f \x01(\tR\x10ineligibleReason\"\x96\x01\n" +
+	"\x11ineligible_reason\x18\x0f \x01(\tR\x10ineligibleReason\x12\x1d\n" +
+	"\n" +
+	"offered_by\x18\x10 \x01(\tR\tofferedBy\x12\x14\n" +
+	"\x05error\x18\x11 \x01(\tR\x05error\"\x96\x01\n" +
 	"\tPartition\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
@@ -1317,18 +1434,22 @@ const file_nodeagent_v1_nodeagent_proto_rawDesc = "" +
 	"\x0emin_size_bytes\x18\x03 \x01(\x03R\fminSizeBytes\x12$\n" +
 	"\x0emax_size_bytes\x18\x04 \x01(\x03R\fmaxSizeBytes\x12\x1b\n" +
 	"\tnvme_only\x18\x05 \x01(\bR\bnvmeOnly\x12\x14\n" +
-	"\x05count\x18\x06 \x01(\rR\x05count\"\x89\x01\n" +
+	"\x05count\x18\x06 \x01(\rR\x05count\"\xa7\x01\n" +
 	"\x13PrepareDisksRequest\x128\n" +
 	"\bselector\x18\x01 \x01(\v2\x1c.nodeagent.v1.DeviceSelectorR\bselector\x12\x1f\n" +
 	"\vxfs_percent\x18\x02 \x01(\rR\n" +
 	"xfsPercent\x12\x17\n" +
-	"\apv_path\x18\x03 \x01(\tR\x06pvPath\"H\n" +
+	"\apv_path\x18\x03 \x01(\tR\x06pvPath\x12\x1c\n" +
+	"\tnamespace\x18\x04 \x01(\tR\tnamespace\"H\n" +
 	"\x14PrepareDisksResponse\x120\n" +
-	"\x05disks\x18\x01 \x03(\v2\x1a.nodeagent.v1.PreparedDiskR\x05disks\"\\\n" +
+	"\x05disks\x18\x01 \x03(\v2\x1a.nodeagent.v1.PreparedDiskR\x05disks\"\xb5\x01\n" +
 	"\x13ReleaseDisksRequest\x12\x18\n" +
 	"\adevices\x18\x01 \x03(\tR\adevices\x12\x17\n" +
 	"\apv_path\x18\x02 \x01(\tR\x06pvPath\x12\x12\n" +
-	"\x04wipe\x18\x03 \x01(\bR\x04wipe\"N\n" +
+	"\x04wipe\x18\x03 \x01(\bR\x04wipe\x129\n" +
+	"\vwipe_method\x18\x04 \x01(\x0e2\x18.nodeagent.v1.WipeMethodR\n" +
+	"wipeMethod\x12\x1c\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\"N\n" +
 	"\x14ReleaseDisksResponse\x126\n" +
 	"\breleased\x18\x01 \x03(\v2\x1a.nodeagent.v1.PreparedDiskR\breleased\"d\n" +
 	"\x13EnsureSysctlRequest\x12\x12\n" +
@@ -1339,7 +1460,13 @@ const file_nodeagent_v1_nodeagent_proto_rawDesc = "" +
 	"\x14EnsureSysctlResponse\x122\n" +
 	"\x06status\x18\x01 \x01(\v2\x1a.nodeagent.v1.SysctlStatusR\x06status\x12%\n" +
 	"\x0eprevious_value\x18\x02 \x01(\x03R\rpreviousValue\x12\x16\n" +
-	"\x06raised\x18\x03 \x01(\bR\x06raised2\xea\x02\n" +
+	"\x06raised\x18\x03 \x01(\bR\x06raised*t\n" +
+	"\n" +
+	"WipeMethod\x12\x1b\n" +
+	"\x17WIPE_METHOD_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16WIPE_METHOD_SIGNATURES\x10\x01\x12\x17\n" +
+	"\x13WIPE_METHOD_DISCARD\x10\x02\x12\x14\n" +
+	"\x10WIPE_METHOD_ZERO\x10\x032\xea\x02\n" +
 	"\tNodeAgent\x12X\n" +
 	"\rGetNodeReport\x12\".nodeagent.v1.GetNodeReportRequest\x1a#.nodeagent.v1.GetNodeReportResponse\x12U\n" +
 	"\fPrepareDisks\x12!.nodeagent.v1.PrepareDisksRequest\x1a\".nodeagent.v1.PrepareDisksResponse\x12U\n" +
@@ -1358,50 +1485,53 @@ func file_nodeagent_v1_nodeagent_proto_rawDescGZIP() []byte {
 	return file_nodeagent_v1_nodeagent_proto_rawDescData
 }
 
+var file_nodeagent_v1_nodeagent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_nodeagent_v1_nodeagent_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_nodeagent_v1_nodeagent_proto_goTypes = []any{
-	(*GetNodeReportRequest)(nil),  // 0: nodeagent.v1.GetNodeReportRequest
-	(*GetNodeReportResponse)(nil), // 1: nodeagent.v1.GetNodeReportResponse
-	(*NodePool)(nil),              // 2: nodeagent.v1.NodePool
-	(*NodeCapacity)(nil),          // 3: nodeagent.v1.NodeCapacity
-	(*BlockDevice)(nil),           // 4: nodeagent.v1.BlockDevice
-	(*Partition)(nil),             // 5: nodeagent.v1.Partition
-	(*SysctlStatus)(nil),          // 6: nodeagent.v1.SysctlStatus
-	(*PreparedDisk)(nil),          // 7: nodeagent.v1.PreparedDisk
-	(*DeviceSelector)(nil),        // 8: nodeagent.v1.DeviceSelector
-	(*PrepareDisksRequest)(nil),   // 9: nodeagent.v1.PrepareDisksRequest
-	(*PrepareDisksResponse)(nil),  // 10: nodeagent.v1.PrepareDisksResponse
-	(*ReleaseDisksRequest)(nil),   // 11: nodeagent.v1.ReleaseDisksRequest
-	(*ReleaseDisksResponse)(nil),  // 12: nodeagent.v1.ReleaseDisksResponse
-	(*EnsureSysctlRequest)(nil),   // 13: nodeagent.v1.EnsureSysctlRequest
-	(*EnsureSysctlResponse)(nil),  // 14: nodeagent.v1.EnsureSysctlResponse
-	nil,                           // 15: nodeagent.v1.NodePool.LabelsEntry
+	(WipeMethod)(0),               // 0: nodeagent.v1.WipeMethod
+	(*GetNodeReportRequest)(nil),  // 1: nodeagent.v1.GetNodeReportRequest
+	(*GetNodeReportResponse)(nil), // 2: nodeagent.v1.GetNodeReportResponse
+	(*NodePool)(nil),              // 3: nodeagent.v1.NodePool
+	(*NodeCapacity)(nil),          // 4: nodeagent.v1.NodeCapacity
+	(*BlockDevice)(nil),           // 5: nodeagent.v1.BlockDevice
+	(*Partition)(nil),             // 6: nodeagent.v1.Partition
+	(*SysctlStatus)(nil),          // 7: nodeagent.v1.SysctlStatus
+	(*PreparedDisk)(nil),          // 8: nodeagent.v1.PreparedDisk
+	(*DeviceSelector)(nil),        // 9: nodeagent.v1.DeviceSelector
+	(*PrepareDisksRequest)(nil),   // 10: nodeagent.v1.PrepareDisksRequest
+	(*PrepareDisksResponse)(nil),  // 11: nodeagent.v1.PrepareDisksResponse
+	(*ReleaseDisksRequest)(nil),   // 12: nodeagent.v1.ReleaseDisksRequest
+	(*ReleaseDisksResponse)(nil),  // 13: nodeagent.v1.ReleaseDisksResponse
+	(*EnsureSysctlRequest)(nil),   // 14: nodeagent.v1.EnsureSysctlRequest
+	(*EnsureSysctlResponse)(nil),  // 15: nodeagent.v1.EnsureSysctlResponse
+	nil,                           // 16: nodeagent.v1.NodePool.LabelsEntry
 }
 var file_nodeagent_v1_nodeagent_proto_depIdxs = []int32{
-	2,  // 0: nodeagent.v1.GetNodeReportResponse.pool:type_name -> nodeagent.v1.NodePool
-	3,  // 1: nodeagent.v1.GetNodeReportResponse.capacity:type_name -> nodeagent.v1.NodeCapacity
-	4,  // 2: nodeagent.v1.GetNodeReportResponse.devices:type_name -> nodeagent.v1.BlockDevice
-	6,  // 3: nodeagent.v1.GetNodeReportResponse.sysctls:type_name -> nodeagent.v1.SysctlStatus
-	7,  // 4: nodeagent.v1.GetNodeReportResponse.prepared:type_name -> nodeagent.v1.PreparedDisk
-	15, // 5: nodeagent.v1.NodePool.labels:type_name -> nodeagent.v1.NodePool.LabelsEntry
-	5,  // 6: nodeagent.v1.BlockDevice.partitions:type_name -> nodeagent.v1.Partition
-	8,  // 7: nodeagent.v1.PrepareDisksRequest.selector:type_name -> nodeagent.v1.DeviceSelector
-	7,  // 8: nodeagent.v1.PrepareDisksResponse.disks:type_name -> nodeagent.v1.PreparedDisk
-	7,  // 9: nodeagent.v1.ReleaseDisksResponse.released:type_name -> nodeagent.v1.PreparedDisk
-	6,  // 10: nodeagent.v1.EnsureSysctlResponse.status:type_name -> nodeagent.v1.SysctlStatus
-	0,  // 11: nodeagent.v1.NodeAgent.GetNodeReport:input_type -> nodeagent.v1.GetNodeReportRequest
-	9,  // 12: nodeagent.v1.NodeAgent.PrepareDisks:input_type -> nodeagent.v1.PrepareDisksRequest
-	11, // 13: nodeagent.v1.NodeAgent.ReleaseDisks:input_type -> nodeagent.v1.ReleaseDisksRequest
-	13, // 14: nodeagent.v1.NodeAgent.EnsureSysctl:input_type -> nodeagent.v1.EnsureSysctlRequest
-	1,  // 15: nodeagent.v1.NodeAgent.GetNodeReport:output_type -> nodeagent.v1.GetNodeReportResponse
-	10, // 16: nodeagent.v1.NodeAgent.PrepareDisks:output_type -> nodeagent.v1.PrepareDisksResponse
-	12, // 17: nodeagent.v1.NodeAgent.ReleaseDisks:output_type -> nodeagent.v1.ReleaseDisksResponse
-	14, // 18: nodeagent.v1.NodeAgent.EnsureSysctl:output_type -> nodeagent.v1.EnsureSysctlResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	3,  // 0: nodeagent.v1.GetNodeReportResponse.pool:type_name -> nodeagent.v1.NodePool
+	4,  // 1: nodeagent.v1.GetNodeReportResponse.capacity:type_name -> nodeagent.v1.NodeCapacity
+	5,  // 2: nodeagent.v1.GetNodeReportResponse.devices:type_name -> nodeagent.v1.BlockDevice
+	7,  // 3: nodeagent.v1.GetNodeReportResponse.sysctls:type_name -> nodeagent.v1.SysctlStatus
+	8,  // 4: nodeagent.v1.GetNodeReportResponse.prepared:type_name -> nodeagent.v1.PreparedDisk
+	16, // 5: nodeagent.v1.NodePool.labels:type_name -> nodeagent.v1.NodePool.LabelsEntry
+	6,  // 6: nodeagent.v1.BlockDevice.partitions:type_name -> nodeagent.v1.Partition
+	9,  // 7: nodeagent.v1.PrepareDisksRequest.selector:type_name -> nodeagent.v1.DeviceSelector
+	8,  // 8: nodeagent.v1.PrepareDisksResponse.disks:type_name -> nodeagent.v1.PreparedDisk
+	0,  // 9: nodeagent.v1.ReleaseDisksRequest.wipe_method:type_name -> nodeagent.v1.WipeMethod
+	8,  // 10: nodeagent.v1.ReleaseDisksResponse.released:type_name -> nodeagent.v1.PreparedDisk
+	7,  // 11: nodeagent.v1.EnsureSysctlResponse.status:type_name -> nodeagent.v1.SysctlStatus
+	1,  // 12: nodeagent.v1.NodeAgent.GetNodeReport:input_type -> nodeagent.v1.GetNodeReportRequest
+	10, // 13: nodeagent.v1.NodeAgent.PrepareDisks:input_type -> nodeagent.v1.PrepareDisksRequest
+	12, // 14: nodeagent.v1.NodeAgent.ReleaseDisks:input_type -> nodeagent.v1.ReleaseDisksRequest
+	14, // 15: nodeagent.v1.NodeAgent.EnsureSysctl:input_type -> nodeagent.v1.EnsureSysctlRequest
+	2,  // 16: nodeagent.v1.NodeAgent.GetNodeReport:output_type -> nodeagent.v1.GetNodeReportResponse
+	11, // 17: nodeagent.v1.NodeAgent.PrepareDisks:output_type -> nodeagent.v1.PrepareDisksResponse
+	13, // 18: nodeagent.v1.NodeAgent.ReleaseDisks:output_type -> nodeagent.v1.ReleaseDisksResponse
+	15, // 19: nodeagent.v1.NodeAgent.EnsureSysctl:output_type -> nodeagent.v1.EnsureSysctlResponse
+	16, // [16:20] is the sub-list for method output_type
+	12, // [12:16] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_nodeagent_v1_nodeagent_proto_init() }
@@ -1414,13 +1544,14 @@ func file_nodeagent_v1_nodeagent_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nodeagent_v1_nodeagent_proto_rawDesc), len(file_nodeagent_v1_nodeagent_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_nodeagent_v1_nodeagent_proto_goTypes,
 		DependencyIndexes: file_nodeagent_v1_nodeagent_proto_depIdxs,
+		EnumInfos:         file_nodeagent_v1_nodeagent_proto_enumTypes,
 		MessageInfos:      file_nodeagent_v1_nodeagent_proto_msgTypes,
 	}.Build()
 	File_nodeagent_v1_nodeagent_proto = out.File

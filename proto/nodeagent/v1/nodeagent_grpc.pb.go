@@ -49,7 +49,9 @@ type NodeAgentClient interface {
 	// PrepareDisks selects blank devices, optionally splits each into an XFS and a raw
 	// partition, makes the XFS filesystem, mounts it under the agent's root and bind-mounts it to
 	// the PV source path. A repeat of the same request is a no-op that returns the same result.
-	// Devices holding data the agent did not create are refused with FailedPrecondition.
+	// Devices holding data the agent did not create, in use (open by a process, backing a loop
+	// device, mapped as a block volume, holders, swap) or not offered by the node's disk
+	// allowlist are refused with FailedPrecondition.
 	PrepareDisks(ctx context.Context, in *PrepareDisksRequest, opts ...grpc.CallOption) (*PrepareDisksResponse, error)
 	// ReleaseDisks unmounts and forgets prepared devices, and wipes them only when asked.
 	ReleaseDisks(ctx context.Context, in *ReleaseDisksRequest, opts ...grpc.CallOption) (*ReleaseDisksResponse, error)
@@ -132,7 +134,9 @@ type NodeAgentServer interface {
 	// PrepareDisks selects blank devices, optionally splits each into an XFS and a raw
 	// partition, makes the XFS filesystem, mounts it under the agent's root and bind-mounts it to
 	// the PV source path. A repeat of the same request is a no-op that returns the same result.
-	// Devices holding data the agent did not create are refused with FailedPrecondition.
+	// Devices holding data the agent did not create, in use (open by a process, backing a loop
+	// device, mapped as a block volume, holders, swap) or not offered by the node's disk
+	// allowlist are refused with FailedPrecondition.
 	PrepareDisks(context.Context, *PrepareDisksRequest) (*PrepareDisksResponse, error)
 	// ReleaseDisks unmounts and forgets prepared devices, and wipes them only when asked.
 	ReleaseDisks(context.Context, *ReleaseDisksRequest) (*ReleaseDisksResponse, error)
