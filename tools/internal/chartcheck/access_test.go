@@ -131,8 +131,19 @@ func TestNodeAgentCallerAccess(t *testing.T) {
 				{probe{agentNS, "list", "", "pods", "", ""}, false},
 				{probe{agentNS, "watch", "", "pods", "", ""}, false},
 				{probe{"", "get", "nodeagent.opsuite.io", "nodes", "", "node-1"}, true},
-				{probe{"", "update", "nodeagent.opsuite.io", "nodes", "disks", "node-1"}, true},
 				{probe{"", "update", "nodeagent.opsuite.io", "nodes", "sysctls", "node-1"}, true},
+			}
+			// Disks only for an operator bound to the preparer role; the Memgraph operator
+			// (role sysctls) raises sysctls and may never prepare or release a disk.
+			disks := probe{"", "update", "nodeagent.opsuite.io", "nodes", "disks", "node-1"}
+			var denied []probe
+			if agentRole[chart] == "preparer" {
+				want = append(want, struct {
+					probe
+					viaAgentOnly bool
+				}{disks, true})
+			} else {
+				denied = append(denied, disks)
 			}
 			// Nearby requests the wiring must not open up.
 			beyond := []probe{
@@ -222,6 +233,13 @@ func TestNodeAgentCallerAccess(t *testing.T) {
 					t.Errorf("with nodeAgent.enabled=false, %s/%s may still %s", baseNS, baseSA, rebase(w.probe))
 				}
 			}
+			for _, p := range denied {
+				if ok, err := allowed(ctx, env.Client, ns, sa, p); err != nil {
+					t.Fatal(err)
+				} else if ok {
+					t.Errorf("%s/%s (nodeAgent.role %s) may %s", ns, sa, agentRole[chart], p)
+				}
+			}
 			for _, p := range beyond {
 				on, err := allowed(ctx, env.Client, ns, sa, p)
 				if err != nil {
@@ -235,7 +253,7 @@ func TestNodeAgentCallerAccess(t *testing.T) {
 					t.Errorf("%s: allowed %v with nodeAgent on, %v with it off: the wiring grants more than calling the agent takes", p, on, off)
 				}
 			}
-			t.Logf("%s: %d requests allowed, %d nearby ones decided as without the wiring", chart, len(want), len(beyond))
+			t.Logf("%s: %d requests allowed, %d refused, %d nearby ones decided as without the wiring", chart, len(want), len(denied), len(beyond))
 		})
 	}
 }

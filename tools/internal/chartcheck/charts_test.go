@@ -535,6 +535,15 @@ func TestNodeAgentChartRenders(t *testing.T) {
 			t.Errorf("preparer ClusterRole lacks nodeagent.opsuite.io %s %s", want[0], want[1])
 		}
 	}
+	// Sysctls only (the Memgraph operator): EnsureSysctl and reports, never a disk.
+	sysctls := into[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", full+"-sysctls"))
+	wantSysctls := []rbacv1.PolicyRule{
+		{APIGroups: []string{"nodeagent.opsuite.io"}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"nodeagent.opsuite.io"}, Resources: []string{"nodes/sysctls"}, Verbs: []string{"update"}},
+	}
+	if !slices.EqualFunc(sysctls.Rules, wantSysctls, equalRule) {
+		t.Errorf("sysctls ClusterRole rules %+v, want only %+v", sysctls.Rules, wantSysctls)
+	}
 	if _, ok := find(objs, "Service", ""); ok {
 		t.Error("a Service is rendered by default; clients reach the agent pods directly")
 	}

@@ -55,7 +55,7 @@ func TestOperatorInstallsBeforeTheAgent(t *testing.T) {
 			{&appsv1.Deployment{}, client.ObjectKey{Namespace: ns, Name: full}},
 			{&rbacv1.Role{}, client.ObjectKey{Namespace: ns, Name: full + "-node-agent-token"}},
 			{&rbacv1.RoleBinding{}, client.ObjectKey{Namespace: ns, Name: full + "-node-agent-token"}},
-			{&rbacv1.ClusterRoleBinding{}, client.ObjectKey{Name: full + "-node-agent-preparer"}},
+			{&rbacv1.ClusterRoleBinding{}, client.ObjectKey{Name: full + "-node-agent-" + agentRole[chart]}},
 		} {
 			if err := env.Client.Get(ctx, o.key, o.obj); err != nil {
 				t.Errorf("%s installed without the agent's namespace: %T %s: %v", chart, o.obj, o.key, err)

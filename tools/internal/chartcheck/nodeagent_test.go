@@ -14,6 +14,13 @@ import (
 // Operators that call the node agent by default (nodeAgent.enabled).
 var agentCallers = []string{"veltrix-operator", "memgraph-operator"}
 
+// agentRole is the node agent's role each operator chart binds by default (nodeAgent.role):
+// the Memgraph operator only raises sysctls, so it may never prepare or release a disk.
+var agentRole = map[string]string{
+	"vald-operator": "preparer", "veltrix-operator": "preparer", "valkey-operator": "preparer",
+	"memgraph-operator": "sysctls",
+}
+
 // Where the library mounts what the operator needs to call the agent (values.yaml documents
 // them and the NODE_AGENT_* variables).
 const (
@@ -65,7 +72,7 @@ func checkDefaultNodeAgent(t *testing.T, svc string, objs []object, dep appsv1.D
 	t.Helper()
 	if slices.Contains(agentCallers, svc) {
 		checkNodeAgentWiring(t, objs, dep, wiring{
-			fullname: "rel-" + svc, namespace: "ops-system", agent: "node-agent", agentNamespace: "node-agent",
+			fullname: "rel-" + svc, namespace: "ops-system", agent: "node-agent", agentNamespace: "node-agent", role: agentRole[svc],
 			selector: "app.kubernetes.io/name=node-agent,app.kubernetes.io/instance=node-agent", port: "9443",
 		})
 		return
@@ -91,12 +98,16 @@ type wiring struct {
 	selector, port        string
 	caConfigMap, audience string // "" when not mounted / the API server's
 	expirationSeconds     int64
+	role                  string // the agent's role bound cluster-wide; "" means preparer
 }
 
 func checkNodeAgentWiring(t *testing.T, objs []object, dep appsv1.Deployment, w wiring) {
 	t.Helper()
 	if w.expirationSeconds == 0 {
 		w.expirationSeconds = 3600
+	}
+	if w.role == "" {
+		w.role = "preparer"
 	}
 	pod := dep.Spec.Template.Spec
 	c := pod.Containers[0]
@@ -151,7 +162,7 @@ func checkNodeAgentWiring(t *testing.T, objs []object, dep appsv1.Deployment, w 
 
 	// RBAC: exactly these four objects.
 	want := []string{
-		"ClusterRoleBinding/" + w.fullname + "-node-agent-preparer",
+		"ClusterRoleBinding/" + w.fullname + "-node-agent-" + w.role,
 		"RoleBinding/" + w.fullname + "-node-agent-client",
 		"Role/" + w.fullname + "-node-agent-token",
 		"RoleBinding/" + w.fullname + "-node-agent-token",
@@ -159,8 +170,8 @@ func checkNodeAgentWiring(t *testing.T, objs []object, dep appsv1.Deployment, w 
 	if got := nodeAgentObjects(objs); !sameSet(got, want) {
 		t.Errorf("node-agent objects %v, want %v", got, want)
 	}
-	crb := into[rbacv1.ClusterRoleBinding](t, mustFind(t, objs, "ClusterRoleBinding", w.fullname+"-node-agent-preparer"))
-	checkBinding(t, crb.RoleRef, crb.Subjects, "ClusterRole", w.agent+"-preparer", sa, w.namespace)
+	crb := into[rbacv1.ClusterRoleBinding](t, mustFind(t, objs, "ClusterRoleBinding", w.fullname+"-node-agent-"+w.role))
+	checkBinding(t, crb.RoleRef, crb.Subjects, "ClusterRole", w.agent+"-"+w.role, sa, w.namespace)
 	client := into[rbacv1.RoleBinding](t, mustFind(t, objs, "RoleBinding", w.fullname+"-node-agent-client"))
 	if client.Namespace != w.agentNamespace {
 		t.Errorf("RoleBinding %s in namespace %q, want the agent's %q", client.Name, client.Namespace, w.agentNamespace)
@@ -263,7 +274,7 @@ func TestNodeAgentWiringOptions(t *testing.T) {
 			"nodeAgent.port=9555", "nodeAgent.token.audience=https://kubernetes.default.svc", "nodeAgent.token.expirationSeconds=7200")
 		dep := into[appsv1.Deployment](t, mustFind(t, objs, "Deployment", "rel-memgraph-operator"))
 		checkNodeAgentWiring(t, objs, dep, wiring{
-			fullname: "rel-memgraph-operator", namespace: "agents", agent: "na-node-agent", agentNamespace: "agents",
+			fullname: "rel-memgraph-operator", namespace: "agents", agent: "na-node-agent", agentNamespace: "agents", role: "sysctls",
 			selector: "app.kubernetes.io/name=node-agent,app.kubernetes.io/instance=na", port: "9555",
 			caConfigMap: "na-node-agent-ca", audience: "https://kubernetes.default.svc", expirationSeconds: 7200,
 		})

@@ -71,8 +71,11 @@ subjects:
 {{- /*
 With nodeAgent.enabled (and rbac.create), what calling the node agent takes
 (charts/node-agent/templates/rbac.yaml defines the agent's roles):
-- <agent>-preparer, bound cluster-wide: get on nodes.nodeagent.opsuite.io and update on
-  nodes/disks and nodes/sysctls, the virtual resource the agent authorizes every call with;
+- <agent>-<nodeAgent.role>, bound cluster-wide: get on nodes.nodeagent.opsuite.io and update
+  on what the operator asks of the agents, the virtual resource the agent authorizes every
+  call with: preparer (nodes/disks and nodes/sysctls), sysctls (nodes/sysctls only) or reader
+  (reports only). The binding's name carries the role, so a `helm upgrade` that changes the
+  role replaces the binding (a binding's roleRef cannot change);
 - <agent>-client, bound in the agent's namespace only: find the agent pods, read its CA
   ConfigMap <agent>-ca;
 - create on serviceaccounts/token for the operator's own ServiceAccount only: it requests
@@ -89,13 +92,13 @@ unbound, its NOTES say so, and a `helm upgrade` once the agent is installed bind
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:
-  name: {{ $fullname }}-node-agent-preparer
+  name: {{ $fullname }}-node-agent-{{ .Values.nodeAgent.role }}
   labels:
     {{- include "opsuite-lib.labels" . | nindent 4 }}
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: ClusterRole
-  name: {{ $agent }}-preparer
+  name: {{ $agent }}-{{ .Values.nodeAgent.role }}
 subjects:
   - kind: ServiceAccount
     name: {{ $sa }}

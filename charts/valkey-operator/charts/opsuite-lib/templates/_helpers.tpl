@@ -83,7 +83,7 @@ rules are concatenated.
 {{/*
 The node agent's fullname as its chart computes it (charts/node-agent, node-agent.fullname)
 from nodeAgent.release, or nodeAgent.fullname when that release overrides its name. Its roles
-(<fullname>-client, <fullname>-preparer) and CA ConfigMap (<fullname>-ca) carry it.
+(<fullname>-client, <fullname>-preparer, -sysctls, -reader) and CA ConfigMap (<fullname>-ca) carry it.
 */}}
 {{- define "opsuite-lib.nodeAgent.fullname" -}}
 {{- $na := .Values.nodeAgent }}
@@ -136,7 +136,7 @@ Whether the agent's namespace is there for the RoleBinding <fullname>-node-agent
 {{- $agent := include "opsuite-lib.nodeAgent.fullname" . }}
 
 The operator calls the node agent {{ $agent }} in namespace {{ .Values.nodeAgent.namespace }}
-(roles {{ $agent }}-preparer and {{ $agent }}-client, CA ConfigMap {{ $agent }}-ca). Check it runs:
+(roles {{ $agent }}-{{ .Values.nodeAgent.role }} and {{ $agent }}-client, CA ConfigMap {{ $agent }}-ca). Check it runs:
   kubectl -n {{ .Values.nodeAgent.namespace }} get pods -l {{ printf "app.kubernetes.io/name=node-agent,app.kubernetes.io/instance=%s" .Values.nodeAgent.release }}
 {{- if and .Values.rbac.create (eq (include "opsuite-lib.nodeAgent.namespaceState" .) "missing") }}
 
