@@ -28,6 +28,15 @@ const (
 	DefaultInitialState = StateInitializing
 )
 
+// Bounds the CRD enforces (a test pins each against the CRD's rules). MaxNameLength is the
+// longest metadata.name whose derived names all fit: <name>-coordinator-<10-character
+// revision hash> is 23 characters longer than the name and must stay a 63-character label.
+const (
+	MaxCoordinators  int32 = 9
+	MaxDataInstances int32 = 64
+	MaxNameLength          = 40
+)
+
 // Default probe timings, per probe kind (the same for both roles, as in the HA chart).
 var (
 	DefaultLivenessProbe  = ProbeTimings{PeriodSeconds: 5, TimeoutSeconds: 10, FailureThreshold: 20}

@@ -15,13 +15,20 @@ import (
 type MemgraphClusterSpec struct {
 	// Coordinators is the number of coordinators in the Raft group: odd and at least 3,
 	// since an even count tolerates no more failures than the odd count below it.
+	// At most 9 (MaxCoordinators): every Raft write waits for a majority, so a larger
+	// group only slows commits and elections and tolerates failures no real cluster sees.
 	// +kubebuilder:validation:XValidation:rule="self >= 3 && self % 2 == 1",message="coordinators must be an odd number of at least 3 (3, 5, 7, ...) so the Raft group keeps a quorum: set spec.coordinators to 3 or another odd count"
+	// +kubebuilder:validation:XValidation:rule="self <= 9",message="coordinators must be at most 9: a larger Raft group only slows every commit and election; set spec.coordinators to 3, 5, 7 or 9"
 	// +kubebuilder:default=3
 	// +optional
 	Coordinators int32 `json:"coordinators,omitempty"`
 
-	// DataInstances is the number of data instances: one MAIN, the rest replicas.
+	// DataInstances is the number of data instances: one MAIN, the rest replicas. At most
+	// 64 (MaxDataInstances): each holds the whole graph and the MAIN streams every commit to
+	// each of them, so real clusters run a handful; the bound keeps what the operator plans
+	// and registers (one pod, claim and registration per instance) small.
 	// +kubebuilder:validation:XValidation:rule="self >= 1",message="dataInstances must be at least 1: set spec.dataInstances to 1 or more (2 or more for failover)"
+	// +kubebuilder:validation:XValidation:rule="self <= 64",message="dataInstances must be at most 64: every data instance holds the whole graph and the MAIN replicates each commit to all of them; set spec.dataInstances to 64 or fewer"
 	// +kubebuilder:default=2
 	// +optional
 	DataInstances int32 `json:"dataInstances,omitempty"`
@@ -539,7 +546,12 @@ const (
 	StateDegraded ClusterState = "Degraded"
 )
 
-// MemgraphCluster is a highly available Memgraph cluster.
+// MemgraphCluster is a highly available Memgraph cluster. Its name is at most
+// MaxNameLength characters and a DNS-1035 label: it is the client Service's name, and the
+// longest name derived from it, the coordinators' controller-revision-hash label
+// <name>-coordinator-<hash of up to 10 characters>, must stay a label value (63).
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40",message="metadata.name must be at most 40 characters: the StatefulSet <name>-coordinator labels its pods with controller-revision-hash <name>-coordinator-<hash of up to 10 characters>, which must fit in 63; choose a shorter name"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no '.'): it names the cluster's Services"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mgc,categories=opsuite
