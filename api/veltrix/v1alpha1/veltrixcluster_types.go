@@ -32,6 +32,16 @@ const (
 // native index's vm.max_map_count need, new in v1.6, is older still.)
 const MinVersion = "1.17.0"
 
+// Bounds the CRD enforces. MaxNameLength is the longest metadata.name whose derived names
+// all fit: the StatefulSet's controller-revision-hash label <name>-<10-character hash>.
+const (
+	MaxSize              int32 = 256
+	MaxReplicationFactor int32 = 16
+	MaxDisksPerNode      int32 = 32
+	MaxCacheMaxSizeMB    int64 = 16777216
+	MaxNameLength              = 52
+)
+
 // Mode is the server's -mode.
 // +kubebuilder:validation:Enum=standalone;raft;replicated
 type Mode string
@@ -104,7 +114,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.seccompProfile) || self.seccompProfile.type != 'RuntimeDefault' || (!(has(self.rawVLog.enabled) && self.rawVLog.enabled) && self.uringBridge == 'Disabled' && self.net != 'uring')",message="seccompProfile RuntimeDefault blocks io_uring, which rawVLog, uringBridge and net uring use: set seccompProfile.type to Unconfined or Localhost (a profile that allows io_uring_setup, io_uring_enter and io_uring_register), or remove seccompProfile when only rawVLog is on"
 // +kubebuilder:validation:XValidation:rule="self.rawVLog == oldSelf.rawVLog",message="rawVLog is immutable (changing it repartitions the disks and erases them): set it back, or create a new cluster"
 type VeltrixClusterSpec struct {
-	// Size is the number of members (pods). Never lowered below replicationFactor.
+	// Size is the number of members (pods). Never lowered below replicationFactor. At most
+	// 256: every member gossips with every other and the operator prepares disks and
+	// PersistentVolumes per member.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=256
@@ -132,7 +144,8 @@ type VeltrixClusterSpec struct {
 	// +optional
 	Image string `json:"image,omitempty"`
 
-	// ReplicationFactor is how many members hold each key.
+	// ReplicationFactor is how many members hold each key; at most 16, since every write
+	// waits on them.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=16
@@ -140,7 +153,9 @@ type VeltrixClusterSpec struct {
 	ReplicationFactor int32 `json:"replicationFactor,omitempty"`
 
 	// CacheMaxSizeMB is the per-member LIRS cache size; unset leaves the server's default.
+	// At most 16777216 (16 TiB), more memory than any node has.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self <= 16777216",message="cacheMaxSizeMB must be at most 16777216 (16 TiB): the cache lives in the member's memory; set it below the memory limit of the pod"
 	// +optional
 	CacheMaxSizeMB *int64 `json:"cacheMaxSizeMB,omitempty"`
 
@@ -153,7 +168,8 @@ type VeltrixClusterSpec struct {
 	StorageClassName string `json:"storageClassName,omitempty"`
 
 	// DisksPerNode is how many disks the node agent prepares on each member's node, one
-	// PersistentVolume (and one data dir) each. Immutable.
+	// PersistentVolume (and one data dir) each. Immutable. At most 32 (more NVMe slots than
+	// a server has).
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=32
@@ -234,10 +250,12 @@ type VeltrixClusterSpec struct {
 	PodAntiAffinityTopologyKey string `json:"podAntiAffinityTopologyKey,omitempty"`
 
 	// NodeSelector of the pods; it also picks the nodes whose disks are prepared.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// Tolerations of the pods.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
@@ -440,7 +458,12 @@ type VeltrixClusterStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// VeltrixCluster is a VeltrixDB cluster on NVMe disks the node agent prepares.
+// VeltrixCluster is a VeltrixDB cluster on NVMe disks the node agent prepares. Its name
+// is at most MaxNameLength characters and a DNS-1035 label: it names the client Service and
+// the StatefulSet, whose controller-revision-hash label <name>-<hash of up to 10
+// characters> is the longest name derived from it and must stay a label value (63).
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters: the StatefulSet <name> labels its pods with controller-revision-hash <name>-<hash of up to 10 characters>, which must fit in 63; choose a shorter name"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no '.'): it names the cluster's Services"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vc,categories=opsuite
