@@ -30,19 +30,27 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
+	var namespaces []string
 	return manager.Run(ctx, manager.Operator{
 		Name:    "valkey-operator",
 		Schemes: []func(*runtime.Scheme) error{valkeyv1alpha1.AddToScheme},
-		Setup:   setup,
-		// Only the members' pods, not every pod of the cluster.
+		Setup:   func(mgr ctrl.Manager, log logr.Logger) error { return setup(mgr, log, namespaces) },
+		// Only the members' pods and the operator's own Secrets and ConfigMaps, not every
+		// one of the cluster.
 		CacheByObject: nodectrl.CacheByObject(),
+		// The namespaces the manager watches (--namespaces), for the users' Secrets' watch.
+		ManagerOptions: func(mo *ctrl.Options) {
+			for ns := range mo.Cache.DefaultNamespaces {
+				namespaces = append(namespaces, ns)
+			}
+		},
 	}, args, os.Stderr)
 }
 
 // setup adds both controllers; they log in to the members as the operator's own user.
-func setup(mgr ctrl.Manager, _ logr.Logger) error {
-	c := mgr.GetClient()
-	if err := clusterctrl.Setup(mgr, clusterctrl.Config{}); err != nil {
+func setup(mgr ctrl.Manager, _ logr.Logger, namespaces []string) error {
+	c := connect.CacheThenAPI(mgr.GetClient(), mgr.GetAPIReader())
+	if err := clusterctrl.Setup(mgr, clusterctrl.Config{Namespaces: namespaces}); err != nil {
 		return fmt.Errorf("ValkeyCluster controller: %w", err)
 	}
 	return nodectrl.Setup(mgr, nodectrl.Config{

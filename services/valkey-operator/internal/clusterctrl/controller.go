@@ -21,6 +21,7 @@ import (
 	"github.com/opsuite/suite/shared/ssa"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -65,9 +66,12 @@ type Config struct {
 	FailoverTimeout time.Duration
 	// Poll is how soon a pass that waits for the data plane looks again.
 	Poll time.Duration
+	// Namespaces are those the manager watches (empty: all); the users' Secrets are
+	// watched there.
+	Namespaces []string
 }
 
-func (cfg *Config) defaults(c client.Client) {
+func (cfg *Config) defaults(c client.Reader) {
 	if cfg.Operator == "" {
 		cfg.Operator = "valkey-operator"
 	}
@@ -116,8 +120,11 @@ func PodAddr(n *valkeyv1.ValkeyNode) string {
 
 // Controller reconciles ValkeyClusters.
 type Controller struct {
-	cfg      Config
-	client   client.Client
+	cfg    Config
+	client client.Client
+	// reader reads from the cache, then from the API server when the cache misses (the
+	// cache holds only the Secrets and ConfigMaps with the operator's label).
+	reader   client.Reader
 	apply    ssa.Applier
 	recorder events.EventRecorder
 
@@ -208,10 +215,12 @@ func (ctl *Controller) executorFor(c *valkeyv1.ValkeyCluster, opts valkey.Option
 
 // Setup adds the controller to mgr.
 func Setup(mgr ctrl.Manager, cfg Config) error {
-	cfg.defaults(mgr.GetClient())
+	reader := connect.CacheThenAPI(mgr.GetClient(), mgr.GetAPIReader())
+	cfg.defaults(reader)
 	ctl := &Controller{
 		cfg:      cfg,
 		client:   mgr.GetClient(),
+		reader:   reader,
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.ClusterFieldManager},
 		recorder: mgr.GetEventRecorder(Name),
 		members:  map[types.UID]*clusterConns{},
@@ -229,6 +238,12 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	userSecrets, err := secretMetadata(mgr, cfg.Namespaces, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+		return ctl.secretToClusters(ctx, o)
+	}))
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeycluster").
 		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -240,7 +255,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		// A pod that cannot be scheduled shows on the cluster (PodUnschedulable).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
 		// A user's password Secret changing re-renders the ACL file.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(ctl.secretToClusters)).
+		WatchesRawSource(userSecrets).
 		Complete(r)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	"github.com/opsuite/suite/services/valkey-operator/internal/clusterctrl"
+	"github.com/opsuite/suite/services/valkey-operator/internal/nodectrl"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkeytest"
 	"github.com/opsuite/suite/shared/conditions"
@@ -168,8 +169,11 @@ func startController(t *testing.T, f *fleet) {
 			Options:         func(context.Context, *valkeyv1.ValkeyCluster) (valkey.Options, error) { return valkey.Options{}, nil },
 			Poll:            300 * time.Millisecond,
 			FailoverTimeout: 30 * time.Second,
+			Namespaces:      []string{f.ns},
 		})
-	}, testenv.InNamespaces(f.ns)) // tests run in parallel, each with its own controller
+		// tests run in parallel, each with its own controller; the cache as the operator's
+		// (its own Secrets and ConfigMaps only).
+	}, testenv.InNamespaces(f.ns), func(o *ctrl.Options) { o.Cache.ByObject = nodectrl.CacheByObject() })
 }
 
 // waitReady drives the fleet until the cluster is Ready for its current generation.

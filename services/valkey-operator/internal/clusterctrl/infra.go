@@ -35,7 +35,10 @@ func (p *pass) applyOwned(ctx context.Context, want client.Object) (applied, cli
 		return unchanged, nil, err
 	}
 	live := reflect.New(reflect.TypeOf(want).Elem()).Interface().(client.Object)
-	err := p.ctl.client.Get(ctx, client.ObjectKeyFromObject(want), live)
+	// Through the API server when the cache misses: an object of that name without our
+	// label is either ours (label removed by hand: adopted, the apply restores the label)
+	// or someone else's (refused below), never absent.
+	err := p.ctl.reader.Get(ctx, client.ObjectKeyFromObject(want), live)
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := p.ctl.apply.Apply(ctx, want); err != nil {
@@ -122,7 +125,11 @@ func (p *pass) internalSecret(ctx context.Context) (resources.InternalPasswords,
 	c := p.c
 	key := client.ObjectKey{Namespace: c.Namespace, Name: resources.InternalSecretName(c.Name)}
 	var live corev1.Secret
-	err := p.ctl.client.Get(ctx, key, &live)
+	// The cache holds our labelled Secrets only: one whose label was removed by hand is
+	// read from the API server and adopted with its passwords, never generated again (the
+	// members would keep the old ones until the ACL file reached them, the exporters and
+	// any client using them would be locked out).
+	err := p.ctl.reader.Get(ctx, key, &live)
 	switch {
 	case err == nil:
 		if owner := metav1.GetControllerOf(&live); owner == nil || owner.UID != c.UID {
@@ -135,6 +142,14 @@ func (p *pass) internalSecret(ctx context.Context) (resources.InternalPasswords,
 			Replication: string(live.Data[resources.SecretKeyReplicationPassword]),
 		}
 		if pw.Operator != "" && pw.Replication != "" {
+			if live.Labels[resources.LabelManagedBy] == resources.ManagedBy {
+				return pw, true
+			}
+			if _, _, err = p.applyOwned(ctx, internalSecret(c, pw)); err != nil {
+				p.fail(valkeyv1.ReasonSystemUsersACLError, valkeyv1.EventInternalSecretsUpdateFailed, fmt.Sprintf("Failed to update Secret %s: %v", key.Name, err))
+				return pw, false
+			}
+			p.normal(valkeyv1.EventInternalSecretsUpdated, fmt.Sprintf("Adopted Secret %s (its labels were removed): restored the labels, kept the passwords", key.Name))
 			return pw, true
 		}
 		// A key was removed by hand: put a new password in its place (the members get
@@ -186,7 +201,7 @@ func (p *pass) userPasswords(ctx context.Context) (map[string][]string, error) {
 	data := map[string]map[string][]byte{}
 	for _, name := range resources.PasswordSecretNames(p.c) {
 		var s corev1.Secret
-		switch err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: p.c.Namespace, Name: name}, &s); {
+		switch err := p.ctl.reader.Get(ctx, client.ObjectKey{Namespace: p.c.Namespace, Name: name}, &s); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return nil, fmt.Errorf("reading password Secret %s: %w", name, err)
@@ -202,7 +217,7 @@ func (p *pass) pdb(ctx context.Context) bool {
 	c := p.c
 	if c.Spec.PDBMode() == valkeyv1.PDBModeDisabled {
 		var live policyv1.PodDisruptionBudget
-		err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.PDBName(c.Name)}, &live)
+		err := p.ctl.reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.PDBName(c.Name)}, &live)
 		if apierrors.IsNotFound(err) {
 			return true
 		}
@@ -244,7 +259,7 @@ func (p *pass) tlsSecret(ctx context.Context) bool {
 	}
 	if t.SecretName != "" {
 		var s corev1.Secret
-		if err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: t.SecretName}, &s); err != nil {
+		if err := p.ctl.reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: t.SecretName}, &s); err != nil {
 			p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("TLS certificate Secret %s: %v; create it (keys %s, %s, %s) or change spec.tls", t.SecretName, err, resources.TLSKeyCA, resources.TLSKeyCert, resources.TLSKeyKey))
 			return false
 		}
@@ -253,8 +268,12 @@ func (p *pass) tlsSecret(ctx context.Context) bool {
 	}
 	name := resources.SelfSignedTLSSecretName(c.Name)
 	var live corev1.Secret
-	err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &live)
+	err := p.ctl.reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &live)
 	if err == nil && !resources.NeedsRenewal(live.Data[resources.TLSKeyCert], p.now) {
+		if err := p.adopt(ctx, &live); err != nil {
+			p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Writing TLS Secret %s: %v", name, err))
+			return false
+		}
 		p.certHash = hashBytes(live.Data[resources.TLSKeyCert])
 		return true
 	}
@@ -266,8 +285,12 @@ func (p *pass) tlsSecret(ctx context.Context) bool {
 	caName := resources.SelfSignedCASecretName(c.Name)
 	var caSecret corev1.Secret
 	caPEM, caKey := []byte(nil), []byte(nil)
-	switch err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: caName}, &caSecret); {
+	switch err := p.ctl.reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: caName}, &caSecret); {
 	case err == nil && !resources.NeedsRenewal(caSecret.Data[resources.TLSKeyCA], p.now):
+		if err := p.adopt(ctx, &caSecret); err != nil {
+			p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Writing CA Secret %s: %v", caName, err))
+			return false
+		}
 		caPEM, caKey = caSecret.Data[resources.TLSKeyCA], caSecret.Data[resources.TLSKeyCAKey]
 	case err != nil && !apierrors.IsNotFound(err):
 		p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Reading CA Secret %s: %v", caName, err))
@@ -296,6 +319,17 @@ func (p *pass) tlsSecret(ctx context.Context) bool {
 	}
 	p.certHash = hashBytes(cert)
 	return true
+}
+
+// adopt puts the cluster's labels back on one of its generated Secrets that lost them,
+// keeping its data; a Secret the cluster does not control is refused (NotControlledError)
+// and left as it is.
+func (p *pass) adopt(ctx context.Context, live *corev1.Secret) error {
+	if live.Labels[resources.LabelManagedBy] == resources.ManagedBy {
+		return nil
+	}
+	_, _, err := p.applyOwned(ctx, resources.Secret(p.c, live.Name, live.Data))
+	return err
 }
 
 func hashBytes(b []byte) string {
