@@ -15,16 +15,11 @@ import (
 	veltrixv1alpha1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/controller"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/disks"
-	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
 	"github.com/opsuite/suite/shared/envflag"
 	"github.com/opsuite/suite/shared/manager"
 	"github.com/opsuite/suite/shared/nodeagent"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The metrics endpoint authenticates and authorizes its callers through the API server.
@@ -63,20 +58,15 @@ func (o *options) validate() error {
 
 func run(ctx context.Context, args []string) error {
 	o := options{}
-	managed := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	return manager.Run(ctx, manager.Operator{
 		Name:     "veltrix-operator",
 		AddFlags: o.addFlags,
 		Validate: o.validate,
 		Schemes:  []func(*runtime.Scheme) error{veltrixv1alpha1.AddToScheme},
 		Setup:    func(mgr ctrl.Manager, log logr.Logger) error { return setup(mgr, log, o) },
-		// Only the operator's own pods, Secrets and volumes, not every one of the cluster;
-		// the user's admin token Secret is read through the API reader.
-		CacheByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:              {Label: managed},
-			&corev1.Secret{}:           {Label: managed},
-			&corev1.PersistentVolume{}: {Label: managed},
-		},
+		// Only the operator's own pods, Secrets, ConfigMaps and volumes, not every one of
+		// the cluster; the user's admin token Secret is read through the API reader.
+		CacheByObject: controller.CacheByObject(),
 	}, args, os.Stderr)
 }
 

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -97,11 +98,23 @@ func (p *pass) adminToken(ctx context.Context) (string, error) {
 		}
 		return string(s.Data[ref.Key]), nil
 	}
+	key := client.ObjectKey{Namespace: c.Namespace, Name: resources.GeneratedAdminTokenSecretName(c)}
 	var live corev1.Secret
-	err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: resources.GeneratedAdminTokenSecretName(c)}, &live)
+	err := p.ctl.client.Get(ctx, key, &live)
+	if apierrors.IsNotFound(err) {
+		// The cache holds only Secrets with our label. One whose label was removed by hand
+		// still holds the token the pods run with: read it from the API server and adopt
+		// it (the Sync below restores the labels), never generate a new one over it (every
+		// admin call would then fail with 401).
+		err = p.ctl.cfg.Reader.Get(ctx, key, &live)
+	}
 	token := ""
 	switch {
 	case err == nil:
+		if owner := metav1.GetControllerOf(&live); owner == nil || owner.UID != c.UID {
+			// Not ours: reported (ChildrenFailed and its event), never written over.
+			return "", &children.NotControlledError{Kind: "Secret", Key: key, Controller: owner}
+		}
 		token = string(live.Data[resources.AdminTokenKey])
 	case !apierrors.IsNotFound(err):
 		return "", err
