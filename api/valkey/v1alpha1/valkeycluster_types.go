@@ -5,6 +5,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Bounds the CRDs enforce (the validation tests pin each). MaxNodes caps shards ×
+// (replicas + 1). MaxClusterNameLength leaves room for the longest node suffix
+// -<shard>-<index> (6 characters) and the StatefulSet revision hash (11) in 63;
+// MaxNodeNameLength for the revision hash alone.
+const (
+	MaxNodes             = 1000
+	MaxShards            = 1000
+	MaxReplicas          = 15
+	MaxClusterNameLength = 46
+	MaxNodeNameLength    = 52
+)
+
 // ValkeyClusterSpec is the desired state of a sharded Valkey cluster. Its field names and
 // shapes are those of valkey-io/valkey-operator's v1alpha1, so a manifest written for that
 // operator applies here unchanged; fields it lacks are marked "Not in upstream".
@@ -28,18 +40,24 @@ type ValkeyClusterSpec struct {
 
 	// ImagePullSecrets name Secrets in the cluster's namespace for pulling every image of
 	// its pods (server, exporter, extra containers).
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
 	// Shards is the number of primaries the 16384 slots are spread over. Fewer than 3
 	// is accepted, but such a cluster cannot fail over by majority, and the operator says
-	// so in the ConfigurationWarning condition.
+	// so in the ConfigurationWarning condition. At most 1000 (MaxShards), the most nodes
+	// a cluster may have in all.
 	// +kubebuilder:validation:XValidation:rule="self >= 1",message="shards must be at least 1: every cluster needs a primary to own the slots"
+	// +kubebuilder:validation:XValidation:rule="self <= 1000",message="shards must be at most 1000: Valkey's cluster bus does not scale past 1000 nodes; lower shards"
 	// +required
 	Shards int32 `json:"shards"`
 
-	// Replicas is the number of replicas of each shard's primary.
+	// Replicas is the number of replicas of each shard's primary. At most 15
+	// (MaxReplicas): each replica takes the primary's whole write stream, so a shard gains
+	// nothing from more; real clusters run 1 or 2.
 	// +kubebuilder:validation:XValidation:rule="self >= 0",message="replicas must be 0 or more (replicas per shard, not counting the primary)"
+	// +kubebuilder:validation:XValidation:rule="self <= 15",message="replicas must be at most 15 per shard: each replica takes the primary's whole write stream; lower replicas"
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 
@@ -54,10 +72,12 @@ type ValkeyClusterSpec struct {
 
 	// Tolerations is upstream's earlier place for scheduling.tolerations; accepted so
 	// older manifests apply, but not together with spec.scheduling.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// NodeSelector is upstream's earlier place for scheduling.nodeSelector.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
@@ -90,6 +110,7 @@ type ValkeyClusterSpec struct {
 
 	// Containers are merged by name into the pod's containers ("server",
 	// "metrics-exporter"); other names are added as sidecars.
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	Containers []corev1.Container `json:"containers,omitempty"`
 
@@ -152,10 +173,12 @@ type PodDisruptionBudgetConfig struct {
 // SchedulingSpec is copied onto every node's pod.
 type SchedulingSpec struct {
 	// Tolerations of the pods.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// NodeSelector of the pods; Kubernetes ANDs it with affinity.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
@@ -164,6 +187,7 @@ type SchedulingSpec struct {
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
 	// TopologySpreadConstraints of the pods, used as given.
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 
@@ -333,7 +357,14 @@ type ValkeyClusterStatus struct {
 }
 
 // ValkeyCluster is a Valkey cluster in cluster mode: shards × (1 + replicas) nodes, each
-// a ValkeyNode the operator creates.
+// a ValkeyNode the operator creates. Its name is at most MaxClusterNameLength characters
+// and a DNS-1035 label: it names the headless Service, and the longest name derived from
+// it is the controller-revision-hash label of a node's StatefulSet,
+// <name>-<shard>-<index>-<hash of up to 10 characters>, which must stay a label value (63).
+// The shard and index take 4 digits at most: shards × (replicas + 1) <= 1000 allows 3
+// digits of shard with 1 of index (101 shards × 9) or 2 with 2 (11 × 16), never 5.
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 46",message="metadata.name must be at most 46 characters: each node's StatefulSet <name>-<shard>-<index> labels its pod with controller-revision-hash <name>-<shard>-<index>-<hash of up to 10 characters>, which must fit in 63; choose a shorter name"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no '.'): it names the cluster's Service"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkc,categories=opsuite

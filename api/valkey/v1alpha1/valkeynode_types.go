@@ -24,21 +24,26 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(oldSelf.persistence) || (has(self.persistence.storageClassName) == has(oldSelf.persistence.storageClassName) && (!has(self.persistence.storageClassName) || self.persistence.storageClassName == oldSelf.persistence.storageClassName))",message="persistence.storageClassName is immutable"
 type ValkeyNodeSpec struct {
 	// ClusterName is the ValkeyCluster this node belongs to (also its controller owner).
+	// It names the Service the pod's DNS name is under and labels the node's objects, so
+	// it follows the ValkeyCluster's name rules.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=46
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="clusterName must be a ValkeyCluster's name: at most 46 characters, a lowercase letter first, then lowercase letters, digits and '-'"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterName is immutable: a node never moves to another cluster"
 	// +required
 	ClusterName string `json:"clusterName"`
 
-	// ShardIndex is the shard (0-based) this node belongs to.
+	// ShardIndex is the shard (0-based) this node belongs to; below MaxShards.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self <= 999",message="shardIndex must be at most 999: a cluster has at most 1000 shards"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="shardIndex is immutable: a node never moves to another shard"
 	// +required
 	ShardIndex int32 `json:"shardIndex"`
 
 	// NodeIndex is the node's position (0-based) within its shard; 0 is created as the
-	// primary.
+	// primary. At most MaxReplicas.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self <= 15",message="nodeIndex must be at most 15: a shard has a primary and at most 15 replicas"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeIndex is immutable"
 	// +required
 	NodeIndex int32 `json:"nodeIndex"`
@@ -54,6 +59,7 @@ type ValkeyNodeSpec struct {
 	Image string `json:"image,omitempty"`
 
 	// ImagePullSecrets for the pod.
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
@@ -72,6 +78,7 @@ type ValkeyNodeSpec struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// NodeSelector of the pod.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
@@ -80,10 +87,12 @@ type ValkeyNodeSpec struct {
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
 	// Tolerations of the pod.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// TopologySpreadConstraints of the pod.
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 
@@ -110,6 +119,7 @@ type ValkeyNodeSpec struct {
 	UsersACLSecretName string `json:"usersACLSecretName,omitempty"`
 
 	// Containers merged into the pod's containers by name.
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	Containers []corev1.Container `json:"containers,omitempty"`
 
@@ -117,8 +127,9 @@ type ValkeyNodeSpec struct {
 	// +optional
 	TLS *TLSConfig `json:"tls,omitempty"`
 
-	// TerminationGracePeriodSeconds of the pod.
+	// TerminationGracePeriodSeconds of the pod; at most a day, as the cluster's.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
 	// +optional
 	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 
@@ -174,7 +185,12 @@ type ValkeyNodeStatus struct {
 }
 
 // ValkeyNode is one member of a ValkeyCluster: one pod and, with persistence, one PVC,
-// owned by the cluster. Internal: the operator creates and changes it.
+// owned by the cluster. Internal: the operator creates and changes it. Its name is at most
+// MaxNodeNameLength characters and a DNS-1123 label: its StatefulSet labels the pod
+// controller-revision-hash <name>-<hash of up to 10 characters>, a 63-character label
+// value at most, and the pod's hostname <name>-0 is a DNS label.
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters: the StatefulSet <name> labels its pod with controller-revision-hash <name>-<hash of up to 10 characters>, which must fit in 63"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must hold only lowercase letters, digits and '-' (no '.'): the pod's hostname <name>-0 is a DNS label"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkn,categories=opsuite
