@@ -81,10 +81,31 @@ type Client struct {
 // Node is the node whose agent the client calls.
 func (c *Client) Node() string { return c.node }
 
-// GetNodeReport reads the node's report.
+// GetNodeReport reads the node's report. A report naming another node than the one asked
+// is refused (a *WrongNodeError): whatever answered is not that node's agent, or lies.
 func (c *Client) GetNodeReport(ctx context.Context, req *nodeagentv1.GetNodeReportRequest) (*nodeagentv1.GetNodeReportResponse, error) {
-	return call(ctx, c, req, nodeagentv1.NodeAgentClient.GetNodeReport)
+	resp, err := call(ctx, c, req, nodeagentv1.NodeAgentClient.GetNodeReport)
+	if err == nil && resp.GetNodeName() != c.node {
+		return nil, &WrongNodeError{Asked: c.node, Reported: resp.GetNodeName()}
+	}
+	return resp, err
 }
+
+// ErrWrongNode matches a *WrongNodeError with errors.Is.
+var ErrWrongNode = errors.New("nodeagent: the agent reported another node")
+
+// WrongNodeError is a report that names another node than the one asked. Its message names
+// the node asked only: Reported is the agent's word, for the log, not for conditions.
+type WrongNodeError struct {
+	Asked, Reported string
+}
+
+func (e *WrongNodeError) Error() string {
+	return "nodeagent: the agent of node " + e.Asked + " reported another node"
+}
+
+// Is makes errors.Is(err, ErrWrongNode) true.
+func (e *WrongNodeError) Is(target error) bool { return target == ErrWrongNode }
 
 // PrepareDisks prepares disks; the agent makes a repeat a no-op, so a retry is safe.
 func (c *Client) PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDisksRequest) (*nodeagentv1.PrepareDisksResponse, error) {

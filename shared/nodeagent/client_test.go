@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,6 +150,26 @@ func TestRetriesUnavailableOnly(t *testing.T) {
 				t.Fatalf("%d client connections seen by the agent, %d in the pool; want 1", peers, p.Connections())
 			}
 		})
+	}
+}
+
+// TestReportOfAnotherNodeRefused: a report that names another node than the one asked (an
+// agent posing as another node's, or lying) is refused with an error that names the node
+// asked and not the agent's claim.
+func TestReportOfAnotherNodeRefused(t *testing.T) {
+	pki := newPKI(t)
+	addr := serveTLS(t, &scriptedAgent{node: "node-b\nReady: True"}, pki.Cert, "127.0.0.1:0")
+	p := newPool(t, nodeagent.Config{
+		Resolver: nodeagent.StaticResolver{"node-a": addr}, CA: nodeagent.StaticCA{Pool: pki.Pool, ServerName: serverName},
+		Tokens: &audienceTokens{}, Options: fast,
+	})
+	rep, err := p.Node("node-a").GetNodeReport(context.Background(), &nodeagentv1.GetNodeReportRequest{})
+	var wrong *nodeagent.WrongNodeError
+	if rep != nil || !errors.Is(err, nodeagent.ErrWrongNode) || !errors.As(err, &wrong) {
+		t.Fatalf("report %v, error %v: want ErrWrongNode", rep, err)
+	}
+	if wrong.Asked != "node-a" || wrong.Reported != "node-b\nReady: True" || strings.Contains(err.Error(), "node-b") {
+		t.Errorf("error %q (%+v): want node-a named, the claim kept out of the message", err, wrong)
 	}
 }
 

@@ -257,10 +257,16 @@ func TestInCluster(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- mgr.Start(mctx) }()
 		before, _, _ := agent1.stats()
+		// The pod of node-d is served by node-a's scripted agent, whose report names node-a:
+		// the call reaches it, and the client refuses a report of another node.
+		var wrong *nodeagent.WrongNodeError
 		waitFor(t, "node-d's agent through the manager's pool", func() bool {
 			_, err := pool.Node("node-d").GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
-			return err == nil
+			return errors.As(err, &wrong)
 		})
+		if wrong.Asked != "node-d" || wrong.Reported != "node-a" {
+			t.Fatalf("wrong-node error %+v, want node-d asked and node-a reported", wrong)
+		}
 		if after, sent, _ := agent1.stats(); after != before+1 {
 			t.Fatalf("the agent saw %d calls", after-before)
 		} else if aud := tokenAudiences(t, cs, sent[len(sent)-1]); !slices.Equal(aud, []string{contract.Audience("node-d")}) {
