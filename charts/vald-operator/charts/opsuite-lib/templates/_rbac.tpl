@@ -1,10 +1,111 @@
 {{- /*
+The controller's rules split by scope, as YAML {cluster: [...], namespaced: [...]}: a rule
+whose resources are cluster-scoped (the list below, subresources included) goes to cluster,
+every other to namespaced; a rule with several groups or resources is split into one rule per
+group. The list covers what the operators' markers name; a resource missing from it is taken
+as namespaced, so watchNamespaces would withhold it, never grant it cluster-wide.
+*/ -}}
+{{- define "opsuite-lib.controllerRulesByScope" -}}
+{{- $clusterScoped := list "/nodes" "/persistentvolumes" "/namespaces"
+  "storage.k8s.io/storageclasses" "storage.k8s.io/csidrivers" "storage.k8s.io/csinodes" "storage.k8s.io/volumeattachments"
+  "authentication.k8s.io/tokenreviews" "authorization.k8s.io/subjectaccessreviews"
+  "apiextensions.k8s.io/customresourcedefinitions" "scheduling.k8s.io/priorityclasses"
+  "rbac.authorization.k8s.io/clusterroles" "rbac.authorization.k8s.io/clusterrolebindings"
+  "admissionregistration.k8s.io/validatingadmissionpolicies" "nodeagent.opsuite.io/nodes" }}
+{{- $cluster := list }}
+{{- $namespaced := list }}
+{{- range $rule := fromYamlArray (include "opsuite-lib.controllerRules" .) }}
+{{- $rest := omit $rule "apiGroups" "resources" }}
+{{- range $group := $rule.apiGroups }}
+{{- $c := list }}
+{{- $n := list }}
+{{- range $res := $rule.resources }}
+{{- if has (printf "%s/%s" $group (first (splitList "/" $res))) $clusterScoped }}
+{{- $c = append $c $res }}
+{{- else }}
+{{- $n = append $n $res }}
+{{- end }}
+{{- end }}
+{{- if $c }}
+{{- $cluster = append $cluster (merge (dict "apiGroups" (list $group) "resources" $c) $rest) }}
+{{- end }}
+{{- if $n }}
+{{- $namespaced = append $namespaced (merge (dict "apiGroups" (list $group) "resources" $n) $rest) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "cluster" $cluster "namespaced" $namespaced) }}
+{{- end }}
+
+{{- /*
 The controller's RBAC (takes the operator chart's root context): its ClusterRole from
-files/role.yaml, the namespaced leader-election Role and their bindings.
+files/role.yaml, the namespaced leader-election Role and their bindings. With
+watchNamespaces, the rules on namespaced resources go to the ClusterRole
+<fullname>-namespaced, bound by a RoleBinding in each watched namespace only, and the
+ClusterRole <fullname> keeps the cluster-scoped ones: the operator can then read or write no
+Secret, Pod or workload outside those namespaces.
 */ -}}
 {{- define "opsuite-lib.rbac" -}}
 {{- if .Values.rbac.create }}
 {{- $fullname := include "opsuite-lib.fullname" . }}
+{{- if .Values.watchNamespaces }}
+{{- $rules := fromYaml (include "opsuite-lib.controllerRulesByScope" .) }}
+{{- $sa := include "opsuite-lib.serviceAccountName" . }}
+# The controller's rights on namespaced resources, granted in the watched namespaces only.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ $fullname }}-namespaced
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+rules:
+  {{- toYaml $rules.namespaced | nindent 2 }}
+{{- range $ns := .Values.watchNamespaces }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $fullname }}
+  namespace: {{ $ns }}
+  labels:
+    {{- include "opsuite-lib.labels" $ | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $fullname }}-namespaced
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ $.Release.Namespace }}
+{{- end }}
+{{- if $rules.cluster }}
+---
+# The controller's rights on cluster-scoped resources.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ $fullname }}
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+rules:
+  {{- toYaml $rules.cluster | nindent 2 }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $fullname }}
+  labels:
+    {{- include "opsuite-lib.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $fullname }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $sa }}
+    namespace: {{ .Release.Namespace }}
+{{- end }}
+{{- else }}
 # The controller's permissions, generated from its +kubebuilder:rbac markers: least privilege,
 # no verb the controller does not use.
 apiVersion: rbac.authorization.k8s.io/v1
@@ -30,6 +131,7 @@ subjects:
   - kind: ServiceAccount
     name: {{ include "opsuite-lib.serviceAccountName" . }}
     namespace: {{ .Release.Namespace }}
+{{- end }}
 {{- if .Values.leaderElection.enabled }}
 ---
 # Leader election: the Lease lives in the release namespace, and client-go records the
