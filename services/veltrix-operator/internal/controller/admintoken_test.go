@@ -26,7 +26,7 @@ import (
 // cluster does not control is reported (ChildrenFailed) and never written over.
 func TestAdminTokenNeverRegenerated(t *testing.T) {
 	ctx := context.Background()
-	f := startFleet(t, operatorTokens(t, "operator", true), 1<<30, []string{"node-token-a", "node-token-b"}, nil)
+	f := startFleet(t, operatorTokens(t, "operator", true), 1<<30, []string{"node-a", "node-b"}, nil) // the nodes every test shares (nodes outlive tests)
 	ns := testenv.NewNamespace(t, env.Client, "vx-token")
 	env.StartManager(t, func(mgr ctrl.Manager) error {
 		return controller.Setup(mgr, controller.Config{Agents: f.calls, PVRoot: f.pvRoot, Poll: 500 * time.Millisecond, Backoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second, CheckpointTimeout: 3 * time.Second})
