@@ -16,7 +16,7 @@ import (
 )
 
 // TestGeneratedSecretsAdopted: the internal Secret (the operator's and the replication
-// passwords) and the ACL Secret lose their labels by hand, so the operator's cache no
+// passwords), the exporter's password Secret and the ACL Secret lose their labels by hand, so the operator's cache no
 // longer holds them. Passes that follow read them from the API server and adopt them:
 // the labels come back, the passwords stay what they were (before, a cache miss
 // generated new ones and wrote them over the live Secret), and the ACL Secret is the same.
@@ -33,7 +33,7 @@ func TestGeneratedSecretsAdopted(t *testing.T) {
 	}
 	waitReady(t, f, "a", 90*time.Second)
 
-	names := []string{resources.InternalSecretName("a"), resources.ACLSecretName("a")}
+	names := []string{resources.InternalSecretName("a"), resources.ExporterSecretName("a"), resources.ACLSecretName("a")}
 	before := map[string]map[string][]byte{}
 	for _, name := range names {
 		var s corev1.Secret

@@ -77,6 +77,10 @@ func (p *pass) infrastructure(ctx context.Context) bool {
 	if !ok {
 		return false
 	}
+	// The metrics exporter's own password, generated once too.
+	if internal.Exporter, ok = p.exporterSecret(ctx); !ok {
+		return false
+	}
 	p.internal = internal
 
 	// TLS material the operator generates when asked to.
@@ -186,6 +190,47 @@ func (p *pass) internalSecret(ctx context.Context) (resources.InternalPasswords,
 	}
 	p.fail(valkeyv1.ReasonSystemUsersACLError, valkeyv1.EventInternalSecretsCreationFailed, fmt.Sprintf("Failed to create Secret %s: %v", key.Name, err))
 	return resources.InternalPasswords{}, false
+}
+
+// exporterSecret reads, adopts or creates the Secret with the exporter user's password,
+// by the rules of internalSecret: read through the API server when the cache misses,
+// adopted when the cluster controls it, refused (never written over) otherwise.
+func (p *pass) exporterSecret(ctx context.Context) (string, bool) {
+	c := p.c
+	key := client.ObjectKey{Namespace: c.Namespace, Name: resources.ExporterSecretName(c.Name)}
+	var live corev1.Secret
+	err := p.ctl.reader.Get(ctx, key, &live)
+	pw := ""
+	switch {
+	case err == nil:
+		if owner := metav1.GetControllerOf(&live); owner == nil || owner.UID != c.UID {
+			msg := fmt.Sprintf("Secret %s exists and is not owned by this cluster; delete it or rename the cluster", key.Name)
+			p.fail(valkeyv1.ReasonSystemUsersACLError, valkeyv1.EventInternalSecretsCreationFailed, msg)
+			return "", false
+		}
+		pw = string(live.Data[resources.SecretKeyExporterPassword])
+		if pw != "" && live.Labels[resources.LabelManagedBy] == resources.ManagedBy {
+			return pw, true
+		}
+	case !apierrors.IsNotFound(err):
+		p.fail(valkeyv1.ReasonSystemUsersACLError, valkeyv1.EventInternalSecretsCreationFailed, fmt.Sprintf("Failed to read Secret %s: %v", key.Name, err))
+		return "", false
+	}
+	what, msg := valkeyv1.EventInternalSecretsUpdated, fmt.Sprintf("Adopted Secret %s (its labels were removed): restored the labels, kept the password", key.Name)
+	if pw == "" {
+		if pw, err = resources.GeneratePassword(); err != nil {
+			p.fail(valkeyv1.ReasonSystemUsersACLError, valkeyv1.EventInternalSecretsCreationFailed, fmt.Sprintf("Failed to create Secret %s: %v", key.Name, err))
+			return "", false
+		}
+		what, msg = valkeyv1.EventInternalSecretsCreated, fmt.Sprintf("Created Secret %s with the metrics exporter user's password", key.Name)
+	}
+	s := resources.Secret(c, key.Name, map[string][]byte{resources.SecretKeyExporterPassword: []byte(pw)})
+	if _, _, err := p.applyOwned(ctx, s); err != nil {
+		p.fail(valkeyv1.ReasonSystemUsersACLError, valkeyv1.EventInternalSecretsUpdateFailed, fmt.Sprintf("Failed to write Secret %s: %v", key.Name, err))
+		return "", false
+	}
+	p.normal(what, msg)
+	return pw, true
 }
 
 func internalSecret(c *valkeyv1.ValkeyCluster, pw resources.InternalPasswords) *corev1.Secret {

@@ -21,16 +21,27 @@ const DefaultUser = "default"
 // the client port: PING, AUTH (allowed to everyone), REPLCONF (listening-port, capa, ack,
 // and Valkey's rdb-channel options) and PSYNC, or SYNC from an older replica. The
 // failover handshake itself runs on the cluster bus, where no ACL applies.
+//
+// The metrics exporter (oliver006/redis_exporter, default flags) reads, per scrape: CONFIG
+// GET *, INFO ALL, CLUSTER INFO, LATENCY LATEST and HISTOGRAM, SLOWLOG LEN and GET; it
+// names its connection (CLIENT SETNAME) and may PING. CLUSTER NODES and SLOTS are
+// allowed for its cluster mode (--is-cluster: discovery and the cluster client). No key, no channel, nothing that writes or administers. Only
+// commands Redis 7.0 and every Valkey know: an unknown one in users.acl stops the server
+// from starting (so no COMMANDLOG, which Valkey 8.1 added; the exporter then skips those
+// metrics).
 const (
 	operatorRules    = "~* &* +@all"
 	replicationRules = "+psync +sync +replconf +ping"
+	exporterRules    = "resetkeys resetchannels -@all +info +ping +client|setname +config|get +cluster|info +cluster|nodes +cluster|slots +latency|latest +latency|histogram +slowlog|get +slowlog|len"
 )
 
 // InternalPasswords are the plaintext passwords of the operator's users, from the Secret
-// C-internal.
+// C-internal, and of the exporter's, from the Secret C-exporter.
 type InternalPasswords struct {
 	Operator    string
 	Replication string
+	// Exporter is the metrics exporter user's; empty renders no exporter user.
+	Exporter string
 }
 
 // ACLFiles is what the Secret C-acl holds.
@@ -185,6 +196,9 @@ func RenderACL(c *valkeyv1.ValkeyCluster, passwords map[string][]string, interna
 	lines = append(lines,
 		"user "+OperatorUser+" on "+passwordRule(internal.Operator)+" "+operatorRules,
 		"user "+ReplicationUser+" on "+passwordRule(internal.Replication)+" "+replicationRules)
+	if internal.Exporter != "" {
+		lines = append(lines, "user "+ExporterUser+" on "+passwordRule(internal.Exporter)+" "+exporterRules)
+	}
 	usersACL := strings.Join(lines, "\n") + "\n"
 	auth := "masteruser " + ReplicationUser + "\nmasterauth " + quoteConfig(internal.Replication) + "\n"
 	return ACLFiles{Users: usersACL, Auth: auth, Hash: hashOf(usersACL + "\x00" + auth)}, nil
@@ -215,7 +229,7 @@ func ParseUsersACL(users string) []ACLUser {
 // userLine is one user's ACL line, in upstream's order: on/off, password, keys, channels,
 // commands, then the raw permissions as written.
 func userLine(cluster string, u *valkeyv1.UserACLSpec, passwords map[string][]string) (string, error) {
-	if u.Name == OperatorUser || u.Name == ReplicationUser {
+	if u.Name == OperatorUser || u.Name == ReplicationUser || u.Name == ExporterUser {
 		return "", &InvalidUserError{User: u.Name, Reason: "the name is reserved for the operator's own user: rename the user"}
 	}
 	if err := checkWords(u); err != nil {

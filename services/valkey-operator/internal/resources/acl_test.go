@@ -19,7 +19,8 @@ func sha(s string) string {
 
 func TestRenderACL(t *testing.T) {
 	internalLines := "user valkey-operator on " + sha("op-secret-1") + " ~* &* +@all\n" +
-		"user valkey-replication on " + sha("repl-secret-1") + " +psync +sync +replconf +ping\n"
+		"user valkey-replication on " + sha("repl-secret-1") + " +psync +sync +replconf +ping\n" +
+		"user valkey-exporter on " + sha("exp-secret-1") + " " + exporterRules + "\n"
 	hashed := "#" + strings.Repeat("ab", 32)
 	cases := []struct {
 		name      string
@@ -181,6 +182,12 @@ func TestRenderACLErrors(t *testing.T) {
 			users:   []valkeyv1.UserACLSpec{{Name: OperatorUser, NoPassword: true}},
 			want:    []string{`user "valkey-operator": the name is reserved for the operator's own user: rename the user`},
 			userErr: &InvalidUserError{User: OperatorUser, Reason: "the name is reserved for the operator's own user: rename the user"},
+		},
+		{
+			name:    "the exporter's name is reserved too",
+			users:   []valkeyv1.UserACLSpec{{Name: ExporterUser, NoPassword: true}},
+			want:    []string{`user "valkey-exporter": the name is reserved for the operator's own user: rename the user`},
+			userErr: &InvalidUserError{User: ExporterUser, Reason: "the name is reserved for the operator's own user: rename the user"},
 		},
 		{
 			name:  "a key pattern with a space",
@@ -354,6 +361,7 @@ func TestParseUsersACL(t *testing.T) {
 		{Name: "app", Rules: []string{"on", "nopass", "%R~a:*", "+get", "+set"}},
 		{Name: OperatorUser, Rules: []string{"on", sha("op-secret-1"), "~*", "&*", "+@all"}},
 		{Name: ReplicationUser, Rules: []string{"on", sha("repl-secret-1"), "+psync", "+sync", "+replconf", "+ping"}},
+		{Name: ExporterUser, Rules: append([]string{"on", sha("exp-secret-1")}, strings.Fields(exporterRules)...)},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("ParseUsersACL = %+v, want %+v", got, want)

@@ -26,6 +26,9 @@ const (
 const (
 	OperatorUser    = "valkey-operator"
 	ReplicationUser = "valkey-replication"
+	// ExporterUser is the metrics exporter's: it reads what the exporter scrapes, nothing
+	// else (exporterRules).
+	ExporterUser = "valkey-exporter"
 )
 
 // Keys of the objects the members share.
@@ -35,6 +38,9 @@ const (
 
 	SecretKeyOperatorPassword    = "operator-password"
 	SecretKeyReplicationPassword = "replication-password"
+	// SecretKeyExporterPassword is the exporter user's password, in the exporter Secret
+	// (the only Secret the exporter sidecar reads).
+	SecretKeyExporterPassword = "password"
 
 	ACLKeyUsers = "users.acl" // the ACL file, in the ACL Secret
 	ACLKeyAuth  = "auth.conf" // masteruser/masterauth, included from valkey.conf
@@ -84,6 +90,9 @@ func ConfigMapName(cluster string) string { return cluster + "-config" }
 
 // InternalSecretName holds the passwords of the operator's and the replication user.
 func InternalSecretName(cluster string) string { return cluster + "-internal" }
+
+// ExporterSecretName holds the metrics exporter user's password.
+func ExporterSecretName(cluster string) string { return cluster + "-exporter" }
 
 // ACLSecretName holds the ACL file and the replication credentials the members load.
 func ACLSecretName(cluster string) string { return cluster + "-acl" }

@@ -199,9 +199,10 @@ func podTemplate(n *valkeyv1.ValkeyNode, o NodeOptions) corev1.PodTemplateSpec {
 	}
 }
 
-// exporter is the Prometheus sidecar. It logs in as the operator's user (the only
-// credentials every member has besides the replication user's) and, with TLS, presents
-// the node certificate, since the server asks clients for one.
+// exporter is the Prometheus sidecar. It logs in as its own user, valkey-exporter, which
+// may read what the exporter scrapes and nothing else, with the password of the Secret
+// <cluster>-exporter (it never sees the operator's password) and, with TLS, presents the
+// node certificate, since the server asks clients for one.
 func exporter(n *valkeyv1.ValkeyNode, o NodeOptions, tls bool) corev1.Container {
 	e := n.Spec.Exporter
 	image := e.Image
@@ -217,10 +218,10 @@ func exporter(n *valkeyv1.ValkeyNode, o NodeOptions, tls bool) corev1.Container 
 	}
 	env := []corev1.EnvVar{
 		{Name: "REDIS_ADDR", Value: addr},
-		{Name: "REDIS_USER", Value: OperatorUser},
+		{Name: "REDIS_USER", Value: ExporterUser},
 		{Name: "REDIS_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: InternalSecretName(n.Spec.ClusterName)},
-			Key:                  SecretKeyOperatorPassword,
+			LocalObjectReference: corev1.LocalObjectReference{Name: ExporterSecretName(n.Spec.ClusterName)},
+			Key:                  SecretKeyExporterPassword,
 		}}},
 		{Name: "REDIS_EXPORTER_WEB_LISTEN_ADDRESS", Value: ":9121"},
 	}

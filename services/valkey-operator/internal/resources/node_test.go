@@ -232,8 +232,12 @@ func TestNodeWorkloadVariants(t *testing.T) {
 					if v.Name == "REDIS_PASSWORD" {
 						pw = v.ValueFrom.SecretKeyRef
 					}
+					if v.Name == "REDIS_USER" && v.Value != "valkey-exporter" {
+						t.Errorf("exporter logs in as %q, want its own user valkey-exporter", v.Value)
+					}
 				}
-				if pw == nil || pw.Name != "c-internal" || pw.Key != "operator-password" {
+				// Its own Secret: the exporter never reads the operator's password.
+				if pw == nil || pw.Name != "c-exporter" || pw.Key != "password" {
 					t.Errorf("exporter password from %+v", pw)
 				}
 			},

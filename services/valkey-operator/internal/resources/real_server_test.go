@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-var testInternal = InternalPasswords{Operator: "op-secret-1", Replication: "repl-secret-1"}
+var testInternal = InternalPasswords{Operator: "op-secret-1", Replication: "repl-secret-1", Exporter: "exp-secret-1"}
 
 // render renders the config and ACL of c for a server under dir.
 func render(t *testing.T, c *valkeyv1.ValkeyCluster, dir string, passwords map[string][]string) serverFiles {
@@ -170,8 +170,8 @@ func TestRenderedServerWithUsers(t *testing.T) {
 	// rules must load through ACL SETUSER ... reset, and the operator's own connection
 	// must survive resetting its own user.
 	users := ParseUsersACL(f.acl.Users)
-	if len(users) != 8 {
-		t.Fatalf("ParseUsersACL found %d users, want 8: %+v", len(users), users)
+	if len(users) != 9 {
+		t.Fatalf("ParseUsersACL found %d users, want 9: %+v", len(users), users)
 	}
 	for _, u := range users {
 		args := append([]string{"ACL", "SETUSER", u.Name, "reset"}, u.Rules...)
@@ -341,4 +341,49 @@ func errString(v any, err error) string {
 	}
 	s, _ := v.(string)
 	return s
+}
+
+// TestExporterUser starts redis-server 7.0 from the rendered files and logs in as the
+// metrics exporter's user: every command the exporter sends in a scrape works, and
+// nothing that reads keys, writes or administers does. The same rules load through the
+// node controller's live ACL SETUSER.
+func TestExporterUser(t *testing.T) {
+	c := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Spec: valkeyv1.ValkeyClusterSpec{Shards: 3}}
+	dir := t.TempDir()
+	s := startServer(t, dir, render(t, c, dir, nil))
+	check := func(t *testing.T) {
+		t.Helper()
+		exp := s.login(t, ExporterUser, testInternal.Exporter) // fails the test if AUTH does
+		// What redis_exporter sends (exporter.go, latency.go, slowlog.go), cluster mode.
+		for _, cmd := range [][]string{
+			{"CLIENT", "SETNAME", "redis_exporter"}, {"PING"},
+			{"CONFIG", "GET", "*"}, {"INFO", "ALL"}, {"INFO"}, {"CLUSTER", "INFO"}, {"CLUSTER", "NODES"}, {"CLUSTER", "SLOTS"},
+			{"LATENCY", "LATEST"}, {"LATENCY", "HISTOGRAM"}, {"SLOWLOG", "LEN"}, {"SLOWLOG", "GET", "10"},
+		} {
+			if _, err := exp.do(cmd...); err != nil {
+				t.Errorf("%v as %s: %v", cmd, ExporterUser, err)
+			}
+		}
+		for _, cmd := range [][]string{
+			{"SET", "k", "v"}, {"GET", "k"}, {"KEYS", "*"}, {"SCAN", "0"}, {"DEL", "k"}, {"FLUSHALL"}, {"FLUSHDB"},
+			{"CONFIG", "SET", "maxmemory", "1mb"}, {"CONFIG", "REWRITE"}, {"CONFIG", "RESETSTAT"},
+			{"ACL", "SETUSER", "evil", "on", "nopass", "+@all"}, {"ACL", "LIST"}, {"ACL", "GETUSER", OperatorUser},
+			{"CLUSTER", "RESET"}, {"CLUSTER", "FORGET", "x"}, {"CLUSTER", "MEET", "127.0.0.1", "1"}, {"CLUSTER", "ADDSLOTS", "1"},
+			{"SLOWLOG", "RESET"}, {"LATENCY", "RESET"}, {"CLIENT", "KILL", "ID", "1"}, {"CLIENT", "LIST"},
+			{"SHUTDOWN", "NOSAVE"}, {"SAVE"}, {"BGSAVE"}, {"REPLICAOF", "NO", "ONE"},
+			{"MONITOR"}, {"PUBLISH", "c", "m"}, {"EVAL", "return 1", "0"}, {"MODULE", "LIST"}, {"ACL", "WHOAMI"},
+		} {
+			mustErr(t, exp, "NOPERM", cmd...)
+		}
+		mustErr(t, s.login(t, "", ""), "WRONGPASS", "AUTH", ExporterUser, "guess")
+	}
+	t.Run("from users.acl", check)
+	// The node controller applies users.acl live as the operator.
+	op := s.login(t, OperatorUser, testInternal.Operator)
+	for _, u := range ParseUsersACL(render(t, c, dir, nil).acl.Users) {
+		if got := op.str(t, append([]string{"ACL", "SETUSER", u.Name, "reset"}, u.Rules...)...); got != "OK" {
+			t.Fatalf("ACL SETUSER %s = %q", u.Name, got)
+		}
+	}
+	t.Run("after ACL SETUSER", check)
 }
