@@ -295,3 +295,98 @@ func (a sysctlAgent) EnsureSysctl(_ context.Context, req *nodeagentv1.EnsureSysc
 	return &nodeagentv1.EnsureSysctlResponse{PreviousValue: a.value, Status: &nodeagentv1.SysctlStatus{
 		Name: req.GetName(), Value: a.value, Minimum: req.GetMinimum(), Met: a.value >= req.GetMinimum()}}, nil
 }
+
+// TestLyingAgentMakesNoVolume: an agent whose answer lies about what it prepared (here the
+// real agent's answer, altered on its way back, as a compromised agent would send it) gets
+// no PersistentVolume: DisksPrepared=False (AgentReplyInvalid) and a Warning event say what
+// is wrong without repeating the value the agent sent, and no StatefulSet is made.
+func TestLyingAgentMakesNoVolume(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rawVLog bool
+		lie     func(d *nodeagentv1.PreparedDisk)
+		message string
+		value   string
+	}{
+		{"filesystem UUID not a UUID", false, func(d *nodeagentv1.PreparedDisk) { d.FilesystemUuid = "kube-system-etcd" },
+			"filesystem UUID is not a canonical UUID", "kube-system-etcd"},
+		{"PV path outside the PV root", false, func(d *nodeagentv1.PreparedDisk) { d.PvPath = "/var/lib/etcd" },
+			"PV path is not the requested", "/var/lib/etcd"},
+		{"PV path climbing out of the root", false, func(d *nodeagentv1.PreparedDisk) { d.PvPath += "/../../../../../../etc" },
+			"PV path is not the requested", "/etc"},
+		{"raw partition GUID not a GUID", true, func(d *nodeagentv1.PreparedDisk) { d.RawPartitionUuid = "../../../var/lib/etcd" },
+			"raw partition GUID is not a canonical UUID", "var/lib/etcd"},
+		{"raw device outside /dev", true, func(d *nodeagentv1.PreparedDisk) { d.RawPartitionUuid, d.RawDevice = "", "/var/lib/etcd/member" },
+			"raw device path is not a clean path under /dev", "/var/lib/etcd"},
+		{"negative size", false, func(d *nodeagentv1.PreparedDisk) { d.XfsSizeBytes = -1 << 40 },
+			"XFS size out of range", "-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			sa := "liar-" + strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
+			sa = strings.NewReplacer("/", "", "(", "", ")", "").Replace(sa)
+			f := startFleet(t, operatorTokens(t, sa, true), 1<<30, []string{"node-a"}, nil)
+			ns := testenv.NewNamespace(t, env.Client, "vx")
+			startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) {
+				cfg.Agents = lyingAgents{inner: f.calls, lie: tc.lie}
+			})
+			c := newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+				c.Spec.Size, c.Spec.ReplicationFactor = 1, 1
+				c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
+				c.Spec.IndexMapFallback = true
+				if tc.rawVLog {
+					c.Spec.RawVLog = veltrixv1.RawVLogSpec{Enabled: true, XFSPartitionPercent: 40}
+				}
+			})
+			cond := condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionFalse, "AgentReplyInvalid")
+			if !strings.Contains(cond.Message, "node-a: AgentReplyInvalid (disk 1 of the reply: "+tc.message) {
+				t.Errorf("DisksPrepared message %q does not say %q", cond.Message, tc.message)
+			}
+			if strings.Contains(cond.Message, tc.value) {
+				t.Errorf("DisksPrepared message %q repeats the agent's value %q", cond.Message, tc.value)
+			}
+			testenv.Eventually(t, 10*time.Second, "a Warning event AgentReplyInvalid", func() (bool, string) {
+				ev := eventReasons(t, c)
+				return ev["AgentReplyInvalid"] == corev1.EventTypeWarning, "events so far: " + strings.Join(keys(ev), ", ")
+			})
+			// A few passes more: still nothing made of the answer.
+			time.Sleep(2 * time.Second)
+			var pvs corev1.PersistentVolumeList
+			if err := env.Client.List(ctx, &pvs); err != nil {
+				t.Fatal(err)
+			}
+			for _, pv := range pvs.Items {
+				if pv.Labels[resources.LabelNamespace] == ns {
+					t.Errorf("PersistentVolume %s (local %v) made from a lying answer", pv.Name, pv.Spec.Local)
+				}
+			}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+				t.Errorf("a StatefulSet on a lying agent's disks: %v", err)
+			}
+		})
+	}
+}
+
+// lyingAgents pass every call to the real agents and alter the disks their PrepareDisks
+// answers report: the agent's reply is what is under test, the agent itself is real.
+type lyingAgents struct {
+	inner disks.Agents
+	lie   func(*nodeagentv1.PreparedDisk)
+}
+
+func (l lyingAgents) Node(name string) disks.Agent {
+	return lyingAgent{Agent: l.inner.Node(name), lie: l.lie}
+}
+
+type lyingAgent struct {
+	disks.Agent
+	lie func(*nodeagentv1.PreparedDisk)
+}
+
+func (a lyingAgent) PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDisksRequest) (*nodeagentv1.PrepareDisksResponse, error) {
+	resp, err := a.Agent.PrepareDisks(ctx, req)
+	for _, d := range resp.GetDisks() {
+		a.lie(d)
+	}
+	return resp, err
+}

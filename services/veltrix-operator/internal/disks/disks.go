@@ -2,9 +2,11 @@
 // candidate nodes (nodeSelector, tolerations, schedulable), asks each agent to prepare the
 // disks the spec's selector matches (XFS, or the XFS/raw split for rawVLog) under the
 // cluster's PV path, and to ensure vm.max_map_count, and turns the answers into the
-// resources.Disk values the PersistentVolumes are built from. Failures are classified into
-// stable reasons (unreachable, permission denied, no matching disks, refused) so the
-// controller reports what is wrong without raw, changing error text.
+// resources.Disk values the PersistentVolumes are built from. An answer is untrusted input
+// (CheckReply): one that lies is refused whole, as AgentReplyInvalid. Failures are
+// classified into stable reasons (unreachable, permission denied, no matching disks,
+// refused, invalid reply) so the controller reports what is wrong without raw, changing
+// error text.
 package disks
 
 import (
@@ -79,6 +81,9 @@ const (
 	// ProblemRefused: the agent refused the request (a device holding data, a PV path
 	// prepared with other settings, too small for XFS).
 	ProblemRefused Problem = "DisksRefused"
+	// ProblemBadReply: the agent answered what no honest agent answers (CheckReply); nothing
+	// of its answer is used.
+	ProblemBadReply Problem = "AgentReplyInvalid"
 	// ProblemAgentError: any other failure of the agent.
 	ProblemAgentError Problem = "AgentError"
 )
@@ -200,19 +205,20 @@ func ReleaseRequest(c *veltrixv1.VeltrixCluster, pvRoot string, wipe bool) *node
 	return &nodeagentv1.ReleaseDisksRequest{PvPath: resources.PVPath(pvRoot, c, 0), Wipe: wipe}
 }
 
-// FromAgent turns the agent's prepared disks into resources.Disk values, indexed by
-// filesystem UUID order (never by kernel name). A disk not ready (preparing, missing) makes
-// the answer incomplete: it returns an error naming it.
-func FromAgent(node string, prepared []*nodeagentv1.PreparedDisk) ([]resources.Disk, error) {
+// FromAgent turns the agent's answer to req into resources.Disk values, indexed by
+// filesystem UUID order (never by kernel name). The answer is checked first (CheckReply): a
+// lie is a *BadReply. A disk not ready (preparing, missing) makes the answer incomplete: it
+// returns an error naming it.
+func FromAgent(node string, req *nodeagentv1.PrepareDisksRequest, prepared []*nodeagentv1.PreparedDisk) ([]resources.Disk, error) {
+	if err := CheckReply(req, prepared); err != nil {
+		return nil, err
+	}
 	sorted := append([]*nodeagentv1.PreparedDisk(nil), prepared...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].GetFilesystemUuid() < sorted[j].GetFilesystemUuid() })
 	out := make([]resources.Disk, 0, len(sorted))
 	for i, p := range sorted {
 		if p.GetState() != "ready" {
 			return nil, fmt.Errorf("disk %s is %s", p.GetFilesystemUuid(), p.GetState())
-		}
-		if p.GetFilesystemUuid() == "" || p.GetPvPath() == "" {
-			return nil, fmt.Errorf("the agent reported a prepared disk without filesystem UUID or PV path")
 		}
 		out = append(out, resources.Disk{
 			Node: node, Index: int32(i),
@@ -273,6 +279,7 @@ func (r Result) Usable(indexMapFallback bool) []NodeResult {
 func Prepare(ctx context.Context, agents Agents, c *veltrixv1.VeltrixCluster, ordered []string, pvRoot PVRoot, wanted int) Result {
 	res := Result{Wanted: wanted}
 	usable, next := 0, 0
+	seen := map[string]string{} // filesystem UUID -> the node that reported it
 	for usable < wanted && next < len(ordered) {
 		batch := ordered[next:min(next+wanted-usable, len(ordered))]
 		next += len(batch)
@@ -283,6 +290,7 @@ func Prepare(ctx context.Context, agents Agents, c *veltrixv1.VeltrixCluster, or
 		}
 		wg.Wait()
 		for _, r := range results {
+			refuseClaimed(&r, seen)
 			if r.Usable(c.Spec.IndexMapFallback) {
 				usable++
 			}
@@ -290,6 +298,21 @@ func Prepare(ctx context.Context, agents Agents, c *veltrixv1.VeltrixCluster, or
 		}
 	}
 	return res
+}
+
+// refuseClaimed refuses a node's disks when one of them has a filesystem UUID an earlier
+// node reported (seen): an agent echoing another node's disk would otherwise make its
+// volume name that disk. The agent's answer is then a lie like any CheckReply refuses.
+func refuseClaimed(r *NodeResult, seen map[string]string) {
+	for _, d := range r.Disks {
+		if other, ok := seen[d.FilesystemUUID]; ok && other != r.Node {
+			*r = NodeResult{Node: r.Node, Problem: ProblemBadReply, Message: "a filesystem UUID node " + other + " reported"}
+			return
+		}
+	}
+	for _, d := range r.Disks {
+		seen[d.FilesystemUUID] = r.Node
+	}
 }
 
 // prepareNode asks one node's agent for the cluster's disks and its vm.max_map_count.
@@ -310,10 +333,17 @@ func prepareNode(ctx context.Context, agent Agent, c *veltrixv1.VeltrixCluster, 
 			checked = true
 		}
 	}
-	resp, err := agent.PrepareDisks(ctx, PrepareRequest(c, pvRoot))
+	req := PrepareRequest(c, pvRoot)
+	resp, err := agent.PrepareDisks(ctx, req)
 	if err == nil {
-		r.Disks, err = FromAgent(node, resp.GetDisks())
-		if err != nil {
+		r.Disks, err = FromAgent(node, req, resp.GetDisks())
+		var bad *BadReply
+		switch {
+		case errors.As(err, &bad):
+			// The value goes to the log only: conditions and events get the stable message.
+			klog.FromContext(ctx).Info("Refused the node agent's answer", "node", node, "problem", bad.Message, "value", bad.Value)
+			r.Disks, r.Problem, r.Message = nil, ProblemBadReply, bad.Message
+		case err != nil:
 			r.Problem, r.Message = ProblemAgentError, err.Error()
 		}
 	} else {

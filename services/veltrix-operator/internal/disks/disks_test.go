@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,22 +102,123 @@ func TestPrepareRequest(t *testing.T) {
 	}
 }
 
+const (
+	uuidA = "0a6d1d7e-5f1c-4c4e-9b7a-2f0e3c1d4b5a"
+	uuidB = "1b7e2e8f-6a2d-4d5f-8c8b-3a1f4d2e5c6b"
+	guidB = "2c8f3f9a-7b3e-4e6a-9d9c-4b2a5e3f6d7c"
+)
+
 func TestFromAgent(t *testing.T) {
+	req := &nodeagentv1.PrepareDisksRequest{Selector: &nodeagentv1.DeviceSelector{Count: 2}, XfsPercent: 20, PvPath: "/p"}
 	prepared := []*nodeagentv1.PreparedDisk{
-		{Device: "/dev/nvme0n1", FilesystemUuid: "u-b", PvPath: "/p/nvme0n1", XfsSizeBytes: 10, RawDevice: "/dev/nvme0n1p2", RawSizeBytes: 40, DiskGuid: "g-b", State: "ready"},
-		{Device: "/dev/nvme1n1", FilesystemUuid: "u-a", PvPath: "/p/nvme1n1", XfsSizeBytes: 11, Wwn: "w", Serial: "s", State: "ready"},
+		{Device: "/dev/nvme0n1", FilesystemUuid: uuidB, PvPath: "/p/nvme0n1", XfsSizeBytes: 10, RawDevice: "/dev/nvme0n1p2", RawSizeBytes: 40, DiskGuid: guidB, State: "ready"},
+		{Device: "/dev/nvme1n1", FilesystemUuid: uuidA, PvPath: "/p/nvme1n1", XfsSizeBytes: 11, RawDevice: "/dev/nvme1n1p2", RawSizeBytes: 44, Wwn: "w", Serial: "s", State: "ready"},
 	}
-	got, err := FromAgent("n1", prepared)
+	got, err := FromAgent("n1", req, prepared)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Indexed by filesystem UUID, not by kernel name: nvme1n1 is index 0.
-	if len(got) != 2 || got[0].FilesystemUUID != "u-a" || got[0].Index != 0 || got[1].Index != 1 || got[1].RawDevice != "/dev/nvme0n1p2" || got[0].WWN != "w" || got[1].Node != "n1" {
+	if len(got) != 2 || got[0].FilesystemUUID != uuidA || got[0].Index != 0 || got[1].Index != 1 || got[1].RawDevice != "/dev/nvme0n1p2" || got[0].WWN != "w" || got[1].Node != "n1" {
 		t.Errorf("disks %+v", got)
 	}
 	prepared[0].State = "missing"
-	if _, err := FromAgent("n1", prepared); err == nil {
+	if _, err := FromAgent("n1", req, prepared); err == nil {
 		t.Error("a missing disk was taken for a prepared one")
+	}
+	prepared[0].State, prepared[0].FilesystemUuid = "ready", "veltrix-data"
+	var bad *BadReply
+	if _, err := FromAgent("n1", req, prepared); !errors.As(err, &bad) {
+		t.Errorf("a filesystem UUID that is not one: %v, want a BadReply", err)
+	}
+}
+
+// TestCheckReply: every way an agent's answer can lie about what it prepared is refused
+// with a stable message that does not repeat the value; honest answers pass.
+func TestCheckReply(t *testing.T) {
+	one := &nodeagentv1.PrepareDisksRequest{Selector: &nodeagentv1.DeviceSelector{Count: 1}, PvPath: "/mnt/opsuite/veltrix/db/vx/slot-0"}
+	split := &nodeagentv1.PrepareDisksRequest{Selector: &nodeagentv1.DeviceSelector{Count: 1}, XfsPercent: 30, PvPath: one.PvPath}
+	two := &nodeagentv1.PrepareDisksRequest{Selector: &nodeagentv1.DeviceSelector{Count: 2}, PvPath: one.PvPath}
+	plain := func(mut ...func(*nodeagentv1.PreparedDisk)) *nodeagentv1.PreparedDisk {
+		d := &nodeagentv1.PreparedDisk{Device: "/dev/nvme0n1", XfsDevice: "/dev/nvme0n1", FilesystemUuid: uuidA, PvPath: one.PvPath,
+			XfsSizeBytes: 1 << 40, State: "ready", Wwn: "eui.0025388b91b0a1b2", Serial: "S4EVNX0R 123"}
+		for _, m := range mut {
+			m(d)
+		}
+		return d
+	}
+	splitDisk := func(mut ...func(*nodeagentv1.PreparedDisk)) *nodeagentv1.PreparedDisk {
+		return plain(append([]func(*nodeagentv1.PreparedDisk){func(d *nodeagentv1.PreparedDisk) {
+			d.XfsDevice, d.RawDevice, d.RawPartitionUuid, d.DiskGuid, d.XfsPercent = "/dev/nvme0n1p1", "/dev/nvme0n1p2", guidB, uuidB, 30
+			d.XfsSizeBytes, d.RawSizeBytes = 300<<30, 700<<30
+		}}, mut...)...)
+	}
+	second := func(d *nodeagentv1.PreparedDisk) {
+		d.Device, d.XfsDevice, d.FilesystemUuid, d.PvPath = "/dev/nvme1n1", "/dev/nvme1n1", uuidB, one.PvPath+"/nvme1n1"
+	}
+	for _, tc := range []struct {
+		name  string
+		req   *nodeagentv1.PrepareDisksRequest
+		disks []*nodeagentv1.PreparedDisk
+		want  string // "" for an honest answer
+		value string
+	}{
+		{"honest whole disk", one, []*nodeagentv1.PreparedDisk{plain()}, "", ""},
+		{"honest split disk", split, []*nodeagentv1.PreparedDisk{splitDisk()}, "", ""},
+		{"honest split, agent without partition GUIDs", split, []*nodeagentv1.PreparedDisk{splitDisk(func(d *nodeagentv1.PreparedDisk) { d.RawPartitionUuid = "" })}, "", ""},
+		{"honest two disks", two, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.PvPath += "/nvme0n1" }), plain(second)}, "", ""},
+		{"a disk still preparing is no lie", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.State = "preparing" })}, "", ""},
+		{"more disks than asked", one, []*nodeagentv1.PreparedDisk{plain(), plain(second)}, "the agent answered 2 disks for 1 requested", "2"},
+		{"none", one, nil, "the agent answered 0 disks for 1 requested", "0"},
+		{"filesystem UUID empty", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.FilesystemUuid = "" })}, "disk 1 of the reply: filesystem UUID is not a canonical UUID", ""},
+		{"filesystem UUID a path", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.FilesystemUuid = "../../kube-system" })}, "disk 1 of the reply: filesystem UUID is not a canonical UUID", "../../kube-system"},
+		{"filesystem UUID another volume's name", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.FilesystemUuid = "pvc-data" })}, "disk 1 of the reply: filesystem UUID is not a canonical UUID", "pvc-data"},
+		{"filesystem UUID in capitals", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.FilesystemUuid = strings.ToUpper(uuidA) })}, "disk 1 of the reply: filesystem UUID is not a canonical UUID", strings.ToUpper(uuidA)},
+		{"filesystem UUID without dashes", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.FilesystemUuid = strings.ReplaceAll(uuidA, "-", "") + "abcd" })}, "disk 1 of the reply: filesystem UUID is not a canonical UUID", strings.ReplaceAll(uuidA, "-", "") + "abcd"},
+		{"unknown state", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.State = "mounted; rm -rf" })}, "disk 1 of the reply: unknown state", "mounted; rm -rf"},
+		{"PV path outside the root", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.PvPath = "/etc" })}, "disk 1 of the reply: PV path is not the requested " + one.PvPath + " nor directly below it", "/etc"},
+		{"PV path of another cluster", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.PvPath = "/mnt/opsuite/veltrix/other/vx/slot-0" })}, "disk 1 of the reply: PV path is not the requested " + one.PvPath + " nor directly below it", "/mnt/opsuite/veltrix/other/vx/slot-0"},
+		{"PV path climbing out", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.PvPath = one.PvPath + "/../../../../../../var/lib/kubelet" })}, "disk 1 of the reply: PV path is not the requested " + one.PvPath + " nor directly below it", one.PvPath + "/../../../../../../var/lib/kubelet"},
+		{"PV path with dot-dot that cleans to the request", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.PvPath = one.PvPath + "/x/.." })}, "disk 1 of the reply: PV path is not the requested " + one.PvPath + " nor directly below it", one.PvPath + "/x/.."},
+		{"PV path relative", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.PvPath = "srv/pv/slot-0" })}, "disk 1 of the reply: PV path is not the requested " + one.PvPath + " nor directly below it", "srv/pv/slot-0"},
+		{"PV path two levels below", two, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.PvPath += "/a/b" }), plain(second)}, "disk 1 of the reply: PV path is not the requested " + one.PvPath + " nor directly below it", one.PvPath + "/a/b"},
+		{"PV path twice", two, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.PvPath += "/nvme1n1" }), plain(second)}, "disk 2 of the reply: PV path reported twice", "pv:" + one.PvPath + "/nvme1n1"},
+		{"filesystem UUID twice", two, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.PvPath += "/nvme0n1" }), plain(second, func(d *nodeagentv1.PreparedDisk) { d.FilesystemUuid = uuidA })}, "disk 2 of the reply: filesystem UUID reported twice", "fs:" + uuidA},
+		{"negative size", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.XfsSizeBytes = -1 })}, "disk 1 of the reply: XFS size out of range (1 byte to 1024 TiB)", "-1"},
+		{"zero size", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.XfsSizeBytes = 0 })}, "disk 1 of the reply: XFS size out of range (1 byte to 1024 TiB)", "0"},
+		{"absurd size", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.XfsSizeBytes = 1 << 62 })}, "disk 1 of the reply: XFS size out of range (1 byte to 1024 TiB)", fmt.Sprint(int64(1) << 62)},
+		{"negative raw size", split, []*nodeagentv1.PreparedDisk{splitDisk(func(d *nodeagentv1.PreparedDisk) { d.RawSizeBytes = -5 })}, "disk 1 of the reply: raw partition size out of range (0 to 1024 TiB with the XFS size)", "-5"},
+		{"absurd raw size", split, []*nodeagentv1.PreparedDisk{splitDisk(func(d *nodeagentv1.PreparedDisk) { d.RawSizeBytes = MaxDiskBytes })}, "disk 1 of the reply: raw partition size out of range (0 to 1024 TiB with the XFS size)", fmt.Sprint(MaxDiskBytes)},
+		{"raw device outside /dev", split, []*nodeagentv1.PreparedDisk{splitDisk(func(d *nodeagentv1.PreparedDisk) { d.RawDevice = "/var/lib/etcd/member" })}, "disk 1 of the reply: raw device path is not a clean path under /dev", "/var/lib/etcd/member"},
+		{"raw device climbing out of /dev", split, []*nodeagentv1.PreparedDisk{splitDisk(func(d *nodeagentv1.PreparedDisk) { d.RawDevice = "/dev/../etc/shadow" })}, "disk 1 of the reply: raw device path is not a clean path under /dev", "/dev/../etc/shadow"},
+		{"raw device /dev itself", split, []*nodeagentv1.PreparedDisk{splitDisk(func(d *nodeagentv1.PreparedDisk) { d.RawDevice = "/dev" })}, "disk 1 of the reply: raw device path is not a clean path under /dev", "/dev"},
+		{"device outside /dev", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.Device = "/home/x" })}, "disk 1 of the reply: device path is not a clean path under /dev", "/home/x"},
+		{"raw partition GUID not one", split, []*nodeagentv1.PreparedDisk{splitDisk(func(d *nodeagentv1.PreparedDisk) { d.RawPartitionUuid = "../../nvme0n1" })}, "disk 1 of the reply: raw partition GUID is not a canonical UUID", "../../nvme0n1"},
+		{"disk GUID not one", split, []*nodeagentv1.PreparedDisk{splitDisk(func(d *nodeagentv1.PreparedDisk) { d.DiskGuid = "x" })}, "disk 1 of the reply: disk GUID is not a canonical UUID", "x"},
+		{"no raw partition for a split", split, []*nodeagentv1.PreparedDisk{splitDisk(func(d *nodeagentv1.PreparedDisk) { d.RawDevice, d.RawPartitionUuid, d.RawSizeBytes = "", "", 0 })}, "disk 1 of the reply: no raw partition although a split was requested", ""},
+		{"a raw partition nobody asked for", one, []*nodeagentv1.PreparedDisk{splitDisk()}, "disk 1 of the reply: a raw partition although no split was requested", "/dev/nvme0n1p2"},
+		{"serial with a newline", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.Serial = "S4\nfake: true" + "\n" })}, "disk 1 of the reply: serial is not printable text of at most 256 bytes", "S4\nfake: true\n"},
+		{"WWN too long", one, []*nodeagentv1.PreparedDisk{plain(func(d *nodeagentv1.PreparedDisk) { d.Wwn = strings.Repeat("w", 257) })}, "disk 1 of the reply: WWN is not printable text of at most 256 bytes", strings.Repeat("w", 257)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckReply(tc.req, tc.disks)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("an honest answer refused: %v", err)
+				}
+				return
+			}
+			var bad *BadReply
+			if !errors.As(err, &bad) {
+				t.Fatalf("CheckReply = %v, want a BadReply %q", err, tc.want)
+			}
+			if bad.Message != tc.want || bad.Value != tc.value {
+				t.Errorf("BadReply %q (value %q), want %q (value %q)", bad.Message, bad.Value, tc.want, tc.value)
+			}
+			if len(tc.value) > 4 && strings.Contains(bad.Message, tc.value) {
+				t.Errorf("the message %q repeats the agent's value %q", bad.Message, tc.value)
+			}
+		})
 	}
 }
 
@@ -173,6 +276,7 @@ func TestSamePVRoot(t *testing.T) {
 type batchAgents struct {
 	mu              sync.Mutex
 	fail            map[string]bool
+	echo            map[string]string // node -> the node whose disks it claims
 	asked           []string
 	now, mostAtOnce int
 }
@@ -184,7 +288,7 @@ type batchAgent struct {
 	node string
 }
 
-func (a batchAgent) PrepareDisks(context.Context, *nodeagentv1.PrepareDisksRequest) (*nodeagentv1.PrepareDisksResponse, error) {
+func (a batchAgent) PrepareDisks(_ context.Context, req *nodeagentv1.PrepareDisksRequest) (*nodeagentv1.PrepareDisksResponse, error) {
 	a.b.mu.Lock()
 	a.b.asked = append(a.b.asked, a.node)
 	a.b.now++
@@ -197,7 +301,25 @@ func (a batchAgent) PrepareDisks(context.Context, *nodeagentv1.PrepareDisksReque
 	if a.b.fail[a.node] {
 		return nil, status.Error(codes.Unavailable, "down")
 	}
-	return &nodeagentv1.PrepareDisksResponse{Disks: []*nodeagentv1.PreparedDisk{{State: "ready", FilesystemUuid: "u-" + a.node, PvPath: "/pv/" + a.node}}}, nil
+	if other, ok := a.b.echo[a.node]; ok {
+		return honestReply(req, other), nil
+	}
+	return honestReply(req, a.node), nil
+}
+
+// honestReply is what an agent answers when it prepared the disks req asks for.
+func honestReply(req *nodeagentv1.PrepareDisksRequest, node string) *nodeagentv1.PrepareDisksResponse {
+	resp := &nodeagentv1.PrepareDisksResponse{}
+	n := int(req.GetSelector().GetCount())
+	for i := range n {
+		d := &nodeagentv1.PreparedDisk{State: "ready", XfsSizeBytes: 1 << 30, PvPath: req.GetPvPath(),
+			FilesystemUuid: fmt.Sprintf("%08x-0000-4000-8000-%012x", crc32.ChecksumIEEE([]byte(node)), i)}
+		if n > 1 {
+			d.PvPath = fmt.Sprintf("%s/nvme%dn1", req.GetPvPath(), i)
+		}
+		resp.Disks = append(resp.Disks, d)
+	}
+	return resp
 }
 
 func (batchAgent) ReleaseDisks(context.Context, *nodeagentv1.ReleaseDisksRequest) (*nodeagentv1.ReleaseDisksResponse, error) {
@@ -234,5 +356,20 @@ func TestPrepareInBatches(t *testing.T) {
 	}
 	if agents.mostAtOnce != 3 {
 		t.Errorf("%d agents asked at once, want the first batch of 3 together", agents.mostAtOnce)
+	}
+}
+
+// TestPrepareRefusesClaimedUUID: an agent that reports a disk another node reported (an
+// echo of node n1's filesystem UUID) gets no disk and AgentReplyInvalid; the next node
+// takes its place.
+func TestPrepareRefusesClaimedUUID(t *testing.T) {
+	agents := &batchAgents{echo: map[string]string{"n2": "n1"}}
+	res := Prepare(context.Background(), agents, cluster(), []string{"n1", "n2", "n3", "n4"}, func(string) string { return "/pv" }, 3)
+	if len(res.Nodes) != 4 || res.Nodes[1].Problem != ProblemBadReply || res.Nodes[1].Disks != nil ||
+		res.Nodes[1].Message != "a filesystem UUID node n1 reported" {
+		t.Fatalf("results %+v, want n2 refused", res.Nodes)
+	}
+	if u := res.Usable(false); len(u) != 3 || u[0].Node != "n1" || u[1].Node != "n3" || u[2].Node != "n4" {
+		t.Errorf("usable %v, want n1, n3, n4", u)
 	}
 }
