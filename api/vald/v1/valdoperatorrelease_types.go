@@ -5,15 +5,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Bounds the CRD enforces (the admission test pins each). MaxNameLength is the longest
+// metadata.name: it is a label value on every ValdRelease. MaxClusterNameLength leaves
+// room in <namespace>-<name> (63) for the shortest namespace and the dash.
+const (
+	MaxNameLength        = 63
+	MaxClusterNameLength = 61
+	MaxClusters          = 64
+	MaxEdgeSize          = 1000
+	MaxConcurrency       = 10000
+)
+
 // ValdOperatorReleaseSpec describes the Vald deployment a user wants across clusters: where
 // (infrastructure) and what (vectorEngine). The controller turns it into one ValdRelease per
 // cluster of every active infrastructure entry.
 type ValdOperatorReleaseSpec struct {
 	// Infrastructure lists groups of clusters Vald is released to. An empty list is legal at
 	// admission (an external system may fill it in) and makes the WaitingClusterCreate phase Failed.
+	// At most 64 clusters in all (MaxClusters): each gets a ValdRelease carrying the whole
+	// chart values (overlay included), which the operator renders and holds in memory.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(i, self.exists_one(j, j.role == i.role))",message="each infrastructure entry needs its own role; rename the duplicate role"
+	// +kubebuilder:validation:XValidation:rule="self.map(i, has(i.clusters) ? size(i.clusters) : 0).sum() <= 64",message="infrastructure must list at most 64 clusters in all: each gets its own ValdRelease with the whole chart values; split the release"
 	Infrastructure []Infrastructure `json:"infrastructure,omitempty"`
 
 	// VectorEngine is the Vald configuration every generated ValdRelease carries.
@@ -57,6 +71,7 @@ func (i Infrastructure) IsActive() bool { return i.Active == nil || *i.Active }
 
 // Cluster is one Kubernetes cluster that receives a ValdRelease.
 // +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) == 0 || self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="cluster name must be lowercase letters, digits and '-', starting and ending with a letter or digit, because it names the ValdRelease"
+// +kubebuilder:validation:XValidation:rule="!has(self.name) || size(self.name) <= 61",message="cluster name must be at most 61 characters: the ValdRelease is named <namespace>-<name>, which must fit in 63 (the operator reports a longer one with the namespace's length)"
 type Cluster struct {
 	// ID identifies the cluster; an external system fills it in once the cluster exists.
 	// While it is empty the release waits (Pending).
@@ -65,7 +80,9 @@ type Cluster struct {
 	ID string `json:"id,omitempty"`
 
 	// Name names the cluster; the ValdRelease is named <namespace>-<name>, at most 63
-	// characters. While it is empty the release waits (Pending).
+	// characters, so the name is at most 61 (MaxClusterNameLength, with a one-character
+	// namespace); the operator reports a longer <namespace>-<name>, which admission cannot
+	// see. While it is empty the release waits (Pending).
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name,omitempty"`
@@ -100,7 +117,8 @@ type NodePool struct {
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name,omitempty"`
 
-	// Replicas is the number of nodes; for the agent pool, the number of agents.
+	// Replicas is the number of nodes; for the agent pool, the number of agents. At most
+	// 10000, past the largest Kubernetes cluster (5000 nodes).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	Replicas int32 `json:"replicas"`
@@ -180,7 +198,7 @@ type Agent struct {
 
 // NGT configures the NGT index of the agents.
 type NGT struct {
-	// Dimension of the vectors.
+	// Dimension of the vectors; at most 65536 (embeddings have hundreds to a few thousand).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65536
 	Dimension int32 `json:"dimension"`
@@ -194,13 +212,17 @@ type NGT struct {
 	// +kubebuilder:default=float
 	// +kubebuilder:validation:Enum=float;uint8;float16
 	ObjectType string `json:"objectType,omitempty"`
-	// CreationEdgeSize is the number of edges per node when the graph is built.
+	// CreationEdgeSize is the number of edges per node when the graph is built. At most
+	// 1000: NGT graphs use tens, and each edge costs memory in every agent.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self <= 1000",message="creationEdgeSize must be at most 1000: NGT graphs use tens of edges per node and each costs memory in every agent"
 	CreationEdgeSize int32 `json:"creationEdgeSize,omitempty"`
-	// SearchEdgeSize is the number of edges explored per node at search time.
+	// SearchEdgeSize is the number of edges explored per node at search time; at most 1000,
+	// as creationEdgeSize.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self <= 1000",message="searchEdgeSize must be at most 1000: NGT searches explore tens of edges per node"
 	SearchEdgeSize int32 `json:"searchEdgeSize,omitempty"`
 }
 
@@ -228,18 +250,22 @@ type Indexer struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	IndexSchedule string `json:"indexSchedule,omitempty"`
-	// Concurrency is how many agents are indexed at once.
+	// Concurrency is how many agents are indexed at once; at most 10000, the most agents a
+	// pool has (nodePools.*.replicas).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self <= 10000",message="indexer.concurrency must be at most 10000, the most agents a node pool has"
 	Concurrency int32 `json:"concurrency,omitempty"`
 	// Manager runs the index manager (auto indexing) instead of scheduled jobs.
 	// +optional
 	Manager bool `json:"manager,omitempty"`
 	// IndexDuration is how often the manager checks whether to index, such as 1h.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	IndexDuration string `json:"indexDuration,omitempty"`
 	// SaveDuration is how long the manager waits before saving the index, such as 1h.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
 	SaveDuration string `json:"saveDuration,omitempty"`
 }
 

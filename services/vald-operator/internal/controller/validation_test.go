@@ -2,13 +2,20 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	"github.com/opsuite/suite/services/vald-operator/internal/resources"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestAdmission checks the CRD's schema and CEL rules on the real API server: what is
@@ -104,5 +111,117 @@ func TestDefaults(t *testing.T) {
 	ngt := got.Spec.VectorEngine.Vald.Agent.NGT
 	if got.Spec.Infrastructure[0].Active == nil || !*got.Spec.Infrastructure[0].Active || ngt.DistanceType != "l2" || ngt.ObjectType != "float" {
 		t.Errorf("defaults: active=%v distanceType=%q objectType=%q", got.Spec.Infrastructure[0].Active, ngt.DistanceType, ngt.ObjectType)
+	}
+}
+
+// TestAdmissionLimits: every count and name of a release has an upper bound the API
+// server enforces with a message that names it, and the bound itself is accepted.
+func TestAdmissionLimits(t *testing.T) {
+	h := &harness{t: t, ns: newNamespace(t)}
+	type vor = valdv1.ValdOperatorRelease
+	clusters := func(n int) []valdv1.Cluster {
+		out := make([]valdv1.Cluster, n)
+		for i := range out {
+			out[i] = valdv1.Cluster{Name: fmt.Sprintf("c%d", i)}
+		}
+		return out
+	}
+	entries := func(perEntry ...int) []valdv1.Infrastructure {
+		var out []valdv1.Infrastructure
+		for i, n := range perEntry {
+			out = append(out, valdv1.Infrastructure{Role: fmt.Sprintf("r%d", i), Clusters: clusters(n)})
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		mutate func(*vor)
+		want   string // "" accepts
+	}{
+		{name: "64 clusters over two entries", mutate: func(v *vor) { v.Spec.Infrastructure = entries(32, 32) }},
+		{name: "65 clusters over two entries", mutate: func(v *vor) { v.Spec.Infrastructure = entries(32, 33) },
+			want: "infrastructure must list at most 64 clusters in all"},
+		{name: "cluster name of 61 characters", mutate: func(v *vor) {
+			v.Spec.Infrastructure[0].Clusters[0].Name = strings.Repeat("c", valdv1.MaxClusterNameLength)
+		}},
+		{name: "cluster name of 62 characters", mutate: func(v *vor) {
+			v.Spec.Infrastructure[0].Clusters[0].Name = strings.Repeat("c", valdv1.MaxClusterNameLength+1)
+		}, want: "cluster name must be at most 61 characters: the ValdRelease is named <namespace>-<name>, which must fit in 63"},
+		{name: "creationEdgeSize at the limit", mutate: func(v *vor) { v.Spec.VectorEngine.Vald.Agent.NGT.CreationEdgeSize = valdv1.MaxEdgeSize }},
+		{name: "creationEdgeSize above the limit", mutate: func(v *vor) { v.Spec.VectorEngine.Vald.Agent.NGT.CreationEdgeSize = 2000000000 },
+			want: "creationEdgeSize must be at most 1000"},
+		{name: "searchEdgeSize at the limit", mutate: func(v *vor) { v.Spec.VectorEngine.Vald.Agent.NGT.SearchEdgeSize = valdv1.MaxEdgeSize }},
+		{name: "searchEdgeSize above the limit", mutate: func(v *vor) { v.Spec.VectorEngine.Vald.Agent.NGT.SearchEdgeSize = valdv1.MaxEdgeSize + 1 },
+			want: "searchEdgeSize must be at most 1000"},
+		{name: "concurrency at the limit", mutate: func(v *vor) { v.Spec.VectorEngine.Vald.Indexer.Concurrency = valdv1.MaxConcurrency }},
+		{name: "concurrency above the limit", mutate: func(v *vor) { v.Spec.VectorEngine.Vald.Indexer.Concurrency = 2000000000 },
+			want: "indexer.concurrency must be at most 10000"},
+		{name: "index duration of 33 characters", mutate: func(v *vor) { v.Spec.VectorEngine.Vald.Indexer.IndexDuration = strings.Repeat("1h", 16) + "1" },
+			want: "spec.vectorEngine.vald.indexer.indexDuration: Too long: may not be more than 32 bytes"},
+		{name: "agents above the limit", mutate: func(v *vor) { v.Spec.Infrastructure[0].NodePools.General.Replicas = 2000000000 },
+			want: "replicas in body should be less than or equal to 10000"},
+		{name: "dimension above the limit", mutate: func(v *vor) { v.Spec.VectorEngine.Vald.Agent.NGT.Dimension = 65537 },
+			want: "dimension in body should be less than or equal to 65536"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := h.release("v-"+rand.String(5), "a=1")
+			tc.mutate(v)
+			err := env.Client.Create(context.Background(), v)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && err == nil:
+				t.Errorf("accepted, want %q", tc.want)
+			case tc.want != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want Invalid with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestLongestNamesFit: a release of the longest accepted name, in a one-character
+// namespace, with the longest role and cluster names and the most clusters, is admitted,
+// and the ValdReleases the builder derives from it are accepted by the API server (dry
+// run): each name <namespace>-<cluster> a 63-character DNS label, each label value fits.
+func TestLongestNamesFit(t *testing.T) {
+	ctx := context.Background()
+	ns := "z" // the shortest namespace leaves the longest cluster name
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, ns: ns}
+	v := h.release(strings.Repeat("v", valdv1.MaxNameLength-5) + rand.String(5))
+	v.Spec.Infrastructure = nil
+	for e := range 2 {
+		infra := valdv1.Infrastructure{Role: fmt.Sprintf("%d", e) + strings.Repeat("r", 62), Active: ptr.To(true),
+			NodePools: valdv1.NodePools{General: &valdv1.NodePool{Replicas: 2}}}
+		for i := range valdv1.MaxClusters / 2 {
+			name := fmt.Sprintf("%d-%02d-", e, i)
+			infra.Clusters = append(infra.Clusters, valdv1.Cluster{ID: "id", Name: name + strings.Repeat("c", valdv1.MaxClusterNameLength-len(name))})
+		}
+		v.Spec.Infrastructure = append(v.Spec.Infrastructure, infra)
+	}
+	v.Spec.VectorEngine.Name = strings.Repeat("e", 63)
+	if err := env.Client.Create(ctx, v); err != nil {
+		t.Fatalf("the longest names are refused: %v", err)
+	}
+	vrs, err := resources.DesiredValdReleases(resources.Input{Release: v}, resources.DefaultConfig())
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	if len(vrs) != valdv1.MaxClusters {
+		t.Fatalf("%d ValdReleases, want %d", len(vrs), valdv1.MaxClusters)
+	}
+	for _, vr := range vrs {
+		if len(vr.Name) != 63 {
+			t.Errorf("ValdRelease %q is %d characters, want the longest, 63", vr.Name, len(vr.Name))
+		}
+		if errs := validation.IsDNS1123Label(vr.Name); len(errs) > 0 {
+			t.Errorf("ValdRelease %q: %v", vr.Name, errs)
+		}
+		if err := env.Client.Create(ctx, vr, client.DryRunAll); err != nil {
+			t.Errorf("ValdRelease %q refused: %v", vr.Name, err)
+		}
 	}
 }
