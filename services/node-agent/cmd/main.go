@@ -59,6 +59,10 @@ type options struct {
 	host             host.Config
 	shutdownTimeout  time.Duration
 	reviewCache      auth.CacheConfig
+	peerLimits       auth.PeerLimits
+	keyRefresh       time.Duration
+	kubeQPS          float64
+	kubeBurst        int
 }
 
 func parseOptions(args []string, output io.Writer) (options, error) {
@@ -94,6 +98,11 @@ func parseOptions(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&o.reviewCache.Allowed, "review-cache-allowed", 10*time.Second, "how long an authenticated token or an allowed access is reused (bounded by the token's expiry)")
 	fs.DurationVar(&o.reviewCache.Denied, "review-cache-denied", 5*time.Second, "how long a refused token or a denied access is reused")
 	fs.IntVar(&o.reviewCache.Size, "review-cache-size", 4096, "most token and access decisions remembered")
+	fs.Float64Var(&o.peerLimits.Rate, "peer-failures-per-second", 2, "failed calls (refused token or access) each remote IP earns back per second")
+	fs.IntVar(&o.peerLimits.Burst, "peer-failures-burst", 20, "failed calls a remote IP may make at once; past them it gets ResourceExhausted until it earns some back (callers with a token already accepted are never held back)")
+	fs.DurationVar(&o.keyRefresh, "issuer-keys-min-refresh", 10*time.Second, "least time between two fetches of the apiserver's service-account signing keys (a token naming an unknown key asks for one)")
+	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 50, "steady requests per second to the apiserver (reviews, the Node); client-go's default of 5 would queue real callers' reviews")
+	fs.IntVar(&o.kubeBurst, "kube-api-burst", 100, "requests to the apiserver allowed at once above --kube-api-qps")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long running calls may finish on shutdown")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -128,6 +137,12 @@ func (o options) validate() error {
 	}
 	if o.reviewCache.Allowed <= 0 || o.reviewCache.Denied <= 0 || o.reviewCache.Size <= 0 {
 		errs = append(errs, errors.New("--review-cache-allowed, --review-cache-denied and --review-cache-size must be positive"))
+	}
+	if o.peerLimits.Rate <= 0 || o.peerLimits.Burst <= 0 || o.keyRefresh <= 0 {
+		errs = append(errs, errors.New("--peer-failures-per-second, --peer-failures-burst and --issuer-keys-min-refresh must be positive"))
+	}
+	if o.kubeQPS <= 0 || o.kubeBurst <= 0 {
+		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
 	}
 	if err := host.ValidateDeviceAllow(o.host.DeviceAllow); err != nil {
 		errs = append(errs, fmt.Errorf("--device-allow: %w", err))
@@ -166,6 +181,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = float32(o.kubeQPS), o.kubeBurst
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building Kubernetes client: %w", err)
@@ -189,7 +205,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Error("Restoring prepared devices was incomplete", "err", err)
 	}
 
-	policy := kube.NewPolicy(client, o.nodeName, o.reviewCache, log)
+	policy := kube.NewPolicyWith(client, o.nodeName, kube.PolicyOptions{Cache: o.reviewCache, Peers: o.peerLimits, KeyRefresh: o.keyRefresh}, log)
+	if a, ok := policy.Authn.(*auth.CachedAuthenticator); ok {
+		// Callers get Unavailable until the keys can be read; the agent serves the rest.
+		if err := a.Prefetch(ctx); err != nil {
+			log.Error("Reading the service-account issuer keys failed; callers get Unavailable until it works", "err", err)
+		}
+	}
 	hs := server.NewHealth()
 	gs := server.NewGRPCServer(srv, policy, credentials.NewTLS(&tls.Config{
 		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,

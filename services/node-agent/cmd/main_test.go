@@ -50,6 +50,8 @@ func TestOptionsValidation(t *testing.T) {
 		{append(base, "--device-allow", "/dev/sd["), "--device-allow"},
 		{append(base, "--review-cache-denied", "0s"), "--review-cache-denied"},
 		{append(base, "--review-cache-size", "-1"), "--review-cache-size"},
+		{append(base, "--peer-failures-burst", "0"), "--peer-failures-burst"},
+		{append(base, "--kube-api-qps", "0"), "--kube-api-qps"},
 	}
 	for _, c := range cases {
 		t.Setenv("NODE_NAME", "")

@@ -70,8 +70,13 @@ func MethodAttributes(fullMethod string) (Attributes, bool) {
 type Policy struct {
 	Authn Authenticator
 	Authz Authorizer
+	// Peers, when set, limits the failed calls of each remote IP (see PeerLimits).
+	Peers *PeerLimiter
 	Log   *slog.Logger
 }
+
+// knower is an Authenticator that can tell a recently authenticated token at no cost.
+type knower interface{ Known(token string) bool }
 
 // check decides one call. Health is open (probes carry no token); reflection needs a valid
 // token but no permission, so anyone who may call the agent can discover it with grpcurl.
@@ -79,7 +84,24 @@ func (p Policy) check(ctx context.Context, fullMethod string) (Identity, error) 
 	if strings.HasPrefix(fullMethod, "/grpc.health.v1.Health/") {
 		return Identity{}, nil
 	}
+	id, err := p.checkToken(ctx, fullMethod)
+	if p.Peers != nil {
+		if c := status.Code(err); c == codes.Unauthenticated || c == codes.PermissionDenied {
+			p.Peers.Failed(ctx)
+		}
+	}
+	return id, err
+}
+
+func (p Policy) checkToken(ctx context.Context, fullMethod string) (Identity, error) {
 	token, err := bearer(ctx)
+	if p.Peers != nil && p.Peers.Exhausted(ctx) {
+		// A caller whose token was authenticated recently costs nothing and goes on, even
+		// from an address that also sends garbage (a node's IP shared by pods).
+		if k, ok := p.Authn.(knower); err != nil || !ok || !k.Known(token) {
+			return Identity{}, status.Error(codes.ResourceExhausted, "too many failed calls from this address: retry later")
+		}
+	}
 	if err != nil {
 		return Identity{}, err
 	}
@@ -158,10 +180,10 @@ func (p Policy) logCall(method string, id Identity, start time.Time, err error) 
 		return
 	}
 	code := status.Code(err)
-	// Refusals of callers without a valid token stay at debug: a flood of them must cost no
-	// more in logs than in reviews.
+	// Refusals of callers without a valid token, or over their address's limit, stay at
+	// debug: a flood of them must cost no more in logs than in reviews.
 	level := slog.LevelDebug
-	if code != codes.OK && code != codes.Unauthenticated {
+	if code != codes.OK && code != codes.Unauthenticated && code != codes.ResourceExhausted {
 		level = slog.LevelInfo
 	}
 	p.Log.Log(context.Background(), level, "Handled call", "method", method, "user", id.User,

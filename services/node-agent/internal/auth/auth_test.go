@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opsuite/suite/services/node-agent/internal/auth"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -122,3 +126,86 @@ func TestPolicy(t *testing.T) {
 		t.Fatalf("a denied call is not logged at info:\n%s", logs.String())
 	}
 }
+
+// TestPeerLimits: an address whose calls keep failing is refused with ResourceExhausted,
+// before any review, once its burst is spent; callers elsewhere, and callers from that
+// address whose token was authenticated recently, are not.
+func TestPeerLimits(t *testing.T) {
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	authn := &remembering{countingAuthn: countingAuthn{users: map[string]string{"reader-secret": "reader", "nobody-secret": "nobody"}}}
+	peers := auth.NewPeerLimiter(auth.PeerLimits{Rate: 1, Burst: 5})
+	peers.Now = clk.now
+	p := auth.Policy{Authn: authn, Authz: grants{"reader": {{Verb: "get"}}}, Peers: peers}
+	unary := p.Unary()
+	call := func(ip, token string) codes.Code {
+		ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.ParseIP(ip), Port: 40000}})
+		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", "Bearer "+token))
+		_, err := unary(ctx, nil, &grpc.UnaryServerInfo{FullMethod: "/nodeagent.v1.NodeAgent/GetNodeReport"}, func(context.Context, any) (any, error) { return "ok", nil })
+		return status.Code(err)
+	}
+	if c := call("10.0.0.1", "reader-secret"); c != codes.OK {
+		t.Fatalf("reader: %v", c)
+	}
+	for i := range 5 {
+		if c := call("10.0.0.1", fmt.Sprintf("forged-%d", i)); c != codes.Unauthenticated {
+			t.Fatalf("forged %d: %v", i, c)
+		}
+	}
+	reviews := authn.calls
+	for i := range 100 {
+		if c := call("10.0.0.1", fmt.Sprintf("more-%d", i)); c != codes.ResourceExhausted {
+			t.Fatalf("past the burst: %v", c)
+		}
+	}
+	if authn.calls != reviews {
+		t.Fatalf("refused calls cost %d reviews", authn.calls-reviews)
+	}
+	// A denied identity drains the bucket too; here it is already empty.
+	if c := call("10.0.0.1", "nobody-secret"); c != codes.ResourceExhausted {
+		t.Fatalf("nobody past the burst: %v", c)
+	}
+	if c := call("10.0.0.1", "reader-secret"); c != codes.OK {
+		t.Fatalf("the reader's known token from the flooding address: %v", c)
+	}
+	if c := call("10.0.0.2", "forged-x"); c != codes.Unauthenticated {
+		t.Fatalf("another address: %v", c)
+	}
+	clk.t = clk.t.Add(2 * time.Second)
+	for range 2 {
+		if c := call("10.0.0.1", "forged-y"); c != codes.Unauthenticated {
+			t.Fatalf("after 2s at 1/s: %v", c)
+		}
+	}
+	if c := call("10.0.0.1", "forged-z"); c != codes.ResourceExhausted {
+		t.Fatalf("the refill is spent: %v", c)
+	}
+	for i := range 5 {
+		if c := call("10.0.0.3", "nobody-secret"); c != codes.PermissionDenied {
+			t.Fatalf("nobody %d: %v", i, c)
+		}
+	}
+	// Its known token goes on being denied (a cached decision costs nothing); anything else
+	// from that address is refused.
+	if c := call("10.0.0.3", "forged"); c != codes.ResourceExhausted {
+		t.Fatalf("denied calls do not drain the bucket: %v", c)
+	}
+}
+
+// remembering knows the tokens it authenticated, as CachedAuthenticator does for a while.
+type remembering struct {
+	countingAuthn
+	known map[string]bool
+}
+
+func (r *remembering) Authenticate(ctx context.Context, token string) (auth.Identity, error) {
+	id, err := r.countingAuthn.Authenticate(ctx, token)
+	if err == nil {
+		if r.known == nil {
+			r.known = map[string]bool{}
+		}
+		r.known[token] = true
+	}
+	return id, err
+}
+
+func (r *remembering) Known(token string) bool { return r.known[token] }

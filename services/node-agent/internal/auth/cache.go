@@ -94,15 +94,20 @@ func (c *ttlCache[V]) put(key [32]byte, val V, expires time.Time) {
 }
 
 // CachedAuthenticator sits in front of the TokenReview authenticator. It refuses, without
-// asking the apiserver, what cannot be a token for this agent (not a JWT, another audience,
-// expired: the unverified claims can only make it refuse, never accept), and remembers review
-// results, positive and negative, by the token's SHA-256, so floods cost nothing after the
-// first review.
+// asking the apiserver, what cannot be a token for this agent: with a Verifier, anything the
+// apiserver's issuer did not sign for this agent; without one, only what its unverified
+// claims say is not for this agent (not a JWT, another audience, expired). It remembers review
+// results, positive and negative, by the token's SHA-256, so floods of one token cost nothing
+// after the first review.
 type CachedAuthenticator struct {
 	next     Authenticator
 	audience string
+	verifier *Verifier
 	cfg      CacheConfig
 	cache    *ttlCache[authResult]
+	// known holds the tokens a review accepted, until they expire: longer than the cache,
+	// which must ask again soon in case the token was revoked.
+	known *ttlCache[struct{}]
 	// Now is the clock; tests move it.
 	Now func() time.Time
 
@@ -121,10 +126,58 @@ type authResult struct {
 	err error
 }
 
-// NewCachedAuthenticator caches next, which reviews tokens for audience.
+// NewCachedAuthenticator caches next, which reviews tokens for audience, refusing early only
+// on unverified claims.
 func NewCachedAuthenticator(next Authenticator, audience string, cfg CacheConfig) *CachedAuthenticator {
 	cfg = cfg.withDefaults()
-	return &CachedAuthenticator{next: next, audience: audience, cfg: cfg, cache: newTTLCache[authResult](cfg.Size), Now: time.Now}
+	return &CachedAuthenticator{next: next, audience: audience, cfg: cfg, cache: newTTLCache[authResult](cfg.Size),
+		known: newTTLCache[struct{}](cfg.Size), Now: time.Now}
+}
+
+// NewVerifiedAuthenticator caches next and asks it only about tokens v verifies (signed by
+// the apiserver's issuer for v.Audience, valid now): a forged token costs no apiserver call.
+// Local refusals are not cached, so distinct forged tokens cannot evict real callers' entries.
+func NewVerifiedAuthenticator(next Authenticator, v *Verifier, cfg CacheConfig) *CachedAuthenticator {
+	c := NewCachedAuthenticator(next, v.Audience, cfg)
+	c.verifier = v
+	return c
+}
+
+// Prefetch fetches the issuer keys now, so the first caller does not wait for them and a
+// missing permission shows at start; without a Verifier it does nothing.
+func (c *CachedAuthenticator) Prefetch(ctx context.Context) error {
+	if c.verifier == nil {
+		return nil
+	}
+	return c.verifier.Refresh(ctx)
+}
+
+// Known says whether a review accepted token during its lifetime, so the per-peer limit
+// never holds back a caller that already proved who it is, even from an address shared with
+// a flood. A revoked token stays known but each of its reviews is refused and cached as such.
+func (c *CachedAuthenticator) Known(token string) bool {
+	_, ok := c.known.get(sha256.Sum256([]byte(token)), c.Now())
+	return ok
+}
+
+// precheck refuses what cannot be a token for this agent and returns its expiry (Unix
+// seconds, 0 if none).
+func (c *CachedAuthenticator) precheck(ctx context.Context, token string, now time.Time) (int64, error) {
+	if c.verifier != nil {
+		claims, err := c.verifier.Verify(ctx, token)
+		return claims.Expiry, err
+	}
+	claims, err := unverifiedClaims(token)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+	}
+	if !slices.Contains(claims.Audience, c.audience) {
+		return 0, fmt.Errorf("%w: its audience is not %s", ErrUnauthenticated, c.audience)
+	}
+	if claims.Expiry != 0 && !now.Before(time.Unix(claims.Expiry, 0)) {
+		return 0, fmt.Errorf("%w: it has expired", ErrUnauthenticated)
+	}
+	return claims.Expiry, nil
 }
 
 // Authenticate implements Authenticator.
@@ -135,15 +188,9 @@ func (c *CachedAuthenticator) Authenticate(ctx context.Context, token string) (I
 	if r, ok := c.cache.get(key, now); ok {
 		return r.id, r.err
 	}
-	claims, err := unverifiedClaims(token)
+	expiry, err := c.precheck(ctx, token, now)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
-	}
-	if !slices.Contains(claims.Audience, c.audience) {
-		return Identity{}, fmt.Errorf("%w: its audience is not %s", ErrUnauthenticated, c.audience)
-	}
-	if claims.Expiry != 0 && !now.Before(time.Unix(claims.Expiry, 0)) {
-		return Identity{}, fmt.Errorf("%w: it has expired", ErrUnauthenticated)
+		return Identity{}, err
 	}
 	c.mu.Lock()
 	if r, ok := c.inflight[key]; ok {
@@ -173,10 +220,15 @@ func (c *CachedAuthenticator) Authenticate(ctx context.Context, token string) (I
 	switch {
 	case err == nil:
 		expires := now.Add(c.cfg.Allowed)
-		if claims.Expiry != 0 && time.Unix(claims.Expiry, 0).Before(expires) {
-			expires = time.Unix(claims.Expiry, 0)
+		if expiry != 0 && time.Unix(expiry, 0).Before(expires) {
+			expires = time.Unix(expiry, 0)
 		}
 		c.cache.put(key, authResult{id: id}, expires)
+		if expiry != 0 {
+			c.known.put(key, struct{}{}, time.Unix(expiry, 0))
+		} else {
+			c.known.put(key, struct{}{}, expires)
+		}
 	case errors.Is(err, ErrUnauthenticated):
 		c.cache.put(key, authResult{err: err}, now.Add(c.cfg.Denied))
 	}

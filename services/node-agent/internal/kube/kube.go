@@ -4,6 +4,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/rest"
 )
 
 // TokenReviewer authenticates tokens with a TokenReview for the agent's own audience (its
@@ -78,13 +80,60 @@ func (a *AccessReviewer) Authorize(ctx context.Context, id auth.Identity, at aut
 	return sar.Status.Allowed, sar.Status.Reason, nil
 }
 
-// NewPolicy is the agent's policy for nodeName: tokens reviewed for contract.Audience(nodeName),
-// access reviewed on that node, both cached as cfg says.
+// IssuerKeys reads the apiserver's service-account issuer (its OIDC discovery document) and
+// signing keys through the agent's own client; the agent's ServiceAccount needs the
+// system:service-account-issuer-discovery ClusterRole, which the chart binds. The keys are
+// read from /openid/v1/jwks on the apiserver itself, whatever jwks_uri the document
+// advertises to the outside.
+type IssuerKeys struct {
+	Client rest.Interface
+}
+
+// IssuerKeys implements auth.KeySource.
+func (k IssuerKeys) IssuerKeys(ctx context.Context) (string, []byte, error) {
+	raw, err := k.Client.Get().AbsPath("/.well-known/openid-configuration").DoRaw(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("getting /.well-known/openid-configuration: %w", err)
+	}
+	var doc struct {
+		Issuer string `json:"issuer"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return "", nil, fmt.Errorf("reading /.well-known/openid-configuration: %w", err)
+	}
+	jwks, err := k.Client.Get().AbsPath("/openid/v1/jwks").DoRaw(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("getting /openid/v1/jwks: %w", err)
+	}
+	return doc.Issuer, jwks, nil
+}
+
+// PolicyOptions tune NewPolicyWith.
+type PolicyOptions struct {
+	// Cache is how long reviews are reused.
+	Cache auth.CacheConfig
+	// Peers limit the failed calls of each remote IP.
+	Peers auth.PeerLimits
+	// KeyRefresh is the least time between two fetches of the issuer's keys (default 10s).
+	KeyRefresh time.Duration
+}
+
+// NewPolicy is NewPolicyWith with the default limits.
 func NewPolicy(client kubernetes.Interface, nodeName string, cfg auth.CacheConfig, log *slog.Logger) auth.Policy {
+	return NewPolicyWith(client, nodeName, PolicyOptions{Cache: cfg}, log)
+}
+
+// NewPolicyWith is the agent's policy for nodeName: tokens verified locally against the
+// apiserver's issuer keys for contract.Audience(nodeName), then reviewed (TokenReview: the
+// token is not revoked), access reviewed on that node, both cached; failed calls limited per
+// remote IP.
+func NewPolicyWith(client kubernetes.Interface, nodeName string, o PolicyOptions, log *slog.Logger) auth.Policy {
 	audience := contract.Audience(nodeName)
+	v := &auth.Verifier{Audience: audience, Keys: IssuerKeys{Client: client.Discovery().RESTClient()}, MinRefresh: o.KeyRefresh}
 	return auth.Policy{
-		Authn: auth.NewCachedAuthenticator(&TokenReviewer{Reviews: client.AuthenticationV1().TokenReviews(), Audience: audience}, audience, cfg),
-		Authz: auth.NewCachedAuthorizer(&AccessReviewer{Reviews: client.AuthorizationV1().SubjectAccessReviews(), NodeName: nodeName}, cfg),
+		Authn: auth.NewVerifiedAuthenticator(&TokenReviewer{Reviews: client.AuthenticationV1().TokenReviews(), Audience: audience}, v, o.Cache),
+		Authz: auth.NewCachedAuthorizer(&AccessReviewer{Reviews: client.AuthorizationV1().SubjectAccessReviews(), NodeName: nodeName}, o.Cache),
+		Peers: auth.NewPeerLimiter(o.Peers),
 		Log:   log,
 	}
 }
