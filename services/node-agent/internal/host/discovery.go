@@ -105,6 +105,8 @@ type Part struct {
 	MajMin    string
 	Number    int
 	SizeBytes int64
+	// Holders are the kernel devices stacked on the partition (device-mapper, md, bcache).
+	Holders []string
 }
 
 // Disks lists whole block devices of non-zero size, with their partitions.
@@ -198,6 +200,7 @@ func (h *Host) disk(name string) (Disk, error) {
 			MajMin:    readTrim(filepath.Join(pdir, "dev")),
 			Number:    n,
 			SizeBytes: readInt(filepath.Join(pdir, "size")) * 512,
+			Holders:   readDirNames(filepath.Join(pdir, "holders")),
 		})
 	}
 	return d, nil
@@ -226,4 +229,17 @@ func readTrim(path string) string {
 func readInt(path string) int64 {
 	n, _ := strconv.ParseInt(readTrim(path), 10, 64)
 	return n
+}
+
+// readDirNames lists a directory's entries, nil when it cannot be read.
+func readDirNames(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }

@@ -38,6 +38,15 @@ type Config struct {
 	MemInfo string
 	// SysctlRoot is /proc/sys, or a directory standing in for it.
 	SysctlRoot string
+	// ProcRoot is the host's /proc (the agent runs with hostPID): every process's open
+	// descriptors are read there.
+	ProcRoot string
+	// Swaps is the kernel's list of active swap areas, normally /proc/swaps.
+	Swaps string
+	// KubeletRoot is the kubelet's directory, normally /var/lib/kubelet, where it maps
+	// block-mode volumes (plugins/kubernetes.io/csi/volumeDevices, pods/*/volumeDevices). A
+	// missing directory maps nothing.
+	KubeletRoot string
 	// DeviceAllow, when not empty, is the only set of devices the agent may ever see: globs
 	// (path.Match) over device paths such as /dev/loop7 or /dev/nvme*n1. A disk matching none
 	// is left out of Disks and refused by DiskByPath.
@@ -53,6 +62,9 @@ func DefaultConfig() Config {
 		BootMountInfo: "/proc/1/mountinfo",
 		MemInfo:       "/proc/meminfo",
 		SysctlRoot:    "/proc/sys",
+		ProcRoot:      "/proc",
+		Swaps:         "/proc/swaps",
+		KubeletRoot:   "/var/lib/kubelet",
 	}
 }
 

@@ -26,9 +26,10 @@ func PartitionPath(diskPath string, n int) string {
 
 // PartitionSplit writes a fresh GPT with an XFS partition of xfsPercent of the device and a
 // raw partition with the rest, under the given disk GUID so the agent can later recognise
-// its own table. It returns the two partition paths once their device nodes exist.
+// its own table; the disk is checked free of users right before and after (withFreeMedia).
+// It returns the two partition paths once their device nodes exist.
 func (h *Host) PartitionSplit(ctx context.Context, d Disk, xfsPercent uint32, diskGUID string) (p1, p2 string, err error) {
-	err = h.withMedia(d, func() error {
+	err = h.withFreeMedia(ctx, d, func() error {
 		p1, p2, err = h.partitionSplit(ctx, d, xfsPercent, diskGUID)
 		return err
 	})

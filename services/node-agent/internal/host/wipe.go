@@ -6,9 +6,10 @@ import (
 )
 
 // Wipe erases every signature on the disk, the given partitions first, and makes the kernel
-// forget the old partitions; the media is checked to be the one the caller identified.
+// forget the old partitions; the media is checked to be the one the caller identified and
+// the disk free of users (its raw partition included) right before and after.
 func (h *Host) Wipe(ctx context.Context, d Disk, partitions []string) error {
-	return h.withMedia(d, func() error { return h.wipe(ctx, d.Path, partitions) })
+	return h.withFreeMedia(ctx, d, func() error { return h.wipe(ctx, d.Path, partitions) })
 }
 
 func (h *Host) wipe(ctx context.Context, dev string, partitions []string) error {

@@ -50,8 +50,22 @@ func hostError(err error) error {
 		return status.Errorf(codes.InvalidArgument, "%v", err)
 	case errors.Is(err, host.ErrMediaChanged):
 		return status.Errorf(codes.Aborted, "%v", err)
+	case errors.Is(err, host.ErrInUse):
+		return status.Errorf(codes.FailedPrecondition, "%v", err)
 	}
 	return status.Errorf(codes.Internal, "%v", err)
+}
+
+// stepError maps the failure of a destructive step: a device found in use right before or
+// after it is FailedPrecondition, media that changed Aborted, anything else Internal.
+func stepError(step string, err error) error {
+	switch {
+	case errors.Is(err, host.ErrInUse):
+		return status.Errorf(codes.FailedPrecondition, "%s: %v", step, err)
+	case errors.Is(err, host.ErrMediaChanged):
+		return status.Errorf(codes.Aborted, "%s: %v", step, err)
+	}
+	return status.Errorf(codes.Internal, "%s: %v", step, err)
 }
 
 // claim finds the records a request stands for: those already made for its pv_path (a
@@ -336,7 +350,7 @@ func (s *Server) prepareOne(ctx context.Context, key string) (record, error) {
 	}
 	if r.XFSPercent != 0 {
 		if _, _, err := s.host.PartitionSplit(ctx, d, r.XFSPercent, r.DiskGUID); err != nil {
-			return record{}, status.Errorf(codes.Internal, "partitioning %s: %v", d.Path, err)
+			return record{}, stepError("partitioning "+d.Path, err)
 		}
 		if r.RawSizeBytes, err = s.host.DeviceSize(r.RawDevice); err != nil {
 			return record{}, status.Errorf(codes.Internal, "%v", err)
@@ -349,7 +363,7 @@ func (s *Server) prepareOne(ctx context.Context, key string) (record, error) {
 		return record{}, status.Errorf(codes.Internal, "%v", err)
 	}
 	if err := s.host.MkfsXFS(ctx, d, r.XFSDevice, XFSLabel, r.FSUUID); err != nil {
-		return record{}, status.Errorf(codes.Internal, "making XFS on %s: %v", r.XFSDevice, err)
+		return record{}, stepError("making XFS on "+r.XFSDevice, err)
 	}
 	if err := s.host.MountXFS(d, r.XFSDevice, s.opts.AgentRoot, r.MountPath); err != nil {
 		return record{}, hostError(err)

@@ -134,6 +134,17 @@ func (s *Server) releaseOne(ctx context.Context, key string, wipe bool) (record,
 				"device %s is still in use after unmounting pv_path %s; stop its users first", d.Path, r.PVPath)
 		}
 	}
+	if wipe {
+		// The same rule as before preparing, for the whole disk and the raw partition too: a
+		// pod that maps the raw partition, a process holding it open, swap or a loop device on
+		// it. host.Wipe checks again right before and after writing.
+		if err := s.host.CheckFree(ctx, d); err != nil {
+			if r.Phase == phaseReady {
+				_, _ = s.ensureMounted(ctx, r, l.facts) // put our mounts back; the error is the user
+			}
+			return record{}, false, stepError("wiping "+d.Path, err)
+		}
+	}
 	if err := s.host.RemoveDir(r.MountPath); err != nil {
 		s.log.Warn("Removing mount directory failed", "path", r.MountPath, "err", err)
 	}
@@ -174,7 +185,7 @@ func (s *Server) wipe(ctx context.Context, r record, was host.Disk) error {
 		parts = partPaths(d)
 	}
 	if err := s.host.Wipe(ctx, d, parts); err != nil {
-		return status.Errorf(codes.Internal, "wiping %s: %v", d.Path, err)
+		return stepError("wiping "+d.Path, err)
 	}
 	return nil
 }

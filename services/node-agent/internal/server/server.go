@@ -31,6 +31,8 @@ type Host interface {
 	BootDisks() (map[string]bool, error)
 	BootID() (string, error)
 	CheckExclusive(dev string) error
+	Users(ctx context.Context, d host.Disk) ([]string, error)
+	CheckFree(ctx context.Context, d host.Disk) error
 	CheckBeneath(root, target string) error
 	PartitionSplit(ctx context.Context, d host.Disk, xfsPercent uint32, diskGUID string) (string, string, error)
 	RegisterSplit(ctx context.Context, d host.Disk) error
@@ -288,7 +290,8 @@ type facts struct {
 	mountpoints map[string][]string // device path -> mount points, disk and partitions
 	boot        bool
 	busy        bool
-	unreadable  bool // probing or opening failed: nothing is known, so nothing may be done
+	users       []string // what else uses the disk or a partition (host.Users)
+	unreadable  bool     // probing or opening failed: nothing is known, so nothing may be done
 }
 
 // observeLocked probes a disk whose device lock the caller holds.
@@ -310,6 +313,9 @@ func (s *Server) observeLocked(ctx context.Context, d host.Disk, mounts []host.M
 		}
 	}
 	if !f.boot {
+		if f.users, err = s.host.Users(ctx, d); err != nil && ctx.Err() == nil {
+			f.unreadable = true
+		}
 		for _, dev := range append([]string{d.Path}, partPaths(d)...) {
 			switch err := s.host.CheckExclusive(dev); {
 			case errors.Is(err, host.ErrBusy):
@@ -363,6 +369,8 @@ func ineligible(f facts, allowLoop bool) string {
 		}
 	}
 	switch {
+	case len(f.users) > 0:
+		return "is in use: " + strings.Join(f.users, "; ")
 	case len(d.Holders) > 0:
 		return fmt.Sprintf("is held by %s", strings.Join(d.Holders, ","))
 	case f.busy:
@@ -403,6 +411,9 @@ func resumable(f facts, r record) string {
 		if mps := f.mountpoints[dev]; len(mps) > 0 {
 			return fmt.Sprintf("is mounted (%s at %s)", dev, mps[0])
 		}
+	}
+	if len(f.users) > 0 {
+		return "is in use: " + strings.Join(f.users, "; ")
 	}
 	if f.busy {
 		return "is in use (the kernel refuses exclusive access)"
