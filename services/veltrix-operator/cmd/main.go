@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-logr/logr"
 	veltrixv1alpha1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
@@ -36,15 +37,21 @@ func main() {
 // EnvPVRoot sets --pv-root's default; the chart sets it from nodeAgent.pvRoot.
 const EnvPVRoot = "NODE_AGENT_PV_ROOT"
 
+// EnvPoolLabelPrefix sets --pool-label-prefix's default.
+const EnvPoolLabelPrefix = "NODE_AGENT_POOL_LABEL_PREFIX"
+
 // options are the operator's own flags.
 type options struct {
-	pvRoot string
-	env    *envflag.Set
+	pvRoot     string
+	poolPrefix string
+	env        *envflag.Set
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
 	o.pvRoot = "/mnt/opsuite"
 	o.env = envflag.New(fs, os.Getenv)
+	o.poolPrefix = disks.DefaultPoolLabelPrefix
+	o.env.String(&o.poolPrefix, "pool-label-prefix", EnvPoolLabelPrefix, "The node agents' --pool-label-prefix: a node labelled <prefix>/namespace=<ns> lends its disks to the clusters of namespace <ns> only ($"+EnvPoolLabelPrefix+").")
 	o.env.String(&o.pvRoot, "pv-root", EnvPVRoot, "The node agents' --pv-root (the node-agent chart's pvRoot): the PV source paths of the clusters' disks are made below it; $(NODE_NAME) in it stands for each node's name, for agents whose roots differ per node ($"+EnvPVRoot+").")
 }
 
@@ -52,6 +59,9 @@ func (o *options) validate() error {
 	errs := []error{o.env.Err()}
 	if !filepath.IsAbs(o.pvRoot) || filepath.Clean(o.pvRoot) == "/" {
 		errs = append(errs, errors.New("--pv-root must be an absolute path other than /"))
+	}
+	if o.poolPrefix == "" || strings.Contains(o.poolPrefix, "/") {
+		errs = append(errs, errors.New("--pool-label-prefix must be a DNS subdomain without a slash"))
 	}
 	return errors.Join(errs...)
 }
@@ -73,7 +83,7 @@ func run(ctx context.Context, args []string) error {
 // setup reaches the node agents as the chart configures them (NODE_AGENT_*); without them
 // the controller still runs and says on every cluster why it cannot prepare disks.
 func setup(mgr ctrl.Manager, log logr.Logger, o options) error {
-	cfg := controller.Config{PVRoot: disks.SamePVRoot(o.pvRoot)}
+	cfg := controller.Config{PVRoot: disks.SamePVRoot(o.pvRoot), PoolLabelPrefix: o.poolPrefix}
 	agents, err := nodeagent.AgentsFromEnv()
 	if err != nil {
 		log.Error(err, "Node agents not configured; clusters will wait with condition Ready=False (NodeAgentsNotConfigured)")

@@ -16,6 +16,10 @@ func TestFlags(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--pv-root must be an absolute path") {
 		t.Errorf("relative --pv-root: %v", err)
 	}
+	err = run(context.Background(), []string{"--pool-label-prefix=pool.acme.io/x"})
+	if err == nil || !strings.Contains(err.Error(), "--pool-label-prefix must be a DNS subdomain") {
+		t.Errorf("--pool-label-prefix with a slash: %v", err)
+	}
 	t.Setenv(EnvPVRoot, "/")
 	err = run(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), "--pv-root must be an absolute path other than /") {

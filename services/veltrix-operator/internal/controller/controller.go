@@ -60,6 +60,10 @@ type Config struct {
 	// PVRoot is the agents' --pv-root (the node-agent chart's pvRoot); default /mnt/opsuite
 	// on every node.
 	PVRoot disks.PVRoot
+	// PoolLabelPrefix is the agents' --pool-label-prefix: a node labelled
+	// <prefix>/namespace=<ns> is used by the clusters of <ns> only. Default
+	// disks.DefaultPoolLabelPrefix.
+	PoolLabelPrefix string
 	// Admin makes the admin API client for a token (default veltrix.New).
 	Admin func(token string) veltrix.Admin
 	// AdminAddr and TextAddr are a member's admin HTTP and text-protocol addresses (default
@@ -96,6 +100,9 @@ func (cfg *Config) defaults(mgr ctrl.Manager) {
 	}
 	if cfg.PVRoot == nil {
 		cfg.PVRoot = disks.SamePVRoot("/mnt/opsuite")
+	}
+	if cfg.PoolLabelPrefix == "" {
+		cfg.PoolLabelPrefix = disks.DefaultPoolLabelPrefix
 	}
 	if cfg.Admin == nil {
 		cfg.Admin = func(token string) veltrix.Admin { return veltrix.New(veltrix.Options{Token: token}) }

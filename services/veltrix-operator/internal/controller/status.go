@@ -165,7 +165,7 @@ func disksCondition(r disks.Result, fallback bool) metav1.Condition {
 	if len(problems) > 0 {
 		msg += "; " + strings.Join(problems, "; ")
 	} else {
-		msg += ": too few nodes match nodeSelector and tolerations"
+		msg += ": too few nodes match nodeSelector, tolerations and the node-pool namespace label"
 	}
 	return metav1.Condition{Type: veltrixv1.ConditionDisksPrepared, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 }

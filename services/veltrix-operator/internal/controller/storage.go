@@ -38,7 +38,8 @@ func (p *pass) prepareDisks(ctx context.Context) error {
 	if err := p.ctl.client.List(ctx, &nodes); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
-	order := disks.Order(disks.Candidates(p.c, nodes.Items), p.c.Status.Nodes)
+	prefix := p.ctl.cfg.PoolLabelPrefix
+	order := disks.Order(disks.Candidates(p.c, nodes.Items, prefix), disks.KeepUsed(p.c, nodes.Items, prefix, p.c.Status.Nodes))
 	res := disks.Prepare(ctx, p.ctl.cfg.Agents, p.c, order, p.ctl.cfg.PVRoot, wanted)
 	p.prepared = &res
 	var used []string

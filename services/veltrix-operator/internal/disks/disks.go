@@ -117,18 +117,52 @@ func Classify(err error) (Problem, string) {
 	return ProblemAgentError, fmt.Sprintf("the node agent failed (%s)", st.Code())
 }
 
+// DefaultPoolLabelPrefix is the node agents' default --pool-label-prefix (the node-agent
+// chart's poolLabelPrefix).
+const DefaultPoolLabelPrefix = "pool.opsuite.io"
+
+// NamespaceLabel is the node-pool label "<prefix>/namespace": a node carrying it lends its
+// disks only to the clusters of the namespace it names.
+func NamespaceLabel(prefix string) string { return prefix + "/namespace" }
+
+// LentElsewhere reports whether a node's pool label lends its disks to a namespace other
+// than ns. An empty value lends to no one in particular, as an absent label.
+func LentElsewhere(n *corev1.Node, prefix, ns string) bool {
+	lent := n.Labels[NamespaceLabel(prefix)]
+	return lent != "" && lent != ns
+}
+
 // Candidates are the nodes the cluster may use, sorted by name: schedulable, matching
-// spec.nodeSelector, and with every NoSchedule/NoExecute taint tolerated.
-func Candidates(c *veltrixv1.VeltrixCluster, nodes []corev1.Node) []string {
+// spec.nodeSelector, with every NoSchedule/NoExecute taint tolerated, and not lent to
+// another namespace by the node-pool label <poolPrefix>/namespace (tenancy: a node given to
+// one namespace formats its disks for no other namespace's clusters).
+func Candidates(c *veltrixv1.VeltrixCluster, nodes []corev1.Node, poolPrefix string) []string {
 	var out []string
 	for i := range nodes {
 		n := &nodes[i]
-		if n.Spec.Unschedulable || !n.DeletionTimestamp.IsZero() || !matchesSelector(n.Labels, c.Spec.NodeSelector) || !tolerated(n.Spec.Taints, c.Spec.Tolerations) {
+		if n.Spec.Unschedulable || !n.DeletionTimestamp.IsZero() || !matchesSelector(n.Labels, c.Spec.NodeSelector) ||
+			!tolerated(n.Spec.Taints, c.Spec.Tolerations) || LentElsewhere(n, poolPrefix, c.Namespace) {
 			continue
 		}
 		out = append(out, n.Name)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// KeepUsed are the nodes the cluster used that it may go on asking: all but those lent to
+// another namespace since (a used node no longer listed is kept; Order explains why).
+func KeepUsed(c *veltrixv1.VeltrixCluster, nodes []corev1.Node, poolPrefix string, used []string) []string {
+	lentElsewhere := map[string]bool{}
+	for i := range nodes {
+		lentElsewhere[nodes[i].Name] = LentElsewhere(&nodes[i], poolPrefix, c.Namespace)
+	}
+	var out []string
+	for _, n := range used {
+		if !lentElsewhere[n] {
+			out = append(out, n)
+		}
+	}
 	return out
 }
 
@@ -183,7 +217,8 @@ func Order(candidates, used []string) []string {
 }
 
 // PrepareRequest is what a node's agent is asked for: disksPerNode devices matching the
-// selector, split for rawVLog, bind-mounted under the cluster's PV path.
+// selector, split for rawVLog, bind-mounted under the cluster's PV path, for the cluster's
+// namespace (an agent whose node is lent to another namespace refuses).
 func PrepareRequest(c *veltrixv1.VeltrixCluster, pvRoot string) *nodeagentv1.PrepareDisksRequest {
 	sel := &nodeagentv1.DeviceSelector{
 		Model:    c.Spec.DiskSelector.Model,
@@ -196,13 +231,13 @@ func PrepareRequest(c *veltrixv1.VeltrixCluster, pvRoot string) *nodeagentv1.Pre
 	if q := c.Spec.DiskSelector.MaxSize; q != nil {
 		sel.MaxSizeBytes = q.Value()
 	}
-	return &nodeagentv1.PrepareDisksRequest{Selector: sel, XfsPercent: c.Spec.XFSPercent(), PvPath: resources.PVPath(pvRoot, c, 0)}
+	return &nodeagentv1.PrepareDisksRequest{Selector: sel, XfsPercent: c.Spec.XFSPercent(), PvPath: resources.PVPath(pvRoot, c, 0), Namespace: c.Namespace}
 }
 
 // ReleaseRequest releases every disk prepared for the cluster on a node, wiping it when
-// the data is to go.
+// the data is to go; the namespace keeps it to the cluster's own disks.
 func ReleaseRequest(c *veltrixv1.VeltrixCluster, pvRoot string, wipe bool) *nodeagentv1.ReleaseDisksRequest {
-	return &nodeagentv1.ReleaseDisksRequest{PvPath: resources.PVPath(pvRoot, c, 0), Wipe: wipe}
+	return &nodeagentv1.ReleaseDisksRequest{PvPath: resources.PVPath(pvRoot, c, 0), Wipe: wipe, Namespace: c.Namespace}
 }
 
 // FromAgent turns the agent's answer to req into resources.Disk values, indexed by

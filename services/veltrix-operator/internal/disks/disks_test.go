@@ -47,24 +47,54 @@ func TestCandidates(t *testing.T) {
 		node("b-plain", nil),
 		node("e-nvme-soft", map[string]string{"nvme": "true"}, soft),
 		cordoned,
+		// Tenancy: node-pool labels under the default prefix and under another one.
+		node("f-lent-db", map[string]string{"nvme": "true", "pool.opsuite.io/namespace": "db"}),
+		node("g-lent-other", map[string]string{"nvme": "true", "pool.opsuite.io/namespace": "other"}),
+		node("h-lent-nobody", map[string]string{"nvme": "true", "pool.opsuite.io/namespace": ""}),
+		node("i-pool-type-only", map[string]string{"nvme": "true", "pool.opsuite.io/type": "nvme"}),
+		node("j-lent-other-by-acme", map[string]string{"nvme": "true", "pool.acme.io/namespace": "other"}),
 	}
 	for _, tc := range []struct {
-		name string
-		c    *veltrixv1.VeltrixCluster
-		want []string
+		name   string
+		c      *veltrixv1.VeltrixCluster
+		prefix string
+		want   []string
 	}{
-		{"no selector, no tolerations", cluster(), []string{"b-plain", "c-nvme", "e-nvme-soft"}},
-		{"selector", cluster(func(c *veltrixv1.VeltrixCluster) { c.Spec.NodeSelector = map[string]string{"nvme": "true"} }), []string{"c-nvme", "e-nvme-soft"}},
+		{"no selector, no tolerations", cluster(), DefaultPoolLabelPrefix, []string{"b-plain", "c-nvme", "e-nvme-soft", "f-lent-db", "h-lent-nobody", "i-pool-type-only", "j-lent-other-by-acme"}},
+		{"selector", cluster(func(c *veltrixv1.VeltrixCluster) { c.Spec.NodeSelector = map[string]string{"nvme": "true"} }), DefaultPoolLabelPrefix,
+			[]string{"c-nvme", "e-nvme-soft", "f-lent-db", "h-lent-nobody", "i-pool-type-only", "j-lent-other-by-acme"}},
 		{"selector and toleration", cluster(func(c *veltrixv1.VeltrixCluster) {
 			c.Spec.NodeSelector = map[string]string{"nvme": "true"}
 			c.Spec.Tolerations = []corev1.Toleration{{Key: "workload", Value: "veltrixdb", Effect: corev1.TaintEffectNoSchedule}}
-		}), []string{"a-nvme-tainted", "c-nvme", "e-nvme-soft"}},
+		}), DefaultPoolLabelPrefix, []string{"a-nvme-tainted", "c-nvme", "e-nvme-soft", "f-lent-db", "h-lent-nobody", "i-pool-type-only", "j-lent-other-by-acme"}},
+		{"a cluster of namespace other", cluster(func(c *veltrixv1.VeltrixCluster) {
+			c.Namespace, c.Spec.NodeSelector = "other", map[string]string{"nvme": "true"}
+		}), DefaultPoolLabelPrefix, []string{"c-nvme", "e-nvme-soft", "g-lent-other", "h-lent-nobody", "i-pool-type-only", "j-lent-other-by-acme"}},
+		{"the agents' prefix is pool.acme.io", cluster(func(c *veltrixv1.VeltrixCluster) { c.Spec.NodeSelector = map[string]string{"nvme": "true"} }), "pool.acme.io",
+			[]string{"c-nvme", "e-nvme-soft", "f-lent-db", "g-lent-other", "h-lent-nobody", "i-pool-type-only"}},
+		{"a selector naming another namespace's pool", cluster(func(c *veltrixv1.VeltrixCluster) {
+			c.Spec.NodeSelector = map[string]string{"pool.opsuite.io/namespace": "other"}
+		}), DefaultPoolLabelPrefix, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Candidates(tc.c, nodes); !slices.Equal(got, tc.want) {
+			if got := Candidates(tc.c, nodes, tc.prefix); !slices.Equal(got, tc.want) {
 				t.Errorf("candidates %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestKeepUsed: a node the cluster used is asked again unless it was lent to another
+// namespace since; one no longer listed is kept (its volumes pin members).
+func TestKeepUsed(t *testing.T) {
+	nodes := []corev1.Node{
+		node("a", nil),
+		node("b", map[string]string{"pool.opsuite.io/namespace": "other"}),
+		node("c", map[string]string{"pool.opsuite.io/namespace": "db"}),
+	}
+	got := KeepUsed(cluster(), nodes, DefaultPoolLabelPrefix, []string{"a", "b", "c", "gone"})
+	if want := []string{"a", "c", "gone"}; !slices.Equal(got, want) {
+		t.Errorf("kept %v, want %v", got, want)
 	}
 }
 
@@ -86,8 +116,8 @@ func TestPrepareRequest(t *testing.T) {
 	if s.GetModel() != "PM1733" || s.GetMinSizeBytes() != 100<<30 || s.GetMaxSizeBytes() != 4<<40 || !s.GetNvmeOnly() || s.GetCount() != 2 || len(s.GetPaths()) != 0 {
 		t.Errorf("selector %v", s)
 	}
-	if r.GetXfsPercent() != 20 || r.GetPvPath() != "/mnt/opsuite/veltrix/db/vx/slot-0" {
-		t.Errorf("xfs %d pv %s", r.GetXfsPercent(), r.GetPvPath())
+	if r.GetXfsPercent() != 20 || r.GetPvPath() != "/mnt/opsuite/veltrix/db/vx/slot-0" || r.GetNamespace() != "db" {
+		t.Errorf("xfs %d pv %s namespace %q", r.GetXfsPercent(), r.GetPvPath(), r.GetNamespace())
 	}
 	off := PrepareRequest(cluster(func(c *veltrixv1.VeltrixCluster) {
 		c.Spec.DiskSelector.NVMeOnly = new(false)
@@ -97,7 +127,7 @@ func TestPrepareRequest(t *testing.T) {
 		t.Errorf("without rawVLog: xfs %d nvmeOnly %v", off.GetXfsPercent(), off.GetSelector().GetNvmeOnly())
 	}
 	rel := ReleaseRequest(c, "/mnt/opsuite", true)
-	if rel.GetPvPath() != r.GetPvPath() || !rel.GetWipe() || len(rel.GetDevices()) != 0 {
+	if rel.GetPvPath() != r.GetPvPath() || !rel.GetWipe() || len(rel.GetDevices()) != 0 || rel.GetNamespace() != "db" {
 		t.Errorf("release %v: by PV path, never by kernel name", rel)
 	}
 }
