@@ -32,8 +32,9 @@ func run(ctx context.Context, args []string) error {
 		Name:    "memgraph-operator",
 		Schemes: []func(*runtime.Scheme) error{memgraphv1alpha1.AddToScheme},
 		Setup:   setup,
-		// Only the operator's own pods (their nodes are checked), not every pod.
-		CacheByObject: controller.CacheByObject(),
+		// Only the operator's own pods (their nodes are checked), not every pod; Secrets'
+		// names only, never their data.
+		ManagerOptions: controller.ManagerOptions,
 	}, args, os.Stderr)
 }
 

@@ -126,7 +126,7 @@ func start(t *testing.T, operator string, opts ...func(*controller.Config)) *har
 			o(&cfg)
 		}
 		return controller.Setup(mgr, cfg)
-	}, testenv.InNamespaces(h.ns), countWrites)
+	}, testenv.InNamespaces(h.ns), countWrites, controller.ManagerOptions) // the operator's cache
 	return h
 }
 

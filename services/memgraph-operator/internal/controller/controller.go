@@ -8,6 +8,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -222,9 +223,36 @@ func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
-// CacheByObject restricts the manager's pod cache to the operator's own pods.
+// CacheByObject restricts the manager's pod cache to the operator's own pods, and keeps
+// of the Secrets (watched by metadata only: the operator writes none, every one it reads
+// is the user's) their names, labels and versions: no annotations, where kubectl's
+// last-applied-configuration holds a Secret's data, no managed fields.
 func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})},
+		&corev1.Pod{}:    {Label: labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})},
+		&corev1.Secret{}: {Transform: namesOnly},
 	}
+}
+
+// ManagerOptions applies CacheByObject and keeps Secrets and ConfigMaps out of the
+// cache-backed client: a read of one goes to the API server instead of starting an
+// informer that would hold every Secret (or ConfigMap) of the watched namespaces.
+func ManagerOptions(mo *ctrl.Options) {
+	if mo.Cache.ByObject == nil {
+		mo.Cache.ByObject = map[client.Object]cache.ByObject{}
+	}
+	maps.Copy(mo.Cache.ByObject, CacheByObject())
+	if mo.Client.Cache == nil {
+		mo.Client.Cache = &client.CacheOptions{}
+	}
+	mo.Client.Cache.DisableFor = append(mo.Client.Cache.DisableFor, &corev1.Secret{}, &corev1.ConfigMap{})
+}
+
+// namesOnly drops a cached object's annotations and managed fields.
+func namesOnly(in any) (any, error) {
+	if o, ok := in.(client.Object); ok {
+		o.SetAnnotations(nil)
+		o.SetManagedFields(nil)
+	}
+	return in, nil
 }
