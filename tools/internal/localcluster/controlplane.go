@@ -54,10 +54,35 @@ func (o *Options) apiserverArgs() []string {
 		// The "kubernetes" Endpoints object may not hold a loopback address; clients in pods
 		// reach the apiserver through KUBERNETES_SERVICE_HOST=127.0.0.1 instead.
 		"--endpoint-reconciler-type=none",
+		// The requests of workloads' ServiceAccounts, at Metadata level (auditPolicy): what
+		// each operator did and was refused (tools/e2e's RBAC audit reads it).
+		"--audit-policy-file=" + filepath.Join(o.StateDir(), "audit-policy.yaml"),
+		"--audit-log-path=" + o.AuditLog(),
+		"--audit-log-format=json",
+		"--audit-log-maxsize=200",
+		"--audit-log-maxbackup=1",
 		"--profiling=false",
 		"--v=1",
 	}
 }
+
+// AuditLog is the API server's audit log: one JSON audit.k8s.io/v1 Event a line.
+func (o *Options) AuditLog() string { return filepath.Join(o.LogDir(), "audit.log") }
+
+// auditPolicy records, at Metadata level (who, verb, resource, response code; no bodies,
+// so no Secret's data), the requests of ServiceAccounts outside kube-system: the
+// operators', the node agents' and the workloads'. The control plane's own controllers
+// (kube-system) and the admin are left out, which keeps the log small.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: None
+    userGroups: ["system:serviceaccounts:kube-system"]
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: None
+`
 
 func (o *Options) kcmArgs() []string {
 	kc := o.componentKubeconfig("kube-controller-manager")
@@ -110,7 +135,7 @@ func (o *Options) kwokArgs() []string {
 
 const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
-// writeComponentConfig writes the kubeconfigs and kwok's stage configuration.
+// writeComponentConfig writes the kubeconfigs, the audit policy and kwok's stage configuration.
 func (o *Options) writeComponentConfig() error {
 	for _, id := range clientIdentities {
 		if err := o.writeKubeconfig(o.componentKubeconfig(id.file), id.file); err != nil {
@@ -119,6 +144,9 @@ func (o *Options) writeComponentConfig() error {
 	}
 	stages, err := renderStages(podrunner.Rules(o.ImageRules), !o.DisableRunner, o.VolumeDir())
 	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.StateDir(), "audit-policy.yaml"), []byte(auditPolicy), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(o.StateDir(), "kwok.yaml"), stages, 0o644)

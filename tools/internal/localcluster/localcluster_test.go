@@ -135,6 +135,7 @@ func TestLocalCluster(t *testing.T) {
 	t.Run("crashing container restarts in place", func(t *testing.T) { checkCrashLoop(ctx, t, client) })
 	t.Run("securityContext and file modes", func(t *testing.T) { checkSecurityContext(ctx, t, client) })
 	t.Run("hostPath /dev is the node's own", func(t *testing.T) { checkNodeDev(ctx, t, client, o) })
+	t.Run("audit log of ServiceAccounts' requests", func(t *testing.T) { checkAudit(ctx, t, client, cfg, o) })
 	t.Run("node deletion takes its pods", func(t *testing.T) {
 		redis, err := client.CoreV1().Pods("default").Get(ctx, "redis", metav1.GetOptions{})
 		if err != nil {
