@@ -550,8 +550,10 @@ const (
 // MaxNameLength characters and a DNS-1035 label: it is the client Service's name, and the
 // longest name derived from it, the coordinators' controller-revision-hash label
 // <name>-coordinator-<hash of up to 10 characters>, must stay a label value (63).
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40",message="metadata.name must be at most 40 characters: the StatefulSet <name>-coordinator labels its pods with controller-revision-hash <name>-coordinator-<hash of up to 10 characters>, which must fit in 63; choose a shorter name"
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no '.'): it names the cluster's Services"
+// The name rules apply on create only (a name never changes), so an object admitted
+// before them stays updatable and its finalizer can still be removed.
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.size() <= 40",message="metadata.name must be at most 40 characters: the StatefulSet <name>-coordinator labels its pods with controller-revision-hash <name>-coordinator-<hash of up to 10 characters>, which must fit in 63; choose a shorter name",optionalOldSelf=true
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no '.'): it names the cluster's Services",optionalOldSelf=true
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mgc,categories=opsuite

@@ -363,8 +363,10 @@ type ValkeyClusterStatus struct {
 // <name>-<shard>-<index>-<hash of up to 10 characters>, which must stay a label value (63).
 // The shard and index take 4 digits at most: shards × (replicas + 1) <= 1000 allows 3
 // digits of shard with 1 of index (101 shards × 9) or 2 with 2 (11 × 16), never 5.
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 46",message="metadata.name must be at most 46 characters: each node's StatefulSet <name>-<shard>-<index> labels its pod with controller-revision-hash <name>-<shard>-<index>-<hash of up to 10 characters>, which must fit in 63; choose a shorter name"
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no '.'): it names the cluster's Service"
+// The name rules apply on create only (a name never changes), so an object admitted
+// before them stays updatable and its finalizer can still be removed.
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.size() <= 46",message="metadata.name must be at most 46 characters: each node's StatefulSet <name>-<shard>-<index> labels its pod with controller-revision-hash <name>-<shard>-<index>-<hash of up to 10 characters>, which must fit in 63; choose a shorter name",optionalOldSelf=true
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and hold only lowercase letters, digits and '-' (no '.'): it names the cluster's Service",optionalOldSelf=true
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkc,categories=opsuite

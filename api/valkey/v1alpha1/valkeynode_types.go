@@ -189,8 +189,10 @@ type ValkeyNodeStatus struct {
 // MaxNodeNameLength characters and a DNS-1123 label: its StatefulSet labels the pod
 // controller-revision-hash <name>-<hash of up to 10 characters>, a 63-character label
 // value at most, and the pod's hostname <name>-0 is a DNS label.
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters: the StatefulSet <name> labels its pod with controller-revision-hash <name>-<hash of up to 10 characters>, which must fit in 63"
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must hold only lowercase letters, digits and '-' (no '.'): the pod's hostname <name>-0 is a DNS label"
+// The name rules apply on create only (a name never changes), so an object admitted
+// before them stays updatable and its finalizer can still be removed.
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.size() <= 52",message="metadata.name must be at most 52 characters: the StatefulSet <name> labels its pod with controller-revision-hash <name>-<hash of up to 10 characters>, which must fit in 63",optionalOldSelf=true
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must hold only lowercase letters, digits and '-' (no '.'): the pod's hostname <name>-0 is a DNS label",optionalOldSelf=true
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkn,categories=opsuite

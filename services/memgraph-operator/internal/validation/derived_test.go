@@ -6,10 +6,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -82,5 +86,87 @@ func isDNSName(t *testing.T, what, name string) {
 		if errs := validation.IsDNS1123Label(label); len(errs) > 0 {
 			t.Errorf("%s %q: label %q: %v", what, name, label, errs)
 		}
+	}
+}
+
+// admittedBeforeNameRules stores obj, whose name the CRD crd refuses, as a CRD without
+// the metadata.name rules would have (an object created before they existed): it takes
+// the rules out of the installed CRD, creates obj, and puts them back, waiting each time
+// until the API server applies the CRD. probe is another object of the same kind and
+// name length, used to see the rules come back.
+func admittedBeforeNameRules(t *testing.T, crd string, obj, probe client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	gvk := schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+	setNameRules := func(keep bool, saved [][]any) [][]any {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: crd}, u); err != nil {
+			t.Fatal(err)
+		}
+		versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+		var old [][]any
+		for i, v := range versions {
+			s := v.(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)
+			rules, _ := s["x-kubernetes-validations"].([]any)
+			old = append(old, rules)
+			if keep {
+				s["x-kubernetes-validations"] = saved[i]
+				continue
+			}
+			var others []any
+			for _, r := range rules {
+				if !strings.Contains(r.(map[string]any)["rule"].(string), "metadata.name") {
+					others = append(others, r)
+				}
+			}
+			s["x-kubernetes-validations"] = others
+		}
+		if err := unstructured.SetNestedSlice(u.Object, versions, "spec", "versions"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Update(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		return old
+	}
+	saved := setNameRules(false, nil)
+	restored := false
+	defer func() {
+		if !restored {
+			setNameRules(true, saved)
+		}
+	}()
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := testenv.Poll(wait, 200*time.Millisecond, func(context.Context) (bool, error) {
+		err := env.Client.Create(ctx, obj)
+		return err == nil, err
+	}); err != nil {
+		t.Fatalf("creating %q without the name rules: %v", obj.GetName(), err)
+	}
+	setNameRules(true, saved)
+	restored = true
+	if err := testenv.Poll(wait, 200*time.Millisecond, func(context.Context) (bool, error) {
+		err := env.Client.Create(ctx, probe.DeepCopyObject().(client.Object), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "metadata.name must"), nil
+	}); err != nil {
+		t.Fatalf("the name rules did not come back: %v", err)
+	}
+}
+
+// stillUpdatable fails t unless obj, stored before the name rules, can still be changed
+// and carry and lose a finalizer (the operator's, on deletion).
+func stillUpdatable(t *testing.T, obj client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	obj.SetLabels(map[string]string{"touched": "yes"})
+	obj.SetFinalizers([]string{"example.com/test"})
+	if err := env.Client.Update(ctx, obj); err != nil {
+		t.Fatalf("updating %q stored before the name rules: %v", obj.GetName(), err)
+	}
+	obj.SetFinalizers(nil)
+	if err := env.Client.Update(ctx, obj); err != nil {
+		t.Fatalf("removing the finalizer of %q: %v", obj.GetName(), err)
 	}
 }

@@ -93,3 +93,18 @@ func TestLongestNameFits(t *testing.T) {
 	}
 	acceptedAsIs(t, objs...)
 }
+
+// TestNameRulesSpareStoredObjects: a cluster stored before the name rules, with a name
+// they now refuse, can still be updated and lose its finalizer: the rules apply on create
+// only, so upgrading the CRD strands no object.
+func TestNameRulesSpareStoredObjects(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "mgc-")
+	tooLong := func() *memgraphv1.MemgraphCluster {
+		c := minimal(ns)
+		c.Name = "m" + rand.String(memgraphv1.MaxNameLength)
+		return c
+	}
+	c := tooLong()
+	admittedBeforeNameRules(t, "memgraphclusters.memgraph.com", c, tooLong())
+	stillUpdatable(t, c)
+}

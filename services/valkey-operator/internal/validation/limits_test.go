@@ -203,3 +203,30 @@ func TestLongestNameFits(t *testing.T) {
 		isDNSName(t, "certificate name", strings.TrimPrefix(name, "*."))
 	}
 }
+
+// TestNameRulesSpareStoredObjects: a cluster and a node stored before the name rules, with
+// names they now refuse, can still be updated and lose their finalizers: the rules apply
+// on create only, so upgrading the CRDs strands no object.
+func TestNameRulesSpareStoredObjects(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vkc-")
+	t.Run("cluster", func(t *testing.T) {
+		tooLong := func() *valkeyv1.ValkeyCluster {
+			c := validCluster(ns)
+			c.Name = "c" + rand.String(valkeyv1.MaxClusterNameLength)
+			return c
+		}
+		c := tooLong()
+		admittedBeforeNameRules(t, "valkeyclusters.valkey.io", c, tooLong())
+		stillUpdatable(t, c)
+	})
+	t.Run("node", func(t *testing.T) {
+		tooLong := func() *valkeyv1.ValkeyNode {
+			n := validNode(ns)
+			n.Name = "n" + rand.String(valkeyv1.MaxNodeNameLength)
+			return n
+		}
+		n := tooLong()
+		admittedBeforeNameRules(t, "valkeynodes.valkey.io", n, tooLong())
+		stillUpdatable(t, n)
+	})
+}

@@ -132,3 +132,18 @@ func TestLongestNameFits(t *testing.T) {
 	acceptedAsIs(t, objs...)
 	isDNSName(t, "member FQDN", resources.PodFQDN(c, resources.PodName(c, last)))
 }
+
+// TestNameRulesSpareStoredObjects: a cluster stored before the name rules, with a name
+// they now refuse, can still be updated and lose its finalizer: the rules apply on create
+// only, so upgrading the CRD strands no object.
+func TestNameRulesSpareStoredObjects(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vc-")
+	tooLong := func() *veltrixv1.VeltrixCluster {
+		c := minimal(ns)
+		c.Name = "v" + rand.String(veltrixv1.MaxNameLength)
+		return c
+	}
+	c := tooLong()
+	admittedBeforeNameRules(t, "veltrixclusters.veltrix.io", c, tooLong())
+	stillUpdatable(t, c)
+}
