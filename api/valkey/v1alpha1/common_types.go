@@ -115,7 +115,10 @@ type ExporterSpec struct {
 	// +optional
 	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
 
-	// Args are extra command-line arguments of the exporter.
+	// Args are extra command-line arguments of the exporter; the exporter has a few dozen
+	// flags, so 64 is plenty.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=1024
 	// +optional
 	Args []string `json:"args,omitempty"`
 }

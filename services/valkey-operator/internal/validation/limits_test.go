@@ -67,6 +67,8 @@ func TestCountLimits(t *testing.T) {
 		}, want: "spec.scheduling.topologySpreadConstraints: Too many: 17: must have at most 16 items"},
 		{name: "17 containers", mutate: func(c *vkc) { c.Spec.Containers = containers(17) },
 			want: "spec.containers: Too many: 17: must have at most 16 items"},
+		{name: "65 exporter args", mutate: func(c *vkc) { c.Spec.Exporter.Args = make([]string, 65) },
+			want: "spec.exporter.args: Too many: 65: must have at most 64 items"},
 		{name: "17 image pull secrets", mutate: func(c *vkc) { c.Spec.ImagePullSecrets = pullSecrets(17) },
 			want: "spec.imagePullSecrets: Too many: 17: must have at most 16 items"},
 	}
