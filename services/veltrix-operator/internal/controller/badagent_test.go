@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -389,4 +390,59 @@ func (a lyingAgent) PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDi
 		a.lie(d)
 	}
 	return resp, err
+}
+
+// TestLyingAgentCannotRepinVolume: an agent that reports the filesystem UUID of a disk whose
+// PersistentVolume is pinned to another node (here node-b's volume of the same cluster,
+// node-b not asked in this pass) gets AgentReplyInvalid, and the volume keeps its node.
+func TestLyingAgentCannotRepinVolume(t *testing.T) {
+	ctx := context.Background()
+	const stolen = "5d1c0b7a-3e2f-4a6b-9c8d-7e6f5a4b3c2d"
+	f := startFleet(t, operatorTokens(t, "liar-repin", true), 1<<30, []string{"node-a"}, nil)
+	ns := testenv.NewNamespace(t, env.Client, "vx")
+	c := &veltrixv1.VeltrixCluster{ObjectMeta: metav1.ObjectMeta{Name: "vx", Namespace: ns}}
+	labels := resources.VolumeLabels(c)
+	labels[resources.LabelNode] = "node-b"
+	mode := corev1.PersistentVolumeFilesystem
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "veltrix-" + stolen, Labels: labels},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "local-nvme",
+			VolumeMode:                    &mode,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: f.pvRoot("node-a") + "/veltrix/" + ns + "/vx/slot-0"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: resources.HostnameLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-b"}}},
+			}}}},
+		},
+	}
+	if err := env.Client.Create(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	startController(t, f, ns, func(cfg *controller.Config, _ ctrl.Manager) {
+		cfg.Agents = lyingAgents{inner: f.calls, lie: func(d *nodeagentv1.PreparedDisk) { d.FilesystemUuid = stolen }}
+	})
+	newCluster(t, ns, func(c *veltrixv1.VeltrixCluster) {
+		c.Spec.Size, c.Spec.ReplicationFactor = 1, 1
+		c.Spec.DiskSelector.NVMeOnly = ptr.To(false)
+		c.Spec.IndexMapFallback = true
+	})
+	cond := condition(t, c, veltrixv1.ConditionDisksPrepared, metav1.ConditionFalse, "AgentReplyInvalid")
+	if !strings.Contains(cond.Message, "node-a: AgentReplyInvalid (a filesystem UUID whose volume is on node node-b)") {
+		t.Errorf("DisksPrepared message %q does not say the volume is node-b's", cond.Message)
+	}
+	time.Sleep(2 * time.Second)
+	var live corev1.PersistentVolume
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pv), &live); err != nil {
+		t.Fatal(err)
+	}
+	if live.Labels[resources.LabelNode] != "node-b" || live.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values[0] != "node-b" {
+		t.Errorf("node-b's volume re-pinned: labels %v, affinity %v", live.Labels, live.Spec.NodeAffinity.Required)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a StatefulSet on a lying agent's disks: %v", err)
+	}
 }

@@ -41,6 +41,18 @@ func (p *pass) prepareDisks(ctx context.Context) error {
 	prefix := p.ctl.cfg.PoolLabelPrefix
 	order := disks.Order(disks.Candidates(p.c, nodes.Items, prefix), disks.KeepUsed(p.c, nodes.Items, prefix, p.c.Status.Nodes))
 	res := disks.Prepare(ctx, p.ctl.cfg.Agents, p.c, order, p.ctl.cfg.PVRoot, wanted)
+	var lookupErr error
+	disks.RefuseVolumesElsewhere(&res, func(d resources.Disk) string {
+		var live corev1.PersistentVolume
+		err := p.ctl.client.Get(ctx, client.ObjectKey{Name: resources.DataVolumeName(d)}, &live)
+		if err != nil && !apierrors.IsNotFound(err) {
+			lookupErr = err
+		}
+		return live.Labels[resources.LabelNode]
+	})
+	if lookupErr != nil {
+		return fmt.Errorf("reading PersistentVolumes: %w", lookupErr)
+	}
 	p.prepared = &res
 	var used []string
 	for _, n := range res.Usable(p.c.Spec.IndexMapFallback) {

@@ -350,6 +350,22 @@ func refuseClaimed(r *NodeResult, seen map[string]string) {
 	}
 }
 
+// RefuseVolumesElsewhere refuses a node's disks when one of them names a PersistentVolume
+// that already exists pinned to another node (volumeNode returns that node, "" when there is
+// no such volume): an agent reporting the filesystem UUID of a disk elsewhere, asked in
+// another pass than that disk's node, would otherwise have the volume re-pinned to it.
+func RefuseVolumesElsewhere(r *Result, volumeNode func(d resources.Disk) string) {
+	for i := range r.Nodes {
+		n := &r.Nodes[i]
+		for _, d := range n.Disks {
+			if other := volumeNode(d); other != "" && other != n.Node {
+				*n = NodeResult{Node: n.Node, Problem: ProblemBadReply, Message: "a filesystem UUID whose volume is on node " + other}
+				break
+			}
+		}
+	}
+}
+
 // prepareNode asks one node's agent for the cluster's disks and its vm.max_map_count.
 func prepareNode(ctx context.Context, agent Agent, c *veltrixv1.VeltrixCluster, node, pvRoot string) NodeResult {
 	r := NodeResult{Node: node}

@@ -13,6 +13,7 @@ import (
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
 	"github.com/opsuite/suite/shared/nodeagent"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -401,5 +402,23 @@ func TestPrepareRefusesClaimedUUID(t *testing.T) {
 	}
 	if u := res.Usable(false); len(u) != 3 || u[0].Node != "n1" || u[1].Node != "n3" || u[2].Node != "n4" {
 		t.Errorf("usable %v, want n1, n3, n4", u)
+	}
+}
+
+// TestRefuseVolumesElsewhere: a node reporting a disk whose volume exists pinned to another
+// node gets no disk; a disk whose volume is its own node's, or has none yet, is kept.
+func TestRefuseVolumesElsewhere(t *testing.T) {
+	res := Result{Wanted: 2, Nodes: []NodeResult{
+		{Node: "n1", Disks: []resources.Disk{{Node: "n1", FilesystemUUID: uuidA}}},
+		{Node: "n2", Disks: []resources.Disk{{Node: "n2", FilesystemUUID: guidB}, {Node: "n2", FilesystemUUID: uuidA}}},
+		{Node: "n3", Disks: []resources.Disk{{Node: "n3", FilesystemUUID: uuidB}}},
+	}}
+	volumes := map[string]string{uuidA: "n1"} // uuidB: no volume yet
+	RefuseVolumesElsewhere(&res, func(d resources.Disk) string { return volumes[d.FilesystemUUID] })
+	if n := res.Nodes[1]; n.Problem != ProblemBadReply || n.Disks != nil || n.Message != "a filesystem UUID whose volume is on node n1" {
+		t.Errorf("n2 %+v, want refused", n)
+	}
+	if res.Nodes[0].Problem != ProblemNone || res.Nodes[2].Problem != ProblemNone || len(res.Usable(false)) != 2 {
+		t.Errorf("n1 %+v, n3 %+v: want both kept", res.Nodes[0], res.Nodes[2])
 	}
 }
