@@ -79,7 +79,7 @@ const (
 	// ProblemNoMatchingDisks: too few blank devices match the disk selector.
 	ProblemNoMatchingDisks Problem = "NoMatchingDisks"
 	// ProblemRefused: the agent refused the request (a device holding data, a PV path
-	// prepared with other settings, too small for XFS).
+	// prepared with other settings, too small for XFS, a node lent to another namespace).
 	ProblemRefused Problem = "DisksRefused"
 	// ProblemBadReply: the agent answered what no honest agent answers (CheckReply); nothing
 	// of its answer is used.
@@ -103,7 +103,12 @@ func Classify(err error) (Problem, string) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
 		return ProblemUnreachable, "the node agent did not answer"
 	case codes.PermissionDenied:
-		return ProblemPermissionDenied, "the node agent denied the operator (bind the operator to the agent's preparer ClusterRole)"
+		// The agent's authorizer says "<user> may not <verb> <resource>": the operator's RBAC.
+		// Any other denial is the agent's own rule (a node lent to another namespace).
+		if strings.Contains(st.Message(), " may not ") {
+			return ProblemPermissionDenied, "the node agent denied the operator (bind the operator to the agent's preparer ClusterRole)"
+		}
+		return ProblemRefused, st.Message()
 	case codes.Unauthenticated:
 		return ProblemPermissionDenied, "the node agent did not accept the operator's token"
 	case codes.FailedPrecondition:

@@ -262,6 +262,8 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("resolving: %w", nodeagent.ErrNoAgent), ProblemUnreachable, "no ready node-agent pod on the node"},
 		{status.Error(codes.Unavailable, "dial tcp 10.0.0.1:9443: connection refused"), ProblemUnreachable, "the node agent did not answer"},
 		{status.Error(codes.PermissionDenied, "system:serviceaccount:x:y may not update nodes/disks"), ProblemPermissionDenied, "the node agent denied the operator (bind the operator to the agent's preparer ClusterRole)"},
+		{status.Error(codes.PermissionDenied, `node node-a is lent to namespace "team-a" (label pool.opsuite.io/namespace); this request is for namespace "db"`), ProblemRefused,
+			`node node-a is lent to namespace "team-a" (label pool.opsuite.io/namespace); this request is for namespace "db"`},
 		{status.Error(codes.Unauthenticated, "token audience"), ProblemPermissionDenied, "the node agent did not accept the operator's token"},
 		{status.Error(codes.FailedPrecondition, "0 eligible devices match the selector, 1 requested"), ProblemNoMatchingDisks, "0 eligible devices match the selector, 1 requested"},
 		{status.Error(codes.FailedPrecondition, "device /dev/loop1 would get an XFS filesystem of 204 MiB; XFS needs at least 300 MiB"), ProblemRefused, "device /dev/loop1 would get an XFS filesystem of 204 MiB; XFS needs at least 300 MiB"},
