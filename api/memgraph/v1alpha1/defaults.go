@@ -35,6 +35,10 @@ const (
 	MaxCoordinators  int32 = 9
 	MaxDataInstances int32 = 64
 	MaxNameLength          = 40
+	// MaxClusterDomainLength leaves the longest pod address within DNS's 253: the
+	// coordinator pod (name + 14), its headless Service (name + 13), a 63-character
+	// namespace, the dots and "svc" take 177.
+	MaxClusterDomainLength = 76
 )
 
 // Default probe timings, per probe kind (the same for both roles, as in the HA chart).

@@ -67,8 +67,12 @@ type MemgraphClusterSpec struct {
 	Storage StorageSpec `json:"storage,omitempty"`
 
 	// ClusterDomain is the DNS domain of the Kubernetes cluster, the suffix of every
-	// address the operator advertises and registers. Immutable.
+	// address the operator advertises and registers. Immutable. At most 76 characters
+	// (MaxClusterDomainLength): the longest address,
+	// <name>-coordinator-<n>.<name>-coordinators.<namespace>.svc.<clusterDomain>, takes 177
+	// characters before it and a DNS name holds 253.
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 76",message="clusterDomain must be at most 76 characters: the pods' addresses <pod>.<service>.<namespace>.svc.<clusterDomain> must stay within the 253 of a DNS name"
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="clusterDomain must be a DNS domain such as cluster.local: lowercase letters, digits, '-' and '.'"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterDomain is immutable: the coordinators' Raft membership and every registration carry addresses under it; create a new cluster to change it"
 	// +kubebuilder:default=cluster.local

@@ -15,6 +15,8 @@ const (
 	MaxReplicas          = 15
 	MaxClusterNameLength = 46
 	MaxNodeNameLength    = 52
+	// MaxClusterDomainLength keeps *.<cluster>.<namespace>.svc.<domain> within 253.
+	MaxClusterDomainLength = 136
 )
 
 // ValkeyClusterSpec is the desired state of a sharded Valkey cluster. Its field names and
@@ -285,9 +287,13 @@ type ZonePinning struct {
 
 // NetworkingSpec is how clients and peers reach the nodes.
 type NetworkingSpec struct {
-	// ClusterDomain is the kubelet's DNS suffix, used in announced hostnames.
+	// ClusterDomain is the kubelet's DNS suffix, used in the certificate's names. At most
+	// 136 characters (MaxClusterDomainLength): the longest name,
+	// *.<cluster>.<namespace>.svc.<clusterDomain>, takes 117 before it and a DNS name
+	// holds 253.
 	// +kubebuilder:default="cluster.local"
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 136",message="networking.clusterDomain must be at most 136 characters: the certificate names *.<cluster>.<namespace>.svc.<clusterDomain> must stay within the 253 of a DNS name"
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
 	ClusterDomain string `json:"clusterDomain,omitempty"`

@@ -65,10 +65,22 @@ func TestNameLimits(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { verdict(t, env.Client.Create(context.Background(), named(tc.metaName)), tc.want) })
 	}
+	t.Run("longest cluster domain", func(t *testing.T) {
+		c := minimal(ns)
+		c.Spec.ClusterDomain = domainOf(memgraphv1.MaxClusterDomainLength)
+		verdict(t, env.Client.Create(context.Background(), c), "")
+	})
+	t.Run("cluster domain one character longer", func(t *testing.T) {
+		c := minimal(ns)
+		c.Spec.ClusterDomain = domainOf(memgraphv1.MaxClusterDomainLength + 1)
+		verdict(t, env.Client.Create(context.Background(), c),
+			"clusterDomain must be at most 76 characters: the pods' addresses <pod>.<service>.<namespace>.svc.<clusterDomain> must stay within the 253 of a DNS name")
+	})
 }
 
 // TestLongestNameFits: everything the operator builds for a cluster of the longest
-// accepted name, in a namespace of the longest name, with the largest counts, is accepted
+// accepted name, in a namespace of the longest name, with the largest counts and the longest
+// cluster domain, is accepted
 // by the API server, with the StatefulSet controller's own children (revision, pods of
 // the last ordinal, claims) and the pods' DNS names.
 func TestLongestNameFits(t *testing.T) {
@@ -76,6 +88,7 @@ func TestLongestNameFits(t *testing.T) {
 	c := minimal(ns)
 	c.Name = "m" + rand.String(memgraphv1.MaxNameLength-1)
 	c.Spec.Coordinators, c.Spec.DataInstances = memgraphv1.MaxCoordinators, memgraphv1.MaxDataInstances
+	c.Spec.ClusterDomain = domainOf(memgraphv1.MaxClusterDomainLength)
 	if err := env.Client.Create(context.Background(), c); err != nil {
 		t.Fatalf("the longest name is refused: %v", err)
 	}
@@ -107,4 +120,15 @@ func TestNameRulesSpareStoredObjects(t *testing.T) {
 	c := tooLong()
 	admittedBeforeNameRules(t, "memgraphclusters.memgraph.com", c, tooLong())
 	stillUpdatable(t, c)
+}
+
+// domainOf is a valid DNS domain of exactly n characters (n >= 1): labels of 63 and the
+// rest, joined by dots.
+func domainOf(n int) string {
+	var labels []string
+	for n > 64 {
+		labels = append(labels, strings.Repeat("d", 63))
+		n -= 64
+	}
+	return strings.Join(append(labels, strings.Repeat("d", n)), ".")
 }

@@ -99,6 +99,21 @@ func TestCountLimits(t *testing.T) {
 		{name: "node: 17 containers", mutate: func(n *vkn) { n.Spec.Containers = containers(17) },
 			want: "spec.containers: Too many: 17: must have at most 16 items"},
 	}
+	for _, tc := range []struct {
+		name   string
+		domain string
+		want   string
+	}{
+		{name: "longest cluster domain", domain: domainOf(valkeyv1.MaxClusterDomainLength)},
+		{name: "cluster domain one character longer", domain: domainOf(valkeyv1.MaxClusterDomainLength + 1),
+			want: "networking.clusterDomain must be at most 136 characters: the certificate names *.<cluster>.<namespace>.svc.<clusterDomain> must stay within the 253 of a DNS name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validCluster(ns)
+			c.Spec.Networking = &valkeyv1.NetworkingSpec{ClusterDomain: tc.domain}
+			expectAdmission(t, env.Client.Create(context.Background(), c), tc.want)
+		})
+	}
 	for _, tc := range nodes {
 		t.Run(tc.name, func(t *testing.T) {
 			n := validNode(ns)
@@ -142,6 +157,21 @@ func TestNameLimits(t *testing.T) {
 		{name: "cluster name in a node with a dot", clusterName: "vk.c",
 			want: "clusterName must be a ValkeyCluster's name: at most 46 characters, a lowercase letter first"},
 	}
+	for _, tc := range []struct {
+		name   string
+		domain string
+		want   string
+	}{
+		{name: "longest cluster domain", domain: domainOf(valkeyv1.MaxClusterDomainLength)},
+		{name: "cluster domain one character longer", domain: domainOf(valkeyv1.MaxClusterDomainLength + 1),
+			want: "networking.clusterDomain must be at most 136 characters: the certificate names *.<cluster>.<namespace>.svc.<clusterDomain> must stay within the 253 of a DNS name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validCluster(ns)
+			c.Spec.Networking = &valkeyv1.NetworkingSpec{ClusterDomain: tc.domain}
+			expectAdmission(t, env.Client.Create(context.Background(), c), tc.want)
+		})
+	}
 	for _, tc := range nodes {
 		t.Run(tc.name, func(t *testing.T) {
 			n := validNode(ns)
@@ -181,6 +211,7 @@ func TestLongestNameFits(t *testing.T) {
 	}
 	c.Spec.Persistence = &valkeyv1.PersistenceSpec{Size: resource.MustParse("1Gi")}
 	c.Spec.TLS = &valkeyv1.TLSConfig{SelfSigned: true}
+	c.Spec.Networking = &valkeyv1.NetworkingSpec{ClusterDomain: domainOf(valkeyv1.MaxClusterDomainLength)}
 	if err := env.Client.Create(ctx, c); err != nil {
 		t.Fatalf("the longest name is refused: %v", err)
 	}
@@ -201,8 +232,9 @@ func TestLongestNameFits(t *testing.T) {
 	objs = append(objs, statefulSetChildren(w.StatefulSet, 0)...)
 	acceptedAsIs(t, objs...)
 	isDNSName(t, "pod FQDN", resources.PodName(node.Name)+"."+resources.ServiceName(c.Name)+"."+ns+".svc.cluster.local")
-	for _, name := range resources.TLSDNSNames(c.Name, ns, "cluster.local") {
-		isDNSName(t, "certificate name", strings.TrimPrefix(name, "*."))
+	for _, name := range resources.TLSDNSNames(c.Name, ns, c.Spec.Networking.ClusterDomain) {
+		// A wildcard counts as one character of a label: check it as "x".
+		isDNSName(t, "certificate name", strings.Replace(name, "*", "x", 1))
 	}
 }
 
@@ -231,4 +263,15 @@ func TestNameRulesSpareStoredObjects(t *testing.T) {
 		admittedBeforeNameRules(t, "valkeynodes.valkey.io", n, tooLong())
 		stillUpdatable(t, n)
 	})
+}
+
+// domainOf is a valid DNS domain of exactly n characters (n >= 1): labels of 63 and the
+// rest, joined by dots.
+func domainOf(n int) string {
+	var labels []string
+	for n > 64 {
+		labels = append(labels, strings.Repeat("d", 63))
+		n -= 64
+	}
+	return strings.Join(append(labels, strings.Repeat("d", n)), ".")
 }
