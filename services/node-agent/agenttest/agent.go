@@ -143,8 +143,10 @@ func (a *Agent) Restart() {
 	a.t.Helper()
 	cfg := host.DefaultConfig()
 	// The agent sees the loop devices attached for it and nothing else: never the host's
-	// disks, never another agent's loops. The first entry matches no device.
-	cfg.DeviceAllow = append([]string{"/dev/agenttest-none"}, a.loops...)
+	// disks, never another agent's loops (the first entry matches no device). It offers them
+	// explicitly, as the local cluster's agents do theirs.
+	cfg.Only = append([]string{"/dev/agenttest-none"}, a.loops...)
+	cfg.DeviceAllow = a.loops
 	h, err := host.New(cfg)
 	if err != nil {
 		a.t.Fatal(err)

@@ -80,15 +80,14 @@ func parseOptions(args []string, output io.Writer) (options, error) {
 	fs.StringVar(&o.stateFile, "state-file", "", "file remembering what the agent prepared (default <agent-root>/state.json)")
 	fs.BoolVar(&o.allowRaiseSysctl, "allow-raise-sysctl", false, "allow EnsureSysctl to raise values (never lowers them)")
 	fs.BoolVar(&o.allowLoopDevices, "allow-loop-devices", false, "allow preparing loop devices (tests only)")
-	fs.Func("device-allow", "comma-separated globs of device paths the agent may ever see, e.g. /dev/loop7,/dev/nvme*n1; others are neither reported nor touched (empty: no such limit)", func(v string) error {
-		o.host.DeviceAllow = nil
-		for _, g := range strings.Split(v, ",") {
-			if g = strings.TrimSpace(g); g != "" {
-				o.host.DeviceAllow = append(o.host.DeviceAllow, g)
-			}
-		}
-		return nil
-	})
+	// Disks are offered for preparation explicitly; one not offered is reported, never prepared.
+	fs.Func("device-allow", "comma-separated globs of device paths offered for preparation, e.g. /dev/loop7,/dev/nvme*n1 (default: none)", globList(&o.host.DeviceAllow))
+	fs.Func("device-allow-by-id", "comma-separated globs of /dev/disk/by-id links offered for preparation, e.g. /dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_* (default: none)", globList(&o.host.DeviceAllowByID))
+	fs.Func("device-allow-model", "comma-separated globs of disk models offered for preparation, e.g. Amazon EC2 NVMe Instance Storage (default: none)", globList(&o.host.DeviceAllowModel))
+	fs.StringVar(&o.host.ProcRoot, "proc-root", o.host.ProcRoot, "the host's /proc, where every process's open devices are seen")
+	fs.StringVar(&o.host.Swaps, "swaps", o.host.Swaps, "the kernel's list of active swap areas")
+	fs.StringVar(&o.host.KubeletRoot, "kubelet-root", o.host.KubeletRoot, "the kubelet's directory, where it maps block volumes (a missing one maps nothing)")
+	fs.StringVar(&o.host.ByIDRoot, "by-id-root", o.host.ByIDRoot, "directory of the /dev/disk/by-id links")
 	fs.Int64Var(&o.maxMapCount, "max-map-count-minimum", 262144, "vm.max_map_count the report requires")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for the apiserver (default: in-cluster)")
@@ -147,6 +146,12 @@ func (o options) validate() error {
 	if err := host.ValidateDeviceAllow(o.host.DeviceAllow); err != nil {
 		errs = append(errs, fmt.Errorf("--device-allow: %w", err))
 	}
+	if err := host.ValidateDeviceAllowByID(o.host.DeviceAllowByID); err != nil {
+		errs = append(errs, fmt.Errorf("--device-allow-by-id: %w", err))
+	}
+	if err := host.ValidateDeviceAllowModel(o.host.DeviceAllowModel); err != nil {
+		errs = append(errs, fmt.Errorf("--device-allow-model: %w", err))
+	}
 	if o.maxMapCount < 0 {
 		errs = append(errs, errors.New("--max-map-count-minimum must not be negative"))
 	}
@@ -154,6 +159,19 @@ func (o options) validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// globList sets a comma-separated list of globs, blanks dropped.
+func globList(dst *[]string) func(string) error {
+	return func(v string) error {
+		*dst = nil
+		for _, g := range strings.Split(v, ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				*dst = append(*dst, g)
+			}
+		}
+		return nil
+	}
 }
 
 func parseLevel(s string) (slog.Level, error) {

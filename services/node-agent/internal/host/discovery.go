@@ -31,6 +31,9 @@ type Disk struct {
 	Kind       string
 	Holders    []string
 	Partitions []Part
+	// OfferedBy names the allowlist entry that offers the disk for preparation, "" when none
+	// does (see offeredBy): such a disk is reported, never prepared.
+	OfferedBy string
 }
 
 // NVMe says whether the disk is an NVMe namespace.
@@ -68,16 +71,13 @@ func KindOf(name string) string {
 	return ""
 }
 
-// ErrNotAllowed means a device lies outside Config.DeviceAllow.
-var ErrNotAllowed = errors.New("outside the agent's device allowlist")
-
-// visible says whether the allowlist lets the agent see the device of this name.
+// visible says whether Config.Only lets the agent see the device of this name.
 func (h *Host) visible(name string) bool {
-	if len(h.cfg.DeviceAllow) == 0 {
+	if len(h.cfg.Only) == 0 {
 		return true
 	}
 	p := filepath.Join(h.cfg.DevRoot, name)
-	for _, g := range h.cfg.DeviceAllow {
+	for _, g := range h.cfg.Only {
 		if ok, _ := path.Match(g, p); ok {
 			return true
 		}
@@ -85,11 +85,79 @@ func (h *Host) visible(name string) bool {
 	return false
 }
 
+// offeredBy names the allowlist entry that offers a disk for preparation: "device:<glob>"
+// for a glob over its path, "by-id:<glob>" for a glob over one of its /dev/disk/by-id links,
+// "model:<glob>" for a glob over its model; "" when none does. Nothing offers a disk by
+// default: an administrator decides which disks are the agent's, the agent only reports the
+// others (a cloud volume a CSI driver attached but has not formatted yet, or a Block-mode
+// PVC's raw data, looks blank to every probe).
+func offeredBy(cfg Config, d Disk, byID []string) string {
+	for _, g := range cfg.DeviceAllow {
+		if ok, _ := path.Match(g, d.Path); ok {
+			return "device:" + g
+		}
+	}
+	for _, g := range cfg.DeviceAllowByID {
+		for _, link := range byID {
+			if ok, _ := path.Match(g, link); ok {
+				return "by-id:" + g
+			}
+		}
+	}
+	if d.Model != "" {
+		for _, g := range cfg.DeviceAllowModel {
+			if ok, _ := path.Match(g, d.Model); ok {
+				return "model:" + g
+			}
+		}
+	}
+	return ""
+}
+
+// byIDLinks lists the /dev/disk/by-id links (as /dev/disk/by-id/<name>, wherever ByIDRoot
+// is) that resolve to the device of this kernel name.
+func (h *Host) byIDLinks(name string) []string {
+	if len(h.cfg.DeviceAllowByID) == 0 || h.cfg.ByIDRoot == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(h.cfg.ByIDRoot)
+	if err != nil {
+		return nil
+	}
+	var links []string
+	for _, e := range entries {
+		target, err := filepath.EvalSymlinks(filepath.Join(h.cfg.ByIDRoot, e.Name()))
+		if err == nil && filepath.Base(target) == name {
+			links = append(links, "/dev/disk/by-id/"+e.Name())
+		}
+	}
+	return links
+}
+
 // ValidateDeviceAllow checks allowlist globs: each must be a valid pattern of a path under /dev.
-func ValidateDeviceAllow(globs []string) error {
+func ValidateDeviceAllow(globs []string) error { return validateGlobs(globs, "/dev/") }
+
+// ValidateDeviceAllowByID checks by-id globs: each must be a valid pattern of a path under
+// /dev/disk/by-id.
+func ValidateDeviceAllowByID(globs []string) error { return validateGlobs(globs, "/dev/disk/by-id/") }
+
+// ValidateDeviceAllowModel checks model globs: valid patterns, not empty.
+func ValidateDeviceAllowModel(globs []string) error {
 	for _, g := range globs {
-		if !strings.HasPrefix(g, "/dev/") || path.Clean(g) != g {
-			return fmt.Errorf("device glob %q is not a clean path under /dev/", g)
+		if strings.TrimSpace(g) == "" {
+			return fmt.Errorf("model glob %q is empty", g)
+		}
+		if _, err := path.Match(g, "x"); err != nil {
+			return fmt.Errorf("model glob %q: %w", g, err)
+		}
+	}
+	return nil
+}
+
+func validateGlobs(globs []string, under string) error {
+	for _, g := range globs {
+		if !strings.HasPrefix(g, under) || path.Clean(g) != g {
+			return fmt.Errorf("device glob %q is not a clean path under %s", g, under)
 		}
 		if _, err := path.Match(g, "/dev/x"); err != nil {
 			return fmt.Errorf("device glob %q: %w", g, err)
@@ -130,6 +198,9 @@ func (h *Host) Disks() ([]Disk, error) {
 		if d.SizeBytes == 0 {
 			continue // unattached loop devices and empty drives have nothing to report
 		}
+		if _, ok := blockDev(d.Path); !ok {
+			continue // no node in the agent's /dev: not a disk of this node as the agent sees it
+		}
 		disks = append(disks, d)
 	}
 	return disks, nil
@@ -145,11 +216,8 @@ func (h *Host) DiskByPath(p string) (Disk, error) {
 		return Disk{}, fmt.Errorf("%s: %w", p, ErrNotDisk)
 	}
 	name := filepath.Base(resolved)
-	if _, err := os.Stat(filepath.Join(h.cfg.SysRoot, "block", name)); err != nil {
+	if _, err := os.Stat(filepath.Join(h.cfg.SysRoot, "block", name)); err != nil || !h.visible(name) {
 		return Disk{}, fmt.Errorf("%s: %w", p, ErrNotDisk)
-	}
-	if !h.visible(name) {
-		return Disk{}, fmt.Errorf("%s: %w", p, ErrNotAllowed)
 	}
 	return h.disk(name)
 }
@@ -169,6 +237,7 @@ func (h *Host) disk(name string) (Disk, error) {
 		Kind:       KindOf(name),
 	}
 	d.DiskSeq, _ = strconv.ParseUint(readTrim(filepath.Join(dir, "diskseq")), 10, 64)
+	d.OfferedBy = offeredBy(h.cfg, d, h.byIDLinks(name))
 	if d.Serial == "" {
 		d.Serial = readTrim(filepath.Join(dir, "serial")) // virtio exposes it here
 	}

@@ -47,10 +47,20 @@ type Config struct {
 	// block-mode volumes (plugins/kubernetes.io/csi/volumeDevices, pods/*/volumeDevices). A
 	// missing directory maps nothing.
 	KubeletRoot string
-	// DeviceAllow, when not empty, is the only set of devices the agent may ever see: globs
-	// (path.Match) over device paths such as /dev/loop7 or /dev/nvme*n1. A disk matching none
-	// is left out of Disks and refused by DiskByPath.
-	DeviceAllow []string
+	// DeviceAllow, DeviceAllowByID and DeviceAllowModel offer disks for preparation: globs
+	// (path.Match) over device paths (/dev/loop7, /dev/nvme*n1), over /dev/disk/by-id links
+	// (/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_*) and over sysfs models
+	// (Amazon EC2 NVMe Instance Storage). A disk none of them offers is reported, with the
+	// reason, and never prepared; all empty (the default) offers nothing.
+	DeviceAllow      []string
+	DeviceAllowByID  []string
+	DeviceAllowModel []string
+	// Only, when not empty, limits the devices the agent sees at all to these globs over
+	// device paths, as if the host had no others: for in-process agents (agenttest) sharing
+	// one host, each with its own loop devices as its node's disks. No flag sets it.
+	Only []string
+	// ByIDRoot is where the by-id links are, normally /dev/disk/by-id (udev makes them).
+	ByIDRoot string
 }
 
 // DefaultConfig is the layout of a normal Linux host.
@@ -65,6 +75,7 @@ func DefaultConfig() Config {
 		ProcRoot:      "/proc",
 		Swaps:         "/proc/swaps",
 		KubeletRoot:   "/var/lib/kubelet",
+		ByIDRoot:      "/dev/disk/by-id",
 	}
 }
 

@@ -76,15 +76,40 @@ func TestValidateDeviceAllow(t *testing.T) {
 	}
 }
 
-func TestVisible(t *testing.T) {
-	h := &Host{cfg: Config{DevRoot: "/dev", DeviceAllow: []string{"/dev/loop7", "/dev/nvme*n1"}}}
-	for name, want := range map[string]bool{"loop7": true, "loop70": false, "nvme0n1": true, "nvme1n1": true, "nvme0n2": false, "sda": false} {
-		if got := h.visible(name); got != want {
-			t.Errorf("visible(%s) = %v, want %v", name, got, want)
+// TestOfferedBy: nothing is offered by default; a device glob, a by-id glob or a model glob
+// offers a disk and says which entry did.
+func TestOfferedBy(t *testing.T) {
+	nvme := Disk{Path: "/dev/nvme1n1", Model: "Amazon EC2 NVMe Instance Storage"}
+	links := []string{"/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_AWS1234"}
+	if got := offeredBy(Config{}, nvme, links); got != "" {
+		t.Fatalf("an empty allowlist offers %q", got)
+	}
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{DeviceAllow: []string{"/dev/loop*", "/dev/nvme*n1"}}, "device:/dev/nvme*n1"},
+		{Config{DeviceAllowByID: []string{"/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_*"}}, "by-id:/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_*"},
+		{Config{DeviceAllowModel: []string{"nvme_card", "Amazon EC2 NVMe Instance Storage"}}, "model:Amazon EC2 NVMe Instance Storage"},
+		{Config{DeviceAllow: []string{"/dev/sd*"}, DeviceAllowByID: []string{"/dev/disk/by-id/google-*"}, DeviceAllowModel: []string{"Microsoft NVMe Direct Disk*"}}, ""},
+	} {
+		if got := offeredBy(c.cfg, nvme, links); got != c.want {
+			t.Errorf("%+v: offered by %q, want %q", c.cfg, got, c.want)
 		}
 	}
-	if !(&Host{cfg: Config{DevRoot: "/dev"}}).visible("sda") {
-		t.Error("an empty allowlist hides devices")
+	if got := offeredBy(Config{DeviceAllowModel: []string{"*"}}, Disk{Path: "/dev/loop3"}, nil); got != "" {
+		t.Errorf("a disk without a model is offered by a model glob: %q", got)
+	}
+	for _, bad := range [][]string{{"/dev/nvme0n1"}, {"/dev/disk/by-id/../x"}, {"/dev/disk/by-id/["}} {
+		if err := ValidateDeviceAllowByID(bad); err == nil {
+			t.Errorf("by-id %v accepted", bad)
+		}
+	}
+	if err := ValidateDeviceAllowModel([]string{"Amazon EC2 NVMe Instance Storage", "Microsoft NVMe Direct Disk*"}); err != nil {
+		t.Error(err)
+	}
+	if err := ValidateDeviceAllowModel([]string{" "}); err == nil {
+		t.Error("an empty model glob accepted")
 	}
 }
 

@@ -189,7 +189,14 @@ func (h *Host) processUsers(ctx context.Context, devs map[uint64]string) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("listing processes: %w", err)
 	}
+	// The agent's own pid as ProcRoot's pid namespace numbers it (the host's /proc is
+	// mounted in the pod without hostPID).
 	self := os.Getpid()
+	if link, err := os.Readlink(filepath.Join(h.cfg.ProcRoot, "self")); err == nil {
+		if n, err := strconv.Atoi(link); err == nil {
+			self = n
+		}
+	}
 	var uses []string
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())

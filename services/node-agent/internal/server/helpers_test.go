@@ -68,7 +68,7 @@ func newEnv(t testing.TB, mutate ...func(*server.Options)) *testEnv {
 	for _, m := range mutate {
 		m(&opts)
 	}
-	h, err := host.New(host.DefaultConfig())
+	h, err := host.New(testHostConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +78,13 @@ func newEnv(t testing.TB, mutate ...func(*server.Options)) *testEnv {
 	// this one catches mounts made without a loop device.
 	t.Cleanup(func() { agenttest.UnmountUnder(t, root) })
 	return e
+}
+
+// testHostConfig is the real host, offering loop devices (the tests' disks) for preparation.
+func testHostConfig() host.Config {
+	cfg := host.DefaultConfig()
+	cfg.DeviceAllow = []string{"/dev/loop*"}
+	return cfg
 }
 
 // newServer starts a fresh agent on the same state, as after a restart.

@@ -52,7 +52,7 @@ func writeData(t *testing.T, dev string) {
 // withHost rebuilds the env's host (and server) with a changed host configuration.
 func withHost(t *testing.T, e *testEnv, mutate func(*host.Config)) {
 	t.Helper()
-	cfg := host.DefaultConfig()
+	cfg := testHostConfig()
 	mutate(&cfg)
 	h, err := host.New(cfg)
 	if err != nil {

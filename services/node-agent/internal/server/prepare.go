@@ -223,8 +223,6 @@ func startsWithDotDot(rel string) bool { return len(rel) >= 3 && rel[:3] == "../
 // deviceNotFound maps a failed DiskByPath to its status.
 func deviceNotFound(p string, err error) error {
 	switch {
-	case errors.Is(err, host.ErrNotAllowed):
-		return status.Errorf(codes.NotFound, "device %s is outside this agent's device allowlist (--device-allow)", p)
 	case errors.Is(err, host.ErrNotDisk):
 		return status.Errorf(codes.NotFound, "device %s is not a whole block device on this node", p)
 	}
@@ -272,7 +270,7 @@ func (s *Server) selectDevices(ctx context.Context, sel *nodeagentv1.DeviceSelec
 	sort.Slice(disks, func(i, j int) bool { return disks[i].Path < disks[j].Path })
 	var out []host.Disk
 	for _, d := range disks {
-		if !matches(d, sel) || kindIneligible(d.Kind, s.opts.AllowLoopDevices) != "" || boot[d.Name] {
+		if !matches(d, sel) || kindIneligible(d.Kind, s.opts.AllowLoopDevices) != "" || boot[d.Name] || d.OfferedBy == "" {
 			continue
 		}
 		f, ok, err := s.observe(ctx, d.Path, mounts, boot)

@@ -66,7 +66,7 @@ func (s *Server) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNodeReport
 			Path: d.Path, SizeBytes: d.SizeBytes, Model: d.Model, Serial: d.Serial,
 			Rotational: d.Rotational, Nvme: d.NVMe(), BootDisk: f.boot,
 			Filesystem: f.sig.Type, Label: f.sig.Label, PartitionTable: f.sig.PTType,
-			Mountpoints: f.mountpoints[d.Path],
+			Mountpoints: f.mountpoints[d.Path], OfferedBy: d.OfferedBy,
 		}
 		for _, p := range d.Partitions {
 			ps := f.partSigs[p.Path]

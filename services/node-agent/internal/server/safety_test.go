@@ -63,7 +63,7 @@ func TestSymlinkUnderPVRootIsRefused(t *testing.T) {
 // withAllowlist rebuilds the env's host and server with a device allowlist.
 func withAllowlist(t *testing.T, e *testEnv, globs ...string) {
 	t.Helper()
-	cfg := host.DefaultConfig()
+	cfg := testHostConfig()
 	cfg.DeviceAllow = globs
 	h, err := host.New(cfg)
 	if err != nil {
@@ -73,9 +73,9 @@ func withAllowlist(t *testing.T, e *testEnv, globs ...string) {
 	e.srv = e.newServer()
 }
 
-// TestDeviceOutsideAllowlistIsInvisible: with --device-allow naming one loop device, another
-// is neither reported nor prepared nor released.
-func TestDeviceOutsideAllowlistIsInvisible(t *testing.T) {
+// TestDeviceOutsideAllowlistIsReportedNeverPrepared: with --device-allow naming one loop
+// device, another is reported, with the reason, but neither prepared nor written.
+func TestDeviceOutsideAllowlistIsReportedNeverPrepared(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	const size = 617 * mib // an unusual size keeps the selector away from other loop devices
@@ -86,22 +86,27 @@ func TestDeviceOutsideAllowlistIsInvisible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var seen []string
+	seen := map[string]*nodeagentv1.BlockDevice{}
 	for _, d := range rep.Devices {
-		seen = append(seen, d.Path)
+		seen[d.Path] = d
 	}
-	if len(seen) != 1 || seen[0] != in {
-		t.Fatalf("report shows %v, want only %s", seen, in)
+	if d := seen[in]; d == nil || !d.Eligible || d.OfferedBy != "device:"+in {
+		t.Fatalf("offered device reported as %+v", d)
+	}
+	if d := seen[out]; d == nil || d.Eligible || d.OfferedBy != "" || d.IneligibleReason != server.NotOffered {
+		t.Fatalf("device outside the allowlist reported as %+v", d)
 	}
 
 	_, err = e.srv.PrepareDisks(ctx, prepareReq(e.pv("v"), 0, out))
-	wantCode(t, err, codes.NotFound, out, "outside this agent's device allowlist")
+	wantCode(t, err, codes.FailedPrecondition, out, "not offered by the node's disk allowlist")
 	_, err = e.srv.PrepareDisks(ctx, &nodeagentv1.PrepareDisksRequest{
 		Selector: &nodeagentv1.DeviceSelector{MinSizeBytes: size, MaxSizeBytes: size, Count: 2}, PvPath: e.pv("pair"),
 	})
 	wantCode(t, err, codes.FailedPrecondition, "1 eligible devices match the selector, 2 requested")
-	_, err = e.srv.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{out}, Wipe: true})
-	wantCode(t, err, codes.NotFound, out, "outside this agent's device allowlist")
+	rel, err := e.srv.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{out}, Wipe: true})
+	if err != nil || len(rel.Released) != 0 {
+		t.Fatalf("releasing a device the agent never prepared: %v, %v", rel, err)
+	}
 	if sig := agenttest.Blkid(t, out); len(sig) != 0 {
 		t.Fatalf("the device outside the allowlist was written: %v", sig)
 	}
@@ -116,7 +121,36 @@ func TestDeviceOutsideAllowlistIsInvisible(t *testing.T) {
 	}
 }
 
-// slowProbe holds up blkid of one device until released, as a failing disk would.
+// TestNothingOfferedByDefault is item 1 of issue 19: with no allowlist (the chart's default)
+// a blank disk, which may be a volume a CSI driver attached or a Block-mode PVC's raw data,
+// is reported and never prepared; a by-id link offers it.
+func TestNothingOfferedByDefault(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	dev := newLoop(t, e.root, 512*mib)
+	byID := filepath.Join(e.root, "by-id")
+	withHost(t, e, func(c *host.Config) { c.DeviceAllow = nil; c.ByIDRoot = byID })
+	_, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("v"), 0, dev))
+	wantCode(t, err, codes.FailedPrecondition, dev, "not offered")
+	if sig := agenttest.Blkid(t, dev); len(sig) != 0 {
+		t.Fatalf("written: %v", sig)
+	}
+	if err := os.MkdirAll(byID, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dev, filepath.Join(byID, "nvme-Test_Instance_Storage_1")); err != nil {
+		t.Fatal(err)
+	}
+	withHost(t, e, func(c *host.Config) {
+		c.DeviceAllow, c.ByIDRoot = nil, byID
+		c.DeviceAllowByID = []string{"/dev/disk/by-id/nvme-Test_Instance_Storage_*"}
+	})
+	resp, err := e.srv.PrepareDisks(ctx, prepareReq(e.pv("v"), 0, dev))
+	if err != nil || len(resp.Disks) != 1 {
+		t.Fatalf("offered by id: %v, %v", resp, err)
+	}
+}
+
 type slowProbe struct {
 	*host.Host
 	dev     string

@@ -358,6 +358,8 @@ func ineligible(f facts, allowLoop bool) string {
 		return "is the boot disk"
 	case kindIneligible(d.Kind, allowLoop) != "":
 		return kindIneligible(d.Kind, allowLoop)
+	case d.OfferedBy == "":
+		return NotOffered
 	case d.ReadOnly:
 		return "is read-only"
 	case f.unreadable:
@@ -384,6 +386,9 @@ func ineligible(f facts, allowLoop bool) string {
 	}
 	return ""
 }
+
+// NotOffered is why a disk no allowlist entry offers is never prepared.
+const NotOffered = "is not offered by the node's disk allowlist (--device-allow, --device-allow-by-id, --device-allow-model): the agent reports it and never prepares it"
 
 // kindIneligible says why a disk of this kind (host.KindOf) is never a candidate, "" when it
 // may be: an allowlist of whole-disk kinds, so device-mapper, md, nbd, rbd, zram, ram, optical
