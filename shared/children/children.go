@@ -57,6 +57,11 @@ func (e *ApplyError) Unwrap() error { return e.Err }
 type Set[O client.Object] struct {
 	// Client reads the children (through the manager's cache) and deletes them.
 	Client client.Client
+	// Live, when set, reads a child the cache does not have (the manager's API reader):
+	// for kinds the cache holds by label only, an object of the child's name without the
+	// label (someone else's, or ours with the label removed by hand) must be seen, not
+	// taken for missing and applied over. Nil trusts the cache.
+	Live client.Reader
 	// Applier applies with the controller's one field manager.
 	Applier ssa.Applier
 	// Owner is the controlling object; every child gets its controller reference.
@@ -112,7 +117,11 @@ func (s Set[O]) Sync(ctx context.Context, desired []O) (Outcome[O], error) {
 		wanted[key] = true
 
 		live := empty(want)
-		switch err := s.Client.Get(ctx, key, live); {
+		err = s.Client.Get(ctx, key, live)
+		if apierrors.IsNotFound(err) && s.Live != nil {
+			err = s.Live.Get(ctx, key, live)
+		}
+		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return out, fmt.Errorf("reading %s %s: %w", gvk.Kind, key, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/opsuite/suite/services/node-agent/internal/host"
 	"github.com/opsuite/suite/services/node-agent/internal/kube"
 	"github.com/opsuite/suite/services/node-agent/internal/server"
+	"github.com/opsuite/suite/services/node-agent/internal/tlscert"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"k8s.io/client-go/kubernetes"
@@ -71,7 +72,7 @@ func parseOptions(args []string, output io.Writer) (options, error) {
 	fs.SetOutput(output)
 	fs.StringVar(&o.listen, "listen", ":7443", "TCP address of the gRPC listener")
 	fs.StringVar(&o.healthListen, "health-listen", "", "plaintext address serving only grpc.health.v1, for kubelet probes (empty: none)")
-	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate of the listener (required)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate of the listener (required; read again when it changes)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of the listener (required)")
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of the Node the agent runs on (default $NODE_NAME)")
 	fs.StringVar(&o.poolLabelPrefix, "pool-label-prefix", "pool.opsuite.io", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type")
@@ -191,10 +192,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	level, _ := parseLevel(o.logLevel)
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+	// The files are read again when they change (a renewal), without a restart.
+	cert, err := tlscert.Load(o.tlsCert, o.tlsKey)
 	if err != nil {
-		return fmt.Errorf("loading TLS key pair: %w", err)
+		return err
 	}
+	cert.Log = log
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -232,7 +235,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	hs := server.NewHealth()
 	gs := server.NewGRPCServer(srv, policy, credentials.NewTLS(&tls.Config{
-		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+		GetCertificate: cert.GetCertificate, MinVersion: tls.VersionTLS12,
 	}), hs)
 	lis, err := net.Listen("tcp", o.listen)
 	if err != nil {

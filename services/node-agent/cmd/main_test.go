@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,6 +122,34 @@ func TestRun(t *testing.T) {
 	}
 	if rep.NodeName != "node-run" || rep.Pool.GetType() != "memory" || len(rep.Sysctls) != 1 {
 		t.Fatalf("report: %v", rep)
+	}
+
+	// A renewal (here a new CA too) is served without a restart: a client that trusts only
+	// the new CA reaches the agent once it has looked at its files again.
+	renewed := t.TempDir()
+	newPool, newCert, newKey := writePKI(t, renewed)
+	for from, to := range map[string]string{newKey: keyFile, newCert: certFile} {
+		if err := os.Rename(from, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	renewedPool, err := nodeagent.NewPool(nodeagent.Config{
+		Resolver: nodeagent.StaticResolver{"node-run": addr},
+		CA:       nodeagent.StaticCA{Pool: newPool, ServerName: "node-agent.opsuite-system.svc"},
+		Tokens:   nodeagent.StaticToken(tok),
+		Options:  nodeagent.Options{Timeout: 2 * time.Second, Attempts: 30, Backoff: 100 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer renewedPool.Close()
+	rctx, rcancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer rcancel()
+	if _, err := renewedPool.Node("node-run").GetNodeReport(rctx, &nodeagentv1.GetNodeReportRequest{}); err != nil {
+		t.Fatalf("after the certificate's renewal: %v", err)
+	}
+	if !strings.Contains(logs.String(), "Serving a new TLS certificate") {
+		t.Fatalf("the reload is not logged:\n%s", logs.String())
 	}
 
 	// The plaintext listener answers health, and nothing else.

@@ -1,0 +1,176 @@
+package tlscert_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opsuite/suite/services/node-agent/internal/tlscert"
+)
+
+type ca struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newCA(t *testing.T) *ca {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(c)
+	return &ca{cert: c, key: key, pool: pool}
+}
+
+// issue returns PEM cert and key for a leaf named name, valid until notAfter.
+func (c *ca) issue(t *testing.T, name string, notAfter time.Time) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: notAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, _ := x509.MarshalECPrivateKey(key)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
+}
+
+// secretVolume writes files the way kubelet updates a Secret volume: a new timestamped
+// directory, then an atomic swap of the ..data symlink that tls.crt and tls.key point
+// through.
+type secretVolume struct {
+	dir string
+	n   int
+}
+
+func (v *secretVolume) write(t *testing.T, files map[string][]byte) {
+	t.Helper()
+	v.n++
+	ts := filepath.Join(v.dir, ".."+time.Now().Format("2006_01_02_15_04_05.")+string(rune('a'+v.n)))
+	if err := os.Mkdir(ts, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(ts, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := filepath.Join(v.dir, "..data_tmp")
+	if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(v.dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for name := range files {
+		link := filepath.Join(v.dir, name)
+		if _, err := os.Lstat(link); os.IsNotExist(err) {
+			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestReload serves TLS from a Secret-like volume and replaces the pair under it: new
+// handshakes get the new certificate without a restart; a broken or expired pair leaves the
+// last good one in service.
+func TestReload(t *testing.T) {
+	authority := newCA(t)
+	vol := &secretVolume{dir: t.TempDir()}
+	c1, k1 := authority.issue(t, "first", time.Now().Add(time.Hour))
+	vol.write(t, map[string][]byte{"tls.crt": c1, "tls.key": k1})
+	files, err := tlscert.Load(filepath.Join(vol.dir, "tls.crt"), filepath.Join(vol.dir, "tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	files.Now = func() time.Time { return now }
+
+	lis, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{GetCertificate: files.GetCertificate, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _ = c.(*tls.Conn).Handshake(); _ = c.Close() }()
+		}
+	}()
+	served := func() string {
+		t.Helper()
+		conn, err := tls.Dial("tcp", lis.Addr().String(), &tls.Config{RootCAs: authority.pool, InsecureSkipVerify: true}) //nolint:gosec // the test reads the name served
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if got := served(); got != "first" {
+		t.Fatalf("served %q", got)
+	}
+
+	c2, k2 := authority.issue(t, "second", time.Now().Add(time.Hour))
+	vol.write(t, map[string][]byte{"tls.crt": c2, "tls.key": k2})
+	if got := served(); got != "first" {
+		t.Fatalf("looked at the files again within CheckEvery: %q", got)
+	}
+	now = now.Add(2 * time.Second)
+	if got := served(); got != "second" {
+		t.Fatalf("after a renewal, served %q, want second", got)
+	}
+
+	// Caught between the two files: the new certificate with the old key.
+	c3, k3 := authority.issue(t, "third", time.Now().Add(time.Hour))
+	vol.write(t, map[string][]byte{"tls.crt": c3, "tls.key": k2})
+	now = now.Add(2 * time.Second)
+	if got := served(); got != "second" {
+		t.Fatalf("a mismatched pair: served %q, want the previous one", got)
+	}
+	vol.write(t, map[string][]byte{"tls.crt": c3, "tls.key": k3})
+	now = now.Add(2 * time.Second)
+	if got := served(); got != "third" {
+		t.Fatalf("the pair completed: served %q", got)
+	}
+
+	// An expired certificate is not taken.
+	c4, k4 := authority.issue(t, "expired", time.Now().Add(-time.Minute))
+	vol.write(t, map[string][]byte{"tls.crt": c4, "tls.key": k4})
+	now = now.Add(2 * time.Second)
+	if got := served(); got != "third" {
+		t.Fatalf("an expired certificate: served %q", got)
+	}
+
+	// Load refuses what it cannot serve.
+	if _, err := tlscert.Load(filepath.Join(vol.dir, "tls.crt"), filepath.Join(vol.dir, "tls.key")); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("Load of an expired pair: %v", err)
+	}
+	if _, err := tlscert.Load(filepath.Join(vol.dir, "none.crt"), filepath.Join(vol.dir, "tls.key")); err == nil {
+		t.Fatal("Load of a missing file")
+	}
+}
