@@ -20,8 +20,10 @@ const (
 )
 
 // CASource gives the CA that signed the agents' certificate and the name the certificate
-// carries (pod IPs change, so it names the service, not the pod). A Pool asks it for every
-// new connection.
+// carries (pod IPs change, so it names the service, not the pod). A name "*.<name>" means
+// each agent's certificate names its own node, "<node>.<name>" (contract.NodeServerName),
+// and a Pool verifies exactly that name for the node it calls. A Pool asks it for every new
+// connection.
 type CASource interface {
 	CA(ctx context.Context) (*x509.CertPool, string, error)
 }

@@ -3,14 +3,18 @@ package nodeagent
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/opsuite/suite/shared/nodeagent/contract"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Config says how a Pool reaches agents.
@@ -125,8 +129,12 @@ func (p *Pool) dial(ctx context.Context, node, addr string) (*grpc.ClientConn, e
 	if err != nil {
 		return nil, fmt.Errorf("nodeagent: loading the agents' CA: %w", err)
 	}
+	tc, err := tlsConfig(pool, serverName, node)
+	if err != nil {
+		return nil, err
+	}
 	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12})),
+		grpc.WithTransportCredentials(credentials.NewTLS(tc)),
 		grpc.WithPerRPCCredentials(tokenCredentials{src: p.cfg.Tokens, audience: contract.Audience(node)}),
 	}
 	if p.cfg.DialContext != nil {
@@ -137,4 +145,26 @@ func (p *Pool) dial(ctx context.Context, node, addr string) (*grpc.ClientConn, e
 		return nil, fmt.Errorf("nodeagent: connecting to %s: %w", addr, err)
 	}
 	return cc, nil
+}
+
+// tlsConfig verifies the agent of node: its certificate, from the agents' CA, names the
+// chart's shared server name or, when that is "*.<name>", "<node>.<name>" exactly (a
+// wildcard certificate, which would name every node, is refused).
+func tlsConfig(pool *x509.CertPool, serverName, node string) (*tls.Config, error) {
+	name := contract.NodeServerName(serverName, node)
+	tc := &tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12}
+	if name == serverName {
+		return tc, nil
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return nil, fmt.Errorf("nodeagent: node %q has no valid certificate name under %s: %s", node, serverName, strings.Join(errs, "; "))
+	}
+	// Runs after the chain and the name were verified.
+	tc.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 || !slices.Contains(cs.PeerCertificates[0].DNSNames, name) {
+			return fmt.Errorf("nodeagent: the agent's certificate does not name %s itself (a wildcard or another node's)", name)
+		}
+		return nil
+	}
+	return tc, nil
 }

@@ -3,6 +3,8 @@
 // has no dependencies, so the agent imports it without the client library.
 package contract
 
+import "strings"
+
 // AudiencePrefix starts the token audience of every agent; the node's name follows.
 const AudiencePrefix = "nodeagent.opsuite.io/"
 
@@ -22,3 +24,18 @@ const (
 	// SubresourceSysctls is updated by EnsureSysctl.
 	SubresourceSysctls = "sysctls"
 )
+
+// PerNodeServerNamePrefix starts a server name that stands for one name per agent: when the
+// chart's serverName is "*.<name>", each agent's certificate names its node as
+// "<node>.<name>" (NodeServerName), and a client verifies that name, not a shared one, so the
+// agent of one node cannot pose as another's.
+const PerNodeServerNamePrefix = "*."
+
+// NodeServerName is the name the certificate of node's agent carries under serverName: the
+// shared name itself, or "<node>.<name>" when serverName is "*.<name>".
+func NodeServerName(serverName, node string) string {
+	if rest, ok := strings.CutPrefix(serverName, PerNodeServerNamePrefix); ok {
+		return node + "." + rest
+	}
+	return serverName
+}

@@ -1,0 +1,115 @@
+package nodeagent_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
+	"github.com/opsuite/suite/shared/nodeagent"
+	"github.com/opsuite/suite/shared/nodeagent/contract"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// agentCA issues one certificate per agent, as a per-node signer would.
+type agentCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newAgentCA(t *testing.T) *agentCA {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "node-agent-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(c)
+	return &agentCA{cert: c, key: key, pool: pool}
+}
+
+func (a *agentCA) issue(t *testing.T, dnsNames ...string) tls.Certificate {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: dnsNames[0]}, DNSNames: dnsNames,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestPerNodeServerNames: with the chart's serverName "*.<name>", a client reaches node-a
+// only through a certificate naming node-a.<name> exactly; node-b's agent, a wildcard
+// certificate or the shared name cannot answer for node-a, even from node-a's address.
+func TestPerNodeServerNames(t *testing.T) {
+	ctx := context.Background()
+	ca := newAgentCA(t)
+	perNode := contract.PerNodeServerNamePrefix + serverName
+	nodeName := func(node string) string { return contract.NodeServerName(perNode, node) }
+	if got := nodeName("node-a"); got != "node-a."+serverName {
+		t.Fatalf("NodeServerName: %q", got)
+	}
+	if got := contract.NodeServerName(serverName, "node-a"); got != serverName {
+		t.Fatalf("a shared name is kept: %q", got)
+	}
+	serve := func(node string, names ...string) string {
+		return serveTLS(t, &scriptedAgent{node: node}, ca.issue(t, names...), "127.0.0.1:0")
+	}
+	agentA := serve("node-a", nodeName("node-a"))
+	agentB := serve("node-b", nodeName("node-b"))
+	wildcard := serve("node-a", "*."+serverName)
+	shared := serve("node-a", serverName)
+	both := serve("node-a", nodeName("node-a"), serverName)
+
+	cases := []struct {
+		name, caName, node, addr string
+		want                     codes.Code
+		message                  string
+	}{
+		{"node-a's own certificate", perNode, "node-a", agentA, codes.OK, ""},
+		{"node-b's own certificate", perNode, "node-b", agentB, codes.OK, ""},
+		{"node-b's agent at node-a's address", perNode, "node-a", agentB, codes.Unavailable, "node-a." + serverName},
+		{"a wildcard certificate", perNode, "node-a", wildcard, codes.Unavailable, "does not name node-a." + serverName + " itself"},
+		{"the shared name", perNode, "node-a", shared, codes.Unavailable, "node-a." + serverName},
+		{"a certificate with both names, while migrating", perNode, "node-a", both, codes.OK, ""},
+		{"shared-name clients keep working while migrating", serverName, "node-a", both, codes.OK, ""},
+		{"shared-name clients, shared certificate", serverName, "node-a", shared, codes.OK, ""},
+		{"a node whose name cannot be a DNS name", perNode, "Node_A", agentA, codes.Unknown, "no valid certificate name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPool(t, nodeagent.Config{
+				Resolver: nodeagent.StaticResolver{c.node: c.addr},
+				CA:       nodeagent.StaticCA{Pool: ca.pool, ServerName: c.caName},
+				Tokens:   &audienceTokens{},
+				Options:  nodeagent.Options{Timeout: 3 * time.Second, Attempts: 1},
+			})
+			rep, err := p.Node(c.node).GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+			if got := status.Code(err); got != c.want || (err != nil && !strings.Contains(err.Error(), c.message)) {
+				t.Fatalf("got %v, want %v with %q", err, c.want, c.message)
+			}
+			if c.want == codes.OK && rep.NodeName != c.node {
+				t.Fatalf("report of %q", rep.NodeName)
+			}
+		})
+	}
+}
