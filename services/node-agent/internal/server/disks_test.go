@@ -19,7 +19,7 @@ import (
 
 func prepareReq(pv string, pct uint32, paths ...string) *nodeagentv1.PrepareDisksRequest {
 	return &nodeagentv1.PrepareDisksRequest{
-		Selector: &nodeagentv1.DeviceSelector{Paths: paths}, XfsPercent: pct, PvPath: pv,
+		Selector: &nodeagentv1.DeviceSelector{Paths: paths}, XfsPercent: pct, PvPath: pv, Namespace: testNamespace,
 	}
 }
 
@@ -444,7 +444,7 @@ func TestFilterSelectionAndConcurrency(t *testing.T) {
 	const size = 613 * mib
 	a, b := newLoop(t, e.root, size), newLoop(t, e.root, size)
 	sel := &nodeagentv1.DeviceSelector{MinSizeBytes: size, MaxSizeBytes: size, Count: 2}
-	req := &nodeagentv1.PrepareDisksRequest{Selector: sel, PvPath: e.pv("pair")}
+	req := &nodeagentv1.PrepareDisksRequest{Selector: sel, PvPath: e.pv("pair"), Namespace: testNamespace}
 
 	// The same request racing itself: one does the work, both get the same answer.
 	var wg sync.WaitGroup
@@ -481,7 +481,7 @@ func TestFilterSelectionAndConcurrency(t *testing.T) {
 	}
 	// No eligible device is left for a third.
 	_, err := e.srv.PrepareDisks(ctx, &nodeagentv1.PrepareDisksRequest{
-		Selector: &nodeagentv1.DeviceSelector{MinSizeBytes: size, MaxSizeBytes: size, Count: 1}, PvPath: e.pv("third"),
+		Selector: &nodeagentv1.DeviceSelector{MinSizeBytes: size, MaxSizeBytes: size, Count: 1}, PvPath: e.pv("third"), Namespace: testNamespace,
 	})
 	wantCode(t, err, codes.FailedPrecondition, "0 eligible devices")
 }

@@ -87,13 +87,27 @@ func testHostConfig() host.Config {
 	return cfg
 }
 
+// testNamespace is the namespace the test node lends its disks to (label
+// pool.opsuite.io/namespace), which every request of the tests names.
+const testNamespace = "search"
+
 // newServer starts a fresh agent on the same state, as after a restart.
 func (e *testEnv) newServer() *server.Server {
 	e.t.Helper()
-	labels := server.StaticLabels{"pool.opsuite.io/namespace": "search", "pool.opsuite.io/type": "nvme", "other": "x"}
+	labels := server.StaticLabels{"pool.opsuite.io/namespace": testNamespace, "pool.opsuite.io/type": "nvme", "other": "x"}
 	srv, err := server.New(e.opts, e.host, labels, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	return srv
+}
+
+// newServerWithLabels starts an agent on the env's state with other node labels.
+func newServerWithLabels(t testing.TB, e *testEnv, labels map[string]string) *server.Server {
+	t.Helper()
+	srv, err := server.New(e.opts, e.host, server.StaticLabels(labels), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return srv
 }

@@ -24,6 +24,9 @@ func (s *Server) PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDisks
 	if err := validatePrepare(req, s.opts.PVRoot); err != nil {
 		return nil, err
 	}
+	if err := s.checkTenant(ctx, req.GetNamespace(), true); err != nil {
+		return nil, err
+	}
 	// Refuse a symlink on the way before any device is touched; the mount resolves again.
 	if err := s.host.CheckBeneath(s.opts.PVRoot, req.GetPvPath()); err != nil {
 		return nil, hostError(err)
@@ -54,6 +57,28 @@ func hostError(err error) error {
 		return status.Errorf(codes.FailedPrecondition, "%v", err)
 	}
 	return status.Errorf(codes.Internal, "%v", err)
+}
+
+// checkTenant refuses a request for another namespace than the one the node lends its disks
+// to (its pool label <prefix>/namespace; none or empty: every namespace). PrepareDisks must
+// name the namespace (required); ReleaseDisks may omit it (it only erases what the agent made,
+// identity-checked) but may not name another.
+func (s *Server) checkTenant(ctx context.Context, namespace string, required bool) error {
+	labels, err := s.labels.NodeLabels(ctx)
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "reading the node's labels: %v", err)
+	}
+	lent := poolOf(labels, s.opts.PoolLabelPrefix).Namespace
+	if lent == "" || namespace == lent || (namespace == "" && !required) {
+		return nil
+	}
+	label := s.opts.PoolLabelPrefix + "/namespace"
+	if namespace == "" {
+		return status.Errorf(codes.PermissionDenied,
+			"node %s lends its disks only to namespace %q (label %s); the request names no namespace", s.opts.NodeName, lent, label)
+	}
+	return status.Errorf(codes.PermissionDenied,
+		"node %s lends its disks only to namespace %q (label %s), not to %q", s.opts.NodeName, lent, label, namespace)
 }
 
 // stepError maps the failure of a destructive step: a device found in use right before or
@@ -114,6 +139,10 @@ func (s *Server) existingClaimLocked(req *nodeagentv1.PrepareDisksRequest) ([]re
 		}
 	}
 	if len(existing) > 0 {
+		if ns := existing[0].Namespace; ns != "" && ns != req.GetNamespace() { // "": an older agent's record
+			return nil, status.Errorf(codes.PermissionDenied,
+				"pv_path %s is prepared for namespace %q, not %q", req.GetPvPath(), existing[0].Namespace, req.GetNamespace())
+		}
 		if len(existing) != want || existing[0].XFSPercent != req.GetXfsPercent() || !samePaths(existing, s.canonical(sel.GetPaths())) {
 			return nil, status.Errorf(codes.FailedPrecondition,
 				"pv_path %s is already prepared with other settings; release it first", req.GetPvPath())
@@ -162,7 +191,7 @@ func (s *Server) reserve(req *nodeagentv1.PrepareDisksRequest, chosen []host.Dis
 		r := record{
 			Device: d.Path, XFSPercent: req.GetXfsPercent(),
 			FSUUID: newUUID(), WWN: d.WWN, Serial: d.Serial, BootID: s.bootID, DiskSeq: d.DiskSeq,
-			Claim: req.GetPvPath(), PVPath: req.GetPvPath(), Phase: phasePreparing,
+			Claim: req.GetPvPath(), PVPath: req.GetPvPath(), Phase: phasePreparing, Namespace: req.GetNamespace(),
 		}
 		if r.XFSPercent != 0 {
 			r.DiskGUID = newUUID()

@@ -18,9 +18,20 @@ func (s *Server) ReleaseDisks(ctx context.Context, req *nodeagentv1.ReleaseDisks
 	if err := validateRelease(req, s.opts.PVRoot); err != nil {
 		return nil, err
 	}
+	if err := s.checkTenant(ctx, req.GetNamespace(), false); err != nil {
+		return nil, err
+	}
 	keys, err := s.releaseKeys(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if ns := req.GetNamespace(); ns != "" {
+		for _, key := range keys {
+			if r, ok := s.lookup(key); ok && r.Namespace != "" && r.Namespace != ns {
+				return nil, status.Errorf(codes.PermissionDenied,
+					"device %s (pv_path %s) was prepared for namespace %q, not %q: nothing was released", r.Device, r.PVPath, r.Namespace, ns)
+			}
+		}
 	}
 	resp := &nodeagentv1.ReleaseDisksResponse{}
 	for _, key := range keys {

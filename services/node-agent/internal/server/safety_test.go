@@ -100,7 +100,7 @@ func TestDeviceOutsideAllowlistIsReportedNeverPrepared(t *testing.T) {
 	_, err = e.srv.PrepareDisks(ctx, prepareReq(e.pv("v"), 0, out))
 	wantCode(t, err, codes.FailedPrecondition, out, "not offered by the node's disk allowlist")
 	_, err = e.srv.PrepareDisks(ctx, &nodeagentv1.PrepareDisksRequest{
-		Selector: &nodeagentv1.DeviceSelector{MinSizeBytes: size, MaxSizeBytes: size, Count: 2}, PvPath: e.pv("pair"),
+		Selector: &nodeagentv1.DeviceSelector{MinSizeBytes: size, MaxSizeBytes: size, Count: 2}, PvPath: e.pv("pair"), Namespace: testNamespace,
 	})
 	wantCode(t, err, codes.FailedPrecondition, "1 eligible devices match the selector, 2 requested")
 	rel, err := e.srv.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{out}, Wipe: true})

@@ -50,6 +50,8 @@ type record struct {
 	// at a report, for a record written before the agent kept it).
 	RawPartUUID string `json:"rawPartUUID,omitempty"`
 	Phase       string `json:"phase"`
+	// Namespace is the namespace the request prepared the device for, "" when it named none.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 type stateFile struct {

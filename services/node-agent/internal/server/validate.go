@@ -87,7 +87,20 @@ func validatePVPath(p, pvRoot string) error {
 }
 
 // validatePrepare checks a PrepareDisks request without looking at the host.
+// namespacePattern is a Kubernetes namespace name (an RFC 1123 label).
+var namespacePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+func validateNamespace(ns string) error {
+	if ns != "" && !namespacePattern.MatchString(ns) {
+		return invalid("namespace %q is not a Kubernetes namespace name", ns)
+	}
+	return nil
+}
+
 func validatePrepare(req *nodeagentv1.PrepareDisksRequest, pvRoot string) error {
+	if err := validateNamespace(req.GetNamespace()); err != nil {
+		return err
+	}
 	sel := req.GetSelector()
 	if sel == nil {
 		return invalid("selector is required")
@@ -138,6 +151,9 @@ func validatePrepare(req *nodeagentv1.PrepareDisksRequest, pvRoot string) error 
 
 // validateRelease checks a ReleaseDisks request without looking at the host.
 func validateRelease(req *nodeagentv1.ReleaseDisksRequest, pvRoot string) error {
+	if err := validateNamespace(req.GetNamespace()); err != nil {
+		return err
+	}
 	switch {
 	case len(req.GetDevices()) > 0 && req.GetPvPath() != "":
 		return invalid("give devices or pv_path, not both")
