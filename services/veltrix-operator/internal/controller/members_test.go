@@ -464,7 +464,9 @@ func TestMemberAddedBack(t *testing.T) {
 	if err := sims.Client().RemoveMember(ctx, sims.Server(0).AdminAddr, "vx-1"); err != nil {
 		t.Fatal(err)
 	}
-	sims.WaitMembers(2, []string{"vx-0", "vx-2"})
+	// Not waited for: with a resync every second the operator may add vx-1 back before a
+	// poll sees two members (the flake of a loaded machine); MemberAddr's calls below show
+	// it was added back.
 	testenv.Eventually(t, 60*time.Second, "vx-1 a member again, all active", func() (bool, string) {
 		members, err := sims.Client().Members(ctx, sims.Server(0).AdminAddr)
 		if err != nil {
