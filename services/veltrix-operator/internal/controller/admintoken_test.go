@@ -23,18 +23,23 @@ import (
 // passes that follow find it through the API server and adopt it, labels restored and
 // token kept (before, the cache miss generated a new token over the live one, which the
 // pods do not have: every admin call then fails with 401). A Secret of that name the
-// cluster does not control is reported (ChildrenFailed) and never written over.
+// cluster does not control is reported (ChildrenFailed) and never written over, and so is
+// an unlabelled ConfigMap under a cluster's engine ConfigMap name (the cache holds our
+// labelled ConfigMaps only: it is found through the API reader, never applied over).
 func TestAdminTokenNeverRegenerated(t *testing.T) {
 	ctx := context.Background()
-	f := startFleet(t, operatorTokens(t, "operator", true), 1<<30, []string{"node-a", "node-b"}, nil) // the nodes every test shares (nodes outlive tests)
+	f := startFleet(t, operatorTokens(t, "operator", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil) // the nodes every test shares (nodes outlive tests)
 	ns := testenv.NewNamespace(t, env.Client, "vx-token")
 	env.StartManager(t, func(mgr ctrl.Manager) error {
 		return controller.Setup(mgr, controller.Config{Agents: f.calls, PVRoot: f.pvRoot, Poll: 500 * time.Millisecond, Backoff: 500 * time.Millisecond, MaxBackoff: 2 * time.Second, CheckpointTimeout: 3 * time.Second})
 	}, testenv.InNamespaces(ns), func(o *ctrl.Options) { o.Cache.ByObject = controller.CacheByObject() })
 
-	// A foreign Secret under the name the second cluster would generate.
+	// A foreign Secret under the name the second cluster would generate, and a foreign
+	// ConfigMap under the third's engine ConfigMap name.
 	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other-admin-token", Namespace: ns}, StringData: map[string]string{resources.AdminTokenKey: "users-own"}}
 	must(t, env.Client.Create(ctx, foreign))
+	foreignCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "third-env", Namespace: ns}, Data: map[string]string{"mine": "yes"}}
+	must(t, env.Client.Create(ctx, foreignCM))
 
 	spec := func(c *veltrixv1.VeltrixCluster) {
 		c.Spec.Size, c.Spec.ReplicationFactor = 1, 1
@@ -100,10 +105,29 @@ func TestAdminTokenNeverRegenerated(t *testing.T) {
 	if !strings.Contains(cond.Message, foreign.Name) {
 		t.Errorf("Ready message %q does not name the Secret", cond.Message)
 	}
+
+	// The third cluster's engine ConfigMap name is taken by the foreign ConfigMap, which
+	// the cache (our labelled ConfigMaps only) does not hold.
+	third := &veltrixv1.VeltrixCluster{ObjectMeta: metav1.ObjectMeta{Name: "third", Namespace: ns}}
+	spec(third)
+	must(t, env.Client.Create(ctx, third))
+	if n := resources.ConfigMapName(third); n != foreignCM.Name {
+		t.Fatalf("ConfigMap name %s, the test expects %s", n, foreignCM.Name)
+	}
+	cond = condition(t, third, veltrixv1.ConditionReady, metav1.ConditionFalse, veltrixv1.ReasonChildrenFailed)
+	if !strings.Contains(cond.Message, foreignCM.Name) {
+		t.Errorf("Ready message %q does not name the ConfigMap", cond.Message)
+	}
+
 	time.Sleep(2 * time.Second)
 	var got corev1.Secret
 	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(foreign), &got))
 	if string(got.Data[resources.AdminTokenKey]) != "users-own" || len(got.Labels) != 0 || len(got.OwnerReferences) != 0 {
 		t.Errorf("the foreign Secret was written: data %q labels %v owners %v", got.Data[resources.AdminTokenKey], got.Labels, got.OwnerReferences)
+	}
+	var gotCM corev1.ConfigMap
+	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(foreignCM), &gotCM))
+	if gotCM.Data["mine"] != "yes" || len(gotCM.Data) != 1 || len(gotCM.Labels) != 0 || len(gotCM.OwnerReferences) != 0 {
+		t.Errorf("the foreign ConfigMap was written: data %v labels %v owners %v", gotCM.Data, gotCM.Labels, gotCM.OwnerReferences)
 	}
 }

@@ -20,7 +20,9 @@ import (
 
 func set[O client.Object](p *pass, list func() client.ObjectList, allowEmpty bool) children.Set[O] {
 	return children.Set[O]{
-		Client: p.ctl.client, Applier: p.ctl.apply, Owner: p.c, NewList: list,
+		// The cache holds Secrets and ConfigMaps with our label only (CacheByObject): a
+		// child's name taken by an unlabelled object is seen through the API reader.
+		Client: p.ctl.client, Live: p.ctl.cfg.Reader, Applier: p.ctl.apply, Owner: p.c, NewList: list,
 		Selector: resources.Labels(p.c), AllowEmpty: allowEmpty,
 	}
 }
