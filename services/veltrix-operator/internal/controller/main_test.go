@@ -120,14 +120,25 @@ type fleet struct {
 }
 
 // startFleet runs an agent on each node of withDisks (one loop device of diskSize each) and
-// of withoutDisks (no device).
+// of withoutDisks (no device); the agents see no node labels.
 func startFleet(t testing.TB, tokens nodeagent.TokenSource, diskSize int64, withDisks, withoutDisks []string) *fleet {
+	t.Helper()
+	return startFleetLabels(t, tokens, diskSize, withDisks, withoutDisks, false)
+}
+
+// startFleetLabels is startFleet whose agents, with readLabels, read their Node's labels
+// from the API server as deployed agents do (the node-pool labels).
+func startFleetLabels(t testing.TB, tokens nodeagent.TokenSource, diskSize int64, withDisks, withoutDisks []string, readLabels bool) *fleet {
 	t.Helper()
 	createNodes(t, append(append([]string(nil), withDisks...), withoutDisks...)...)
 	f := &fleet{agents: map[string]*agenttest.Agent{}}
 	var list []*agenttest.Agent
 	for _, n := range append(append([]string(nil), withDisks...), withoutDisks...) {
-		a := agenttest.Start(t, agenttest.Options{Node: n, REST: env.Config, ReviewCacheTTL: time.Second, Labels: map[string]string{}})
+		opts := agenttest.Options{Node: n, REST: env.Config, ReviewCacheTTL: time.Second, Labels: map[string]string{}}
+		if readLabels {
+			opts.Labels = nil
+		}
+		a := agenttest.Start(t, opts)
 		f.agents[n] = a
 		list = append(list, a)
 	}
