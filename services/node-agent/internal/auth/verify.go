@@ -37,16 +37,20 @@ type Verifier struct {
 	// MinRefresh is the least time between two fetches of the keys, so tokens naming unknown
 	// keys cannot turn into a flood of fetches. Default 10s.
 	MinRefresh time.Duration
+	// FetchTimeout bounds one fetch of the keys, whatever the deadline of the call that
+	// started it, so a hung apiserver cannot hold callers. Default 10s.
+	FetchTimeout time.Duration
 	// Now is the clock; tests move it.
 	Now func() time.Time
 
-	mu        sync.Mutex
-	issuer    string
-	keys      map[string]crypto.PublicKey
-	fetched   time.Time // last attempt, successful or not
-	lastErr   error
-	fetches   int
-	refreshMu sync.Mutex // one fetch at a time
+	mu      sync.Mutex
+	issuer  string
+	keys    map[string]crypto.PublicKey
+	fetched time.Time // last attempt, successful or not
+	lastErr error
+	fetches int
+	// refreshing is closed when the fetch in flight ends; nil when none is.
+	refreshing chan struct{}
 }
 
 // clockSkew is the leeway on nbf and iat between the apiserver's clock and the agent's.
@@ -62,16 +66,35 @@ func (v *Verifier) Fetches() int {
 // Refresh fetches the keys now unless they were fetched less than MinRefresh ago; the agent
 // calls it at start so the first caller does not wait for it.
 func (v *Verifier) Refresh(ctx context.Context) error {
-	v.refreshMu.Lock()
-	defer v.refreshMu.Unlock()
 	v.mu.Lock()
 	if !v.fetched.IsZero() && v.now().Sub(v.fetched) < v.minRefresh() {
 		err := v.lastErr
 		v.mu.Unlock()
 		return err
 	}
+	// One fetch at a time; the others wait for it, or for their own deadline.
+	if wait := v.refreshing; wait != nil {
+		v.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.lastErr
+	}
+	done := make(chan struct{})
+	v.refreshing = done
 	v.mu.Unlock()
-	issuer, raw, err := v.Keys.IssuerKeys(ctx)
+
+	timeout := v.FetchTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	fctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	issuer, raw, err := v.Keys.IssuerKeys(fctx)
 	var keys map[string]crypto.PublicKey
 	if err == nil {
 		keys, err = parseJWKS(raw)
@@ -86,6 +109,8 @@ func (v *Verifier) Refresh(ctx context.Context) error {
 	defer v.mu.Unlock()
 	v.fetched, v.lastErr = v.now(), err
 	v.fetches++
+	v.refreshing = nil
+	close(done)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,4 +261,58 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// hungSource answers only when the caller gives up, as an apiserver that accepts the
+// connection and never replies.
+type hungSource struct{ calls atomic.Int32 }
+
+func (h *hungSource) IssuerKeys(ctx context.Context) (string, []byte, error) {
+	h.calls.Add(1)
+	<-ctx.Done()
+	return "", nil, ctx.Err()
+}
+
+// TestVerifierHungKeys: while the keys' fetch hangs, callers wait no longer than their own
+// deadline, only one fetch is made, and the answer is not Unauthenticated.
+func TestVerifierHungKeys(t *testing.T) {
+	const aud = "nodeagent.opsuite.io/node-a"
+	iss := newIssuer(t, "https://kubernetes.default.svc.cluster.local")
+	tok := iss.sign(t, "ES256", "ec-1", map[string]any{"iss": iss.url, "aud": aud, "exp": time.Now().Add(time.Hour).Unix()}, nil)
+	src := &hungSource{}
+	v := &auth.Verifier{Audience: aud, Keys: src, FetchTimeout: 2 * time.Second}
+	var wg sync.WaitGroup
+	start := time.Now()
+	// The first caller has no deadline: the fetch it starts ends at FetchTimeout.
+	first := make(chan error, 1)
+	go func() { _, err := v.Verify(context.Background(), tok); first <- err }()
+	for src.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			if _, err := v.Verify(ctx, tok); err == nil || errors.Is(err, auth.ErrUnauthenticated) {
+				t.Errorf("a hung fetch: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("callers with a 200ms deadline waited %s", d)
+	}
+	select {
+	case err := <-first:
+		if err == nil || errors.Is(err, auth.ErrUnauthenticated) {
+			t.Fatalf("the first caller: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fetch outlived FetchTimeout")
+	}
+	if n := src.calls.Load(); n != 1 {
+		t.Fatalf("%d fetches, want 1", n)
+	}
 }
