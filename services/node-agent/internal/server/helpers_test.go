@@ -112,6 +112,18 @@ func newServerWithLabels(t testing.TB, e *testEnv, labels map[string]string) *se
 	return srv
 }
 
+// newServerWithHost starts an agent on the env's state over another Host (a test double of the
+// node's hardware).
+func newServerWithHost(t testing.TB, e *testEnv, h server.Host) *server.Server {
+	t.Helper()
+	labels := server.StaticLabels{"pool.opsuite.io/namespace": testNamespace}
+	srv, err := server.New(e.opts, h, labels, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
 func (e *testEnv) pv(name string) string { return filepath.Join(e.opts.PVRoot, name) }
 
 // newLoop attaches a loop device (with partition scanning) over a sparse file and detaches it

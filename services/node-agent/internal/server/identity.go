@@ -124,7 +124,10 @@ func (s *Server) locate(ctx context.Context, r record) (*located, error) {
 		return nil, err
 	}
 	try := func(path string) (*located, error) {
-		unlock := s.lockDevice(path)
+		unlock, err := s.lockDevice(ctx, path)
+		if err != nil {
+			return nil, err
+		}
 		d, ok := s.diskAt(path)
 		if !ok || boot[d.Name] || kindIneligible(d.Kind, s.opts.AllowLoopDevices) != "" {
 			unlock()
@@ -133,7 +136,7 @@ func (s *Server) locate(ctx context.Context, r record) (*located, error) {
 		f, err := s.observeLocked(ctx, d, mounts, boot)
 		if err != nil {
 			unlock()
-			return nil, status.Errorf(codes.Internal, "probing %s: %v", path, err)
+			return nil, probeError(path, err)
 		}
 		if m := identify(r, f, s.bootID); m != matchNone {
 			return &located{facts: f, match: m, unlock: unlock}, nil

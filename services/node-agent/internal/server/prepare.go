@@ -276,7 +276,7 @@ func (s *Server) selectDevices(ctx context.Context, sel *nodeagentv1.DeviceSelec
 			}
 			f, ok, err := s.observe(ctx, d.Path, mounts, boot)
 			if err != nil {
-				return nil, status.Errorf(codes.Internal, "probing %s: %v", p, err)
+				return nil, probeError(p, err)
 			}
 			if !ok {
 				return nil, status.Errorf(codes.NotFound, "device %s went away", p)
@@ -304,7 +304,7 @@ func (s *Server) selectDevices(ctx context.Context, sel *nodeagentv1.DeviceSelec
 		}
 		f, ok, err := s.observe(ctx, d.Path, mounts, boot)
 		if err != nil {
-			return nil, status.Errorf(codes.Internal, "probing %s: %v", d.Path, err)
+			return nil, probeError(d.Path, err)
 		}
 		if _, held := heldBy(f, recs, s.bootID); !ok || held || !matches(f.disk, sel) || ineligible(f, s.opts.AllowLoopDevices) != "" {
 			continue
@@ -335,7 +335,11 @@ func matches(d host.Disk, sel *nodeagentv1.DeviceSelector) bool {
 // record's and the device's locks. A ready record only has its mounts checked, which makes a
 // repeat a no-op.
 func (s *Server) prepareOne(ctx context.Context, key string) (record, error) {
-	defer s.lockRecord(key)()
+	unlock, err := s.lockRecord(ctx, key)
+	if err != nil {
+		return record{}, err
+	}
+	defer unlock()
 	r, ok := s.lookup(key) // re-read: another request may have finished or released it
 	if !ok {
 		return record{}, status.Errorf(codes.Aborted, "the device for pv_path was released while this request waited")
@@ -430,7 +434,7 @@ func (s *Server) ensureMounted(ctx context.Context, r record, f facts) (record, 
 			if p.Path == xfsDev {
 				var err error
 				if sig, err = s.host.Probe(ctx, xfsDev); err != nil {
-					return record{}, status.Errorf(codes.Internal, "probing %s: %v", xfsDev, err)
+					return record{}, probeError(xfsDev, err)
 				}
 				majmin, found = p.MajMin, true
 			}

@@ -75,7 +75,7 @@ func (s *Server) releaseKeys(ctx context.Context, req *nodeagentv1.ReleaseDisksR
 			name = d.Path
 			f, ok, err := s.observe(ctx, d.Path, mounts, boot)
 			if err != nil {
-				return nil, status.Errorf(codes.Internal, "probing %s: %v", p, err)
+				return nil, probeError(p, err)
 			}
 			for _, r := range recs {
 				if ok && identify(r, f, s.bootID) != matchNone {
@@ -100,7 +100,11 @@ func (s *Server) releaseKeys(ctx context.Context, req *nodeagentv1.ReleaseDisksR
 // only after that identity is verified again under the device lock, and a record whose device
 // is not on the node is never wiped: the agent refuses and says so.
 func (s *Server) releaseOne(ctx context.Context, key string, wipe bool) (record, bool, error) {
-	defer s.lockRecord(key)()
+	unlock, err := s.lockRecord(ctx, key)
+	if err != nil {
+		return record{}, false, err
+	}
+	defer unlock()
 	r, ok := s.lookup(key)
 	if !ok {
 		return record{}, false, nil
@@ -182,7 +186,7 @@ func (s *Server) wipe(ctx context.Context, r record, was host.Disk) error {
 	}
 	f, err := s.observeLocked(ctx, d, mounts, boot)
 	if err != nil {
-		return status.Errorf(codes.Internal, "probing %s: %v", d.Path, err)
+		return probeError(d.Path, err)
 	}
 	if identify(r, f, s.bootID) == matchNone {
 		return status.Errorf(codes.FailedPrecondition,

@@ -43,19 +43,31 @@ func (s *Server) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNodeReport
 	observed := make([]facts, len(disks))
 	present := make([]bool, len(disks))
 	errs := make([]error, len(disks))
+	// A hung disk must not cost the report: each observation stops a little before the
+	// call's deadline, and a disk that failed or ran out is reported with its error.
+	octx, cancel := observeContext(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
 	for i, d := range disks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			observed[i], present[i], errs[i] = s.observe(ctx, d.Path, mounts, boot)
+			observed[i], present[i], errs[i] = s.observe(octx, d.Path, mounts, boot)
 		}()
 	}
 	wg.Wait()
 	found := map[string]host.Disk{} // FSUUID -> the disk that identifies it now
+	incomplete := false
 	for i, d := range disks {
 		if errs[i] != nil {
-			return nil, status.Errorf(codes.Internal, "probing %s: %v", d.Path, errs[i])
+			incomplete = true
+			why := status.Convert(probeError(d.Path, errs[i])).Message()
+			resp.Devices = append(resp.Devices, &nodeagentv1.BlockDevice{
+				Path: d.Path, SizeBytes: d.SizeBytes, Model: d.Model, Serial: d.Serial,
+				Rotational: d.Rotational, Nvme: d.NVMe(), BootDisk: boot[d.Name], OfferedBy: d.OfferedBy,
+				Error: why, IneligibleReason: "could not be observed by the agent: " + why,
+			})
+			continue
 		}
 		if !present[i] {
 			continue // went away since it was listed
@@ -101,13 +113,27 @@ func (s *Server) GetNodeReport(ctx context.Context, _ *nodeagentv1.GetNodeReport
 		resp.Sysctls = append(resp.Sysctls, &nodeagentv1.SysctlStatus{Name: n, Value: v, Minimum: min, Met: v >= min})
 	}
 
-	resp.Prepared = s.preparedList(found)
+	resp.Prepared = s.preparedList(found, incomplete)
 	return resp, nil
+}
+
+// observeContext bounds the observation of the report's disks: a tenth of the time left
+// before the call's deadline (at least 100ms) is kept to answer with what was observed;
+// without a deadline, 30s.
+func observeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithTimeout(ctx, 30*time.Second)
+	}
+	reserve := max(time.Until(deadline)/10, 100*time.Millisecond)
+	return context.WithDeadline(ctx, deadline.Add(-reserve))
 }
 
 // preparedList reports every record under the name its device has now; a ready record that no
 // device on the node identifies, or whose filesystem is not in place, is reported missing.
-func (s *Server) preparedList(found map[string]host.Disk) []*nodeagentv1.PreparedDisk {
+// When some disk could not be observed (incomplete), a record not found keeps its state: it
+// may be on that disk.
+func (s *Server) preparedList(found map[string]host.Disk, incomplete bool) []*nodeagentv1.PreparedDisk {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*nodeagentv1.PreparedDisk
@@ -129,7 +155,7 @@ func (s *Server) preparedList(found map[string]host.Disk) []*nodeagentv1.Prepare
 			}
 		}
 		pd := toProto(r)
-		if _, gone := s.missing[r.FSUUID]; gone || (!ok && r.Phase == phaseReady) {
+		if _, gone := s.missing[r.FSUUID]; gone || (!ok && !incomplete && r.Phase == phaseReady) {
 			pd.State = phaseMissing
 		}
 		out = append(out, pd)

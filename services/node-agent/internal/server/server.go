@@ -100,7 +100,7 @@ type Server struct {
 	missing map[string]string // FSUUID -> why its prepared filesystem is not in place
 
 	locksMu sync.Mutex
-	locks   map[string]*sync.Mutex // "device:<path>" and "record:<fsUUID>"
+	locks   map[string]chan struct{} // "device:<path>" and "record:<fsUUID>"; see lock
 
 	sysctlMu sync.Mutex
 }
@@ -124,7 +124,7 @@ func New(opts Options, h Host, labels NodeLabels, log *slog.Logger) (*Server, er
 	}
 	return &Server{
 		opts: opts, host: h, labels: labels, log: log, bootID: bootID,
-		records: recs, missing: map[string]string{}, locks: map[string]*sync.Mutex{},
+		records: recs, missing: map[string]string{}, locks: map[string]chan struct{}{},
 	}, nil
 }
 
@@ -149,7 +149,11 @@ func (s *Server) Restore(ctx context.Context) error {
 }
 
 func (s *Server) restoreOne(ctx context.Context, key string) (string, error) {
-	defer s.lockRecord(key)()
+	unlock, err := s.lockRecord(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	r, ok := s.lookup(key)
 	if !ok || r.Phase != phaseReady {
 		return "", nil // released meanwhile
@@ -177,20 +181,32 @@ func (s *Server) notOnNode(r record) error {
 	return status.Error(codes.FailedPrecondition, why)
 }
 
-func (s *Server) lock(key string) func() {
+// lock takes the lock of a key, waiting no longer than the call may: a call stuck on a hung
+// disk holds that disk's lock, and the calls queued behind it give up at their own deadline
+// (DeadlineExceeded, or Canceled) instead of piling up.
+func (s *Server) lock(ctx context.Context, key string) (func(), error) {
 	s.locksMu.Lock()
 	m, ok := s.locks[key]
 	if !ok {
-		m = &sync.Mutex{}
+		m = make(chan struct{}, 1)
 		s.locks[key] = m
 	}
 	s.locksMu.Unlock()
-	m.Lock()
-	return m.Unlock
+	select {
+	case m <- struct{}{}:
+		return func() { <-m }, nil
+	case <-ctx.Done():
+		return nil, status.FromContextError(fmt.Errorf("waiting for %s, busy with another call: %w", key, ctx.Err())).Err()
+	}
 }
 
-func (s *Server) lockDevice(dev string) func() { return s.lock("device:" + dev) }
-func (s *Server) lockRecord(key string) func() { return s.lock("record:" + key) }
+func (s *Server) lockDevice(ctx context.Context, dev string) (func(), error) {
+	return s.lock(ctx, "device:"+dev)
+}
+
+func (s *Server) lockRecord(ctx context.Context, key string) (func(), error) {
+	return s.lock(ctx, "record:"+key)
+}
 
 func (s *Server) snapshot() []record {
 	s.mu.Lock()
@@ -332,7 +348,11 @@ func (s *Server) observeLocked(ctx context.Context, d host.Disk, mounts []host.M
 // the same device. The disk is re-read under the lock: its name may stand for other media
 // than when it was listed. ok is false when the disk went away meanwhile.
 func (s *Server) observe(ctx context.Context, path string, mounts []host.Mount, boot map[string]bool) (f facts, ok bool, err error) {
-	defer s.lockDevice(path)()
+	unlock, err := s.lockDevice(ctx, path)
+	if err != nil {
+		return facts{}, false, err
+	}
+	defer unlock()
 	d, ok := s.diskAt(path)
 	if !ok {
 		return facts{}, false, nil
@@ -430,4 +450,17 @@ func resumable(f facts, r record) string {
 		return "no longer carries what the agent wrote there"
 	}
 	return ""
+}
+
+// probeError maps a failure to observe a device: a status (a lock wait that ran out) stays
+// as it is, the call's deadline or cancellation becomes DeadlineExceeded or Canceled, and
+// anything else is Internal.
+func probeError(dev string, err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return status.FromContextError(fmt.Errorf("probing %s: %w", dev, err)).Err()
+	}
+	return status.Errorf(codes.Internal, "probing %s: %v", dev, err)
 }
