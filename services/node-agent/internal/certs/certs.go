@@ -237,4 +237,3 @@ func (s *Signer) Run(ctx context.Context, interval time.Duration, onErr func(err
 		}
 	}
 }
-
