@@ -41,3 +41,19 @@ func diskSeq(fd int) (uint64, error) {
 	}
 	return seq, nil
 }
+
+// Block-device range ioctls (linux/fs.h), absent from x/sys: _IO(0x12, 119) and _IO(0x12, 127).
+const (
+	blkDiscard = 0x1277
+	blkZeroOut = 0x127f
+)
+
+// blkRange runs BLKDISCARD or BLKZEROOUT over [start, start+length) bytes of an open device.
+func blkRange(fd int, req uintptr, start, length uint64) error {
+	r := [2]uint64{start, length}
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(unsafe.Pointer(&r)))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

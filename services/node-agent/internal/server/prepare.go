@@ -85,8 +85,10 @@ func (s *Server) checkTenant(ctx context.Context, namespace string, required boo
 // after it is FailedPrecondition, media that changed Aborted, anything else Internal.
 func stepError(step string, err error) error {
 	switch {
-	case errors.Is(err, host.ErrInUse):
+	case errors.Is(err, host.ErrInUse), errors.Is(err, host.ErrDiscardUnsupported):
 		return status.Errorf(codes.FailedPrecondition, "%s: %v", step, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return status.FromContextError(fmt.Errorf("%s: %w", step, err)).Err()
 	case errors.Is(err, host.ErrMediaChanged):
 		return status.Errorf(codes.Aborted, "%s: %v", step, err)
 	}

@@ -35,7 +35,7 @@ func (s *Server) ReleaseDisks(ctx context.Context, req *nodeagentv1.ReleaseDisks
 	}
 	resp := &nodeagentv1.ReleaseDisksResponse{}
 	for _, key := range keys {
-		r, released, err := s.releaseOne(ctx, key, req.GetWipe())
+		r, released, err := s.releaseOne(ctx, key, req.GetWipe(), wipeMethod(req.GetWipeMethod()))
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +99,7 @@ func (s *Server) releaseKeys(ctx context.Context, req *nodeagentv1.ReleaseDisksR
 // releaseOne unmounts and forgets a record. Its device is found by identity; a wipe writes
 // only after that identity is verified again under the device lock, and a record whose device
 // is not on the node is never wiped: the agent refuses and says so.
-func (s *Server) releaseOne(ctx context.Context, key string, wipe bool) (record, bool, error) {
+func (s *Server) releaseOne(ctx context.Context, key string, wipe bool, method host.WipeMethod) (record, bool, error) {
 	unlock, err := s.lockRecord(ctx, key)
 	if err != nil {
 		return record{}, false, err
@@ -161,7 +161,7 @@ func (s *Server) releaseOne(ctx context.Context, key string, wipe bool) (record,
 		s.log.Warn("Removing mount directory failed", "path", r.MountPath, "err", err)
 	}
 	if wipe {
-		if err := s.wipe(ctx, r, d); err != nil {
+		if err := s.wipe(ctx, r, d, method); err != nil {
 			return record{}, false, err
 		}
 	}
@@ -175,7 +175,7 @@ func (s *Server) releaseOne(ctx context.Context, key string, wipe bool) (record,
 // wipe verifies r's identity on the disk once more, under the device lock the caller holds and
 // immediately before writing, and wipes it; host.Wipe checks that the media is still the one
 // observed here.
-func (s *Server) wipe(ctx context.Context, r record, was host.Disk) error {
+func (s *Server) wipe(ctx context.Context, r record, was host.Disk, method host.WipeMethod) error {
 	d, ok := s.diskAt(was.Path)
 	if !ok || d.DiskSeq != was.DiskSeq {
 		return status.Errorf(codes.Aborted, "device %s changed while it was being released: nothing was wiped", was.Path)
@@ -196,10 +196,21 @@ func (s *Server) wipe(ctx context.Context, r record, was host.Disk) error {
 	if r.XFSPercent != 0 {
 		parts = partPaths(d)
 	}
-	if err := s.host.Wipe(ctx, d, parts); err != nil {
+	if err := s.host.Wipe(ctx, d, parts, method); err != nil {
 		return stepError("wiping "+d.Path, err)
 	}
 	return nil
+}
+
+// wipeMethod maps the proto's wipe method; unspecified means signatures.
+func wipeMethod(m nodeagentv1.WipeMethod) host.WipeMethod {
+	switch m {
+	case nodeagentv1.WipeMethod_WIPE_METHOD_DISCARD:
+		return host.WipeDiscard
+	case nodeagentv1.WipeMethod_WIPE_METHOD_ZERO:
+		return host.WipeZero
+	}
+	return host.WipeSignatures
 }
 
 // unmountAll removes the agent's two mounts of a record, the PV path first.

@@ -259,7 +259,7 @@ func TestWritesRefuseOtherMedia(t *testing.T) {
 		"mkfs.xfs": func() error {
 			return e.host.MkfsXFS(ctx, identified, dev, server.XFSLabel, "6b1e2c1a-4f55-4c1e-9a51-2f0d4f7d9a11")
 		},
-		"wipe": func() error { return e.host.Wipe(ctx, identified, nil) },
+		"wipe": func() error { return e.host.Wipe(ctx, identified, nil, host.WipeZero) },
 		"split": func() error {
 			_, _, err := e.host.PartitionSplit(ctx, identified, 50, "6b1e2c1a-4f55-4c1e-9a51-2f0d4f7d9a12")
 			return err

@@ -39,7 +39,7 @@ type Host interface {
 	PartitionUUID(ctx context.Context, dev string, n int) (string, error)
 	DeviceSize(dev string) (int64, error)
 	MkfsXFS(ctx context.Context, d host.Disk, dev, label, uuid string) error
-	Wipe(ctx context.Context, d host.Disk, partitions []string) error
+	Wipe(ctx context.Context, d host.Disk, partitions []string, method host.WipeMethod) error
 	MountXFS(d host.Disk, dev, root, target string) error
 	BindMount(source, root, target string) error
 	Unmount(root, target string) error

@@ -25,6 +25,20 @@ var knownSysctls = map[string]int64{
 	"fs.inotify.max_user_watches":   0,
 }
 
+// SysctlMaximums bound what a caller may ask the agent to raise a sysctl to: each raise
+// costs kernel memory on the whole node (mappings, AIO contexts, inotify watches of up to
+// about 1 KiB each), so a caller, or a typo, cannot tune a shared node without limit. A value
+// the node's owner set higher is reported, never lowered. Defensible ceilings: 16 times the
+// usual database minimum of vm.max_map_count (262144), ScyllaDB-sized AIO, and inotify
+// limits well above what kubelets and IDE-style watchers use.
+var SysctlMaximums = map[string]int64{
+	"vm.max_map_count":              4194304,
+	"fs.aio-max-nr":                 33554432,
+	"fs.file-max":                   1 << 40,
+	"fs.inotify.max_user_instances": 65536,
+	"fs.inotify.max_user_watches":   1048576,
+}
+
 // namespacedSysctls are prefixes of sysctls the kernel keeps per network or IPC namespace:
 // writing one from the agent's pod would change only the agent's own namespace, and reading
 // it would report the agent's value, not the workload's.
@@ -154,6 +168,14 @@ func validateRelease(req *nodeagentv1.ReleaseDisksRequest, pvRoot string) error 
 	if err := validateNamespace(req.GetNamespace()); err != nil {
 		return err
 	}
+	if m := req.GetWipeMethod(); m != nodeagentv1.WipeMethod_WIPE_METHOD_UNSPECIFIED {
+		if !req.GetWipe() {
+			return invalid("wipe_method is set without wipe")
+		}
+		if _, known := nodeagentv1.WipeMethod_name[int32(m)]; !known {
+			return invalid("wipe_method %d is unknown", m)
+		}
+	}
 	switch {
 	case len(req.GetDevices()) > 0 && req.GetPvPath() != "":
 		return invalid("give devices or pv_path, not both")
@@ -193,6 +215,9 @@ func validateSysctl(req *nodeagentv1.EnsureSysctlRequest) (int64, error) {
 		return 0, invalid("sysctl %q has no default minimum: give one", req.GetName())
 	case min == 0:
 		min = def
+	}
+	if max := SysctlMaximums[req.GetName()]; min > max {
+		return 0, invalid("minimum %d for sysctl %q is above the agent's maximum %d", min, req.GetName(), max)
 	}
 	return min, nil
 }
