@@ -223,6 +223,14 @@ func (h *Host) processUsers(ctx context.Context, devs map[uint64]string) ([]stri
 				uses = append(uses, fmt.Sprintf("%s is open by process %d (%s)", dev, pid, comm))
 			}
 		}
+		// A device memory-mapped and its descriptor closed shows only in the maps.
+		for _, dev := range mappedDevices(filepath.Join(h.cfg.ProcRoot, e.Name(), "maps"), devs) {
+			if !seen[dev] {
+				seen[dev] = true
+				comm := readTrim(filepath.Join(h.cfg.ProcRoot, e.Name(), "comm"))
+				uses = append(uses, fmt.Sprintf("%s is memory-mapped by process %d (%s)", dev, pid, comm))
+			}
+		}
 	}
 	sort.Strings(uses)
 	return uses, nil
@@ -299,4 +307,24 @@ func (h *Host) withFreeMedia(ctx context.Context, d Disk, write func() error) er
 		}
 		return nil
 	})
+}
+
+// mappedDevices lists the devices among devs that a process's maps show mapped: lines whose
+// path is under /dev, resolved as matchPath does.
+func mappedDevices(maps string, devs map[uint64]string) []string {
+	b, err := os.ReadFile(maps)
+	if err != nil || !strings.Contains(string(b), " /dev/") {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		i := strings.Index(line, " /dev/")
+		if i < 0 {
+			continue
+		}
+		if dev, ok := matchPath(strings.TrimSuffix(line[i+1:], " (deleted)"), devs); ok {
+			out = append(out, dev)
+		}
+	}
+	return out
 }

@@ -1,6 +1,11 @@
 package host
 
 import (
+	"bufio"
+	"fmt"
+	"slices"
+	"time"
+
 	"context"
 	"errors"
 	"os"
@@ -8,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // loopDevice attaches a loop device over a sparse file (needs root and losetup).
@@ -68,4 +75,55 @@ func TestWithFreeMedia(t *testing.T) {
 	if !errors.Is(err, ErrInUse) || ran {
 		t.Fatalf("a step on a disk in use ran=%v: %v", ran, err)
 	}
+}
+
+// TestMemoryMappedDeviceIsInUse: a process that mapped the device and closed its descriptor
+// still uses it; only its maps show it. The helper process is this test binary.
+func TestMemoryMappedDeviceIsInUse(t *testing.T) {
+	if dev := os.Getenv("HOST_TEST_MMAP"); dev != "" {
+		mmapAndWait(dev)
+		return
+	}
+	h := &Host{cfg: DefaultConfig()}
+	dev := loopDevice(t, 64<<20)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryMappedDeviceIsInUse$")
+	cmd.Env = append(os.Environ(), "HOST_TEST_MMAP="+dev)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "mapped" {
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	d, err := h.DiskByPath(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses, err := h.Users(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%s is memory-mapped by process %d", dev, cmd.Process.Pid)
+	if !slices.ContainsFunc(uses, func(u string) bool { return strings.HasPrefix(u, want) }) {
+		t.Fatalf("users %v, want %q", uses, want)
+	}
+}
+
+// mmapAndWait maps dev, closes its descriptor, says so and waits to be killed.
+func mmapAndWait(dev string) {
+	fd, err := unix.Open(dev, unix.O_RDONLY, 0)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := unix.Mmap(fd, 0, 4096, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+		panic(err)
+	}
+	_ = unix.Close(fd)
+	fmt.Println("mapped")
+	time.Sleep(10 * time.Minute)
 }
