@@ -40,6 +40,9 @@ const agentXFSLabel = "opsuite-na"
 // preparerNamespace holds the stand-in controller's ServiceAccounts.
 const preparerNamespace = "e2e-disk-preparer"
 
+// poolNamespace is the namespace the local cluster lends its nodes to.
+const poolNamespace = "default"
+
 // TestNodeAgentPrepare is a controller's view of the node agent: a ServiceAccount bound to
 // the chart's preparer role (and its client role, to find the agent pod and read the CA)
 // prepares a real loop device on a simulated node through shared/nodeagent, repeats the
@@ -221,7 +224,7 @@ func TestNodeAgentPrepare(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if _, err := client.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}, Wipe: true}); err != nil {
+		if _, err := client.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}, Wipe: true, Namespace: poolNamespace}); err != nil {
 			t.Errorf("cleanup: releasing %s: %v", dev, err)
 		}
 	})
@@ -235,7 +238,9 @@ func TestNodeAgentPrepare(t *testing.T) {
 	}
 	defer deniedAgents.Close()
 	denied := deniedAgents.Node(node)
-	req := &nodeagentv1.PrepareDisksRequest{Selector: &nodeagentv1.DeviceSelector{Paths: []string{dev}}, PvPath: pvPath}
+	// The local cluster lends every node to namespace default (pool.opsuite.io/namespace):
+	// an agent refuses a request for any other namespace, or none.
+	req := &nodeagentv1.PrepareDisksRequest{Selector: &nodeagentv1.DeviceSelector{Paths: []string{dev}}, PvPath: pvPath, Namespace: poolNamespace}
 	if _, err := denied.PrepareDisks(ctx, req); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("PrepareDisks as %s (no binding): %v, want PermissionDenied", unbound, err)
 	} else {
@@ -339,7 +344,7 @@ func TestNodeAgentPrepare(t *testing.T) {
 	}
 
 	// Release with wipe: the device is given back blank.
-	rel, err := client.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}, Wipe: true})
+	rel, err := client.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}, Wipe: true, Namespace: poolNamespace})
 	if err != nil {
 		t.Fatalf("ReleaseDisks %s wipe: %v", dev, err)
 	}
@@ -351,7 +356,7 @@ func TestNodeAgentPrepare(t *testing.T) {
 		t.Fatalf("after release with wipe blkid -p %s still sees %v", dev, sig)
 	}
 	// A second release releases nothing and succeeds.
-	if rel, err := client.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}, Wipe: true}); err != nil || len(rel.Released) != 0 {
+	if rel, err := client.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}, Wipe: true, Namespace: poolNamespace}); err != nil || len(rel.Released) != 0 {
 		t.Fatalf("repeated ReleaseDisks: %v, %v; want success releasing nothing", rel, err)
 	}
 	if n := tokenCalls.Load(); n < 5 {
