@@ -46,8 +46,29 @@ type Event struct {
 	} `json:"objectRef"`
 	RequestURI     string `json:"requestURI"`
 	ResponseStatus *struct {
-		Code int `json:"code"`
+		Code    int    `json:"code"`
+		Message string `json:"message"`
 	} `json:"responseStatus"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// Audit annotations: the authorizer's decision, and the failure of a
+// ValidatingAdmissionPolicy.
+const (
+	decisionAnnotation       = "authorization.k8s.io/decision"
+	policyFailureAnnotation  = "validation.policy.admission.k8s.io/validation_failure"
+	decisionForbid           = "forbid"
+	refusedByRBAC            = "RBAC"
+	refusedByAdmissionPolicy = "ValidatingAdmissionPolicy"
+)
+
+// Refusal is a request the API server refused for lack of a right: RBAC's decision was
+// forbid, or a ValidatingAdmissionPolicy failed it. A 403 of other admission (a namespace
+// being deleted, a CRD terminating) is no refusal of a right: RBAC let it through, so it
+// counts as a use.
+type Refusal struct {
+	Access
+	Namespace, RequestURI, By, Message string
 }
 
 // Access is the event's request as RBAC sees it; ok is false for non-resource requests.
@@ -92,11 +113,11 @@ func ReadFile(path string) ([]Event, error) {
 	return Read(f)
 }
 
-// Use is what one user did: each access with its count of requests that got through, and the
-// refused ones (403) with an example request.
+// Use is what one user did: each access with its count of requests RBAC let through, and the
+// refusals.
 type Use struct {
-	Used   map[Access]int
-	Denied map[Access]string
+	Used    map[Access]int
+	Refused []Refusal
 }
 
 // UseOf collects the requests of username (system:serviceaccount:<ns>:<name>). A request
@@ -104,7 +125,7 @@ type Use struct {
 // open when the log was read); any answer but 401 and 403 (a 404 too) means RBAC let it
 // through, so the access was used.
 func UseOf(events []Event, username string) Use {
-	u := Use{Used: map[Access]int{}, Denied: map[Access]string{}}
+	u := Use{Used: map[Access]int{}}
 	for _, e := range events {
 		if e.User.Username != username || e.ResponseStatus == nil {
 			continue
@@ -113,16 +134,34 @@ func UseOf(events []Event, username string) Use {
 		if !ok {
 			continue
 		}
+		refusal := Refusal{Access: a, Namespace: e.ObjectRef.Namespace, RequestURI: e.RequestURI, Message: e.ResponseStatus.Message}
 		switch {
-		case e.ResponseStatus.Code == 403:
+		case e.ResponseStatus.Code == 403 && e.Annotations[decisionAnnotation] == decisionForbid:
 			if e.Stage == "ResponseComplete" {
-				u.Denied[a] = e.Verb + " " + e.RequestURI
+				refusal.By = refusedByRBAC
+				u.Refused = append(u.Refused, refusal)
+			}
+		case e.ResponseStatus.Code == 403 && e.Annotations[policyFailureAnnotation] != "":
+			if e.Stage == "ResponseComplete" {
+				refusal.By = refusedByAdmissionPolicy
+				u.Refused = append(u.Refused, refusal)
 			}
 		case e.ResponseStatus.Code == 401:
 			// Not authenticated: not this user's access at all.
 		case e.Stage == "ResponseComplete" || (e.Stage == "ResponseStarted" && e.Verb == "watch"):
 			// Authorized: a 404 or a 409 still used the access.
 			u.Used[a]++
+			// A watch-list (client-go's informers: sendInitialEvents=true) streams the
+			// initial list instead of a list request; the API server checks list for it too,
+			// and the reflector falls back to a list where the server cannot stream.
+			if e.Verb == "watch" && strings.Contains(e.RequestURI, "sendInitialEvents=true") {
+				u.Used[Access{Verb: "list", Group: a.Group, Resource: a.Resource}]++
+			}
+			// A patch that answers 201 created the object (server-side apply of a new
+			// object), which the API server authorizes as create too.
+			if e.Verb == "patch" && e.ResponseStatus.Code == 201 {
+				u.Used[Access{Verb: "create", Group: a.Group, Resource: a.Resource}]++
+			}
 		}
 	}
 	return u
