@@ -134,7 +134,8 @@ subjects:
 {{- end }}
 {{- if .Values.leaderElection.enabled }}
 ---
-# Leader election: the Lease lives in the release namespace, and client-go records the
+# Leader election: the Lease lives in the release namespace (client-go's LeaseLock only gets,
+# creates and updates it: the e2e audit saw no other verb), and client-go records the
 # leadership change as an Event (core and events.k8s.io, whichever recorder is in use).
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -146,7 +147,7 @@ metadata:
 rules:
   - apiGroups: ["coordination.k8s.io"]
     resources: ["leases"]
-    verbs: ["get", "list", "watch", "create", "update", "patch"]
+    verbs: ["get", "create", "update"]
   - apiGroups: ["", "events.k8s.io"]
     resources: ["events"]
     verbs: ["create", "patch"]
