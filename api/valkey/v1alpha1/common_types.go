@@ -131,7 +131,7 @@ type UserACLSpec struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('_')",message="user names starting with '_' are reserved for the operator's internal users: rename the user"
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9._@-]*$')",message="user names may contain only letters, digits, '.', '-', '_' and '@' (no spaces): rename the user"
-	// +kubebuilder:validation:XValidation:rule="!(self in ['valkey-operator', 'valkey-replication'])",message="user names valkey-operator and valkey-replication are reserved for the operator's own users: rename the user"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['valkey-operator', 'valkey-replication', 'valkey-exporter'])",message="user names valkey-operator, valkey-replication and valkey-exporter are reserved for the operator's own users: rename the user"
 	// +required
 	Name string `json:"name"`
 

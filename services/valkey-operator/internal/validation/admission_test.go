@@ -112,10 +112,13 @@ func TestClusterAdmission(t *testing.T) {
 		}, want: "user names starting with '_' are reserved"},
 		{name: "operator's user name", mutate: func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Users = []valkeyv1.UserACLSpec{{Name: "valkey-operator", NoPassword: true}}
-		}, want: "user names valkey-operator and valkey-replication are reserved"},
+		}, want: "user names valkey-operator, valkey-replication and valkey-exporter are reserved"},
 		{name: "replication user name", mutate: func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Users = []valkeyv1.UserACLSpec{{Name: "valkey-replication", NoPassword: true}}
-		}, want: "user names valkey-operator and valkey-replication are reserved"},
+		}, want: "user names valkey-operator, valkey-replication and valkey-exporter are reserved"},
+		{name: "exporter user name", mutate: func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Users = []valkeyv1.UserACLSpec{{Name: "valkey-exporter", NoPassword: true}}
+		}, want: "user names valkey-operator, valkey-replication and valkey-exporter are reserved"},
 		{name: "a name that only starts like a reserved one", mutate: func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Users = []valkeyv1.UserACLSpec{{Name: "valkey-operator-2", NoPassword: true}}
 		}},
