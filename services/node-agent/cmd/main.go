@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/opsuite/suite/services/node-agent/internal/auth"
+	"github.com/opsuite/suite/services/node-agent/internal/certs"
 	"github.com/opsuite/suite/services/node-agent/internal/host"
 	"github.com/opsuite/suite/services/node-agent/internal/kube"
 	"github.com/opsuite/suite/services/node-agent/internal/server"
@@ -36,6 +37,10 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	run := run
+	if len(os.Args) > 1 && os.Args[1] == "signer" { // the per-node certificates' signer (signer.go)
+		run, os.Args = runSigner, os.Args[1:]
+	}
 	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "node-agent:", err)
 		os.Exit(1)
@@ -47,6 +52,8 @@ type options struct {
 	listen           string
 	healthListen     string
 	tlsCert, tlsKey  string
+	tlsSignerName    string
+	tlsTTL           time.Duration
 	nodeName         string
 	poolLabelPrefix  string
 	agentRoot        string
@@ -74,6 +81,8 @@ func parseOptions(args []string, output io.Writer) (options, error) {
 	fs.StringVar(&o.healthListen, "health-listen", "", "plaintext address serving only grpc.health.v1, for kubelet probes (empty: none)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate of the listener (required; read again when it changes)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of the listener (required)")
+	fs.StringVar(&o.tlsSignerName, "tls-signer-name", "", "instead of --tls-cert and --tls-key: a key made at start and a certificate naming <node>.<this name> from the node-agent signer (CSR API), renewed before it expires")
+	fs.DurationVar(&o.tlsTTL, "tls-signer-ttl", 24*time.Hour, "lifetime asked of the signer (at least 10m)")
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of the Node the agent runs on (default $NODE_NAME)")
 	fs.StringVar(&o.poolLabelPrefix, "pool-label-prefix", "pool.opsuite.io", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type")
 	fs.StringVar(&o.agentRoot, "agent-root", "/var/lib/opsuite-node-agent", "directory where the agent mounts the filesystems it makes")
@@ -118,7 +127,13 @@ func parseOptions(args []string, output io.Writer) (options, error) {
 
 func (o options) validate() error {
 	var errs []error
-	if o.tlsCert == "" || o.tlsKey == "" {
+	if o.tlsSignerName != "" && (o.tlsCert != "" || o.tlsKey != "") {
+		errs = append(errs, errors.New("--tls-signer-name excludes --tls-cert and --tls-key"))
+	}
+	if o.tlsSignerName != "" && o.tlsTTL < 10*time.Minute {
+		errs = append(errs, errors.New("--tls-signer-ttl must be at least 10m (the CSR API's minimum)"))
+	}
+	if o.tlsSignerName == "" && (o.tlsCert == "" || o.tlsKey == "") {
 		errs = append(errs, errors.New("--tls-cert and --tls-key are required"))
 	}
 	if o.nodeName == "" {
@@ -193,11 +208,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	// The files are read again when they change (a renewal), without a restart.
-	cert, err := tlscert.Load(o.tlsCert, o.tlsKey)
-	if err != nil {
-		return err
+	var cert certSource
+	if o.tlsSignerName == "" {
+		files, err := tlscert.Load(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return err
+		}
+		files.Log, cert = log, files
 	}
-	cert.Log = log
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -206,6 +224,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building Kubernetes client: %w", err)
+	}
+	if o.tlsSignerName != "" {
+		r := &certs.Renewer{Client: client, Node: o.nodeName, Name: o.tlsSignerName, TTL: o.tlsTTL, Log: log}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := r.Start(sctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("getting the serving certificate from the signer: %w", err)
+		}
+		go r.Run(ctx)
+		cert = r
 	}
 	h, err := host.New(o.host)
 	if err != nil {

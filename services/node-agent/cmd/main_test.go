@@ -53,6 +53,9 @@ func TestOptionsValidation(t *testing.T) {
 		{append(base, "--review-cache-size", "-1"), "--review-cache-size"},
 		{append(base, "--peer-failures-burst", "0"), "--peer-failures-burst"},
 		{append(base, "--kube-api-qps", "0"), "--kube-api-qps"},
+		{append(base, "--tls-signer-name", "node-agent.ns.svc"), "excludes --tls-cert"},
+		{[]string{"--node-name", "n", "--tls-signer-name", "node-agent.ns.svc"}, ""},
+		{[]string{"--node-name", "n", "--tls-signer-name", "node-agent.ns.svc", "--tls-signer-ttl", "5m"}, "at least 10m"},
 	}
 	for _, c := range cases {
 		t.Setenv("NODE_NAME", "")

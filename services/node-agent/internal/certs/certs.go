@@ -19,8 +19,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/opsuite/suite/shared/nodeagent/contract"
@@ -234,6 +236,84 @@ func (s *Signer) Run(ctx context.Context, interval time.Duration, onErr func(err
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+	}
+}
+
+// Renewer serves the agent's certificate from the signer and renews it before it expires.
+type Renewer struct {
+	Client kubernetes.Interface
+	Node   string
+	// Name is the chart's server name without "*.".
+	Name string
+	// TTL is the lifetime asked for (the CSR API's minimum is 10 minutes).
+	TTL time.Duration
+	// RenewAt is when to renew a certificate; default: two thirds into its lifetime.
+	RenewAt func(leaf *x509.Certificate) time.Time
+	// Retry is the wait after a failed renewal. Default 10s.
+	Retry time.Duration
+	// Log receives renewals and failures; default: discarded.
+	Log *slog.Logger
+
+	cur atomic.Pointer[tls.Certificate]
+}
+
+// Start gets the first certificate, waiting for it as long as ctx allows.
+func (r *Renewer) Start(ctx context.Context) error {
+	cert, err := Request(ctx, r.Client, r.Node, r.Name, r.TTL)
+	if err != nil {
+		return err
+	}
+	r.cur.Store(&cert)
+	return nil
+}
+
+// GetCertificate is for tls.Config.
+func (r *Renewer) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if c := r.cur.Load(); c != nil {
+		return c, nil
+	}
+	return nil, errors.New("no certificate yet")
+}
+
+// Certificate is the certificate served now (nil before Start).
+func (r *Renewer) Certificate() *tls.Certificate { return r.cur.Load() }
+
+// Run renews the certificate until ctx ends; a failed renewal keeps the current one in
+// service and is retried.
+func (r *Renewer) Run(ctx context.Context) {
+	log := r.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	retry := r.Retry
+	if retry <= 0 {
+		retry = 10 * time.Second
+	}
+	for {
+		leaf := r.cur.Load().Leaf
+		at := leaf.NotBefore.Add(leaf.NotAfter.Sub(leaf.NotBefore) * 2 / 3)
+		if r.RenewAt != nil {
+			at = r.RenewAt(leaf)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(at)):
+		}
+		for {
+			cert, err := Request(ctx, r.Client, r.Node, r.Name, r.TTL)
+			if err == nil {
+				r.cur.Store(&cert)
+				log.Info("Serving a renewed certificate", "dnsNames", cert.Leaf.DNSNames, "notAfter", cert.Leaf.NotAfter)
+				break
+			}
+			log.Error("Renewing the serving certificate failed; the current one stays in service", "err", err, "notAfter", leaf.NotAfter)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(retry):
+			}
 		}
 	}
 }

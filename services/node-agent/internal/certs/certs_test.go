@@ -136,6 +136,27 @@ func TestPerNodeCertificates(t *testing.T) {
 		t.Fatalf("asked for an hour, valid for %s", d)
 	}
 
+	// The agent renews before expiry, without a restart.
+	r := &certs.Renewer{Client: agentA, Node: "node-a", Name: name, TTL: time.Hour,
+		RenewAt: func(*x509.Certificate) time.Time { return time.Now().Add(100 * time.Millisecond) }}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := r.Certificate().Leaf.SerialNumber
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	go r.Run(rctx)
+	for deadline := time.Now().Add(30 * time.Second); r.Certificate().Leaf.SerialNumber.Cmp(first) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the certificate was not renewed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got, err := r.GetCertificate(nil); err != nil || got.Leaf.VerifyHostname("node-a."+name) != nil {
+		t.Fatalf("the renewed certificate: %v", err)
+	}
+	rcancel()
+
 	denied := []struct {
 		name   string
 		client kubernetes.Interface
