@@ -66,7 +66,14 @@ func TestNodeAgentChartPerNodeIdentity(t *testing.T) {
 	}
 	var mountsCA bool
 	for _, v := range signer.Volumes {
-		mountsCA = mountsCA || (v.Secret != nil && v.Secret.SecretName == ca.Name)
+		if v.Secret != nil && v.Secret.SecretName == ca.Name {
+			mountsCA = true
+			// Non-root reads root's Secret files through its group.
+			if sc := signer.SecurityContext; sc == nil || sc.FSGroup == nil || sc.RunAsUser == nil || *sc.FSGroup != *sc.RunAsUser ||
+				v.Secret.DefaultMode == nil || *v.Secret.DefaultMode&0o040 == 0 {
+				t.Errorf("the signer (%+v) cannot read the CA Secret (mode %v)", sc, v.Secret.DefaultMode)
+			}
+		}
 	}
 	if !mountsCA {
 		t.Error("the signer does not mount the CA Secret")
