@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 )
 
 // TestNodeAgentChartPerNodeIdentity renders tls.perNode.enabled: the CA key is in a Secret
@@ -71,7 +72,7 @@ func TestNodeAgentChartPerNodeIdentity(t *testing.T) {
 			// Non-root reads root's Secret files through its group.
 			if sc := signer.SecurityContext; sc == nil || sc.FSGroup == nil || sc.RunAsUser == nil || *sc.FSGroup != *sc.RunAsUser ||
 				v.Secret.DefaultMode == nil || *v.Secret.DefaultMode&0o040 == 0 {
-				t.Errorf("the signer (%+v) cannot read the CA Secret (mode %v)", sc, v.Secret.DefaultMode)
+				t.Errorf("the signer (runAsUser, fsGroup of %+v) cannot read the CA Secret (mode %#o)", sc, ptr.Deref(v.Secret.DefaultMode, 0))
 			}
 		}
 	}
