@@ -101,10 +101,10 @@ func TestLongestNameFits(t *testing.T) {
 		if r == resources.RoleCoordinator {
 			last += resources.FirstCoordinatorOrdinal
 		}
-		objs = append(objs, statefulSetChildren(sts, last)...)
-		isDNSName(t, "pod FQDN", resources.PodFQDN(c, r, last))
+		objs = append(objs, testenv.StatefulSetChildren(sts, last)...)
+		testenv.IsDNSName(t, "pod FQDN", resources.PodFQDN(c, r, last))
 	}
-	acceptedAsIs(t, objs...)
+	testenv.AcceptedAsIs(t, env.Client, objs...)
 }
 
 // TestNameRulesSpareStoredObjects: a cluster stored before the name rules, with a name
@@ -118,8 +118,8 @@ func TestNameRulesSpareStoredObjects(t *testing.T) {
 		return c
 	}
 	c := tooLong()
-	admittedBeforeNameRules(t, "memgraphclusters.memgraph.com", c, tooLong())
-	stillUpdatable(t, c)
+	testenv.AdmittedBeforeNameRules(t, env.Client, "memgraphclusters.memgraph.com", c, tooLong())
+	testenv.StillUpdatable(t, env.Client, c)
 }
 
 // domainOf is a valid DNS domain of exactly n characters (n >= 1): labels of 63 and the

@@ -229,12 +229,12 @@ func TestLongestNameFits(t *testing.T) {
 		t.Fatalf("node workload: want a StatefulSet and a PVC, got %+v", w)
 	}
 	objs = append(objs, w.StatefulSet, w.PVC)
-	objs = append(objs, statefulSetChildren(w.StatefulSet, 0)...)
-	acceptedAsIs(t, objs...)
-	isDNSName(t, "pod FQDN", resources.PodName(node.Name)+"."+resources.ServiceName(c.Name)+"."+ns+".svc.cluster.local")
+	objs = append(objs, testenv.StatefulSetChildren(w.StatefulSet, 0)...)
+	testenv.AcceptedAsIs(t, env.Client, objs...)
+	testenv.IsDNSName(t, "pod FQDN", resources.PodName(node.Name)+"."+resources.ServiceName(c.Name)+"."+ns+".svc.cluster.local")
 	for _, name := range resources.TLSDNSNames(c.Name, ns, c.Spec.Networking.ClusterDomain) {
 		// A wildcard counts as one character of a label: check it as "x".
-		isDNSName(t, "certificate name", strings.Replace(name, "*", "x", 1))
+		testenv.IsDNSName(t, "certificate name", strings.Replace(name, "*", "x", 1))
 	}
 }
 
@@ -250,8 +250,8 @@ func TestNameRulesSpareStoredObjects(t *testing.T) {
 			return c
 		}
 		c := tooLong()
-		admittedBeforeNameRules(t, "valkeyclusters.valkey.io", c, tooLong())
-		stillUpdatable(t, c)
+		testenv.AdmittedBeforeNameRules(t, env.Client, "valkeyclusters.valkey.io", c, tooLong())
+		testenv.StillUpdatable(t, env.Client, c)
 	})
 	t.Run("node", func(t *testing.T) {
 		tooLong := func() *valkeyv1.ValkeyNode {
@@ -260,8 +260,8 @@ func TestNameRulesSpareStoredObjects(t *testing.T) {
 			return n
 		}
 		n := tooLong()
-		admittedBeforeNameRules(t, "valkeynodes.valkey.io", n, tooLong())
-		stillUpdatable(t, n)
+		testenv.AdmittedBeforeNameRules(t, env.Client, "valkeynodes.valkey.io", n, tooLong())
+		testenv.StillUpdatable(t, env.Client, n)
 	})
 }
 

@@ -128,9 +128,9 @@ func TestLongestNameFits(t *testing.T) {
 		objs = append(objs, pv)
 	}
 	last := c.Spec.Size - 1
-	objs = append(objs, statefulSetChildren(sts, last)...)
-	acceptedAsIs(t, objs...)
-	isDNSName(t, "member FQDN", resources.PodFQDN(c, resources.PodName(c, last)))
+	objs = append(objs, testenv.StatefulSetChildren(sts, last)...)
+	testenv.AcceptedAsIs(t, env.Client, objs...)
+	testenv.IsDNSName(t, "member FQDN", resources.PodFQDN(c, resources.PodName(c, last)))
 }
 
 // TestNameRulesSpareStoredObjects: a cluster stored before the name rules, with a name
@@ -144,6 +144,6 @@ func TestNameRulesSpareStoredObjects(t *testing.T) {
 		return c
 	}
 	c := tooLong()
-	admittedBeforeNameRules(t, "veltrixclusters.veltrix.io", c, tooLong())
-	stillUpdatable(t, c)
+	testenv.AdmittedBeforeNameRules(t, env.Client, "veltrixclusters.veltrix.io", c, tooLong())
+	testenv.StillUpdatable(t, env.Client, c)
 }

@@ -1,4 +1,7 @@
-package validation
+package testenv
+
+// Helpers for tests that check every name an operator derives from a custom resource's
+// name against the API server's own rules (the CRDs' name-length limits).
 
 import (
 	"context"
@@ -8,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opsuite/suite/shared/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,19 +20,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// longestRevisionHash stands for the longest hash the StatefulSet controller appends to a
+// LongestRevisionHash stands for the longest hash the StatefulSet controller appends to a
 // StatefulSet's name to name its ControllerRevision and label its pods
 // (controller-revision-hash): rand.SafeEncodeString of a 32-bit FNV hash printed in
 // decimal, so up to 10 characters, from SafeEncodeString's alphabet.
-const longestRevisionHash = "bcdfghjklm"
+const LongestRevisionHash = "bcdfghjklm"
 
-// statefulSetChildren are the objects the StatefulSet controller would create for sts's
+// StatefulSetChildren are the objects the StatefulSet controller would create for sts's
 // pod at ordinal: the ControllerRevision, the pod with the hostname, subdomain and labels
 // the controller gives it, and its claims. Without kube-controller-manager in the test
 // control plane, the test creates them itself (dry run) to have the API server judge
 // every name and label they carry.
-func statefulSetChildren(sts *appsv1.StatefulSet, ordinal int32) []client.Object {
-	revision := sts.Name + "-" + longestRevisionHash
+func StatefulSetChildren(sts *appsv1.StatefulSet, ordinal int32) []client.Object {
+	revision := sts.Name + "-" + LongestRevisionHash
 	podName := sts.Name + "-" + strconv.Itoa(int(ordinal))
 	labels := maps.Clone(sts.Spec.Template.Labels)
 	labels[appsv1.ControllerRevisionHashLabelKey] = revision
@@ -63,21 +65,21 @@ func statefulSetChildren(sts *appsv1.StatefulSet, ordinal int32) []client.Object
 	return out
 }
 
-// acceptedAsIs fails t unless the API server accepts every object as it is (dry run, so
+// AcceptedAsIs fails t unless the API server accepts every object as it is (dry run, so
 // nothing is stored), which checks each name against its kind's rule (a Service's
 // DNS-1035 label, a pod's hostname) and each label against the label rules.
-func acceptedAsIs(t *testing.T, objs ...client.Object) {
+func AcceptedAsIs(t testing.TB, c client.Client, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o, client.DryRunAll); err != nil {
+		if err := c.Create(context.Background(), o, client.DryRunAll); err != nil {
 			t.Errorf("%T %q (%d characters) refused: %v", o, o.GetName(), len(o.GetName()), err)
 		}
 	}
 }
 
-// isDNSName fails t unless name is a DNS name of at most 253 characters whose every label
+// IsDNSName fails t unless name is a DNS name of at most 253 characters whose every label
 // is a DNS-1123 label of at most 63 (a pod's FQDN).
-func isDNSName(t *testing.T, what, name string) {
+func IsDNSName(t testing.TB, what, name string) {
 	t.Helper()
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		t.Errorf("%s %q (%d characters): %v", what, name, len(name), errs)
@@ -89,19 +91,19 @@ func isDNSName(t *testing.T, what, name string) {
 	}
 }
 
-// admittedBeforeNameRules stores obj, whose name the CRD crd refuses, as a CRD without
+// AdmittedBeforeNameRules stores obj, whose name the CRD crd refuses, as a CRD without
 // the metadata.name rules would have (an object created before they existed): it takes
 // the rules out of the installed CRD, creates obj, and puts them back, waiting each time
 // until the API server applies the CRD. probe is another object of the same kind and
 // name length, used to see the rules come back.
-func admittedBeforeNameRules(t *testing.T, crd string, obj, probe client.Object) {
+func AdmittedBeforeNameRules(t testing.TB, c client.Client, crd string, obj, probe client.Object) {
 	t.Helper()
 	ctx := context.Background()
 	gvk := schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 	setNameRules := func(keep bool, saved [][]any) [][]any {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: crd}, u); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Name: crd}, u); err != nil {
 			t.Fatal(err)
 		}
 		versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
@@ -125,7 +127,7 @@ func admittedBeforeNameRules(t *testing.T, crd string, obj, probe client.Object)
 		if err := unstructured.SetNestedSlice(u.Object, versions, "spec", "versions"); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Client.Update(ctx, u); err != nil {
+		if err := c.Update(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 		return old
@@ -139,34 +141,34 @@ func admittedBeforeNameRules(t *testing.T, crd string, obj, probe client.Object)
 	}()
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := testenv.Poll(wait, 200*time.Millisecond, func(context.Context) (bool, error) {
-		err := env.Client.Create(ctx, obj)
+	if err := Poll(wait, 200*time.Millisecond, func(context.Context) (bool, error) {
+		err := c.Create(ctx, obj)
 		return err == nil, err
 	}); err != nil {
 		t.Fatalf("creating %q without the name rules: %v", obj.GetName(), err)
 	}
 	setNameRules(true, saved)
 	restored = true
-	if err := testenv.Poll(wait, 200*time.Millisecond, func(context.Context) (bool, error) {
-		err := env.Client.Create(ctx, probe.DeepCopyObject().(client.Object), client.DryRunAll)
+	if err := Poll(wait, 200*time.Millisecond, func(context.Context) (bool, error) {
+		err := c.Create(ctx, probe.DeepCopyObject().(client.Object), client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "metadata.name must"), nil
 	}); err != nil {
 		t.Fatalf("the name rules did not come back: %v", err)
 	}
 }
 
-// stillUpdatable fails t unless obj, stored before the name rules, can still be changed
+// StillUpdatable fails t unless obj, stored before the name rules, can still be changed
 // and carry and lose a finalizer (the operator's, on deletion).
-func stillUpdatable(t *testing.T, obj client.Object) {
+func StillUpdatable(t testing.TB, c client.Client, obj client.Object) {
 	t.Helper()
 	ctx := context.Background()
 	obj.SetLabels(map[string]string{"touched": "yes"})
 	obj.SetFinalizers([]string{"example.com/test"})
-	if err := env.Client.Update(ctx, obj); err != nil {
+	if err := c.Update(ctx, obj); err != nil {
 		t.Fatalf("updating %q stored before the name rules: %v", obj.GetName(), err)
 	}
 	obj.SetFinalizers(nil)
-	if err := env.Client.Update(ctx, obj); err != nil {
+	if err := c.Update(ctx, obj); err != nil {
 		t.Fatalf("removing the finalizer of %q: %v", obj.GetName(), err)
 	}
 }
