@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"syscall"
 	"unsafe"
@@ -89,7 +90,13 @@ func ExecInNamespace(specPath string) error {
 // execAs becomes the container's user and executes argv. The binary is opened first, as
 // root: the user may not be allowed to search the directories that hold it (a test
 // binary's 0700 build directory), only to execute the file itself, as in an image.
+//
+// Credentials are per thread in Linux: the thread stays locked from the first change to the
+// exec, and the group and id changes go through package syscall, which applies them to every
+// thread of the process (x/sys/unix's Setgroups changes the calling thread only, so an exec
+// from another thread ran with no supplementary groups).
 func execAs(cr *credentials, argv, env []string) error {
+	runtime.LockOSThread()
 	fd, err := unix.Open(argv[0], unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", argv[0], err)
@@ -103,13 +110,13 @@ func execAs(cr *credentials, argv, env []string) error {
 	for _, g := range cr.Groups {
 		groups = append(groups, int(g))
 	}
-	if err := unix.Setgroups(groups); err != nil {
+	if err := syscall.Setgroups(groups); err != nil {
 		return fmt.Errorf("setting supplementary groups %v: %w", groups, err)
 	}
-	if err := unix.Setresgid(int(cr.GID), int(cr.GID), int(cr.GID)); err != nil {
+	if err := syscall.Setresgid(int(cr.GID), int(cr.GID), int(cr.GID)); err != nil {
 		return fmt.Errorf("setting gid %d: %w", cr.GID, err)
 	}
-	if err := unix.Setresuid(int(cr.UID), int(cr.UID), int(cr.UID)); err != nil {
+	if err := syscall.Setresuid(int(cr.UID), int(cr.UID), int(cr.UID)); err != nil {
 		return fmt.Errorf("setting uid %d: %w", cr.UID, err)
 	}
 	// A change of credentials clears the parent-death signal the runner asked for.

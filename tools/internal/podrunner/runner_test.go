@@ -29,6 +29,9 @@ var env *testenv.Env
 // ("crash" exits 1 at once, "serve" runs until stopped), as the localcluster command and a stand-in binary would be.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == HelperCommand {
+		if os.Getenv(churnEnv) != "" {
+			churn()
+		}
 		if err := ExecInNamespace(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -37,6 +40,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		// Runs until the runner's SIGTERM ends it.
 		select {}
+	}
+	if len(os.Args) > 1 && os.Args[1] == "whoami" {
+		status, _ := os.ReadFile("/proc/self/status")
+		fmt.Print(string(status))
+		os.Exit(0)
 	}
 	if len(os.Args) > 1 && os.Args[1] == "crash" {
 		fmt.Printf("crashing as %d:%d\n", os.Getuid(), os.Getgid())
