@@ -9,9 +9,9 @@ import (
 
 	"github.com/go-logr/logr"
 	valkeyv1alpha1 "github.com/opsuite/suite/api/valkey/v1alpha1"
-	"github.com/opsuite/suite/services/valkey-operator/internal/clusterctrl"
 	"github.com/opsuite/suite/services/valkey-operator/internal/connect"
-	"github.com/opsuite/suite/services/valkey-operator/internal/nodectrl"
+	clustercontroller "github.com/opsuite/suite/services/valkey-operator/internal/controller/cluster"
+	nodecontroller "github.com/opsuite/suite/services/valkey-operator/internal/controller/node"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/shared/manager"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,7 +37,7 @@ func run(ctx context.Context, args []string) error {
 		Setup:   func(mgr ctrl.Manager, log logr.Logger) error { return setup(mgr, log, namespaces) },
 		// Only the members' pods and the operator's own Secrets and ConfigMaps, not every
 		// one of the cluster.
-		CacheByObject: nodectrl.CacheByObject(),
+		CacheByObject: nodecontroller.CacheByObject(),
 		// The namespaces the manager watches (--namespaces), for the users' Secrets' watch.
 		ManagerOptions: func(mo *ctrl.Options) {
 			for ns := range mo.Cache.DefaultNamespaces {
@@ -50,10 +50,10 @@ func run(ctx context.Context, args []string) error {
 // setup adds both controllers; they log in to the members as the operator's own user.
 func setup(mgr ctrl.Manager, _ logr.Logger, namespaces []string) error {
 	c := connect.CacheThenAPI(mgr.GetClient(), mgr.GetAPIReader())
-	if err := clusterctrl.Setup(mgr, clusterctrl.Config{Namespaces: namespaces}); err != nil {
+	if err := clustercontroller.Setup(mgr, clustercontroller.Config{Namespaces: namespaces}); err != nil {
 		return fmt.Errorf("ValkeyCluster controller: %w", err)
 	}
-	return nodectrl.Setup(mgr, nodectrl.Config{
+	return nodecontroller.Setup(mgr, nodecontroller.Config{
 		Options: func(ctx context.Context, n *valkeyv1alpha1.ValkeyNode) (valkey.Options, error) {
 			secret := ""
 			if n.Spec.TLS != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
-	"github.com/opsuite/suite/services/memgraph-operator/internal/registration"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/executor"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,7 +14,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Credentials are the admin user the operator logs in with; zero means no Bolt auth.
-type Credentials = registration.Credentials
+type Credentials = executor.Credentials
 
 // ReasonAuthSecretUnavailable: spec.auth names a Secret or key that is not there, so the
 // pods cannot start and the operator cannot log in.
@@ -54,7 +54,7 @@ func (p *pass) credentials(ctx context.Context) (Credentials, error) {
 		return Credentials{}, authError{fmt.Sprintf("Secret %q named by spec.auth has no non-empty key %q: add it or set spec.auth.userKey", a.SecretName, userKey)}
 	case pass == "":
 		return Credentials{}, authError{fmt.Sprintf("Secret %q named by spec.auth has no non-empty key %q: add it or set spec.auth.passwordKey", a.SecretName, passKey)}
-	case !registration.UserNamePattern.MatchString(user):
+	case !executor.UserNamePattern.MatchString(user):
 		return Credentials{}, authError{fmt.Sprintf("Secret %q named by spec.auth holds a user name Memgraph refuses under key %q: use letters, digits and _ . + - @ only", a.SecretName, userKey)}
 	}
 	return Credentials{Username: user, Password: pass}, nil

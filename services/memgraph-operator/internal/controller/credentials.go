@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/opsuite/suite/services/memgraph-operator/internal/registration"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/executor"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
 	"github.com/opsuite/suite/shared/conditions"
 	corev1 "k8s.io/api/core/v1"
@@ -23,9 +23,9 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;patch
 
 // CredentialSyncer makes the MAIN accept the wanted credentials, through lastGood when
-// it still holds those (registration.SyncCredentials).
+// it still holds those (executor.SyncCredentials).
 type CredentialSyncer interface {
-	SyncCredentials(ctx context.Context, mainBolt string, want, lastGood Credentials) registration.CredentialOutcome
+	SyncCredentials(ctx context.Context, mainBolt string, want, lastGood Credentials) executor.CredentialOutcome
 }
 
 // ConditionCredentialsSynced says whether spec.auth's Secret logs in to Memgraph.
@@ -86,12 +86,12 @@ func (p *pass) syncCredentials(ctx context.Context, want Credentials) error {
 	logger := log.FromContext(ctx).WithValues("memgraphCluster", p.c.Name, "main", p.reg.Main)
 	f := credentialsFinding{checked: true}
 	switch out.State {
-	case registration.CredentialsCurrent:
+	case executor.CredentialsCurrent:
 		f.reason, f.msg = ReasonCredentialsCurrent, msgCredentialsCurrent
-	case registration.CredentialsRotated:
+	case executor.CredentialsRotated:
 		f.reason, f.msg = ReasonCredentialsRotated, msgCredentialsRotated
 		logger.Info("Applied the changed auth Secret to Memgraph", "commands", strings.Join(out.Executed, "; "))
-	case registration.CredentialsRejected:
+	case executor.CredentialsRejected:
 		f.reason, f.msg = ReasonCredentialsRejected, msgRejectedNoRecord
 		if !lastGood.Zero() && lastGood != want {
 			f.msg = msgRejectedWithRecord

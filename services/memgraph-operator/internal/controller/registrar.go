@@ -5,9 +5,9 @@ import (
 	"time"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/executor"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
-	"github.com/opsuite/suite/services/memgraph-operator/internal/registration"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -15,7 +15,7 @@ import (
 // controller's worker.
 const registrationTimeout = 60 * time.Second
 
-// BoltRegistrar is the Registrar over Memgraph's Bolt protocol: registration.Reconcile
+// BoltRegistrar is the Registrar over Memgraph's Bolt protocol: executor.Reconcile
 // against the leader the coordinators name.
 type BoltRegistrar struct {
 	// Options are the dial options; each pass replaces Username and Password with the
@@ -31,7 +31,7 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 	o.Username, o.Password = creds.Username, creds.Password
 	o.CA = BoltCA(ctx)
 	d := &tlsRecorder{Dialer: memgraph.NewDialer(o)}
-	out, err := registration.Reconcile(ctx, d, want)
+	out, err := executor.Reconcile(ctx, d, want)
 	r := Registration{
 		Leader: out.Leader, Main: out.Main, Converged: out.Converged, Reason: out.Reason, Message: out.Message,
 		RetiredCoordinators: out.RetiredCoordinators, RetiredData: out.RetiredData, Executed: out.Executed,
@@ -70,15 +70,15 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 // credentialsTimeout bounds one credentials check (up to three logins and four commands).
 const credentialsTimeout = 30 * time.Second
 
-// SyncCredentials implements CredentialSyncer with registration.SyncCredentials.
-func (b BoltRegistrar) SyncCredentials(ctx context.Context, mainBolt string, want, lastGood Credentials) registration.CredentialOutcome {
+// SyncCredentials implements CredentialSyncer with executor.SyncCredentials.
+func (b BoltRegistrar) SyncCredentials(ctx context.Context, mainBolt string, want, lastGood Credentials) executor.CredentialOutcome {
 	ctx, cancel := context.WithTimeout(ctx, credentialsTimeout)
 	defer cancel()
-	dial := func(c registration.Credentials) memgraph.Dialer {
+	dial := func(c executor.Credentials) memgraph.Dialer {
 		o := b.Options
 		o.Username, o.Password = c.Username, c.Password
 		o.CA = BoltCA(ctx)
 		return memgraph.NewDialer(o)
 	}
-	return registration.SyncCredentials(ctx, dial, mainBolt, want, lastGood)
+	return executor.SyncCredentials(ctx, dial, mainBolt, want, lastGood)
 }

@@ -91,7 +91,7 @@ type Desired struct {
 	// DrainCoordinators are coordinators about to be restarted: the leader among them
 	// yields (YIELD LEADERSHIP, last).
 	DrainCoordinators []int
-	// ReadLag asks registration.Reconcile to read SHOW REPLICATION LAG on every pass
+	// ReadLag asks executor.Reconcile to read SHOW REPLICATION LAG on every pass
 	// (Outcome.Lag), e.g. to wait for a restarted replica to catch up; Plan ignores it.
 	ReadLag bool
 }

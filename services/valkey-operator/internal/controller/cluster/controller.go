@@ -1,0 +1,287 @@
+// Package cluster is the ValkeyCluster controller: it writes the cluster's Service,
+// Secrets, ConfigMap, PodDisruptionBudget and one ValkeyNode per member, then drives the
+// members' cluster topology (meet, slots, replicas, rebalancing, draining, forgetting)
+// through the pure planner, rolls spec changes one member at a time, and reports status
+// and events as the product document describes them.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
+	"github.com/opsuite/suite/services/valkey-operator/internal/connect"
+	"github.com/opsuite/suite/services/valkey-operator/internal/executor"
+	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/shared/reconciler"
+	"github.com/opsuite/suite/shared/ssa"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Name is the controller's name: events come from it, metrics are named after the operator.
+const Name = "valkeycluster-controller"
+
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;update;patch
+// Owner references with blockOwnerDeletion need update on the owner's finalizers where
+// OwnerReferencesPermissionEnforcement is on.
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers;valkeynodes/finalizers,verbs=update
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Dialer opens an admin connection to one member.
+type Dialer func(addr string, o valkey.Options) (valkey.Conn, error)
+
+// Config is what the controller needs besides the manager; zero fields take the defaults.
+type Config struct {
+	// Operator names the metrics (valkey-operator -> valkey_operator_reconcile_total).
+	Operator string
+	// Dial opens member connections (default valkey.Dial).
+	Dial Dialer
+	// Addr is the address of a member (default <status.podIP>:6379).
+	Addr func(n *valkeyv1.ValkeyNode) string
+	// BusPort is a member's cluster bus port (default 0: the server's, client port + 10000).
+	BusPort func(n *valkeyv1.ValkeyNode) int
+	// Options are the credentials for cluster's members (default: the operator's user,
+	// password from the internal Secret).
+	Options func(ctx context.Context, c *valkeyv1.ValkeyCluster) (valkey.Options, error)
+	// FailoverTimeout bounds a proactive failover before a primary's pod is replaced.
+	FailoverTimeout time.Duration
+	// Poll is how soon a pass that waits for the data plane looks again.
+	Poll time.Duration
+	// Namespaces are those the manager watches (empty: all); the users' Secrets are
+	// watched there.
+	Namespaces []string
+}
+
+func (cfg *Config) defaults(c client.Reader) {
+	if cfg.Operator == "" {
+		cfg.Operator = "valkey-operator"
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = valkey.Dial
+	}
+	if cfg.Addr == nil {
+		cfg.Addr = PodAddr
+	}
+	if cfg.BusPort == nil {
+		cfg.BusPort = func(*valkeyv1.ValkeyNode) int { return 0 }
+	}
+	if cfg.Options == nil {
+		cfg.Options = func(ctx context.Context, vc *valkeyv1.ValkeyCluster) (valkey.Options, error) {
+			return connect.Options(ctx, c, vc.Namespace, vc.Name, TLSSecretName(vc))
+		}
+	}
+	if cfg.FailoverTimeout <= 0 {
+		cfg.FailoverTimeout = 60 * time.Second
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 2 * time.Second
+	}
+}
+
+// TLSSecretName is the Secret with the certificate and CA of c's members; "" without TLS.
+func TLSSecretName(c *valkeyv1.ValkeyCluster) string {
+	t := c.Spec.EffectiveTLS()
+	switch {
+	case !t.Enabled:
+		return ""
+	case t.SecretName != "":
+		return t.SecretName
+	default:
+		return resources.SelfSignedTLSSecretName(c.Name)
+	}
+}
+
+// PodAddr is a member's address: its pod IP and the client port; empty before the pod has one.
+func PodAddr(n *valkeyv1.ValkeyNode) string {
+	if n.Status.PodIP == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", n.Status.PodIP, resources.ClientPort)
+}
+
+// Controller reconciles ValkeyClusters.
+type Controller struct {
+	cfg    Config
+	client client.Client
+	// reader reads from the cache, then from the API server when the cache misses (the
+	// cache holds only the Secrets and ConfigMaps with the operator's label).
+	reader   client.Reader
+	apply    ssa.Applier
+	recorder events.EventRecorder
+
+	mu sync.Mutex
+	// members holds each cluster's connections across passes: the executor remembers
+	// since when a node is failing (the planner's takeover clock), and reconnecting every
+	// pass would cost each member a login.
+	members map[types.UID]*clusterConns
+	// written is the status each cluster's last pass computed.
+	written map[types.UID]*valkeyv1.ValkeyClusterStatus
+	// rolling marks the clusters with a rolling update under way: a member just updated is
+	// not ready for a while, and that is UpdatingNodes, not AddingNodes.
+	rolling map[types.UID]bool
+}
+
+// lastStatus is the status this controller last computed for c, or c's own when it has
+// none (first pass since it started): the cache can lag the status write of the previous
+// pass, and judging transitions from a stale status repeats their events.
+func (ctl *Controller) lastStatus(c *valkeyv1.ValkeyCluster) valkeyv1.ValkeyClusterStatus {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	if last, ok := ctl.written[c.UID]; ok {
+		return *last.DeepCopy()
+	}
+	return *c.Status.DeepCopy()
+}
+
+// remember records the status a pass computed for c.
+func (ctl *Controller) remember(c *valkeyv1.ValkeyCluster) {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	ctl.written[c.UID] = c.Status.DeepCopy()
+}
+
+// setRolling records whether c has a rolling update under way.
+func (ctl *Controller) setRolling(c *valkeyv1.ValkeyCluster, on bool) {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	if on {
+		ctl.rolling[c.UID] = true
+	} else {
+		delete(ctl.rolling, c.UID)
+	}
+}
+
+func (ctl *Controller) isRolling(c *valkeyv1.ValkeyCluster) bool {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	return ctl.rolling[c.UID]
+}
+
+// clusterConns is one cluster's executor; Dial reads opts at each dial so changed
+// credentials apply to new connections.
+type clusterConns struct {
+	exec     *executor.Executor
+	opts     valkey.Options
+	lastUsed time.Time
+}
+
+// idleConns is how long a cluster's connections outlive its last pass (a deleted cluster).
+const idleConns = 10 * time.Minute
+
+// executorFor returns c's executor dialling with opts, and closes those of clusters not
+// reconciled for a while.
+func (ctl *Controller) executorFor(c *valkeyv1.ValkeyCluster, opts valkey.Options, now time.Time) *executor.Executor {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	for uid, cc := range ctl.members {
+		if uid != c.UID && now.Sub(cc.lastUsed) > idleConns {
+			cc.exec.Close()
+			delete(ctl.members, uid)
+			delete(ctl.written, uid)
+			delete(ctl.rolling, uid)
+		}
+	}
+	cc, ok := ctl.members[c.UID]
+	if !ok {
+		cc = &clusterConns{}
+		cc.exec = executor.New(func(addr string) (valkey.Conn, error) { return ctl.cfg.Dial(addr, cc.opts) })
+		ctl.members[c.UID] = cc
+	}
+	if cc.opts.Username != opts.Username || cc.opts.Password != opts.Password || (cc.opts.TLS == nil) != (opts.TLS == nil) {
+		cc.exec.Close() // connections logged in otherwise: dial again
+	}
+	cc.opts, cc.lastUsed = opts, now
+	return cc.exec
+}
+
+// Setup adds the controller to mgr.
+func Setup(mgr ctrl.Manager, cfg Config) error {
+	reader := connect.CacheThenAPI(mgr.GetClient(), mgr.GetAPIReader())
+	cfg.defaults(reader)
+	ctl := &Controller{
+		cfg:      cfg,
+		client:   mgr.GetClient(),
+		reader:   reader,
+		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.ClusterFieldManager},
+		recorder: mgr.GetEventRecorder(Name),
+		members:  map[types.UID]*clusterConns{},
+		written:  map[types.UID]*valkeyv1.ValkeyClusterStatus{},
+		rolling:  map[types.UID]bool{},
+	}
+	r, err := reconciler.New(reconciler.Config[*valkeyv1.ValkeyCluster]{
+		Name:   cfg.Operator,
+		Client: mgr.GetClient(),
+		New:    func() *valkeyv1.ValkeyCluster { return &valkeyv1.ValkeyCluster{} },
+		// Events are the documented ones, recorded where the action happens (no Recorder
+		// here: the kit's per-condition events would add reasons the document does not list).
+		Run: ctl.run,
+	})
+	if err != nil {
+		return err
+	}
+	userSecrets, err := secretMetadata(mgr, cfg.Namespaces, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+		return ctl.secretToClusters(ctx, o)
+	}))
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("valkeycluster").
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&valkeyv1.ValkeyNode{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		// A pod that cannot be scheduled shows on the cluster (PodUnschedulable).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		// A user's password Secret changing re-renders the ACL file.
+		WatchesRawSource(userSecrets).
+		Complete(r)
+}
+
+func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[resources.LabelCluster]
+	if name == "" || o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// secretToClusters maps a user's password Secret to the clusters whose users name it.
+func (ctl *Controller) secretToClusters(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetLabels()[resources.LabelManagedBy] == resources.ManagedBy {
+		return nil // our own Secrets come through Owns
+	}
+	var list valkeyv1.ValkeyClusterList
+	if err := ctl.client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		c := &list.Items[i]
+		if slices.Contains(resources.PasswordSecretNames(c), o.GetName()) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
+	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
+	"github.com/opsuite/suite/shared/conditions"
+	"github.com/opsuite/suite/shared/reconciler"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// pass is one reconcile of one cluster: what it found and decided, turned into status and
+// events at the end.
+type pass struct {
+	ctl *Controller
+	c   *valkeyv1.ValkeyCluster
+	// before is the status the previous pass wrote (the cache may lag it), to emit events
+	// on transitions only.
+	before valkeyv1.ValkeyClusterStatus
+	now    time.Time
+
+	internal resources.InternalPasswords
+	config   resources.ServerConfig
+	// certHash identifies the members' TLS certificate ("" without TLS).
+	certHash string
+
+	// failure ends the pass early: the Ready reason and message.
+	failReason, failMessage string
+	// progress is the Progressing reason and message when work is under way.
+	progress, progressMsg string
+	// degraded is the Degraded reason and message.
+	degraded, degradedMsg string
+	// formed: ClusterFormed status, reason and message.
+	formed                  metav1.ConditionStatus
+	formedReason, formedMsg string
+	// slots: every slot owned (nil: not observed).
+	slotsAssigned *bool
+	shards        int32
+	readyShards   int32
+	// healthy: every desired member exists, is ready and the topology converged.
+	healthy bool
+}
+
+// run is the reconciler's pass over c.
+func (ctl *Controller) run(ctx context.Context, c *valkeyv1.ValkeyCluster) (reconciler.Result, error) {
+	p := &pass{ctl: ctl, c: c, before: ctl.lastStatus(c), now: time.Now()}
+	wait := p.reconcile(ctx)
+	p.writeStatus()
+	ctl.remember(c)
+	if wait > 0 {
+		return reconciler.Wait(wait), nil
+	}
+	return reconciler.Done(), nil
+}
+
+// reconcile runs the steps in order; each returns false when the rest must wait.
+func (p *pass) reconcile(ctx context.Context) time.Duration {
+	if !p.infrastructure(ctx) {
+		return p.retry()
+	}
+	nodes, ok := p.nodes(ctx)
+	if !ok {
+		return p.retry()
+	}
+	wait := p.topology(ctx, nodes)
+	// A rolled member restarting, rejoining and resyncing is still the rolling update.
+	if p.ctl.isRolling(p.c) && (p.progress == valkeyv1.ReasonAddingNodes || p.progress == valkeyv1.ReasonReconciling) {
+		p.progress = valkeyv1.ReasonUpdatingNodes
+	}
+	return wait
+}
+
+// retry is the wait after an infrastructure failure: not an error loop, the cause is in
+// the conditions and a watch event usually comes first.
+func (p *pass) retry() time.Duration { return 10 * time.Second }
+
+// fail records a failure that stops the pass: the Ready reason and, when given, a Warning
+// event (once per transition into that reason).
+func (p *pass) fail(reason, event, message string) {
+	p.failReason, p.failMessage = reason, message
+	if prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionReady); event != "" && (prev == nil || prev.Reason != reason) {
+		p.warn(event, message)
+	}
+}
+
+func (p *pass) normal(reason, message string) { p.normalAbout(nil, reason, message) }
+
+// normalAbout records an event about the cluster related to one of its objects (a
+// ValkeyNode): events of one reason about different nodes stay distinct instead of being
+// folded into one series.
+func (p *pass) normalAbout(related runtime.Object, reason, message string) {
+	p.ctl.recorder.Eventf(p.c, related, corev1.EventTypeNormal, reason, reason, "%s", message)
+}
+
+func (p *pass) warn(reason, message string) {
+	p.ctl.recorder.Eventf(p.c, nil, corev1.EventTypeWarning, reason, reason, "%s", message)
+}
