@@ -3,10 +3,11 @@
 // prepare (and vm.max_map_count), the local PersistentVolumes made from the agents'
 // answers, the ServiceAccount, the headless and client Services, the admin token Secret,
 // the ConfigMap of engine env, the ServiceMonitor (best-effort) and the StatefulSet — then
-// drives membership one step at a time (internal/membership), sets each pod's
-// veltrix.io/search-ready readiness gate from INFO, and reports conditions, events and
-// metrics. Its finalizer checkpoints every member before the cluster goes and, with reclaim
-// policy Delete, deletes the volumes and releases the disks through the agents.
+// drives membership one step at a time (internal/planner decides, internal/executor
+// acts), sets each pod's veltrix.io/search-ready readiness gate from INFO, and reports
+// conditions, events and metrics. Its finalizer checkpoints every member before the
+// cluster goes and, with reclaim policy Delete, deletes the volumes and releases the disks
+// through the agents.
 package controller
 
 import (
@@ -87,7 +88,7 @@ type Config struct {
 	// manager's API reader.
 	Reader client.Reader
 	// RemovalStuckAfter is how long a member may be leaving before the removal is
-	// RemovalStuck (default membership.DefaultStuckAfter).
+	// RemovalStuck (default planner.DefaultStuckAfter).
 	RemovalStuckAfter time.Duration
 	// Client reads and writes everything else; default the manager's client (tests wrap it
 	// to count writes).

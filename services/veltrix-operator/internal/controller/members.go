@@ -9,7 +9,8 @@ import (
 	"time"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
-	"github.com/opsuite/suite/services/veltrix-operator/internal/membership"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/executor"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/planner"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,7 +46,7 @@ func (p *pass) members(ctx context.Context) error {
 	if p.sts != nil && p.sts.Spec.Replicas != nil {
 		current = *p.sts.Spec.Replicas
 	}
-	in := membership.Input{
+	in := planner.Input{
 		SpecSize: c.Spec.Size, ReplicationFactor: c.Spec.ReplicationFactor,
 		StatefulSetReplicas: current, ReadyPods: p.ready,
 		PodName: func(o int32) string { return resources.PodName(c, o) },
@@ -57,16 +58,16 @@ func (p *pass) members(ctx context.Context) error {
 		// not from this process's start.
 		Removal: removalFromStatus(c.Status.MemberRemoval), Now: p.now, StuckAfter: p.ctl.cfg.RemovalStuckAfter,
 	}
-	var d membership.Decision
+	var d planner.Decision
 	if current == 0 {
 		// Nothing runs yet: no member to ask; the StatefulSet starts at full size.
-		d = membership.Plan(in)
+		d = planner.Plan(in)
 	} else {
-		d, p.stepErr = membership.Step(ctx, p.admin, in)
+		d, p.stepErr = executor.Step(ctx, p.admin, in)
 	}
 	p.decision = &d
 	c.Status.MemberRemoval = removalToStatus(d.Removal)
-	if d.Reason == membership.ReasonRemovalRefused && d.Detail != "" {
+	if d.Reason == planner.ReasonRemovalRefused && d.Detail != "" {
 		log.FromContext(ctx).Info("The server refused to remove a member", "member", d.Remove, "detail", d.Detail)
 	}
 	if d.Replicas != current && current != 0 {
@@ -80,16 +81,16 @@ func (p *pass) members(ctx context.Context) error {
 	return nil
 }
 
-func removalFromStatus(r *veltrixv1.MemberRemoval) membership.Removal {
+func removalFromStatus(r *veltrixv1.MemberRemoval) planner.Removal {
 	if r == nil {
-		return membership.Removal{}
+		return planner.Removal{}
 	}
-	return membership.Removal{Member: r.Member, Since: r.StartedAt.Time}
+	return planner.Removal{Member: r.Member, Since: r.StartedAt.Time}
 }
 
 // removalToStatus is the status record of r; its time is kept to the second the API
 // stores, so the record read back next pass is the one written.
-func removalToStatus(r membership.Removal) *veltrixv1.MemberRemoval {
+func removalToStatus(r planner.Removal) *veltrixv1.MemberRemoval {
 	if r.IsZero() {
 		return nil
 	}
@@ -142,7 +143,7 @@ func (p *pass) searchReadyGates(ctx context.Context) error {
 		case addr == "" || !isTrue(pod, corev1.ContainersReady):
 			reason, message = "NotRunning", "the server has not opened its data yet"
 		default:
-			ok, err := membership.SearchReady(ctx, p.admin, addr)
+			ok, err := executor.SearchReady(ctx, p.admin, addr)
 			switch {
 			case err != nil && isTrue(pod, veltrixv1.SearchReadyGate):
 				continue

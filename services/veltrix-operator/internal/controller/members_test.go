@@ -10,7 +10,7 @@ import (
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/controller"
-	"github.com/opsuite/suite/services/veltrix-operator/internal/membership"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/planner"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrixtest"
@@ -240,14 +240,14 @@ func TestRemovalRefused(t *testing.T) {
 	c := shrinkReadyCluster(t, sims, "refused", 0)
 	ns := c.Namespace
 	var live veltrixv1.VeltrixCluster
-	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, membership.ReasonRemovalRefused)
+	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, planner.ReasonRemovalRefused)
 	if cond.Message != "the server refused to remove member vx-2; the StatefulSet is not shrunk" {
 		t.Errorf("message %q", cond.Message)
 	}
-	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionFalse, membership.ReasonRemovalRefused)
+	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionFalse, planner.ReasonRemovalRefused)
 	testenv.Eventually(t, 10*time.Second, "a Warning event RemovalRefused", func() (bool, string) {
 		ev := eventReasons(t, c)
-		return ev[membership.ReasonRemovalRefused] == corev1.EventTypeWarning, fmt.Sprint(ev)
+		return ev[planner.ReasonRemovalRefused] == corev1.EventTypeWarning, fmt.Sprint(ev)
 	})
 	time.Sleep(2 * time.Second)
 	var sts appsv1.StatefulSet
@@ -273,14 +273,14 @@ func TestRemovalStuck(t *testing.T) {
 	}
 	c := shrinkReadyCluster(t, sims, "stuck", 2*time.Second)
 	ns := c.Namespace
-	condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionUnknown, membership.ReasonRemoving)
-	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, membership.ReasonRemovalStuck)
+	condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionUnknown, planner.ReasonRemoving)
+	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, planner.ReasonRemovalStuck)
 	if !strings.Contains(cond.Message, "vx-2") {
 		t.Errorf("message %q does not name the member", cond.Message)
 	}
 	testenv.Eventually(t, 10*time.Second, "a Warning event RemovalStuck", func() (bool, string) {
 		ev := eventReasons(t, c)
-		return ev[membership.ReasonRemovalStuck] == corev1.EventTypeWarning, fmt.Sprint(ev)
+		return ev[planner.ReasonRemovalStuck] == corev1.EventTypeWarning, fmt.Sprint(ev)
 	})
 	var sts appsv1.StatefulSet
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &sts); err != nil || *sts.Spec.Replicas != 3 {
@@ -380,14 +380,14 @@ func TestRemovalStuckSurvivesRestart(t *testing.T) {
 			started = r.StartedAt
 			return r.Member == "vx-2" && !started.IsZero(), fmt.Sprintf("%+v", *r)
 		})
-		condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionUnknown, membership.ReasonRemoving)
+		condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionUnknown, planner.ReasonRemoving)
 	}) {
 		return
 	}
 	time.Sleep(down)
 	restarted := time.Now()
 	operator(t)
-	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, membership.ReasonRemovalStuck)
+	cond := condition(t, c, veltrixv1.ConditionMembershipSettled, metav1.ConditionFalse, planner.ReasonRemovalStuck)
 	after := cond.LastTransitionTime.Sub(started.Time)
 	t.Logf("removal started %s, operator restarted %s later, RemovalStuck %s after the start (limit %s)",
 		started.Format(time.RFC3339), restarted.Sub(started.Time).Round(time.Second), after, stuckAfter)

@@ -6,7 +6,7 @@ import (
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/disks"
-	"github.com/opsuite/suite/services/veltrix-operator/internal/membership"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/planner"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
 	"github.com/opsuite/suite/shared/reconciler"
 	appsv1 "k8s.io/api/apps/v1"
@@ -37,7 +37,7 @@ type pass struct {
 	sts      *appsv1.StatefulSet
 	pods     []corev1.Pod
 	ready    int32
-	decision *membership.Decision
+	decision *planner.Decision
 	stepErr  error
 	topology *veltrix.Cluster
 	// versionUnsupported: spec.version is older than online membership; nothing is written.

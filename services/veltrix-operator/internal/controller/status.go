@@ -7,7 +7,7 @@ import (
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/disks"
-	"github.com/opsuite/suite/services/veltrix-operator/internal/membership"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/planner"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
 	"github.com/opsuite/suite/shared/conditions"
 	appsv1 "k8s.io/api/apps/v1"
@@ -200,16 +200,16 @@ func maxMapCountCondition(r disks.Result, fallback bool) metav1.Condition {
 
 // membershipCondition turns the membership decision into a condition: Unknown while members
 // join or leave, False when a removal is refused or stuck.
-func membershipCondition(d membership.Decision) metav1.Condition {
+func membershipCondition(d planner.Decision) metav1.Condition {
 	cond := metav1.Condition{Type: veltrixv1.ConditionMembershipSettled, Reason: d.Reason, Message: d.Waiting}
 	switch d.Reason {
 	case "":
 		if d.Waiting != "" {
-			cond.Status, cond.Reason = metav1.ConditionUnknown, membership.ReasonScaling
+			cond.Status, cond.Reason = metav1.ConditionUnknown, planner.ReasonScaling
 			return cond
 		}
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, veltrixv1.ReasonSettled, fmt.Sprintf("membership holds %d members", d.Replicas)
-	case membership.ReasonRemovalRefused, membership.ReasonRemovalStuck, membership.ReasonBelowReplicationFactor:
+	case planner.ReasonRemovalRefused, planner.ReasonRemovalStuck, planner.ReasonBelowReplicationFactor:
 		cond.Status = metav1.ConditionFalse
 	default:
 		cond.Status = metav1.ConditionUnknown
@@ -269,10 +269,10 @@ func (p *pass) readyCondition() metav1.Condition {
 	}
 	if d := p.decision; d != nil && !d.Converged() {
 		switch d.Reason {
-		case membership.ReasonRemovalRefused, membership.ReasonRemovalStuck, membership.ReasonBelowReplicationFactor:
+		case planner.ReasonRemovalRefused, planner.ReasonRemovalStuck, planner.ReasonBelowReplicationFactor:
 			return cond(metav1.ConditionFalse, d.Reason, d.Waiting)
 		case "":
-			return cond(metav1.ConditionUnknown, membership.ReasonScaling, d.Waiting)
+			return cond(metav1.ConditionUnknown, planner.ReasonScaling, d.Waiting)
 		default:
 			return cond(metav1.ConditionUnknown, d.Reason, d.Waiting)
 		}
@@ -293,7 +293,7 @@ func state(ready metav1.Condition, readyMembers, rf int32) veltrixv1.State {
 		return veltrixv1.StateRunning
 	case metav1.ConditionUnknown:
 		switch ready.Reason {
-		case membership.ReasonScaling, membership.ReasonRemoving, membership.ReasonMembersUnknown:
+		case planner.ReasonScaling, planner.ReasonRemoving, planner.ReasonMembersUnknown:
 			return veltrixv1.StateScaling
 		case veltrixv1.ReasonUpgrading:
 			return veltrixv1.StateUpgrading

@@ -5,7 +5,7 @@ import (
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/disks"
-	"github.com/opsuite/suite/services/veltrix-operator/internal/membership"
+	"github.com/opsuite/suite/services/veltrix-operator/internal/planner"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -60,16 +60,16 @@ func TestMaxMapCountCondition(t *testing.T) {
 
 func TestMembershipCondition(t *testing.T) {
 	for _, tc := range []struct {
-		d      membership.Decision
+		d      planner.Decision
 		status metav1.ConditionStatus
 		reason string
 	}{
-		{membership.Decision{Replicas: 3}, metav1.ConditionTrue, veltrixv1.ReasonSettled},
-		{membership.Decision{Replicas: 4, Reason: membership.ReasonScaling, Waiting: "waiting"}, metav1.ConditionUnknown, membership.ReasonScaling},
-		{membership.Decision{Replicas: 4, Waiting: "waiting"}, metav1.ConditionUnknown, membership.ReasonScaling},
-		{membership.Decision{Replicas: 4, Reason: membership.ReasonRemoving, Waiting: "w"}, metav1.ConditionUnknown, membership.ReasonRemoving},
-		{membership.Decision{Replicas: 4, Reason: membership.ReasonRemovalRefused, Waiting: "w"}, metav1.ConditionFalse, membership.ReasonRemovalRefused},
-		{membership.Decision{Replicas: 4, Reason: membership.ReasonRemovalStuck, Waiting: "w"}, metav1.ConditionFalse, membership.ReasonRemovalStuck},
+		{planner.Decision{Replicas: 3}, metav1.ConditionTrue, veltrixv1.ReasonSettled},
+		{planner.Decision{Replicas: 4, Reason: planner.ReasonScaling, Waiting: "waiting"}, metav1.ConditionUnknown, planner.ReasonScaling},
+		{planner.Decision{Replicas: 4, Waiting: "waiting"}, metav1.ConditionUnknown, planner.ReasonScaling},
+		{planner.Decision{Replicas: 4, Reason: planner.ReasonRemoving, Waiting: "w"}, metav1.ConditionUnknown, planner.ReasonRemoving},
+		{planner.Decision{Replicas: 4, Reason: planner.ReasonRemovalRefused, Waiting: "w"}, metav1.ConditionFalse, planner.ReasonRemovalRefused},
+		{planner.Decision{Replicas: 4, Reason: planner.ReasonRemovalStuck, Waiting: "w"}, metav1.ConditionFalse, planner.ReasonRemovalStuck},
 	} {
 		c := membershipCondition(tc.d)
 		if c.Status != tc.status || c.Reason != tc.reason {
@@ -86,11 +86,11 @@ func TestState(t *testing.T) {
 		want      veltrixv1.State
 	}{
 		{metav1.ConditionTrue, veltrixv1.ReasonReady, 3, 3, veltrixv1.StateRunning},
-		{metav1.ConditionUnknown, membership.ReasonScaling, 3, 3, veltrixv1.StateScaling},
-		{metav1.ConditionUnknown, membership.ReasonRemoving, 3, 3, veltrixv1.StateScaling},
+		{metav1.ConditionUnknown, planner.ReasonScaling, 3, 3, veltrixv1.StateScaling},
+		{metav1.ConditionUnknown, planner.ReasonRemoving, 3, 3, veltrixv1.StateScaling},
 		{metav1.ConditionUnknown, veltrixv1.ReasonUpgrading, 2, 3, veltrixv1.StateUpgrading},
 		{metav1.ConditionUnknown, veltrixv1.ReasonMembersNotReady, 0, 3, veltrixv1.StateProvisioning},
-		{metav1.ConditionFalse, membership.ReasonRemovalRefused, 4, 3, veltrixv1.StateDegraded},
+		{metav1.ConditionFalse, planner.ReasonRemovalRefused, 4, 3, veltrixv1.StateDegraded},
 		{metav1.ConditionFalse, veltrixv1.ReasonDisksNotPrepared, 0, 3, veltrixv1.StateFailed},
 	} {
 		got := state(metav1.Condition{Status: tc.status, Reason: tc.reason}, tc.ready, tc.rf)

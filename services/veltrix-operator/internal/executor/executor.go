@@ -1,10 +1,14 @@
-package membership
+// Package executor carries out package planner's membership decisions against VeltrixDB's
+// admin API (through veltrix.Admin), one pass at a time, and probes whether a member's
+// search index is ready.
+package executor
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/opsuite/suite/services/veltrix-operator/internal/planner"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
 )
 
@@ -22,10 +26,10 @@ var ErrNoAdminAddr = errors.New("no ready pod to ask for the members")
 // Callers log or report it and requeue after a delay rather than return it as a
 // reconcile error. A DELETE the server declines is not an error: Reason is
 // RemovalRefused, Detail the server's message, and Replicas stays.
-func Step(ctx context.Context, admin veltrix.Admin, in Input) (Decision, error) {
+func Step(ctx context.Context, admin veltrix.Admin, in planner.Input) (planner.Decision, error) {
 	members, addr, readErr := readMembers(ctx, admin, in.AdminAddrs)
 	in.Members = members
-	d := Plan(in)
+	d := planner.Plan(in)
 	if readErr != nil {
 		return d, readErr
 	}
@@ -38,16 +42,13 @@ func Step(ctx context.Context, admin veltrix.Admin, in Input) (Decision, error) 
 	err := admin.RemoveMember(ctx, addr, d.Remove)
 	switch {
 	case err == nil:
-		d.Leaving = d.Remove
-		d.Removal = removalRecord(in, d)
-		d.Waiting = leavingMessage(d.Remove) // what the next pass says too
-		return d, nil
+		return planner.RemovalAccepted(in, d), nil
 	case errors.Is(err, veltrix.ErrNotFound):
 		// Gone already (another pass or a person removed it): the next pass lowers.
 		d.Waiting = fmt.Sprintf("member %s left; the StatefulSet shrinks next", d.Remove)
 		return d, nil
 	case errors.Is(err, veltrix.ErrRefused):
-		d.Reason = ReasonRemovalRefused
+		d.Reason = planner.ReasonRemovalRefused
 		d.Waiting = fmt.Sprintf("the server refused to remove member %s; the StatefulSet is not shrunk", d.Remove)
 		d.Detail = veltrix.ServerMessage(err)
 		return d, nil
@@ -56,7 +57,7 @@ func Step(ctx context.Context, admin veltrix.Admin, in Input) (Decision, error) 
 	}
 }
 
-func addBack(ctx context.Context, admin veltrix.Admin, addr string, d Decision) (Decision, error) {
+func addBack(ctx context.Context, admin veltrix.Admin, addr string, d planner.Decision) (planner.Decision, error) {
 	err := admin.AddMember(ctx, addr, d.Add)
 	switch {
 	case err == nil:

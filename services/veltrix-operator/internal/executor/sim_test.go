@@ -1,4 +1,4 @@
-package membership
+package executor
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opsuite/suite/services/veltrix-operator/internal/planner"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrixtest"
 	"github.com/opsuite/suite/shared/testenv"
@@ -40,20 +41,20 @@ func (s *statefulSet) readyPods() int32 {
 	return n
 }
 
-func (s *statefulSet) input(size, rf int32) Input {
+func (s *statefulSet) input(size, rf int32) planner.Input {
 	var addrs []string
 	for _, srv := range s.c.Servers() {
 		if srv.Ordinal < s.replicas && srv.Running() {
 			addrs = append(addrs, srv.AdminAddr)
 		}
 	}
-	return Input{SpecSize: size, ReplicationFactor: rf, StatefulSetReplicas: s.replicas, ReadyPods: s.readyPods(),
+	return planner.Input{SpecSize: size, ReplicationFactor: rf, StatefulSetReplicas: s.replicas, ReadyPods: s.readyPods(),
 		PodName: s.c.PodName, MemberAddr: s.c.MemberAddr, AdminAddrs: addrs, Now: time.Now()}
 }
 
 // apply lowers the StatefulSet as d says: a lowered one stops its highest process
 // (SIGTERM, as a deleted pod). This test StatefulSet never grows.
-func (s *statefulSet) apply(d Decision) {
+func (s *statefulSet) apply(d planner.Decision) {
 	s.t.Helper()
 	if d.Replicas > s.replicas {
 		s.t.Fatalf("Decision %+v grows the StatefulSet; this test only shrinks", d)
@@ -84,7 +85,7 @@ func (s *statefulSet) restartCrashed() {
 func (s *statefulSet) converge(size, rf int32, timeout time.Duration) []string {
 	s.t.Helper()
 	var removed []string
-	last := Decision{Replicas: -1}
+	last := planner.Decision{Replicas: -1}
 	deadline := time.Now().Add(timeout)
 	for {
 		s.restartCrashed()
@@ -94,7 +95,7 @@ func (s *statefulSet) converge(size, rf int32, timeout time.Duration) []string {
 			// A process that crashed between the reads: the next pass asks another.
 			s.t.Logf("Step: %v (decision %+v)", err, d)
 		}
-		if d.Reason == ReasonRemovalRefused || d.Reason == ReasonRemovalStuck {
+		if d.Reason == planner.ReasonRemovalRefused || d.Reason == planner.ReasonRemovalStuck {
 			s.t.Fatalf("Step: %+v", d)
 		}
 		if d.Remove != "" {
@@ -223,7 +224,7 @@ func TestStepRefusedRemovalDoesNotShrink(t *testing.T) {
 		if err != nil {
 			t.Fatalf("pass %d: Step: %v", pass, err)
 		}
-		want := Decision{Replicas: 3, Remove: "vx-2", Reason: ReasonRemovalRefused,
+		want := planner.Decision{Replicas: 3, Remove: "vx-2", Reason: planner.ReasonRemovalRefused,
 			Waiting: "the server refused to remove member vx-2; the StatefulSet is not shrunk", Detail: d.Detail}
 		if d != want || !strings.Contains(d.Detail, "refused") {
 			t.Fatalf("pass %d: Step = %+v, want %+v with the server's message in Detail", pass, d, want)
@@ -252,7 +253,7 @@ func TestStepRemovalTheServerRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Step: %v", err)
 	}
-	if d.Reason != ReasonRemovalRefused || d.Replicas != 3 || d.Remove != "vx-2" || d.Detail == "" {
+	if d.Reason != planner.ReasonRemovalRefused || d.Replicas != 3 || d.Remove != "vx-2" || d.Detail == "" {
 		t.Fatalf("Step = %+v, want RemovalRefused of vx-2 with 3 replicas and the server's reason", d)
 	}
 	t.Logf("server's reason: %s", d.Detail)
@@ -264,7 +265,7 @@ func TestStepStuckRemoval(t *testing.T) {
 	admin := c.Client()
 	s := &statefulSet{t: t, c: c, replicas: 3, admin: admin}
 	d, err := Step(context.Background(), admin, s.input(2, 1))
-	if err != nil || d.Remove != "vx-2" || d.Leaving != "vx-2" || d.Reason != ReasonRemoving {
+	if err != nil || d.Remove != "vx-2" || d.Leaving != "vx-2" || d.Reason != planner.ReasonRemoving {
 		t.Fatalf("first Step = %+v, %v; want vx-2 removed and leaving", d, err)
 	}
 	if d.Removal.Member != "vx-2" || d.Removal.Since.IsZero() {
@@ -275,14 +276,14 @@ func TestStepStuckRemoval(t *testing.T) {
 	in.Removal, in.StuckAfter = d.Removal, time.Minute
 	in.Now = since.Add(30 * time.Second)
 	first := d
-	if d, err = Step(context.Background(), admin, in); err != nil || d.Reason != ReasonRemoving || d.Leaving != "vx-2" || d.Remove != "" {
+	if d, err = Step(context.Background(), admin, in); err != nil || d.Reason != planner.ReasonRemoving || d.Leaving != "vx-2" || d.Remove != "" {
 		t.Fatalf("Step within StuckAfter = %+v, %v; want Removing, no second DELETE", d, err)
 	}
 	if d.Waiting != first.Waiting {
 		t.Errorf("the message changed between the DELETE's pass and the next: %q, then %q", first.Waiting, d.Waiting)
 	}
 	in.Now = since.Add(2 * time.Minute)
-	if d, err = Step(context.Background(), admin, in); err != nil || d.Reason != ReasonRemovalStuck || d.Replicas != 3 || d.Remove != "" {
+	if d, err = Step(context.Background(), admin, in); err != nil || d.Reason != planner.ReasonRemovalStuck || d.Replicas != 3 || d.Remove != "" {
 		t.Fatalf("Step past StuckAfter = %+v, %v; want RemovalStuck at 3 replicas", d, err)
 	}
 	// Moves resume: the removal finishes and the StatefulSet shrinks.
@@ -334,14 +335,14 @@ func TestStepAsksTheNextPodAndReportsUnreachable(t *testing.T) {
 
 	in.AdminAddrs = []string{dead}
 	d, err := Step(context.Background(), c.Client(), in)
-	if !errors.Is(err, veltrix.ErrUnreachable) || d.Reason != ReasonMembersUnknown || d.Replicas != 3 {
+	if !errors.Is(err, veltrix.ErrUnreachable) || d.Reason != planner.ReasonMembersUnknown || d.Replicas != 3 {
 		t.Fatalf("Step with only a dead address = %+v, %v; want MembersUnknown and ErrUnreachable", d, err)
 	}
 
 	in = s.input(2, 1)
 	wrong := veltrix.New(veltrix.Options{Token: "wrong"})
 	d, err = Step(context.Background(), wrong, in)
-	if !errors.Is(err, veltrix.ErrUnauthorized) || d.Reason != ReasonMembersUnknown || d.Remove != "" || d.Replicas != 3 {
+	if !errors.Is(err, veltrix.ErrUnauthorized) || d.Reason != planner.ReasonMembersUnknown || d.Remove != "" || d.Replicas != 3 {
 		t.Fatalf("Step with a wrong token = %+v, %v; want MembersUnknown and ErrUnauthorized", d, err)
 	}
 

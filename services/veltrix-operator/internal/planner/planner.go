@@ -1,5 +1,6 @@
-// Package membership decides and carries out VeltrixDB's online membership changes for a
-// VeltrixCluster's StatefulSet, one step per reconcile pass.
+// Package planner decides VeltrixDB's online membership changes for a VeltrixCluster's
+// StatefulSet, one step per reconcile pass; it is pure (package executor carries the
+// decision out against the admin API).
 //
 // The rules (Plan):
 //   - Grow at once: when the StatefulSet has fewer replicas than wanted, Replicas is the
@@ -28,13 +29,14 @@
 // a member whose pod is gone; a member to add back; shrink; members yet to join;
 // BelowReplicationFactor; converged. One pass changes one thing.
 //
-// Step executes one pass against the admin API: it reads the members, plans, and sends at
-// most one DELETE or POST; a DELETE the server declines is RemovalRefused, and Replicas is
-// not lowered. SearchReady is the probe behind the veltrix.io/search-ready readiness gate.
+// The executor's Step runs one pass against the admin API: it reads the members, plans,
+// and sends at most one DELETE or POST; a DELETE the server declines is RemovalRefused, and
+// Replicas is not lowered. Once the server accepts a DELETE, RemovalAccepted says what the
+// pass decided.
 //
 // Waiting messages are stable while the state they describe lasts (they name members,
 // sizes and StuckAfter, never errors or clock times), so they can be condition messages.
-package membership
+package planner
 
 import (
 	"cmp"
@@ -77,8 +79,8 @@ type Input struct {
 	StatefulSetReplicas int32
 	// ReadyPods counts the StatefulSet's pods that are Ready (readiness gate included).
 	ReadyPods int32
-	// Members is GET /admin/cluster/members from a ready pod; nil when unknown. Step fills
-	// it itself.
+	// Members is GET /admin/cluster/members from a ready pod; nil when unknown. The
+	// executor's Step fills it itself.
 	Members []veltrix.Member
 	// PodName names the pod (and member id) of an ordinal: "<cluster>-<ordinal>". Required.
 	PodName func(ordinal int32) string
@@ -89,8 +91,8 @@ type Input struct {
 	MemberAddr func(ordinal int32) string
 
 	// AdminAddrs are the admin HTTP addresses (host:metricsPort) of Ready pods, lowest
-	// ordinal first; Step asks them in order for the members and sends its DELETE to the
-	// first that answered. Plan ignores them.
+	// ordinal first; the executor's Step asks them in order for the members and sends its
+	// DELETE to the first that answered. Plan ignores them.
 	AdminAddrs []string
 
 	// Removal is the last pass's Decision.Removal as the caller stored it (zero: none).
@@ -107,8 +109,8 @@ type Decision struct {
 	// Replicas is what the StatefulSet's replicas must be now: the wanted size at once when
 	// growing; when shrinking, one less than now only after the highest member is gone.
 	Replicas int32
-	// Remove is the member id to DELETE now ("" = none). After Step, the member a DELETE
-	// was sent for in this pass (Reason says whether the server accepted it).
+	// Remove is the member id to DELETE now ("" = none). After the executor's Step, the
+	// member a DELETE was sent for in this pass (Reason says whether the server accepted it).
 	Remove string
 	// Add is the member to POST now (zero = none): a pod the cluster keeps that runs, Ready,
 	// without being a member.
@@ -152,6 +154,16 @@ func removalRecord(in Input, d Decision) Removal {
 	default:
 		return Removal{Member: d.Leaving, Since: in.Now}
 	}
+}
+
+// RemovalAccepted is d once the server accepted the DELETE of d.Remove in the pass that
+// observed in: the member is leaving, its removal record starts (or is kept), and Waiting
+// reads as the next pass's will, so the condition message does not change between them.
+func RemovalAccepted(in Input, d Decision) Decision {
+	d.Leaving = d.Remove
+	d.Removal = removalRecord(in, d)
+	d.Waiting = leavingMessage(d.Remove)
+	return d
 }
 
 // Converged reports whether nothing is left to do.

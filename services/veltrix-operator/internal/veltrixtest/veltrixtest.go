@@ -229,7 +229,7 @@ func (c *Cluster) Servers() []*Server {
 	return out
 }
 
-// PodName is the node id of an ordinal, as membership.Input.PodName wants it.
+// PodName is the node id of an ordinal, as planner.Input.PodName wants it.
 func (c *Cluster) PodName(ordinal int32) string { return fmt.Sprintf("%s-%d", c.Opts.Name, ordinal) }
 
 // MemberAddr is the text address an ordinal's process advertises ("" when not started).
