@@ -144,7 +144,7 @@ func (ctl *Controller) reclaim(ctx context.Context, c *veltrixv1.VeltrixCluster,
 	nodes := append([]string(nil), c.Status.Nodes...)
 	for i := range pvs.Items {
 		pv := &pvs.Items[i]
-		if n := pv.Labels[resources.LabelNode]; n != "" && !contains(nodes, n) {
+		if n := resources.VolumeNode(pv); n != "" && !contains(nodes, n) {
 			nodes = append(nodes, n)
 		}
 		if err := client.IgnoreNotFound(ctl.client.Delete(ctx, pv)); err != nil {

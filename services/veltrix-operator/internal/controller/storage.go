@@ -48,7 +48,7 @@ func (p *pass) prepareDisks(ctx context.Context) error {
 		if err != nil && !apierrors.IsNotFound(err) {
 			lookupErr = err
 		}
-		return live.Labels[resources.LabelNode]
+		return resources.VolumeNode(&live)
 	})
 	if lookupErr != nil {
 		return fmt.Errorf("reading PersistentVolumes: %w", lookupErr)

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
 
@@ -252,6 +254,29 @@ func TestPersistentVolumes(t *testing.T) {
 	}
 	if pv.Annotations[AnnotationWWN] != "wwn-1" || pv.Annotations[AnnotationFilesystemUUID] != "aaaa" {
 		t.Errorf("identity annotations %v", pv.Annotations)
+	}
+}
+
+// TestPersistentVolumeLongNodeName: a node name may have 253 characters, a label value 63;
+// the volume of a disk on such a node still validates, and its node is read back from the
+// node affinity.
+func TestPersistentVolumeLongNodeName(t *testing.T) {
+	long := strings.Repeat("n", 63) + ".pool-a.eu-west-1.compute.internal"
+	for _, node := range []string{"n1", long} {
+		pvs := PersistentVolumes(cluster(), []Disk{{Node: node, FilesystemUUID: "aaaa", PVPath: "/mnt/p", XFSBytes: 1 << 30}})
+		if len(pvs) != 1 {
+			t.Fatalf("%d volumes", len(pvs))
+		}
+		pv := pvs[0]
+		if errs := metav1validation.ValidateLabels(pv.Labels, field.NewPath("metadata", "labels")); len(errs) > 0 {
+			t.Errorf("node %q: labels do not validate: %v", node, errs)
+		}
+		if got := VolumeNode(pv); got != node {
+			t.Errorf("VolumeNode = %q, want %q", got, node)
+		}
+		if _, labelled := pv.Labels[LabelNode]; labelled != (node == "n1") {
+			t.Errorf("node %q: label %s present %v", node, LabelNode, labelled)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 )
 
@@ -104,7 +105,11 @@ func persistentVolume(c *veltrixv1.VeltrixCluster, d Disk, name, kind string, mo
 	labels := VolumeLabels(c)
 	labels[LabelVolume] = kind
 	labels[LabelDiskIndex] = strconv.Itoa(int(d.Index))
-	labels[LabelNode] = d.Node
+	// A label value holds at most 63 characters, a node name up to 253: a longer name is
+	// left off the label (the node affinity always names it; VolumeNode reads it there).
+	if len(validation.IsValidLabelValue(d.Node)) == 0 {
+		labels[LabelNode] = d.Node
+	}
 	labels[LabelSlot] = strconv.Itoa(int(d.Slot))
 	annotations := map[string]string{AnnotationFilesystemUUID: d.FilesystemUUID}
 	for k, v := range map[string]string{AnnotationDiskGUID: d.DiskGUID, AnnotationWWN: d.WWN, AnnotationSerial: d.Serial, AnnotationRawPartitionUUID: d.RawPartitionUUID} {
@@ -129,6 +134,21 @@ func persistentVolume(c *veltrixv1.VeltrixCluster, d Disk, name, kind string, mo
 			}},
 		},
 	}
+}
+
+// VolumeNode is the node a PersistentVolume built here lives on: the value of its node
+// affinity's hostname term, whatever the length of the name, else its node label.
+func VolumeNode(pv *corev1.PersistentVolume) string {
+	if a := pv.Spec.NodeAffinity; a != nil && a.Required != nil {
+		for _, t := range a.Required.NodeSelectorTerms {
+			for _, e := range t.MatchExpressions {
+				if e.Key == HostnameLabel && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
+					return e.Values[0]
+				}
+			}
+		}
+	}
+	return pv.Labels[LabelNode]
 }
 
 // ClaimRequest is what each volume claim template asks for. Templates cannot change after
