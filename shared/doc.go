@@ -8,6 +8,9 @@
 //   - reconciler: the reconcile skeleton (get, finalizer step, deep copy, the operator's
 //     pass, one status write, events on transitions, Done/Wait/Terminal results,
 //     <operator>_reconcile_* metrics).
+//   - metrics: each object's state as a gauge (every state a series, deleted when the
+//     object goes) and per-object operation counters, <operator>_* on controller-runtime's
+//     registry.
 //   - children: apply-then-prune of the objects an owner controls.
 //   - envflag: flags whose defaults come from environment variables.
 //   - manager: flags, logging, metrics (HTTPS, mounted certificate), probes, leader
