@@ -299,16 +299,20 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("%d Ready events, want 1 (events on transitions only)", ready)
 	}
 
-	// The state metric has one series per state while the cluster exists, none after.
+	// The state metric has one series per state while the cluster exists, 1 for its
+	// state, and a registrations counter; none of them after.
 	if n := controller.StateSeries("mg-lifecycle"); n != 4 {
 		t.Errorf("%d state series, want 4", n)
+	}
+	if state, n := controller.ObjectSeries("mg-lifecycle", h.ns, "demo"); state != string(memgraphv1.StateReady) || n != 5 {
+		t.Errorf("series of demo: state %q, %d series; want Ready, 4 states and 1 counter", state, n)
 	}
 	if err := h.c.Delete(ctx, h.cluster("demo")); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 10*time.Second, "state series deleted", func() (bool, string) {
-		n := controller.StateSeries("mg-lifecycle")
-		return n == 0, fmt.Sprint(n)
+		_, n := controller.ObjectSeries("mg-lifecycle", h.ns, "demo")
+		return n == 0 && controller.StateSeries("mg-lifecycle") == 0, fmt.Sprint(n)
 	})
 }
 
@@ -521,7 +525,7 @@ func TestNodesPrepared(t *testing.T) {
 	}
 }
 
-// TestCommandsCounted: registration_commands_total counts the commands the passes ran,
+// TestCommandsCounted: registrations_total counts the commands the passes ran,
 // and stays put at steady state.
 func TestCommandsCounted(t *testing.T) {
 	h := start(t, "mg-commands")
@@ -538,6 +542,6 @@ func TestCommandsCounted(t *testing.T) {
 	calls := h.reg.calls()
 	testenv.Eventually(t, 30*time.Second, "three more passes", func() (bool, string) { return h.reg.calls() >= calls+3, fmt.Sprint(h.reg.calls()) })
 	if n := controller.Commands("mg-commands"); n != 2 {
-		t.Errorf("registration_commands_total %v after one pass ran 2 commands and %d ran none, want 2", n, h.reg.calls()-1)
+		t.Errorf("registrations_total %v after one pass ran 2 commands and %d ran none, want 2", n, h.reg.calls()-1)
 	}
 }

@@ -15,12 +15,12 @@ import (
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
+	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/reconciler"
 	"github.com/opsuite/suite/shared/ssa"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -150,7 +150,7 @@ type Controller struct {
 	secrets  client.Reader
 	apply    ssa.Applier
 	recorder events.EventRecorder
-	metrics  *clusterMetrics
+	metrics  *metrics.Objects
 
 	mu sync.Mutex
 	// nodes remembers each node's last check, so passes do not call the agents each time.
@@ -160,13 +160,17 @@ type Controller struct {
 // Setup adds the controller to mgr.
 func Setup(mgr ctrl.Manager, cfg Config) error {
 	cfg.defaults()
+	m, err := newMetrics(cfg.Operator)
+	if err != nil {
+		return err
+	}
 	ctl := &Controller{
 		cfg:      cfg,
 		client:   mgr.GetClient(),
 		secrets:  mgr.GetAPIReader(),
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.FieldManager},
 		recorder: mgr.GetEventRecorder(Name),
-		metrics:  metricsFor(cfg.Operator),
+		metrics:  m,
 		nodes:    map[string]nodeCheck{},
 	}
 	r, err := reconciler.New(reconciler.Config[*memgraphv1.MemgraphCluster]{
@@ -196,23 +200,9 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				return e.ObjectOld.(*corev1.Pod).Spec.NodeName != e.ObjectNew.(*corev1.Pod).Spec.NodeName
 			}})).
-		Complete(forgetGone{Reconciler: r, client: mgr.GetClient(), metrics: ctl.metrics})
-}
-
-// forgetGone runs the kit's reconciler and, once a cluster is gone, deletes its metric
-// series (the kit's pass never runs for an object that is not there).
-type forgetGone struct {
-	*reconciler.Reconciler[*memgraphv1.MemgraphCluster]
-	client  client.Client
-	metrics *clusterMetrics
-}
-
-func (f forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	res, err := f.Reconciler.Reconcile(ctx, req)
-	if err == nil && apierrors.IsNotFound(f.client.Get(ctx, req.NamespacedName, &memgraphv1.MemgraphCluster{})) {
-		f.metrics.forget(req.Namespace, req.Name)
-	}
-	return res, err
+		// A gone cluster's series are deleted (the kit's pass never runs for an object
+		// that is not there).
+		Complete(m.ForgetGone(r, mgr.GetClient(), func() client.Object { return &memgraphv1.MemgraphCluster{} }))
 }
 
 func podToCluster(_ context.Context, o client.Object) []reconcile.Request {

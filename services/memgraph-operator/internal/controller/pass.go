@@ -56,7 +56,7 @@ func (ctl *Controller) run(ctx context.Context, c *memgraphv1.MemgraphCluster) (
 	p := &pass{ctl: ctl, c: c, before: c.Status.State, now: time.Now(), sts: map[resources.Role]*appsv1.StatefulSet{}}
 	wait, err := p.reconcile(ctx)
 	p.writeStatus()
-	ctl.metrics.record(c)
+	ctl.metrics.SetState(c.Namespace, c.Name, string(c.Status.State))
 	if err != nil {
 		return reconciler.Result{}, err
 	}
@@ -113,7 +113,7 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	reg, err := cfg.Registrar.Register(ctx, p.c, creds, want)
-	p.ctl.metrics.commands.Add(float64(len(reg.Executed)))
+	p.ctl.metrics.Add(p.c.Namespace, p.c.Name, counterRegistrations, len(reg.Executed))
 	if err != nil {
 		// The data plane refused or failed a command: observe again soon; not an error
 		// loop, the condition says it and the log has the cause.
