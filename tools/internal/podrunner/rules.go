@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,6 +31,9 @@ type ImageRule struct {
 	// container's environment and the node's variables (NodeVars, e.g. $(NODE_DEVICES));
 	// they make an image's server bind to the pod address ("--bind", "$(POD_IP)").
 	ExtraArgs []string `json:"extraArgs,omitempty"`
+	// Subcommands are first arguments that start another program of the same binary
+	// (node-agent's "signer"): that program gets no ExtraArgs, which are the server's.
+	Subcommands []string `json:"subcommands,omitempty"`
 	// ListenFlags name flags whose value is a listen address ("--metrics-bind-address").
 	// A value without a host or with a wildcard one (":8443", "0.0.0.0:8443") becomes
 	// "<pod IP>:8443": in its own network namespace, as on a kubelet, the process would
@@ -64,9 +68,12 @@ func DefaultImageRules(binDir string) []ImageRule {
 			Commands:  []string{"redis-server", "valkey-server", "docker-entrypoint.sh"},
 			ExtraArgs: []string{"--bind", "$(POD_IP)"}, User: user, WorkingDir: "/data"}
 	}
+	agent := opsuite("ghcr.io/opsuite/node-agent", "--allow-loop-devices", "--device-allow=$("+NodeDevicesVar+")")
+	agent.Subcommands = []string{"signer"}
 	return []ImageRule{
-		// The node agent sees only its node's disks (loop devices the cluster attached).
-		opsuite("ghcr.io/opsuite/node-agent", "--allow-loop-devices", "--device-allow=$("+NodeDevicesVar+")"),
+		// The node agent sees only its node's disks (loop devices the cluster attached); its
+		// `signer` subcommand (the per-node certificates' CA) has no disks.
+		agent,
 		opsuite("ghcr.io/opsuite/*"),
 		// The official images start as root (their entrypoint drops to redis); Bitnami's
 		// run as 1001.
@@ -107,6 +114,11 @@ func (r ImageRule) Validate() error {
 	for _, e := range r.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 			return fmt.Errorf("image rule %q: env %q is not NAME=value", r.Image, e)
+		}
+	}
+	for _, c := range r.Subcommands {
+		if c == "" || strings.HasPrefix(c, "-") {
+			return fmt.Errorf("image rule %q: subcommand %q must be a word, not a flag", r.Image, c)
 		}
 	}
 	for _, f := range r.ListenFlags {
@@ -190,6 +202,15 @@ func (r ImageRule) argv(command, args []string) ([]string, error) {
 		return append([]string{r.Binary}, all...), nil
 	}
 	return nil, fmt.Errorf("command %q is not an executable the image rule %q stands in for", first, r.Image)
+}
+
+// extraArgs is ExtraArgs for the process argv (argv[0] the binary), or none when argv runs
+// one of the rule's Subcommands.
+func (r ImageRule) extraArgs(argv []string) []string {
+	if len(argv) > 1 && slices.Contains(r.Subcommands, argv[1]) {
+		return nil
+	}
+	return r.ExtraArgs
 }
 
 // parseUser reads an image USER ("uid" or "uid:gid", numeric); empty is root. The gid is

@@ -154,6 +154,7 @@ func TestRuleValidate(t *testing.T) {
 		{Image: "x", Binary: "/b", Env: []string{"NOVALUE"}},
 		{Image: "x", Binary: "/b", ListenFlags: []string{"listen"}},
 		{Image: "x", Binary: "/b", ListenFlags: []string{"--listen=:1"}},
+		{Image: "x", Binary: "/b", Subcommands: []string{"--signer"}},
 		{Image: "[", Binary: "/b"},
 		{Image: "x"},
 	}
@@ -178,6 +179,25 @@ func TestDefaultRulesNodeAgent(t *testing.T) {
 	want := []string{"--allow-loop-devices", "--device-allow=/dev/loop3,/dev/loop4"}
 	if !reflect.DeepEqual(extra, want) {
 		t.Errorf("node-agent extra args %q, want %q", extra, want)
+	}
+	// The chart's signer Deployment runs `node-agent signer ...`: it has no disks, and the
+	// agent's flags would make it exit (flag provided but not defined).
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--listen=:9443"}, 2},
+		{[]string{"signer", "--ca-cert=/ca/tls.crt"}, 0},
+		{[]string{"node-agent", "signer", "--name=x"}, 0},
+		{[]string{"--name=signer"}, 2},
+	} {
+		argv, err := agent.argv(nil, tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := agent.extraArgs(argv); len(got) != tt.want {
+			t.Errorf("args %q: extra args %q, want %d", tt.args, got, tt.want)
+		}
 	}
 	op, _ := rules.Match("ghcr.io/opsuite/vald-operator:0.1.0")
 	if len(op.ExtraArgs) != 0 || op.User != "65532:65532" || len(op.ListenFlags) == 0 {

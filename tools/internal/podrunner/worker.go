@@ -332,7 +332,7 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container) error {
 	argv = append(argv[:1], bindToPod(argv[1:], c.rule.ListenFlags, pod.Status.PodIP)...)
 	nodeVars := maps.Clone(vars)
 	maps.Copy(nodeVars, w.r.cfg.NodeVars[pod.Spec.NodeName])
-	for _, a := range c.rule.ExtraArgs {
+	for _, a := range c.rule.extraArgs(argv) {
 		argv = append(argv, expand(a, nodeVars))
 	}
 	if _, err := os.Stat(argv[0]); err != nil {
