@@ -1,9 +1,10 @@
 // Package reconciler is the skeleton every operator's reconcile pass runs in: read the
-// object (gone: done), handle deletion with an optional finalizer step, deep-copy it, run
-// the operator's pass on the copy, write status once (not at all when unchanged), record
-// an event per condition transition, and map the pass's Result onto controller-runtime
-// (RequeueAfter for waiting, TerminalError for a wrong spec, errors with back-off),
-// counting outcomes in metrics named after the operator.
+// object (gone: forget it, done), take the last status write instead when the cache has
+// not caught up with it, handle deletion with an optional finalizer step, deep-copy it,
+// run the operator's pass on the copy, write status once (not at all when unchanged),
+// record an event per condition transition, and map the pass's Result onto
+// controller-runtime (RequeueAfter for waiting, TerminalError for a wrong spec, errors
+// with back-off), counting outcomes in metrics named after the operator.
 package reconciler
 
 import (
@@ -19,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -64,12 +66,18 @@ type Config[O client.Object] struct {
 	// pass that moves through several conditions at once (lifecycle phases), where each
 	// event is one more write to the API server. Empty: one event per transition.
 	FoldNormalEvents []string
+	// OnGone is called when key is found gone (NotFound), or found holding an object of
+	// another UID, with the UID it held ("" when this process never saw it): the place to
+	// drop what the operator keeps per object (connections, back-off counters, metric
+	// series). Optional.
+	OnGone func(key types.NamespacedName, uid types.UID)
 }
 
 // Reconciler runs Config's pass; it implements reconcile.Reconciler.
 type Reconciler[O client.Object] struct {
 	cfg     Config[O]
 	metrics *Metrics
+	memory  memory[O]
 }
 
 // New checks cfg and returns its reconciler, registering the operator's metrics.
@@ -96,6 +104,10 @@ func New[O client.Object](cfg Config[O]) (*Reconciler[O], error) {
 // Metrics are the reconciler's metrics.
 func (r *Reconciler[O]) Metrics() *Metrics { return r.metrics }
 
+// Remembered is how many objects the reconciler keeps in memory (those seen and not yet
+// found gone).
+func (r *Reconciler[O]) Remembered() int { return r.memory.len() }
+
 // Reconcile runs one pass for req.
 func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
 	began := time.Now()
@@ -103,7 +115,16 @@ func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (r
 
 	obj := r.cfg.New()
 	if err := r.cfg.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.gone(req.NamespacedName, r.memory.gone(req.NamespacedName))
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	// Transitions, the no-op check and the patch are judged from the last status write
+	// when the cache has not seen it yet.
+	obj, replaced := r.memory.fresher(req.NamespacedName, obj)
+	if replaced != "" {
+		r.gone(req.NamespacedName, replaced)
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return r.finalize(ctx, obj)
@@ -132,12 +153,19 @@ func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, errors.Join(runErr, err)
 	}
 	if written {
+		r.memory.wrote(req.NamespacedName, after)
 		r.announce(obj, after)
 	}
 	if runErr != nil {
 		return reconcile.Result{}, runErr
 	}
 	return out.controllerResult()
+}
+
+func (r *Reconciler[O]) gone(key types.NamespacedName, uid types.UID) {
+	if r.cfg.OnGone != nil {
+		r.cfg.OnGone(key, uid)
+	}
 }
 
 // finalize runs the finalizer step of an object being deleted; without a finalizer of
