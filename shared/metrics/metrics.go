@@ -207,3 +207,35 @@ func (o *Objects) ForgetGone(r reconcile.Reconciler, c client.Reader, newObj fun
 		return res, err
 	})
 }
+
+// ObjectSeries reads from g the series of the object namespace/name, for tests and
+// diagnostics: the value by family name, a state series keyed as name{state="Ready"}.
+func ObjectSeries(g prometheus.Gatherer, namespace, name string) (map[string]float64, error) {
+	fams, err := g.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l[LabelNamespace] != namespace || l[LabelName] != name {
+				continue
+			}
+			key := f.GetName()
+			if s, ok := l[LabelState]; ok {
+				key += fmt.Sprintf("{state=%q}", s)
+			}
+			switch {
+			case m.GetGauge() != nil:
+				out[key] = m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				out[key] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out, nil
+}

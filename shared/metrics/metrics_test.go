@@ -89,7 +89,14 @@ func TestForgetDeletesOnlyThatObject(t *testing.T) {
 		o.Add("ns", n, "failovers", 2)
 	}
 	o.SetState("ns", "a", "Resizing") // a state the list lacks
+	got, err := ObjectSeries(reg, "ns", "a")
+	if err != nil || len(got) != 4+1+2 || got[`demo_operator_cluster_state{state="Resizing"}`] != 1 || got["demo_operator_failovers_total"] != 2 || got["demo_operator_cluster_shards_ready"] != 3 {
+		t.Errorf("series of a before Forget: %v, %v", got, err)
+	}
 	o.Forget("ns", "a")
+	if got, err := ObjectSeries(reg, "ns", "a"); err != nil || len(got) != 0 {
+		t.Errorf("series of a after Forget: %v, %v", got, err)
+	}
 	all := []string{"demo_operator_cluster_state", "demo_operator_cluster_shards_ready", "demo_operator_failovers_total", "demo_operator_slot_moves_total"}
 	n, err := testutil.GatherAndCount(reg, all...)
 	if err != nil || n != 3+1+1+1 {
