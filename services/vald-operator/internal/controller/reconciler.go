@@ -158,6 +158,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 		// for them (named after the last) instead of three, each an API server write.
 		// Failures keep their own Warning; Switchover and NodePoolMatchLost their own events.
 		FoldNormalEvents: []string{valdv1.ConditionWaitingClusterCreate, valdv1.ConditionWaitingCreateVrs, valdv1.ConditionCompleted},
+		OnGone:           r.forget,
 	})
 	if err != nil {
 		return nil, err
@@ -168,7 +169,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	wake := make(chan event.GenericEvent)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("valdoperatorrelease").
-		For(&valdv1.ValdOperatorRelease{}, builder.WithPredicates(predicate.Funcs{DeleteFunc: r.forget, UpdateFunc: specOrMetaChanged})).
+		For(&valdv1.ValdOperatorRelease{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: specOrMetaChanged})).
 		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 	if opts.RequireNodePoolMatch {
@@ -202,12 +203,10 @@ func specOrMetaChanged(e event.UpdateEvent) bool {
 }
 
 // forget drops what the reconciler keeps per release (retry back-off, a name it waits for)
-// when the release is deleted; the event still goes on to the queue.
-func (r *Reconciler) forget(e event.DeleteEvent) bool {
-	key := client.ObjectKeyFromObject(e.Object)
+// once the release is gone.
+func (r *Reconciler) forget(key types.NamespacedName, _ types.UID) {
 	r.retry.Forget(key)
 	r.waiting.done(key)
-	return true
 }
 
 // valdReleaseRequests maps a ValdRelease event to the releases it concerns: the one that
