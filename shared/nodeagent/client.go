@@ -1,9 +1,12 @@
 // Package nodeagent is the client of the node agent (nodeagent.v1.NodeAgent). A Pool finds
 // the agent's pod on a node (through the manager's cache), keeps one TLS connection per node
-// verified with the chart's CA, sends with every call a ServiceAccount token minted for that
-// node's agent alone (audience contract.Audience(node)), and retries calls the agent could not
-// take (Unavailable) and nothing else. An operator makes its pool with NewForManager, from
-// AgentsFromEnv (the NODE_AGENT_* variables its chart sets) or Release.Agents.
+// verified with the chart's CA (and, when the CA's server name is "*.<name>", that the
+// certificate names that node), sends with every call a ServiceAccount token minted for that
+// node's agent alone (audience contract.Audience(node)), and retries, pausing no longer than
+// the caller's context, the calls the agent could not take (Unavailable, or ResourceExhausted
+// from its per-address limiter) and nothing else. An operator makes its pool with
+// NewForManager, from AgentsFromEnv (the NODE_AGENT_* variables its chart sets) or
+// Release.Agents.
 //
 // RBAC the caller's ServiceAccount needs: create serviceaccounts/token on itself (TokenRequester);
 // in the agent's namespace list and watch pods (PodResolver through a cache; get is enough for
@@ -51,7 +54,8 @@ func (s StaticToken) Token(context.Context, string) (string, error) { return str
 type Options struct {
 	// Timeout bounds each attempt; preparing large disks takes a while. Default 2 minutes.
 	Timeout time.Duration
-	// Attempts is the most tries of one call, retrying Unavailable only. Default 4.
+	// Attempts is the most tries of one call, retrying Unavailable and ResourceExhausted only.
+	// Default 4.
 	Attempts int
 	// Backoff is the first pause between attempts, doubled each time with jitter. Default 200ms.
 	Backoff time.Duration
@@ -122,9 +126,11 @@ func (c *Client) EnsureSysctl(ctx context.Context, req *nodeagentv1.EnsureSysctl
 	return call(ctx, c, req, nodeagentv1.NodeAgentClient.EnsureSysctl)
 }
 
-// call runs one method with a timeout per attempt, retrying Unavailable only (and a
-// connection the pool closed): every other code is the agent's answer (a refusal, bad input,
-// denied access) and would not change.
+// call runs one method with a timeout per attempt, retrying Unavailable, ResourceExhausted
+// (the agent's per-address limiter: too many failed calls from this address, earned back
+// over time) and a connection the pool closed; every other code is the agent's answer (a
+// refusal, bad input, denied access) and would not change. The pause between attempts ends
+// with the caller's context.
 func call[Req, Resp any](ctx context.Context, c *Client, req Req, method func(nodeagentv1.NodeAgentClient, context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	var zero Resp
 	pause := c.opts.Backoff
@@ -143,7 +149,8 @@ func call[Req, Resp any](ctx context.Context, c *Client, req Req, method func(no
 		}
 		// Canceled while the caller's context lives means the pool closed the connection under
 		// the call: the agent moved, and the next attempt reaches it where it is now.
-		retry := status.Code(err) == codes.Unavailable || status.Code(err) == codes.Canceled
+		code := status.Code(err)
+		retry := code == codes.Unavailable || code == codes.ResourceExhausted || code == codes.Canceled
 		if !retry || attempt >= c.opts.Attempts || ctx.Err() != nil {
 			return zero, err
 		}

@@ -106,7 +106,10 @@ func newPool(t *testing.T, cfg nodeagent.Config) *nodeagent.Pool {
 	return p
 }
 
-func TestRetriesUnavailableOnly(t *testing.T) {
+// TestRetriesUnavailableAndExhaustedOnly: what the agent could not take now (Unavailable,
+// ResourceExhausted from its per-address limiter) is tried again, up to Attempts; its other
+// answers are final.
+func TestRetriesUnavailableAndExhaustedOnly(t *testing.T) {
 	ctx := context.Background()
 	pki := newPKI(t)
 	cases := []struct {
@@ -120,6 +123,11 @@ func TestRetriesUnavailableOnly(t *testing.T) {
 			status.Error(codes.Unavailable, "x"), status.Error(codes.Unavailable, "x"),
 			status.Error(codes.Unavailable, "x"), status.Error(codes.Unavailable, "x"), status.Error(codes.Unavailable, "x"),
 		}, codes.Unavailable, 4},
+		{"resource exhausted then ok", []error{status.Error(codes.ResourceExhausted, "too many failed calls from this address: retry later")}, codes.OK, 2},
+		{"resource exhausted exhausts attempts", []error{
+			status.Error(codes.ResourceExhausted, "x"), status.Error(codes.Unavailable, "x"),
+			status.Error(codes.ResourceExhausted, "x"), status.Error(codes.ResourceExhausted, "x"),
+		}, codes.ResourceExhausted, 4},
 		{"failed precondition is final", []error{status.Error(codes.FailedPrecondition, "boot disk")}, codes.FailedPrecondition, 1},
 		{"permission denied is final", []error{status.Error(codes.PermissionDenied, "no")}, codes.PermissionDenied, 1},
 		{"deadline is final", []error{status.Error(codes.DeadlineExceeded, "slow")}, codes.DeadlineExceeded, 1},
@@ -150,6 +158,31 @@ func TestRetriesUnavailableOnly(t *testing.T) {
 				t.Fatalf("%d client connections seen by the agent, %d in the pool; want 1", peers, p.Connections())
 			}
 		})
+	}
+}
+
+// TestBackoffEndsWithTheContext: a retry's pause never outlasts the caller's context; the
+// call returns the agent's answer and the context's error as soon as the context ends.
+func TestBackoffEndsWithTheContext(t *testing.T) {
+	pki := newPKI(t)
+	agent := &scriptedAgent{node: "node-a", errs: []error{
+		status.Error(codes.ResourceExhausted, "x"), status.Error(codes.ResourceExhausted, "x"),
+	}}
+	addr := serveTLS(t, agent, pki.Cert, "127.0.0.1:0")
+	p := newPool(t, nodeagent.Config{
+		Resolver: nodeagent.StaticResolver{"node-a": addr}, CA: nodeagent.StaticCA{Pool: pki.Pool, ServerName: serverName},
+		Tokens: &audienceTokens{}, Options: nodeagent.Options{Timeout: 5 * time.Second, Attempts: 4, Backoff: time.Minute},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	_, err := p.Node("node-a").GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+	took := time.Since(begin)
+	if status.Code(err) != codes.ResourceExhausted || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want ResourceExhausted joined with the context's deadline", err)
+	}
+	if calls, _, _ := agent.stats(); calls != 1 || took > 5*time.Second {
+		t.Fatalf("%d calls in %s: want 1, returning when the 300ms context ends, not after the 30s-1m pause", calls, took)
 	}
 }
 
