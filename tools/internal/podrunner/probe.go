@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -117,4 +118,59 @@ func resolvePort(port intstr.IntOrString, c *corev1.Container) (int, error) {
 		return n, nil
 	}
 	return 0, fmt.Errorf("container %s has no port named %q", c.Name, port.StrVal)
+}
+
+func (w *podWorker) probeContainer(pod *corev1.Pod, c *container) {
+	now := time.Now()
+	if rp := c.spec.ReadinessProbe; rp != nil {
+		if now.Sub(c.probeStart) >= time.Duration(rp.InitialDelaySeconds)*time.Second &&
+			now.Sub(c.lastProbe) >= period(rp) {
+			c.lastProbe = now
+			err := probe(w.ctx, rp, pod.Status.PodIP, &c.spec)
+			if err == nil {
+				c.readyFail = 0
+				c.readyOK++
+				if c.readyOK >= max(rp.SuccessThreshold, 1) {
+					c.ready = true
+				}
+			} else {
+				c.readyOK = 0
+				c.readyFail++
+				if c.readyFail >= threshold(rp.FailureThreshold) || !c.ready {
+					c.ready = false
+				}
+			}
+		}
+	} else {
+		c.ready = true
+	}
+	if lp := c.spec.LivenessProbe; lp != nil {
+		if now.Sub(c.probeStart) >= time.Duration(lp.InitialDelaySeconds)*time.Second &&
+			now.Sub(c.lastLive) >= period(lp) {
+			c.lastLive = now
+			if err := probe(w.ctx, lp, pod.Status.PodIP, &c.spec); err != nil {
+				c.liveFail++
+				if c.liveFail >= threshold(lp.FailureThreshold) {
+					w.r.log.Info("Liveness probe failed; killed the container", "pod", w.key, "container", c.spec.Name, "err", err)
+					_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+				}
+			} else {
+				c.liveFail = 0
+			}
+		}
+	}
+}
+
+func period(p *corev1.Probe) time.Duration {
+	if p.PeriodSeconds <= 0 {
+		return 10 * time.Second
+	}
+	return time.Duration(p.PeriodSeconds) * time.Second
+}
+
+func threshold(t int32) int32 {
+	if t <= 0 {
+		return 3
+	}
+	return t
 }

@@ -102,6 +102,12 @@ type harness struct {
 
 func start(t *testing.T, operator string, opts ...func(*controller.Config)) *harness {
 	t.Helper()
+	return startWith(t, operator, nil, opts...)
+}
+
+// startWith is start with more options for the manager.
+func startWith(t *testing.T, operator string, more []testenv.ManagerOption, opts ...func(*controller.Config)) *harness {
+	t.Helper()
 	h := &harness{
 		t: t, ns: testenv.NewNamespace(t, env.Client, "mg-"), c: env.Client,
 		reg:    &registrar{answer: healthy},
@@ -126,7 +132,7 @@ func start(t *testing.T, operator string, opts ...func(*controller.Config)) *har
 			o(&cfg)
 		}
 		return controller.Setup(mgr, cfg)
-	}, testenv.InNamespaces(h.ns), countWrites, controller.ManagerOptions) // the operator's cache
+	}, append([]testenv.ManagerOption{testenv.InNamespaces(h.ns), countWrites, controller.ManagerOptions}, more...)...) // the operator's cache
 	return h
 }
 

@@ -184,6 +184,8 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 			return c.Status.Conditions
 		},
 		ObserveGeneration: func(c *memgraphv1.MemgraphCluster, gen int64) { c.Status.ObservedGeneration = gen },
+		// A gone cluster's series are deleted.
+		OnGone: func(key types.NamespacedName, _ types.UID) { m.Forget(key.Namespace, key.Name) },
 	})
 	if err != nil {
 		return err
@@ -200,9 +202,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				return e.ObjectOld.(*corev1.Pod).Spec.NodeName != e.ObjectNew.(*corev1.Pod).Spec.NodeName
 			}})).
-		// A gone cluster's series are deleted (the kit's pass never runs for an object
-		// that is not there).
-		Complete(m.ForgetGone(r, mgr.GetClient(), func() client.Object { return &memgraphv1.MemgraphCluster{} }))
+		Complete(r)
 }
 
 func podToCluster(_ context.Context, o client.Object) []reconcile.Request {

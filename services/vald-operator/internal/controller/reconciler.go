@@ -110,6 +110,8 @@ type Reconciler struct {
 	waiting nameWaiters
 	// index narrows the cache's lists of ValdReleases to one release's.
 	index *valdReleaseIndex
+	// metrics are the controller's own series (metrics.go).
+	metrics *controllerMetrics
 
 	// pass is the shared skeleton around run: get, deep copy, one status write, events,
 	// requeue mapping and the vald_operator_reconcile_* metrics.
@@ -129,6 +131,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	m, err := newControllerMetrics()
+	if err != nil {
+		return nil, err
+	}
 	index := &valdReleaseIndex{}
 	var c client.Client = indexedClient{Client: mgr.GetClient(), index: index}
 	if opts.wrapClient != nil {
@@ -136,11 +142,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	}
 	r := &Reconciler{
 		Client:   c,
-		Applier:  ssa.Applier{Client: createFirstClient{Client: c, live: mgr.GetAPIReader()}, FieldManager: resources.FieldManager},
+		Applier:  ssa.Applier{Client: createFirstClient{Client: c, live: mgr.GetAPIReader(), metrics: m}, FieldManager: resources.FieldManager},
 		Recorder: mgr.GetEventRecorder(Name),
 		Options:  opts,
 		retry:    workqueue.NewTypedItemExponentialFailureRateLimiter[client.ObjectKey](opts.retryBaseDelay, opts.RequeueAfter),
 		index:    index,
+		metrics:  m,
 	}
 	// observedGeneration is stamped by run itself: a pass that met an API error reports it
 	// in the conditions and retries without one, yet did not apply its generation.
@@ -207,6 +214,7 @@ func specOrMetaChanged(e event.UpdateEvent) bool {
 func (r *Reconciler) forget(key types.NamespacedName, _ types.UID) {
 	r.retry.Forget(key)
 	r.waiting.done(key)
+	r.metrics.releases.Forget(key.Namespace, key.Name)
 }
 
 // valdReleaseRequests maps a ValdRelease event to the releases it concerns: the one that
@@ -247,7 +255,7 @@ func (r *Reconciler) run(ctx context.Context, vor *valdv1.ValdOperatorRelease) (
 	vor.Status.Progress = valdv1.Progress{Total: out.Total, Completed: out.Completed}
 	vor.Status.ProgressText = fmt.Sprintf("%d/%d", out.Completed, out.Total)
 	vor.Status.State = string(conditions.Summarize(vor.Status.Conditions))
-	recordPhases(out)
+	r.metrics.observe(vor, out)
 	if err != nil {
 		// Transient (an API error): the conditions say so, observedGeneration stays where
 		// it was, and the pass is retried with back-off; not returned as an error, which

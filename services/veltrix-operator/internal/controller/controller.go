@@ -176,10 +176,11 @@ func (ctl *Controller) memoryOf(c *veltrixv1.VeltrixCluster) *memory {
 	return m
 }
 
-func (ctl *Controller) forget(c *veltrixv1.VeltrixCluster) {
+// forget drops what the controller keeps about the cluster of uid (it is gone).
+func (ctl *Controller) forget(_ types.NamespacedName, uid types.UID) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	delete(ctl.state, c.UID)
+	delete(ctl.state, uid)
 }
 
 // Summary is how the cluster's conditions read: MaxMapCountLow is an issue when True.
@@ -211,6 +212,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		Finalizer: veltrixv1.Finalizer,
 		Finalize:  ctl.finalize,
 		Summary:   Summary(),
+		OnGone:    ctl.forget,
 	})
 	if err != nil {
 		return err
