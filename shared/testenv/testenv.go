@@ -3,7 +3,8 @@
 // suite's CRDs and cleans up after test processes that were killed mid-run. Its helpers
 // serve every module's tests: StartManager, Eventually/WaitFor/WaitForObject/
 // WaitForCondition, Poll, WriteCounter, FreeAddr/FreePort, NewNamespace, Kubeconfig,
-// LogBuffer, and the Widget test kind.
+// LogBuffer, Golden, the test PKI (CA: a throwaway authority and the certificates it
+// signs) and the Widget test kind.
 package testenv
 
 import (
