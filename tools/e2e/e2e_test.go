@@ -480,7 +480,7 @@ func TestNodeAgentOnEveryNode(t *testing.T) {
 	}
 	readyOn := map[string]string{}
 	err = poll(ctx, t, fmt.Sprintf("node-agent Ready on all %d nodes", want), 3*time.Minute, func(ctx context.Context) (bool, error) {
-		ps, err := readyPods(ctx, s)
+		ps, err := readyAgents(ctx, s)
 		if err != nil {
 			return false, err
 		}
@@ -504,7 +504,7 @@ func TestNodeAgentOnEveryNode(t *testing.T) {
 	if env.local != nil {
 		// Every simulated node is this host: each agent must have its own state and PV
 		// tree, or they would share one state file. Look at the running processes.
-		ps, err := readyPods(ctx, s)
+		ps, err := readyAgents(ctx, s)
 		if err != nil {
 			t.Fatal(err)
 		}

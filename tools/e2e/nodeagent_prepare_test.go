@@ -90,7 +90,7 @@ func TestNodeAgentPrepare(t *testing.T) {
 	sort.Strings(names)
 	node := names[0]
 	err = poll(ctx, t, "node-agent Ready on node "+node, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		ps, err := readyPods(ctx, s)
+		ps, err := readyAgents(ctx, s)
 		for _, p := range ps {
 			if p.Spec.NodeName == node {
 				return true, nil
@@ -385,7 +385,7 @@ func requestToken(ctx context.Context, ns, sa string, audiences ...string) (stri
 }
 
 func agentOn(ctx context.Context, s service, node string) (*corev1.Pod, error) {
-	ps, err := readyPods(ctx, s)
+	ps, err := readyAgents(ctx, s)
 	if err != nil {
 		return nil, err
 	}

@@ -57,12 +57,18 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .Values.bindPodIP }}$(POD_IP){{ end }}
 {{- end }}
 
-{{/* Secret holding tls.crt, tls.key and ca.crt. */}}
+{{/* "true" when each agent gets its own certificate (tls.mode perNode), else empty. */}}
+{{- define "node-agent.perNode" -}}
+{{- if eq .Values.tls.mode "perNode" }}true{{ end }}
+{{- end }}
+
+{{/* Secret holding tls.crt, tls.key and ca.crt (tls.mode shared). */}}
 {{- define "node-agent.tlsSecretName" -}}
 {{- default (printf "%s-tls" (include "node-agent.fullname" .)) .Values.tls.existingSecret }}
 {{- end }}
 
-{{/* The TLS server name clients verify while they dial a pod address. */}}
+{{/* The TLS server name clients verify while they dial a pod address; in perNode mode each
+agent's certificate names <node>.<this>, and the CA ConfigMap publishes "*.<this>". */}}
 {{- define "node-agent.serverName" -}}
 {{- printf "%s.%s.svc" (include "node-agent.fullname" .) .Release.Namespace }}
 {{- end }}

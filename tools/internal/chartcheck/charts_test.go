@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -506,17 +505,7 @@ func TestNodeAgentChartRenders(t *testing.T) {
 		t.Errorf("tolerations %+v do not cover every NoSchedule and NoExecute taint", pod.Tolerations)
 	}
 
-	secret := into[corev1.Secret](t, mustFind(t, objs, "Secret", full+"-tls"))
-	if secret.Type != corev1.SecretTypeTLS || len(secret.Data["tls.crt"]) == 0 || len(secret.Data["tls.key"]) == 0 || len(secret.Data["ca.crt"]) == 0 {
-		t.Errorf("TLS Secret type %s keys %v", secret.Type, slices.Sorted(maps.Keys(secret.Data)))
-	}
-	var tlsVolume bool
-	for _, v := range pod.Volumes {
-		tlsVolume = tlsVolume || (v.Secret != nil && v.Secret.SecretName == secret.Name)
-	}
-	if !tlsVolume {
-		t.Error("DaemonSet does not mount the TLS Secret")
-	}
+	// TLS (per-node by default, shared on request): TestNodeAgentChartPerNodeIdentity.
 	mustFind(t, objs, "ConfigMap", full+"-ca")
 
 	own := into[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", full))

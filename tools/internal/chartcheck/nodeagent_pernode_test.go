@@ -13,13 +13,14 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// TestNodeAgentChartPerNodeIdentity renders tls.perNode.enabled: the CA key is in a Secret
-// only the signer Deployment mounts, the agents get --tls-signer-name and no key pair, the
-// CA ConfigMap tells clients to verify "*.<serverName>", and each side has the rights the
-// CSR flow needs (services/node-agent/internal/certs), nothing of the other's.
+// TestNodeAgentChartPerNodeIdentity renders the default, tls.mode perNode: the CA key is in a
+// Secret only the signer Deployment mounts, the agents get --tls-signer-name and no key pair,
+// the CA ConfigMap tells clients to verify "*.<serverName>", and each side has the rights the
+// CSR flow needs (services/node-agent/internal/certs), nothing of the other's. The weaker
+// shared mode is there only when asked for by name.
 func TestNodeAgentChartPerNodeIdentity(t *testing.T) {
 	h := newHelm(t)
-	out, err := h.template("na", "charts/node-agent", "--namespace", "nodes", "--set", "tls.perNode.enabled=true")
+	out, err := h.template("na", "charts/node-agent", "--namespace", "nodes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,16 +107,56 @@ func TestNodeAgentChartPerNodeIdentity(t *testing.T) {
 	acrb := into[rbacv1.ClusterRoleBinding](t, mustFind(t, objs, "ClusterRoleBinding", full+"-csr"))
 	checkBinding(t, acrb.RoleRef, acrb.Subjects, "ClusterRole", full+"-csr", agent.ServiceAccountName, "nodes")
 
-	// The default stays one shared pair; a given Secret and per-node mode exclude each other.
-	out, err = h.template("na", "charts/node-agent", "--namespace", "nodes")
+	// tls.mode shared: one generated pair mounted by every agent, the shared name, no signer.
+	out, err = h.template("na", "charts/node-agent", "--namespace", "nodes", "--set", "tls.mode=shared")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := find(decode(t, out), "Deployment", full+"-signer"); ok {
-		t.Error("the signer is rendered by default")
+	objs = decode(t, out)
+	checkSharedPair(t, objs, full, full+"-tls", serverName)
+	secret := into[corev1.Secret](t, mustFind(t, objs, "Secret", full+"-tls"))
+	if secret.Type != corev1.SecretTypeTLS || len(secret.Data["tls.crt"]) == 0 || len(secret.Data["tls.key"]) == 0 || len(secret.Data["ca.crt"]) == 0 {
+		t.Errorf("TLS Secret type %s keys %v", secret.Type, slices.Sorted(maps.Keys(secret.Data)))
 	}
-	if _, err := h.template("na", "charts/node-agent", "--set", "tls.perNode.enabled=true", "--set", "tls.existingSecret=mine"); err == nil ||
-		!strings.Contains(err.Error(), "exclude each other") {
-		t.Errorf("existingSecret with perNode: %v", err)
+	// A given Secret is a shared pair too: only with tls.mode=shared, said in so many words.
+	if _, err := h.template("na", "charts/node-agent", "--set", "tls.existingSecret=mine"); err == nil ||
+		!strings.Contains(err.Error(), "tls.mode=shared, which is weaker") {
+		t.Errorf("existingSecret in perNode mode: %v", err)
+	}
+	out, err = h.template("na", "charts/node-agent", "--namespace", "nodes", "--set", "tls.mode=shared", "--set", "tls.existingSecret=mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs = decode(t, out)
+	checkSharedPair(t, objs, full, "mine", serverName)
+	if _, ok := find(objs, "Secret", full+"-tls"); ok {
+		t.Error("a pair is generated beside tls.existingSecret")
+	}
+	if _, err := h.template("na", "charts/node-agent", "--set", "tls.mode=perNodes"); err == nil {
+		t.Error("tls.mode perNodes accepted")
+	}
+}
+
+// checkSharedPair: the agents serve the pair in Secret secret, mounted, and no signer runs.
+func checkSharedPair(t *testing.T, objs []object, full, secret, serverName string) {
+	t.Helper()
+	agent := into[appsv1.DaemonSet](t, mustFind(t, objs, "DaemonSet", full)).Spec.Template.Spec
+	if args := agent.Containers[0].Args; !slices.Contains(args, "--tls-cert=/etc/node-agent/tls/tls.crt") ||
+		slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--tls-signer") }) {
+		t.Errorf("shared mode agent args %q", args)
+	}
+	if !slices.ContainsFunc(agent.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == secret }) {
+		t.Errorf("the agents do not mount Secret %s", secret)
+	}
+	for _, kind := range []string{"Deployment", "Secret", "ClusterRole"} {
+		if _, ok := find(objs, kind, full+"-signer"+map[string]string{"Secret": "-ca"}[kind]); ok {
+			t.Errorf("shared mode renders the signer's %s", kind)
+		}
+	}
+	// A given Secret's CA is published once the Secret exists (lookup, not in helm template).
+	if _, ok := find(objs, "ConfigMap", full+"-ca"); ok || secret == full+"-tls" {
+		if got := into[corev1.ConfigMap](t, mustFind(t, objs, "ConfigMap", full+"-ca")).Data["serverName"]; got != serverName {
+			t.Errorf("shared mode serverName %q, want %s", got, serverName)
+		}
 	}
 }

@@ -31,8 +31,6 @@ type createFirstClient struct {
 	client.Client
 	// live reads the API server itself: the cache keeps no managedFields.
 	live client.Reader
-	// metrics count the writes.
-	metrics *controllerMetrics
 }
 
 // applied is what ssa.Applier hands to Apply: client.ApplyConfigurationFromUnstructured's
@@ -107,7 +105,7 @@ func (c createFirstClient) upgradeManagedFields(ctx context.Context, key client.
 		if patch == nil {
 			return nil
 		}
-		c.metrics.countWrite("upgrade")
+		countWrite("upgrade")
 		if err = c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err == nil || apierrors.IsNotFound(err) {
 			return nil
 		}
