@@ -31,6 +31,8 @@ type createFirstClient struct {
 	client.Client
 	// live reads the API server itself: the cache keeps no managedFields.
 	live client.Reader
+	// metrics count the writes.
+	metrics *controllerMetrics
 }
 
 // applied is what ssa.Applier hands to Apply: client.ApplyConfigurationFromUnstructured's
@@ -105,7 +107,7 @@ func (c createFirstClient) upgradeManagedFields(ctx context.Context, key client.
 		if patch == nil {
 			return nil
 		}
-		countWrite("upgrade")
+		c.metrics.countWrite("upgrade")
 		if err = c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch)); err == nil || apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -54,10 +54,10 @@ func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOpera
 		out, err = set.Sync(ctx, desired)
 		for _, vr := range out.Applied {
 			applied[client.ObjectKeyFromObject(vr)] = vr
-			countWrite("apply")
+			r.metrics.countWrite("apply")
 		}
 		for range out.Pruned {
-			countWrite("prune")
+			r.metrics.countWrite("prune")
 		}
 		if err == nil {
 			err = r.pruneUnlabelled(ctx, vor, desired)
@@ -122,7 +122,7 @@ func (r *Reconciler) adopt(ctx context.Context, vor *valdv1.ValdOperatorRelease,
 			return &children.ApplyError{Kind: "ValdRelease", Key: key, Err: err}
 		}
 		applied[key] = answer
-		countWrite("apply")
+		r.metrics.countWrite("apply")
 		log.FromContext(ctx).Info("Adopted ValdRelease", "valdRelease", key.Name, "generation", vor.Generation)
 	}
 	return nil
@@ -152,7 +152,7 @@ func (r *Reconciler) pruneUnlabelled(ctx context.Context, vor *valdv1.ValdOperat
 		if err := r.Client.Delete(ctx, stale, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("pruning ValdRelease %s: %w", vr.Name, err)
 		}
-		countWrite("prune")
+		r.metrics.countWrite("prune")
 		log.FromContext(ctx).Info("Pruned ValdRelease", "valdRelease", vr.Name, "reason", "controlled by this release without its label")
 	}
 	return nil
