@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/shared/testenv"
 	"github.com/opsuite/suite/tools/internal/bolt/boltclient"
-	"github.com/opsuite/suite/tools/internal/bolt/tlstest"
 )
 
 // The TLS sample's cluster and certificate Secret, as deploy/samples/tls/memgraph-tls.yaml
@@ -44,7 +44,7 @@ func TestMemgraphTLSSample(t *testing.T) {
 	if out, err := kubectlStdin(ctx, secrets, "apply", "-f", "-"); err != nil {
 		t.Fatalf("applying the sample's Secrets: %v\n%s", err, out)
 	}
-	ca := tlstest.NewCA(t, "e2e memgraph-tls CA")
+	ca := testenv.NewCA(t, "e2e memgraph-tls CA")
 	crt, key := ca.Issue(t, "*."+mgTLSName+"-coordinators."+mgNamespace+".svc.cluster.local", "*."+mgTLSName+"-data."+mgNamespace+".svc.cluster.local")
 	_, err := env.client.CoreV1().Secrets(mgNamespace).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: mgTLSSecret, Namespace: mgNamespace},

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/opsuite/suite/tools/internal/bolt/tlstest"
+	"github.com/opsuite/suite/shared/testenv"
 	"github.com/opsuite/suite/tools/internal/memgraphsim"
 )
 
@@ -59,14 +57,11 @@ func TestTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
-	ca := tlstest.NewCA(t, "bolt-query test CA")
-	certFile, keyFile := ca.WriteFiles(t, dir, "memgraph-tls-data-0.memgraph-tls-data.default.svc.cluster.local")
-	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ca := testenv.NewCA(t, "bolt-query test CA")
+	files := ca.WriteFiles(t, dir, "memgraph-tls-data-0.memgraph-tls-data.default.svc.cluster.local")
+	caFile := files.CA
 	srv, err := memgraphsim.Start(ctx, memgraphsim.Options{BoltAddress: "127.0.0.1", DataDirectory: t.TempDir(),
-		BoltCertFile: certFile, BoltKeyFile: keyFile}, memgraphsim.NewLogger(memgraphsim.Options{LogLevel: "WARNING"}))
+		BoltCertFile: files.Cert, BoltKeyFile: files.Key}, memgraphsim.NewLogger(memgraphsim.Options{LogLevel: "WARNING"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opsuite/suite/shared/testenv"
 	"github.com/opsuite/suite/tools/internal/bolt/boltclient"
-	"github.com/opsuite/suite/tools/internal/bolt/tlstest"
 )
 
 func TestParseOptionsBoltTLS(t *testing.T) {
@@ -35,10 +35,10 @@ func TestParseOptionsBoltTLS(t *testing.T) {
 // Bolt and a client trusting another CA are not), RELOAD BOLT_SERVER TLS serves renewed
 // files to new connections, and a process whose key is missing does not start.
 func TestProcessBoltTLS(t *testing.T) {
-	ca := tlstest.NewCA(t, "sim-ca")
+	ca := testenv.NewCA(t, "sim-ca")
 	dir := t.TempDir()
-	certFile, keyFile := ca.WriteFiles(t, dir, "127.0.0.1")
-	tlsFlags := []string{"--bolt-cert-file=" + certFile, "--bolt-key-file=" + keyFile}
+	files := ca.WriteFiles(t, dir, "127.0.0.1")
+	tlsFlags := []string{"--bolt-cert-file=" + files.Cert, "--bolt-key-file=" + files.Key}
 
 	dataPort, coordBolt := freePort(t), freePort(t)
 	data := &proc{name: "data", env: haEnv(), bolt: fmt.Sprintf("127.0.0.1:%d", dataPort),
@@ -86,7 +86,7 @@ func TestProcessBoltTLS(t *testing.T) {
 		if _, err := boltclient.Dial(t.Context(), addr, boltclient.Options{Username: "admin", Password: "secret", Timeout: 2 * time.Second}); err == nil {
 			t.Errorf("%s: plain Bolt was served, want it refused", addr)
 		}
-		other := tlstest.NewCA(t, "other-ca")
+		other := testenv.NewCA(t, "other-ca")
 		if _, err := boltclient.Dial(t.Context(), addr, boltclient.Options{Timeout: 2 * time.Second, TLS: &tls.Config{RootCAs: other.Pool()}}); err == nil || !strings.Contains(err.Error(), "unknown authority") {
 			t.Errorf("%s: a client trusting another CA: %v, want unknown authority", addr, err)
 		}
@@ -120,7 +120,7 @@ func TestProcessBoltTLS(t *testing.T) {
 
 	// A key file that is not there: the process exits instead of serving plain Bolt.
 	cmd := exec.Command(simBinary(t), "--bolt-address=127.0.0.1", "--bolt-port="+strconv.Itoa(freePort(t)),
-		"--data-directory="+t.TempDir(), "--bolt-cert-file="+certFile, "--bolt-key-file="+filepath.Join(dir, "missing.key"))
+		"--data-directory="+t.TempDir(), "--bolt-cert-file="+files.Cert, "--bolt-key-file="+filepath.Join(dir, "missing.key"))
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !strings.Contains(string(out), "missing.key") {

@@ -13,16 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opsuite/suite/shared/testenv"
 	"github.com/opsuite/suite/tools/internal/bolt"
-	"github.com/opsuite/suite/tools/internal/bolt/tlstest"
 )
 
 // serveTLS starts the Bolt server behind bolt.TLSListener with a certificate for
 // 127.0.0.1 signed by ca, written to dir.
-func serveTLS(t *testing.T, ca *tlstest.CA, dir string) (addr string, certs *bolt.CertFiles) {
+func serveTLS(t *testing.T, ca *testenv.CA, dir string) (addr string, certs *bolt.CertFiles) {
 	t.Helper()
-	certFile, keyFile := ca.WriteFiles(t, dir, "127.0.0.1", "localhost")
-	certs, err := bolt.LoadCertFiles(certFile, keyFile)
+	files := ca.WriteFiles(t, dir, "127.0.0.1", "localhost")
+	certs, err := bolt.LoadCertFiles(files.Cert, files.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func servedCert(t *testing.T, addr string) [32]byte {
 // refuses plain Bolt and a client trusting another CA, and serves a reloaded certificate
 // to new connections (a failed reload keeps the old one), as RELOAD BOLT_SERVER TLS does.
 func TestTLS(t *testing.T) {
-	ca := tlstest.NewCA(t, "bolt-ca")
+	ca := testenv.NewCA(t, "bolt-ca")
 	dir := t.TempDir()
 	addr, certs := serveTLS(t, ca, dir)
 
@@ -70,7 +70,7 @@ func TestTLS(t *testing.T) {
 	if _, err := Dial(t.Context(), addr, Options{Timeout: 2 * time.Second}); err == nil {
 		t.Error("plain Bolt to a TLS server succeeded, want it refused")
 	}
-	other := tlstest.NewCA(t, "other-ca")
+	other := testenv.NewCA(t, "other-ca")
 	_, err = Dial(t.Context(), addr, Options{TLS: &tls.Config{RootCAs: other.Pool()}, Timeout: 2 * time.Second})
 	var unknown x509.UnknownAuthorityError
 	if !errors.As(err, &unknown) {
