@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
-	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph/memgraphtest"
+	"github.com/opsuite/suite/shared/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -15,9 +15,9 @@ import (
 // message naming the key or the names to fix; a good Secret yields its ca.crt.
 func TestCheckBoltSecret(t *testing.T) {
 	c := &memgraphv1.MemgraphCluster{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "db"}}
-	ca, other := memgraphtest.NewCA(t, "ca"), memgraphtest.NewCA(t, "other")
+	ca, other := testenv.NewCA(t, "ca"), testenv.NewCA(t, "other")
 	pods := []string{"*.g-coordinators.db.svc.cluster.local", "*.g-data.db.svc.cluster.local"}
-	good := func(ca *memgraphtest.CA, hosts ...string) map[string][]byte {
+	good := func(ca *testenv.CA, hosts ...string) map[string][]byte {
 		crt, key := ca.Issue(t, hosts...)
 		return map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.PEM}
 	}

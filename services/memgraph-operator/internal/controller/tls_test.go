@@ -51,7 +51,7 @@ func (r *caRegistrar) lastCA() []byte {
 }
 
 // boltSecret is a kubernetes.io/tls Secret with a certificate for hosts signed by ca.
-func boltSecret(t *testing.T, ns string, ca *memgraphtest.CA, hosts ...string) *corev1.Secret {
+func boltSecret(t *testing.T, ns string, ca *testenv.CA, hosts ...string) *corev1.Secret {
 	crt, key := ca.Issue(t, hosts...)
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "bolt-tls", Namespace: ns},
@@ -100,7 +100,7 @@ func TestTLSSecret(t *testing.T) {
 		t.Errorf("data pods' volumes %+v, want the bolt-tls Secret", pod.Volumes)
 	}
 
-	ca1 := memgraphtest.NewCA(t, "ca-1")
+	ca1 := testenv.NewCA(t, "ca-1")
 	s := boltSecret(t, h.ns, ca1, "memgraph.example.com")
 	if err := h.c.Create(ctx, s); err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestTLSSecret(t *testing.T) {
 		gens[n] = h.sts(n).Generation
 	}
 
-	ca2 := memgraphtest.NewCA(t, "ca-2")
+	ca2 := testenv.NewCA(t, "ca-2")
 	s.Data = boltSecret(t, h.ns, ca2, names...).Data
 	if err := h.c.Update(ctx, s); err != nil {
 		t.Fatal(err)
@@ -150,10 +150,10 @@ func TestTLSSecret(t *testing.T) {
 func TestBoltRegistrarTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	ca := memgraphtest.NewCA(t, "memgraph-ca")
+	ca := testenv.NewCA(t, "memgraph-ca")
 	cl := memgraphtest.NewCluster(t)
 	dir := t.TempDir()
-	cl.ExtraArgs = ca.WriteFiles(t, dir, "127.0.0.1")
+	cl.ExtraArgs = memgraphtest.BoltTLSArgs(ca.WriteFiles(t, dir, "127.0.0.1"))
 	for id := 1; id <= 3; id++ {
 		cl.StartCoordinator(id)
 	}
@@ -161,7 +161,7 @@ func TestBoltRegistrarTLS(t *testing.T) {
 	want := cl.Desired(nil, nil)
 	b := controller.BoltRegistrar{Options: memgraph.Options{Timeout: 3 * time.Second}}
 
-	wrong := controller.WithBoltCA(ctx, memgraphtest.NewCA(t, "other-ca").PEM)
+	wrong := controller.WithBoltCA(ctx, testenv.NewCA(t, "other-ca").PEM)
 	r, err := b.Register(wrong, nil, controller.Credentials{}, want)
 	if r.Converged || len(r.Executed) > 0 || r.Reason != memgraphv1.ReasonTLSVerificationFailed {
 		t.Errorf("another CA: converged %v, ran %q, reason %s %q (err %v); want nothing run, TLSVerificationFailed", r.Converged, r.Executed, r.Reason, r.Message, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/opsuite/suite/services/memgraph-operator/internal/executor"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph/memgraphtest"
+	"github.com/opsuite/suite/shared/testenv"
 )
 
 // TestBootstrapOverTLS: every process serves Bolt over TLS only (--bolt-cert-file and
@@ -17,9 +18,9 @@ import (
 func TestBootstrapOverTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	ca := memgraphtest.NewCA(t, "memgraph-ca")
+	ca := testenv.NewCA(t, "memgraph-ca")
 	cl := memgraphtest.NewCluster(t)
-	cl.ExtraArgs = ca.WriteFiles(t, t.TempDir(), "127.0.0.1")
+	cl.ExtraArgs = memgraphtest.BoltTLSArgs(ca.WriteFiles(t, t.TempDir(), "127.0.0.1"))
 	for id := 1; id <= 3; id++ {
 		cl.StartCoordinator(id)
 	}
@@ -28,7 +29,7 @@ func TestBootstrapOverTLS(t *testing.T) {
 
 	for name, o := range map[string]memgraph.Options{
 		"plain Bolt": {Timeout: 3 * time.Second},
-		"another CA": {Timeout: 3 * time.Second, CA: memgraphtest.NewCA(t, "other-ca").PEM},
+		"another CA": {Timeout: 3 * time.Second, CA: testenv.NewCA(t, "other-ca").PEM},
 	} {
 		out, err := executor.Reconcile(ctx, memgraph.NewDialer(o), want)
 		if out.Converged || len(out.Executed) > 0 || out.Reason != executor.ReasonCoordinatorUnreachable {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph/memgraphtest"
+	"github.com/opsuite/suite/shared/testenv"
 )
 
 // mapTo is an Options.Resolve over a fixed map.
@@ -29,9 +30,9 @@ func TestClientResolve(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	plain := memgraphtest.NewCluster(t).StartData("d_0")
-	ca := memgraphtest.NewCA(t, "memgraph-ca")
+	ca := testenv.NewCA(t, "memgraph-ca")
 	tlsCl := memgraphtest.NewCluster(t)
-	tlsCl.ExtraArgs = ca.WriteFiles(t, t.TempDir(), "coord.example")
+	tlsCl.ExtraArgs = memgraphtest.BoltTLSArgs(ca.WriteFiles(t, t.TempDir(), "coord.example"))
 	coord := tlsCl.StartCoordinator(1)
 	gone := closedPort(t)
 	resolve := mapTo(map[string]string{

@@ -7,6 +7,7 @@ import (
 
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph/memgraphtest"
+	"github.com/opsuite/suite/shared/testenv"
 )
 
 // TestClientTLS drives the real driver over bolt+s against simulator processes started
@@ -18,10 +19,10 @@ import (
 func TestClientTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ca := memgraphtest.NewCA(t, "memgraph-ca")
+	ca := testenv.NewCA(t, "memgraph-ca")
 	dir := t.TempDir()
 	cl := memgraphtest.NewCluster(t)
-	cl.ExtraArgs = ca.WriteFiles(t, dir, "127.0.0.1")
+	cl.ExtraArgs = memgraphtest.BoltTLSArgs(ca.WriteFiles(t, dir, "127.0.0.1"))
 	coord := cl.StartCoordinator(1)
 	data := cl.StartData("d_0")
 	o := memgraph.Options{Timeout: 3 * time.Second, CA: ca.PEM}
@@ -46,7 +47,7 @@ func TestClientTLS(t *testing.T) {
 	if _, err := memgraph.NewDialer(memgraph.Options{Timeout: 3 * time.Second}).Dial(ctx, coord.Bolt); err == nil {
 		t.Error("plain Bolt to a TLS coordinator connected")
 	}
-	other := memgraphtest.NewCA(t, "other-ca")
+	other := testenv.NewCA(t, "other-ca")
 	for name, caPEM := range map[string][]byte{"another CA": other.PEM, "a CA that is no PEM": []byte("nope")} {
 		_, err := memgraph.NewDialer(memgraph.Options{Timeout: 3 * time.Second, CA: caPEM}).Dial(ctx, coord.Bolt)
 		if !memgraph.IsTLS(err) {
@@ -72,7 +73,7 @@ func TestClientTLS(t *testing.T) {
 	}
 
 	// Rotation to a new CA: files renewed in place, the coordinator reloads them.
-	next := memgraphtest.NewCA(t, "memgraph-ca-2")
+	next := testenv.NewCA(t, "memgraph-ca-2")
 	next.WriteFiles(t, dir, "127.0.0.1")
 	if err := c.Exec(ctx, memgraph.ReloadBoltTLSQuery); err != nil {
 		t.Fatalf("RELOAD BOLT_SERVER TLS: %v", err)

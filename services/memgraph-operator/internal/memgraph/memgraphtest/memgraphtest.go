@@ -63,7 +63,7 @@ type Cluster struct {
 	// ExtraEnv is added to Env for processes started from now on (e.g. MEMGRAPH_USER).
 	ExtraEnv []string
 	// ExtraArgs are added to the flags of processes started from now on (e.g.
-	// --bolt-cert-file and --bolt-key-file from a CA's WriteFiles).
+	// BoltTLSArgs).
 	ExtraArgs []string
 	// Ports, when it holds a process's name, are the ports that process listens on, in
 	// place of free ones picked as it starts: a test that maps addresses for the
