@@ -58,3 +58,6 @@ func ObjectSeries(operator, namespace, name string) (state string, series int) {
 	}
 	return state, series
 }
+
+// StateCount is how many states have a series per cluster.
+func StateCount() int { return len(states) }
