@@ -2,18 +2,8 @@ package executor
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -23,67 +13,23 @@ import (
 	"github.com/opsuite/suite/shared/testenv"
 )
 
-// testCA writes a self-signed CA and a certificate for 127.0.0.1 signed by it into dir and
-// returns the file paths and a pool trusting the CA. The certificate is for clients too:
-// redis verifies the peer on every cluster-bus connection whatever tls-auth-clients says,
-// so shared/nodeagent/nodeagenttest's server-only certificate cannot serve here.
-func testCA(t *testing.T, dir string) (certFile, keyFile, caFile string, pool *x509.CertPool) {
-	t.Helper()
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	caKey, srvKey := newKey(), newKey()
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	srvTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "valkey"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(ca)
-	return write("tls.crt", "CERTIFICATE", srvDER), write("tls.key", "EC PRIVATE KEY", keyDER), write("ca.crt", "CERTIFICATE", caDER), pool
-}
-
 // TestRebalancesWithACLAndTLS forms and rescales a cluster whose servers speak TLS only
 // (clients, cluster bus, replication) and whose default user is off: the executor logs in
 // as its own user and MIGRATE carries that user's AUTH2 to the target.
 func TestRebalancesWithACLAndTLS(t *testing.T) {
-	certFile, keyFile, caFile, pool := testCA(t, t.TempDir())
+	// The certificate is for clients too (testenv's always are): redis verifies the peer on
+	// every cluster-bus connection whatever tls-auth-clients says.
+	ca := testenv.NewCA(t, "test ca")
+	files := ca.WriteFiles(t, t.TempDir(), "127.0.0.1")
 	const user, pass = "valkey-operator", "s3cret-operator"
 	cfg := serverConfig{
 		tls: true,
-		args: []string{"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", caFile,
+		args: []string{"--tls-cert-file", files.Cert, "--tls-key-file", files.Key, "--tls-ca-cert-file", files.CA,
 			"--tls-cluster", "yes", "--tls-replication", "yes", "--tls-auth-clients", "no",
 			"--user", "default", "off",
 			"--user", user, "on", ">" + pass, "~*", "&*", "+@all",
 			"--masteruser", user, "--masterauth", pass},
-		dial: valkey.Options{Username: user, Password: pass, TLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
+		dial: valkey.Options{Username: user, Password: pass, TLS: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}},
 	}
 	servers := startServersWith(t, 8, cfg)
 	var all []planner.Member
