@@ -207,6 +207,25 @@ func Unused(granted []Access, u Use) []Access {
 	return out
 }
 
+// Compare checks the grants against the use: unexplained are the accesses granted, never
+// used and not excused (excused maps an access to why it is needed on a path the use did
+// not take); stale are the excused accesses no rule grants, an excuse left over from a
+// pruned grant. An excused access that was used is neither: the path ran this time.
+func Compare(granted []Access, u Use, excused map[Access]string) (unexplained, stale []Access) {
+	for _, a := range Unused(granted, u) {
+		if _, ok := excused[a]; !ok {
+			unexplained = append(unexplained, a)
+		}
+	}
+	for a := range excused {
+		if !slices.Contains(granted, a) {
+			stale = append(stale, a)
+		}
+	}
+	slices.SortFunc(stale, compare)
+	return unexplained, stale
+}
+
 func compare(a, b Access) int {
 	return strings.Compare(a.Group+"/"+a.Resource+"/"+a.Verb, b.Group+"/"+b.Resource+"/"+b.Verb)
 }

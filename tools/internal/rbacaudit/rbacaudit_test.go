@@ -77,3 +77,40 @@ func TestReadRefusesGarbage(t *testing.T) {
 		t.Errorf("err = %v, want line 2", err)
 	}
 }
+
+func TestCompare(t *testing.T) {
+	events, err := Read(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := UseOf(events, "system:serviceaccount:ops:op")
+	granted, _ := Granted([]rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"patch", "delete"}},
+	})
+	excused := map[Access]string{
+		{"delete", "apps", "deployments"}:   "pruning a child",
+		{"watch", "", "secrets"}:            "used anyway: no harm",
+		{"update", "apps", "statefulsets"}:  "granted no more",
+		{"delete", "", "persistentvolumes"}: "granted no more",
+	}
+	unexplained, stale := Compare(granted, u, excused)
+	str := func(as []Access) []string {
+		var out []string
+		for _, a := range as {
+			out = append(out, a.String())
+		}
+		return out
+	}
+	// get secrets and patch deployments are granted and unused without an excuse; the
+	// excused delete is not reported; the two excuses of grants no rule makes are stale.
+	if got, want := str(unexplained), []string{"get secrets", "patch deployments.apps"}; !slices.Equal(got, want) {
+		t.Errorf("unexplained %q, want %q", got, want)
+	}
+	if got, want := str(stale), []string{"delete persistentvolumes", "update statefulsets.apps"}; !slices.Equal(got, want) {
+		t.Errorf("stale %q, want %q", got, want)
+	}
+	if unexplained, stale := Compare(granted[:0], u, nil); unexplained != nil || stale != nil {
+		t.Errorf("nothing granted, nothing excused: unexplained %v, stale %v", unexplained, stale)
+	}
+}
