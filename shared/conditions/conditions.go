@@ -10,12 +10,12 @@ import (
 // State is the summary of a set of conditions, for printer columns and quick reads.
 type State string
 
-// Summary states, from best to worst.
+// Summary states Summarize reports, from best to worst (the whole vocabulary, and what
+// each word means, is in state.go).
 const (
-	StateReady       State = "Ready"
-	StateProgressing State = "Progressing"
-	StatePending     State = "Pending"
-	StateFailed      State = "Failed"
+	StateReady   State = "Ready"
+	StatePending State = "Pending"
+	StateFailed  State = "Failed"
 )
 
 // ReasonPending is the reason that marks an Unknown condition as waiting on something
@@ -105,15 +105,16 @@ func (s *summary) issue(c metav1.Condition) bool {
 	return c.Status == metav1.ConditionFalse
 }
 
-// Summarize derives one state from conds: Failed if any is an issue (a positive type
-// False, a negative type True), Pending if any Unknown condition waits on something
-// external, Progressing if any other is Unknown (or an expected one is missing) or there
-// are none, and Ready when every condition is in its healthy status (True, or False for a
-// negative-polarity type).
+// Summarize derives one state from conds, for objects whose conditions are a list of
+// steps (ValdOperatorRelease's phases) rather than Ready/Progressing/Degraded (see
+// StateOf): Failed if any is an issue (a positive type False, a negative type True),
+// Pending if any Unknown condition waits on something external, Reconciling if any other
+// is Unknown (or an expected one is missing) or there are none, and Ready when every
+// condition is in its healthy status (True, or False for a negative-polarity type).
 func Summarize(conds []metav1.Condition, opts ...SummaryOption) State {
 	s := newSummary(opts)
 	if len(conds) == 0 {
-		return StateProgressing
+		return StateReconciling
 	}
 	state := StateReady
 	for _, c := range conds {
@@ -123,13 +124,13 @@ func Summarize(conds []metav1.Condition, opts ...SummaryOption) State {
 		case c.Status == metav1.ConditionUnknown && c.Reason == ReasonPending:
 			state = StatePending
 		case c.Status == metav1.ConditionUnknown && state == StateReady:
-			state = StateProgressing
+			state = StateReconciling
 		}
 	}
 	if state == StateReady {
 		for _, t := range s.expected {
 			if !s.ignore[t] && Get(conds, t) == nil {
-				return StateProgressing
+				return StateReconciling
 			}
 		}
 	}

@@ -45,9 +45,9 @@ func TestSummarize(t *testing.T) {
 		opts  []SummaryOption
 		want  State
 	}{
-		{"none", nil, nil, StateProgressing},
+		{"none", nil, nil, StateReconciling},
 		{"all true", []metav1.Condition{cond("A", "True", "Succeeded"), cond("B", "True", "Succeeded")}, nil, StateReady},
-		{"unknown", []metav1.Condition{cond("A", "True", "Succeeded"), cond("B", "Unknown", "Progressing")}, nil, StateProgressing},
+		{"unknown", []metav1.Condition{cond("A", "True", "Succeeded"), cond("B", "Unknown", "Progressing")}, nil, StateReconciling},
 		{"pending wins over progressing", []metav1.Condition{cond("A", "Unknown", "Progressing"), cond("B", "Unknown", ReasonPending)}, nil, StatePending},
 		{"false wins", []metav1.Condition{cond("A", "Unknown", ReasonPending), cond("B", "False", "Failed")}, nil, StateFailed},
 		// Negative polarity: False is healthy, True is the issue.
@@ -55,11 +55,11 @@ func TestSummarize(t *testing.T) {
 		{"degraded=true is an issue", []metav1.Condition{cond("Ready", "True", "Succeeded"), cond(TypeDegraded, "True", "ReplicaLost")}, nil, StateFailed},
 		{"configuration warning=false is ready", []metav1.Condition{cond(TypeConfigurationWarning, "False", "AsExpected")}, nil, StateReady},
 		{"configuration warning=true is an issue", []metav1.Condition{cond("Ready", "True", "Succeeded"), cond(TypeConfigurationWarning, "True", "Deprecated")}, nil, StateFailed},
-		{"degraded unknown is progressing", []metav1.Condition{cond("Ready", "True", "Succeeded"), cond(TypeDegraded, "Unknown", "Progressing")}, nil, StateProgressing},
+		{"degraded unknown is progressing", []metav1.Condition{cond("Ready", "True", "Succeeded"), cond(TypeDegraded, "Unknown", "Progressing")}, nil, StateReconciling},
 		{"degraded unknown pending", []metav1.Condition{cond(TypeDegraded, "Unknown", ReasonPending)}, nil, StatePending},
 		{"own negative set", []metav1.Condition{cond("Ready", "True", "Succeeded"), cond("Paused", "False", "Running")}, []SummaryOption{NegativePolarity("Paused")}, StateReady},
 		{"own set replaces the default", []metav1.Condition{cond(TypeDegraded, "False", "AsExpected")}, []SummaryOption{NegativePolarity("Paused")}, StateFailed},
-		{"expected missing is progressing", []metav1.Condition{cond("A", "True", "Succeeded")}, []SummaryOption{Expect("A", "B")}, StateProgressing},
+		{"expected missing is progressing", []metav1.Condition{cond("A", "True", "Succeeded")}, []SummaryOption{Expect("A", "B")}, StateReconciling},
 		{"expected missing but ignored", []metav1.Condition{cond("A", "True", "Succeeded")}, []SummaryOption{Expect("A", "B"), IgnoreIfMissing("B")}, StateReady},
 		{"expected missing does not hide pending", []metav1.Condition{cond("A", "Unknown", ReasonPending)}, []SummaryOption{Expect("A", "B")}, StatePending},
 		{"expected missing does not hide an issue", []metav1.Condition{cond("A", "False", "Failed")}, []SummaryOption{Expect("B")}, StateFailed},

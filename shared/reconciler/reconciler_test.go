@@ -149,7 +149,7 @@ func TestPassWaitsThenConvergesWritingStatusOnce(t *testing.T) {
 		t.Errorf("first pass wrote %d times, want one status write", n)
 	}
 	w := f.get(t, "w")
-	if s, _, _ := unstructured.NestedString(w.Object, "status", "state"); s != string(conditions.StateProgressing) || observedGeneration(w) != w.GetGeneration() {
+	if s, _, _ := unstructured.NestedString(w.Object, "status", "state"); s != string(conditions.StateReconciling) || observedGeneration(w) != w.GetGeneration() {
 		t.Errorf("status after the waiting pass: state %q, observedGeneration %d of %d", s, observedGeneration(w), w.GetGeneration())
 	}
 	if got := r.Metrics().Count(reconciler.OutcomeRequeued) - requeuedBefore; got != 1 {

@@ -327,7 +327,7 @@ type ValdOperatorReleaseStatus struct {
 	// Phase is the type of the lifecycle phase being processed.
 	// +optional
 	Phase string `json:"phase,omitempty"`
-	// State summarizes the conditions: Ready, Progressing, Pending or Failed.
+	// State summarizes the conditions: Ready, Reconciling, Pending or Failed.
 	// +optional
 	State string `json:"state,omitempty"`
 	// Progress counts the lifecycle phases.

@@ -113,13 +113,13 @@ func TestForbiddenWritesNeverComplete(t *testing.T) {
 	h.update("vor", func(v *valdv1.ValdOperatorRelease) {
 		v.Spec.Infrastructure[0].Clusters = append(v.Spec.Infrastructure[0].Clusters, valdv1.Cluster{Name: "b", ID: "2"})
 	})
-	vor := h.waitRendered("vor", "WaitingCreateVrs 1/3 Progressing | WaitingClusterCreate=True/Succeeded WaitingCreateVrs=Unknown/Progressing Completed=Unknown/Blocked", 1)
+	vor := h.waitRendered("vor", "WaitingCreateVrs 1/3 Reconciling | WaitingClusterCreate=True/Succeeded WaitingCreateVrs=Unknown/Progressing Completed=Unknown/Blocked", 1)
 	// The first ValdRelease to write is the existing one, at the new generation.
 	want := `The API server refused to write ValdRelease "` + h.ns + `-a" (Forbidden): the operator's ClusterRole needs create and patch on valdreleases.vald.vdaas.org, or an admission policy refused it; retrying.`
 	if msg := condition(vor, valdv1.ConditionWaitingCreateVrs).Message; msg != want {
 		t.Errorf("message %q, want %q", msg, want)
 	}
-	if vor.Generation != 2 || vor.Status.State != "Progressing" {
+	if vor.Generation != 2 || vor.Status.State != "Reconciling" {
 		t.Errorf("generation %d, state %s", vor.Generation, vor.Status.State)
 	}
 	if got := names(h.valdReleases()); got != h.ns+"-a" {
@@ -149,7 +149,7 @@ func TestValdReleaseBeingDeletedIsNotReady(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), &vr); err != nil {
 		t.Fatal(err)
 	}
-	vor := h.waitStatus("vor", "WaitingCreateVrs 1/3 Progressing | WaitingClusterCreate=True/Succeeded WaitingCreateVrs=Unknown/Progressing Completed=Unknown/Blocked")
+	vor := h.waitStatus("vor", "WaitingCreateVrs 1/3 Reconciling | WaitingClusterCreate=True/Succeeded WaitingCreateVrs=Unknown/Progressing Completed=Unknown/Blocked")
 	if msg := condition(vor, valdv1.ConditionWaitingCreateVrs).Message; msg != `ValdRelease "`+vr.Name+`" is being deleted; it is created again once it is gone.` {
 		t.Errorf("message %q", msg)
 	}
