@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"math/big"
@@ -143,6 +144,33 @@ func TestPerNodeCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := r.Certificate().Leaf.SerialNumber
+	// Served as a listener serves it: each handshake asks GetCertificate.
+	lis, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{GetCertificate: r.GetCertificate, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _ = c.(*tls.Conn).Handshake(); _ = c.Close() }()
+		}
+	}()
+	served := func() *big.Int {
+		t.Helper()
+		conn, err := tls.Dial("tcp", lis.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "node-a." + name, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber
+	}
+	if got := served(); got.Cmp(first) != 0 {
+		t.Fatalf("served serial %x, want the first certificate's %x", got, first)
+	}
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	go r.Run(rctx)
@@ -154,6 +182,10 @@ func TestPerNodeCertificates(t *testing.T) {
 	}
 	if got, err := r.GetCertificate(nil); err != nil || got.Leaf.VerifyHostname("node-a."+name) != nil {
 		t.Fatalf("the renewed certificate: %v", err)
+	}
+	// A new handshake presents the renewed certificate, the listener never restarted.
+	if got := served(); got.Cmp(first) == 0 {
+		t.Fatalf("a handshake after the renewal still presents serial %x", first)
 	}
 	rcancel()
 
