@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,20 +13,19 @@ import (
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkeytest"
 )
 
-// BenchmarkRebalance3To4 measures slot rebalancing from 3 to 4 primaries on real redis-server
-// processes holding VALKEY_BENCH_KEYS keys (default 20000, so CI runs it in seconds): once
-// through the planner and this executor, once with `redis-cli --cluster rebalance` on a
+// BenchmarkRebalance3To4 measures slot rebalancing from 3 to 4 primaries on real server
+// processes (valkeytest.Bins) holding VALKEY_BENCH_KEYS keys (default 20000, so CI runs it
+// in seconds): once through the planner and this executor, once with the server's own
+// `valkey-cli --cluster rebalance` (redis-cli with VALKEY_SERVER=redis-server) on a
 // fresh cluster loaded with the same keys, both moving keys VALKEY_BENCH_PIPELINE (default
 // 100) per MIGRATE. It reports keys moved per second for each. The figure for the issue:
 //
 //	VALKEY_BENCH_KEYS=1000000 go test -run '^$' -bench BenchmarkRebalance3To4 -benchtime 1x -timeout 30m ./internal/executor/
 func BenchmarkRebalance3To4(b *testing.B) {
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		b.Fatalf("redis-cli not found (%v): apt-get install redis-tools (redis-server depends on it)", err)
-	}
+	cli := valkeytest.Bins(b).CLI
 	keys := envInt(b, "VALKEY_BENCH_KEYS", 20000)
 	pipeline := envInt(b, "VALKEY_BENCH_PIPELINE", 100)
 	ctx := context.Background()
@@ -35,7 +35,7 @@ func BenchmarkRebalance3To4(b *testing.B) {
 		e, servers, addrs := loadedCluster(ctx, b, keys)
 		e.KeyBatch = pipeline
 		big := planner.Desired{Shards: 4, Members: members(servers), MoveBatch: 1024}
-		// Joining the 4th member is not timed (redis-cli's run starts with it met too).
+		// Joining the 4th member is not timed (the cli's run starts with it met too).
 		joinUntilMoving(ctx, b, e, big, addrs)
 		b.StartTimer()
 		start := time.Now()
@@ -52,7 +52,7 @@ func BenchmarkRebalance3To4(b *testing.B) {
 		}
 
 		e2, servers2, addrs2 := loadedCluster(ctx, b, keys)
-		// redis-cli rebalances onto a member already in the cluster: meet it first.
+		// The cli rebalances onto a member already in the cluster: meet it first.
 		if _, err := e2.Run(ctx, []planner.Step{{Op: planner.Meet, On: addrs2[0], Addr: addrs2[3], BusPort: servers2[3].member.BusPort}}); err != nil {
 			b.Fatal(err)
 		}
@@ -64,13 +64,13 @@ func BenchmarkRebalance3To4(b *testing.B) {
 		took = time.Since(start)
 		b.StopTimer()
 		if err != nil {
-			b.Fatalf("redis-cli --cluster rebalance: %v\n%s", err, tail(string(out), 2000))
+			b.Fatalf("%s --cluster rebalance: %v\n%s", cli, err, tail(string(out), 2000))
 		}
 		moved = dbsize(ctx, b, cli, addrs2[3])
 		theirs = float64(moved) / took.Seconds()
-		b.Logf("redis-cli --cluster rebalance: %d of %d keys moved in %s: %.0f keys/s", moved, keys, took.Round(time.Millisecond), theirs)
+		b.Logf("%s --cluster rebalance: %d of %d keys moved in %s: %.0f keys/s", filepath.Base(cli), moved, keys, took.Round(time.Millisecond), theirs)
 		if moved == 0 {
-			b.Fatalf("redis-cli moved nothing:\n%s", tail(string(out), 2000))
+			b.Fatalf("%s moved nothing:\n%s", cli, tail(string(out), 2000))
 		}
 		e2.Close()
 		for _, s := range servers2 {
@@ -78,7 +78,7 @@ func BenchmarkRebalance3To4(b *testing.B) {
 		}
 	}
 	b.ReportMetric(ours, "keys/s")
-	b.ReportMetric(theirs, "redis-cli-keys/s")
+	b.ReportMetric(theirs, "cli-keys/s")
 }
 
 func envInt(b *testing.B, name string, def int) int {
@@ -205,17 +205,17 @@ func awaitKnown(ctx context.Context, b *testing.B, e *Executor, addrs []string, 
 	}
 }
 
-// dbsize asks redis-cli for the member's key count (the admin Conn has no DBSIZE).
+// dbsize asks the cli for the member's key count (the admin Conn has no DBSIZE).
 func dbsize(ctx context.Context, b *testing.B, cli, addr string) int {
 	b.Helper()
 	host, port, _ := strings.Cut(addr, ":")
 	out, err := exec.CommandContext(ctx, cli, "-h", host, "-p", port, "DBSIZE").Output()
 	if err != nil {
-		b.Fatalf("redis-cli DBSIZE on %s: %v", addr, err)
+		b.Fatalf("%s DBSIZE on %s: %v", cli, addr, err)
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil {
-		b.Fatalf("redis-cli DBSIZE on %s answered %q", addr, out)
+		b.Fatalf("%s DBSIZE on %s answered %q", cli, addr, out)
 	}
 	return n
 }

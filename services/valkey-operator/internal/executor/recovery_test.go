@@ -11,6 +11,7 @@ import (
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkeytest"
 	"github.com/opsuite/suite/shared/testenv"
 )
 
@@ -115,10 +116,7 @@ func TestMembersBackAtNewAddresses(t *testing.T) {
 	writeKeys(ctx, t, kv, keys)
 	kv.Close()
 	awaitReplicasInSync(ctx, t, e, addrs)
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		t.Fatalf("redis-cli not found (%v): apt-get install redis-tools", err)
-	}
+	cli := valkeytest.Bins(t).CLI
 	snap, _ := e.Observe(ctx, addrs)
 	ids := map[string]string{} // new address -> the id it must keep
 	for _, s := range servers {

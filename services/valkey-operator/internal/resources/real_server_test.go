@@ -10,6 +10,7 @@ import (
 	"time"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkeytest"
 	"github.com/opsuite/suite/shared/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -51,7 +52,7 @@ func configGet(t *testing.T, c *respConn, key string) (string, bool) {
 	return s, true
 }
 
-// TestRenderedServerWithUsers starts redis-server 7.0 from a rendered valkey.conf,
+// TestRenderedServerWithUsers starts the test server from a rendered valkey.conf,
 // users.acl and auth.conf with users declared: it runs in cluster mode, the operator logs
 // in and administers it, the default user is off, a read-only user cannot write, rotated
 // passwords both work, a disabled user cannot log in, and hostile config values stay
@@ -79,7 +80,7 @@ func TestRenderedServerWithUsers(t *testing.T) {
 				"maxmemory-policy":                  "allkeys-lru",
 				"save":                              "3600 1 300 100",
 				"client-output-buffer-limit":        "pubsub 32mb 8mb 60",
-				"databases":                         "4", // restart-requiring
+				"tcp-backlog":                       "256", // restart-requiring; not databases, which Valkey 8 resets to 1 in cluster mode
 				"latency-tracking-info-percentiles": "50 99 99.9",
 				// A value that tries to end its line and set a password: it must stay
 				// the value of its own directive.
@@ -110,7 +111,7 @@ func TestRenderedServerWithUsers(t *testing.T) {
 		"maxmemory-policy":                  "allkeys-lru",
 		"save":                              "3600 1 300 100",
 		"appendonly":                        "yes",
-		"databases":                         "4",
+		"tcp-backlog":                       "256",
 		"protected-mode":                    "no",
 		"cluster-config-file":               layoutFor(dir).data + "/nodes.conf",
 		"aclfile":                           layoutFor(dir).acl + "/users.acl",
@@ -218,7 +219,7 @@ func TestRenderedServerWithoutUsers(t *testing.T) {
 	mustErr(t, s.login(t, "", ""), "WRONGPASS", "AUTH", OperatorUser, "guess")
 }
 
-// TestLiveConfigKeysAreSettable sets every live key on a running redis-server 7.0 to
+// TestLiveConfigKeysAreSettable sets every live key on a running test server to
 // its current value: CONFIG SET must accept each one without a restart. Keys the server
 // does not know must be exactly those documented as newer.
 func TestLiveConfigKeysAreSettable(t *testing.T) {
@@ -234,12 +235,12 @@ func TestLiveConfigKeysAreSettable(t *testing.T) {
 			continue
 		}
 		if got, err := op.do("CONFIG", "SET", key, v); err != nil || got != "OK" {
-			t.Errorf("CONFIG SET %s %q = %v, %v: not live-settable on redis 7.0", key, v, got, err)
+			t.Errorf("CONFIG SET %s %q = %v, %v: not live-settable on %s", key, v, got, err, valkeytest.Bins(t).Name)
 		}
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		t.Errorf("redis 7.0 does not know the live keys %v", unknown)
+		t.Errorf("%s does not know the live keys %v", valkeytest.Bins(t).Name, unknown)
 	}
 	// And a key left out on purpose is refused by the server when it cannot change live.
 	mustErr(t, op, "ERR", "CONFIG", "SET", "databases", "8")
@@ -343,7 +344,7 @@ func errString(v any, err error) string {
 	return s
 }
 
-// TestExporterUser starts redis-server 7.0 from the rendered files and logs in as the
+// TestExporterUser starts the test server from the rendered files and logs in as the
 // metrics exporter's user: every command the exporter sends in a scrape works, and
 // nothing that reads keys, writes or administers does. The same rules load through the
 // node controller's live ACL SETUSER.

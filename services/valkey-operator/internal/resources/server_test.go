@@ -17,12 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkeytest"
 	"github.com/opsuite/suite/shared/testenv"
 )
 
-// A real redis-server 7.0 (Debian's, as the local cluster runs) started from rendered
-// files. These tests talk RESP over a plain socket: the renderers are what is under test,
-// and a raw client shows exactly what the server answered.
+// A real server (valkeytest.Bins: valkey-server 8.0, or redis-server 7.0 with
+// VALKEY_SERVER=redis-server) started from rendered files. These tests talk RESP over a
+// plain socket: the renderers are what is under test, and a raw client shows exactly what
+// the server answered.
 
 // respConn is one connection speaking RESP2.
 type respConn struct {
@@ -141,7 +143,7 @@ func infoField(info, field string) string {
 	return ""
 }
 
-// testServer is a redis-server started from a directory of rendered files.
+// testServer is a server process started from a directory of rendered files.
 type testServer struct {
 	addr string
 	dir  string
@@ -162,15 +164,12 @@ func layoutFor(dir string) serverPaths {
 }
 
 // startServer writes the files under dir (rendered with layoutFor(dir)) and starts
-// redis-server on them. Like the local cluster, it appends --bind and the ports on the
+// the server on them. Like the local cluster, it appends --bind and the ports on the
 // command line, which the server applies after the file. It waits until the server
 // answers, and stops it at cleanup.
 func startServer(t *testing.T, dir string, f serverFiles) *testServer {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
-	}
+	bin := valkeytest.Bins(t)
 	p := layoutFor(dir)
 	for _, d := range []string{p.data, p.acl, p.tls} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -204,9 +203,9 @@ func startServer(t *testing.T, dir string, f serverFiles) *testServer {
 	} else {
 		args = append(args, "--port", strconv.Itoa(port))
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin.Server, args...)
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting redis-server: %v", err)
+		t.Fatalf("starting %s: %v", bin.Name, err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -218,7 +217,7 @@ func startServer(t *testing.T, dir string, f serverFiles) *testServer {
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			t.Errorf("redis-server pid %d did not exit", cmd.Process.Pid)
+			t.Errorf("%s pid %d did not exit", bin.Name, cmd.Process.Pid)
 		}
 		if t.Failed() {
 			s.logTail(t)
@@ -228,7 +227,7 @@ func startServer(t *testing.T, dir string, f serverFiles) *testServer {
 		select {
 		case <-done:
 			s.logTail(t)
-			t.Fatalf("redis-server on %s exited at start (config below)\n%s", s.addr, f.config.Server)
+			t.Fatalf("%s on %s exited at start (config below)\n%s", bin.Name, s.addr, f.config.Server)
 		default:
 		}
 		c, err := dialRESP(s.addr, s.tls)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkeytest"
 	"github.com/opsuite/suite/shared/testenv"
 )
 
@@ -147,14 +148,11 @@ func TestTLSDNSNames(t *testing.T) {
 	}
 }
 
-// TestSelfSignedServesTLS starts Debian's redis-server (built with TLS) on the generated
+// TestSelfSignedServesTLS starts the test server (valkeytest.Bins; Debian builds both with TLS) on the generated
 // files alone, TLS port only, and a crypto/tls client that trusts the CA gets PONG; one
 // that trusts another CA is refused.
 func TestSelfSignedServesTLS(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
-	}
+	bin := valkeytest.Bins(t)
 	caPEM, certPEM, keyPEM, err := SelfSigned("c", "ns", nil, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +165,7 @@ func TestSelfSignedServesTLS(t *testing.T) {
 		}
 	}
 	port := testenv.FreePort(t)
-	cmd := exec.Command(bin, "--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	cmd := exec.Command(bin.Server, "--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--tls-cert-file", filepath.Join(dir, TLSKeyCert), "--tls-key-file", filepath.Join(dir, TLSKeyKey),
 		"--tls-ca-cert-file", filepath.Join(dir, TLSKeyCA), "--tls-auth-clients", "optional",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "server.log"))
@@ -193,7 +191,7 @@ func TestSelfSignedServesTLS(t *testing.T) {
 	testenv.Eventually(t, 15*time.Second, "PONG over TLS", func() (bool, string) {
 		select {
 		case <-done:
-			t.Fatal("redis-server exited at start")
+			t.Fatalf("%s exited at start", bin.Name)
 		default:
 		}
 		c, err := dialRESP(addr, cfg)

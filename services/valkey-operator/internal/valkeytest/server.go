@@ -1,7 +1,8 @@
-// Package valkeytest runs real redis-server processes (Debian's 7.0 stands in for
-// Valkey: same cluster protocol) on loopback for tests: started in cluster mode, stopped
-// and restarted on the same port and data directory (a pod replaced with its volume), and
-// killed at the test's end with their log tail printed when the test failed.
+// Package valkeytest runs real server processes on loopback for tests: valkey-server (8.0,
+// from Debian bookworm-backports) unless VALKEY_SERVER=redis-server picks Debian's Redis
+// 7.0 for the compatibility run (Bins). Servers start in cluster mode, stop and restart on
+// the same port and data directory (a pod replaced with its volume), and are killed at the
+// test's end with their log tail printed when the test failed.
 package valkeytest
 
 import (
@@ -20,17 +21,17 @@ import (
 	"github.com/opsuite/suite/shared/testenv"
 )
 
-// Server is one redis-server in cluster mode.
+// Server is one server process in cluster mode.
 type Server struct {
 	// Addr is host:port clients dial; BusPort the cluster bus port.
 	Addr    string
 	Port    int
 	BusPort int
-	// Dir holds nodes.conf, the data and redis.log; it survives Restart.
+	// Dir holds nodes.conf, the data and server.log; it survives Restart.
 	Dir string
 
 	t     testing.TB
-	bin   string
+	bin   Binaries
 	extra []string
 
 	mu   sync.Mutex
@@ -38,14 +39,11 @@ type Server struct {
 	done chan struct{}
 }
 
-// Start starts one cluster-mode redis-server on a free loopback port with extra arguments
-// appended (e.g. "--aclfile", path), and waits until it answers.
+// Start starts one cluster-mode server (Bins) on a free loopback port with extra
+// arguments appended (e.g. "--aclfile", path), and waits until it answers.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
-	}
+	bin := Bins(t)
 	// testenv never hands a port out twice in a process: two servers on one address would
 	// make one member of two.
 	s := &Server{Port: testenv.FreePort(t), BusPort: testenv.FreePort(t), Dir: t.TempDir(), t: t, bin: bin, extra: extra}
@@ -74,7 +72,9 @@ func StartN(t testing.TB, n int, extra ...string) []*Server {
 	return out
 }
 
-func (s *Server) logFile() string { return filepath.Join(s.Dir, "redis.log") }
+func (s *Server) logFile() string { return filepath.Join(s.Dir, logName) }
+
+const logName = "server.log"
 
 func (s *Server) start() {
 	s.t.Helper()
@@ -85,9 +85,9 @@ func (s *Server) start() {
 		// As the operator renders it (resources.RenderConfig).
 		"--repl-diskless-sync-delay", "1",
 		"--logfile", s.logFile()}, s.extra...)
-	cmd := exec.Command(s.bin, args...)
+	cmd := exec.Command(s.bin.Server, args...)
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("starting redis-server: %v", err)
+		s.t.Fatalf("starting %s: %v", s.bin.Name, err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -101,7 +101,7 @@ func (s *Server) start() {
 		select {
 		case <-done:
 			// Another process answering on its port must not pass for it.
-			s.t.Fatalf("redis-server for %s exited at start: see its log", s.Addr)
+			s.t.Fatalf("%s for %s exited at start: see its log", s.bin.Name, s.Addr)
 		default:
 		}
 		c, err := valkey.Dial(s.Addr, valkey.Options{DialTimeout: time.Second})
@@ -127,11 +127,11 @@ func (s *Server) Stop() {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		s.t.Errorf("redis-server pid %d did not exit", cmd.Process.Pid)
+		s.t.Errorf("%s pid %d did not exit", s.bin.Name, cmd.Process.Pid)
 	}
 	// A reaped pid that still answers signal 0 would be a leftover.
 	if err := syscall.Kill(cmd.Process.Pid, 0); err == nil {
-		s.t.Errorf("redis-server pid %d still exists after stop", cmd.Process.Pid)
+		s.t.Errorf("%s pid %d still exists after stop", s.bin.Name, cmd.Process.Pid)
 	}
 }
 
@@ -153,7 +153,7 @@ func (s *Server) Wipe() {
 		s.t.Fatalf("wiping %s: %v", s.Dir, err)
 	}
 	for _, e := range entries {
-		if e.Name() == "redis.log" {
+		if e.Name() == logName {
 			continue // kept: the log tail of a failed test covers both lives
 		}
 		if err := os.RemoveAll(filepath.Join(s.Dir, e.Name())); err != nil {

@@ -1,7 +1,8 @@
 package cluster_test
 
-// Benchmarks of the cluster controller against the real kube-apiserver and real
-// redis-servers, the fleet (fleet_test.go) playing the node controller and the kubelet.
+// Benchmarks of the cluster controller against the real kube-apiserver and real servers
+// (valkeytest.Bins), the fleet (fleet_test.go) playing the node controller and the
+// kubelet.
 // `make bench` runs them at their defaults (a few minutes on a 2-core machine); these
 // environment variables make them bigger:
 //
@@ -114,7 +115,7 @@ func benchForm(b *testing.B, shards, replicas int32) {
 		if err := env.Client.Create(ctx, newCluster(ns, "f", shards, replicas)); err != nil {
 			b.Fatal(err)
 		}
-		// The fleet starts one redis-server per ValkeyNode as it appears (the pods'
+		// The fleet starts one server per ValkeyNode as it appears (the pods'
 		// start is in the figure, as it is on a real cluster).
 		got := waitReady(b, f, "f", 10*time.Minute)
 		total += time.Since(began)
@@ -133,7 +134,7 @@ func benchForm(b *testing.B, shards, replicas int32) {
 // BenchmarkForm3x1 times a 3x1 cluster from its creation to Ready.
 func BenchmarkForm3x1(b *testing.B) { benchForm(b, 3, 1) }
 
-// BenchmarkForm10x2 times a 10x2 cluster (30 redis-servers) from its creation to Ready.
+// BenchmarkForm10x2 times a 10x2 cluster (30 servers) from its creation to Ready.
 func BenchmarkForm10x2(b *testing.B) { benchForm(b, 10, 2) }
 
 // BenchmarkKilledPrimaryToReady is TestKilledPrimaryRecovers's scenario timed: a primary's
@@ -301,7 +302,7 @@ func BenchmarkSteadyWrites(b *testing.B) {
 // one controller in this process and reports the process's RSS (VmRSS) and Go heap once
 // all are Ready and after a GC, and the same before the first cluster (-idle). The figures
 // include the test's own fleet (its clients and per-server bookkeeping), the testenv
-// client and the test binary; the redis-servers and the API server are other processes.
+// client and the test binary; the servers and the API server are other processes.
 func BenchmarkRSS20Clusters(b *testing.B) {
 	clusters := benchEnvInt(b, "VALKEY_BENCH_RSS_CLUSTERS", 20)
 	ctx := context.Background()

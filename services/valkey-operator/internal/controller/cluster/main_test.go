@@ -1,6 +1,6 @@
-// Tests of the ValkeyCluster controller against the real kube-apiserver and real
-// redis-server clusters. There is no kubelet or node controller here: the test plays them
-// (a fleet), starting one redis-server per ValkeyNode, restarting it when the node's spec
+// Tests of the ValkeyCluster controller against the real kube-apiserver and real server
+// clusters (valkeytest.Bins). There is no kubelet or node controller here: the test plays
+// them (a fleet), starting one server per ValkeyNode, restarting it when the node's spec
 // changes (a pod rolled with its volume) and reporting the node ready.
 package cluster_test
 

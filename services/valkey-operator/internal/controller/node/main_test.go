@@ -30,7 +30,7 @@ import (
 
 // env is the real kube-apiserver and etcd every integration test here runs against. There
 // is no kube-controller-manager and no kubelet: the tests play them (pods, workload and
-// PVC status), with real redis-server processes behind the pods' addresses.
+// PVC status), with real server processes (valkeytest.Bins) behind the pods' addresses.
 var env *testenv.Env
 
 // TestMain starts the control plane once; the controller logs only errors.
@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 
 const operatorPassword = "operator-secret"
 
-// server is one real redis-server in cluster mode, with the operator's user.
+// server is one real server process in cluster mode, with the operator's user.
 type server struct{ *valkeytest.Server }
 
 func startServer(t *testing.T) server {
@@ -75,11 +75,11 @@ func (s server) admin() (valkey.NodeAdmin, error) {
 // configGet reads one parameter straight from the server, the test's own look.
 func (s server) configGet(t *testing.T, key string) string {
 	t.Helper()
-	// CONFIG GET is no method of the operator's narrow interfaces: ask with redis-cli.
-	out, err := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port),
+	// CONFIG GET is no method of the operator's narrow interfaces: ask with the cli.
+	out, err := exec.Command(valkeytest.Bins(t).CLI, "-h", "127.0.0.1", "-p", strconv.Itoa(s.Port),
 		"--user", resources.OperatorUser, "--pass", operatorPassword, "--no-auth-warning", "CONFIG", "GET", key).Output()
 	if err != nil {
-		t.Fatalf("redis-cli CONFIG GET %s: %v", key, err)
+		t.Fatalf("cli CONFIG GET %s: %v", key, err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != 2 {
@@ -89,7 +89,7 @@ func (s server) configGet(t *testing.T, key string) string {
 }
 
 // harness is one test's namespace and manager running the node controller, with the
-// redis-server each ValkeyNode's pod "runs".
+// server each ValkeyNode's pod "runs".
 type harness struct {
 	t      *testing.T
 	ns     string

@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/services/valkey-operator/internal/valkeytest"
 	"github.com/opsuite/suite/shared/testenv"
 )
 
-// member is one redis-server of the test cluster.
+// member is one server process (valkeytest.Bins) of the test cluster.
 type member struct {
 	addr string
 	bus  int
@@ -25,15 +26,12 @@ type member struct {
 	proc *exec.Cmd
 }
 
-// cluster3 forms a cluster of three primaries (no replicas) out of real redis-server
+// cluster3 forms a cluster of three primaries (no replicas) out of real server
 // processes, each owning a third of the slots, with a user "writer" (password "pw"); the
 // processes are killed at cleanup.
 func cluster3(t *testing.T) []*member {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server not found (%v): apt-get install redis-server (listed in .ci/apt-packages.txt)", err)
-	}
+	bin := valkeytest.Bins(t).Server
 	ctx := t.Context()
 	ranges := []valkey.SlotRange{{Start: 0, End: 5460}, {Start: 5461, End: 10922}, {Start: 10923, End: 16383}}
 	ms := make([]*member, len(ranges))
@@ -41,7 +39,7 @@ func cluster3(t *testing.T) []*member {
 		port, bus, dir := testenv.FreePort(t), testenv.FreePort(t), t.TempDir()
 		// ACL rules are several words: a config file, not command-line arguments, takes them.
 		// The default user stays open for MIGRATE, which this test sends without AUTH.
-		conf := filepath.Join(dir, "redis.conf")
+		conf := filepath.Join(dir, "server.conf")
 		if err := os.WriteFile(conf, []byte("user writer on >pw ~* &* +@all\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
