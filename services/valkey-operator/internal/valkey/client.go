@@ -13,13 +13,15 @@ import (
 	valkeygo "github.com/valkey-io/valkey-go"
 )
 
-// Capabilities are the optional cluster commands a member offers; Debian's redis-server
-// 7.0 has none of them, Valkey 8 and 9 add them.
+// Capabilities are the optional cluster commands a member offers, as the member itself
+// says (INFO server, COMMAND INFO, COMMAND DOCS), never inferred from an image tag or a
+// version number: Redis 7.0 has none of them; Valkey 8.0 adds CLUSTER MYSHARDID and
+// SETSLOT's TIMEOUT, Valkey 9.0 CLUSTER MIGRATESLOTS.
 type Capabilities struct {
 	Server         string // "redis" or "valkey"
 	Version        string
 	MyShardID      bool // CLUSTER MYSHARDID
-	SetSlotTimeout bool // CLUSTER SETSLOT ... TIMEOUT (Valkey 8.0+)
+	SetSlotTimeout bool // CLUSTER SETSLOT ... TIMEOUT (Valkey 8.0+; COMMAND DOCS lists the argument)
 	MigrateSlots   bool // CLUSTER MIGRATESLOTS (atomic slot migration)
 }
 
@@ -54,8 +56,9 @@ type Conn interface {
 	// GETKEYSINSLOT and one MIGRATE (of up to batch keys) per slot and round; it returns
 	// how many keys it moved.
 	MigrateSlotsKeys(ctx context.Context, slots []int, addr string, batch int) (int, error)
-	// SetSlots pipelines CLUSTER SETSLOT commands (all are sent; each stands alone) and
-	// returns how many of them, from the start, succeeded.
+	// SetSlots pipelines CLUSTER SETSLOT commands, SetSlotChunk per round trip (each
+	// stands alone; no chunk is sent after one with a refusal), and returns how many of
+	// them, from the start, succeeded.
 	SetSlots(ctx context.Context, cmds ...SetSlot) (int, error)
 	Forget(ctx context.Context, id string) error
 	// SetConfigEpoch is CLUSTER SET-CONFIG-EPOCH: only a node that knows no peer and has
@@ -263,15 +266,47 @@ func (c *conn) Capabilities(ctx context.Context) (Capabilities, error) {
 	}
 	present := func(i int) bool { return i < len(arr) && !arr[i].IsNil() }
 	caps.MyShardID, caps.MigrateSlots = present(0), present(1)
-	// SETSLOT's TIMEOUT argument has no command of its own to look up; it came with Valkey 8.
-	caps.SetSlotTimeout = caps.Server == "valkey" && majorAtLeast(caps.Version, 8)
+	// SETSLOT's TIMEOUT is an argument, not a subcommand: COMMAND DOCS lists it.
+	if caps.SetSlotTimeout, err = c.hasArgument(ctx, "cluster|setslot", "timeout"); err != nil {
+		return Capabilities{}, err
+	}
 	return caps, nil
 }
 
-func majorAtLeast(version string, major int) bool {
-	head, _, _ := strings.Cut(version, ".")
-	n, err := strconv.Atoi(head)
-	return err == nil && n >= major
+// hasArgument reports whether COMMAND DOCS of command (lower case, "container|sub") lists
+// a top-level argument named arg. A command the server does not know has no arguments.
+func (c *conn) hasArgument(ctx context.Context, command, arg string) (bool, error) {
+	docs, err := c.do(ctx, "COMMAND", "DOCS", command).AsMap()
+	if err != nil {
+		return false, fmt.Errorf("COMMAND DOCS %s on %s: %w", command, c.addr, err)
+	}
+	doc, ok := docs[command]
+	if !ok {
+		return false, nil
+	}
+	fields, err := doc.AsMap()
+	if err != nil {
+		return false, fmt.Errorf("COMMAND DOCS %s on %s: %w", command, c.addr, err)
+	}
+	args, ok := fields["arguments"]
+	if !ok {
+		return false, nil
+	}
+	list, err := args.ToArray()
+	if err != nil {
+		return false, fmt.Errorf("COMMAND DOCS %s arguments on %s: %w", command, c.addr, err)
+	}
+	for _, a := range list {
+		m, err := a.AsMap()
+		if err != nil {
+			return false, fmt.Errorf("COMMAND DOCS %s argument on %s: %w", command, c.addr, err)
+		}
+		name := m["name"]
+		if v, _ := name.ToString(); strings.EqualFold(v, arg) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (c *conn) Meet(ctx context.Context, addr string, busPort int) error {
@@ -389,18 +424,31 @@ func (c *conn) MigrateSlotsKeys(ctx context.Context, slots []int, addr string, b
 	return moved, nil
 }
 
+// SetSlotChunk is how many CLUSTER SETSLOT commands one round trip of SetSlots carries.
+// Valkey 8.0+ replicates SETSLOT to a primary's replicas and answers only once they have
+// acknowledged it (up to 2 s each), so a pipeline costs one replication round trip per
+// command: 4096 of them took 25 s on a loaded 2-core machine, past the 10 s the client
+// waits for a pipeline. Redis 7.0 answers at once; for it the chunks only add round trips.
+const SetSlotChunk = 64
+
 func (c *conn) SetSlots(ctx context.Context, cmds ...SetSlot) (int, error) {
-	multi := make(valkeygo.Commands, len(cmds))
-	for i, x := range cmds {
-		args := []string{strconv.Itoa(x.Slot), string(x.State)}
-		if x.NodeID != "" {
-			args = append(args, x.NodeID)
+	for start := 0; start < len(cmds); start += SetSlotChunk {
+		chunk := cmds[start:min(start+SetSlotChunk, len(cmds))]
+		multi := make(valkeygo.Commands, len(chunk))
+		for i, x := range chunk {
+			args := []string{strconv.Itoa(x.Slot), string(x.State)}
+			if x.NodeID != "" {
+				args = append(args, x.NodeID)
+			}
+			multi[i] = c.c.B().Arbitrary("CLUSTER", "SETSLOT").Args(args...).Build()
 		}
-		multi[i] = c.c.B().Arbitrary("CLUSTER", "SETSLOT").Args(args...).Build()
-	}
-	for i, r := range c.c.DoMulti(ctx, multi...) {
-		if err := r.Error(); err != nil {
-			return i, fmt.Errorf("CLUSTER SETSLOT %d %s on %s: %w", cmds[i].Slot, cmds[i].State, c.addr, err)
+		// A failed chunk ends the run: the later commands are not sent (they would each
+		// wait out the same missing acknowledgement), and the next observation shows what
+		// was applied.
+		for i, r := range c.c.DoMulti(ctx, multi...) {
+			if err := r.Error(); err != nil {
+				return start + i, fmt.Errorf("CLUSTER SETSLOT %d %s on %s: %w", chunk[i].Slot, chunk[i].State, c.addr, err)
+			}
 		}
 	}
 	return len(cmds), nil

@@ -395,12 +395,17 @@ type SlotMove struct {
 	From, To string // node ids
 }
 
-// Moves are the slots in a migrating or importing state on any member, sorted by slot;
-// a half-done move shows on one side only.
+// Moves are the slots in a migrating or importing state on any primary, sorted by slot;
+// a half-done move shows on one side only. Replicas are left out: Valkey 8.0+ replicates
+// CLUSTER SETSLOT, so a replica lists its primary's states on its own line (Redis 7.0's
+// never do), and the move is the primary's.
 func (s Snapshot) Moves() []SlotMove {
 	bySlot := map[int]SlotMove{}
 	for _, v := range s.Views {
 		me, _ := v.Myself()
+		if !me.Primary {
+			continue
+		}
 		for slot, to := range me.Migrating {
 			m := bySlot[slot]
 			m.Slot, m.From, m.To = slot, me.ID, to
