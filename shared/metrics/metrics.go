@@ -8,7 +8,6 @@
 package metrics
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,11 +15,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Label names of the per-object series.
@@ -180,7 +176,8 @@ func (o *Objects) Add(namespace, name, counter string, n int) {
 	}
 }
 
-// Forget deletes every series of the object (it is gone).
+// Forget deletes every series of the object (it is gone): call it from the kit's
+// reconciler.Config.OnGone.
 func (o *Objects) Forget(namespace, name string) {
 	l := prometheus.Labels{LabelNamespace: namespace, LabelName: name}
 	o.mu.Lock()
@@ -193,19 +190,6 @@ func (o *Objects) Forget(namespace, name string) {
 	for _, c := range o.counters {
 		c.DeletePartialMatch(l)
 	}
-}
-
-// ForgetGone wraps r: after a pass for an object that is not there (deleted, its
-// finalizers done), the object's series are deleted. The read goes through c, the
-// manager's cache; newObj returns an empty object of the kind.
-func (o *Objects) ForgetGone(r reconcile.Reconciler, c client.Reader, newObj func() client.Object) reconcile.Reconciler {
-	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-		res, err := r.Reconcile(ctx, req)
-		if err == nil && apierrors.IsNotFound(c.Get(ctx, req.NamespacedName, newObj())) {
-			o.Forget(req.Namespace, req.Name)
-		}
-		return res, err
-	})
 }
 
 // ObjectSeries reads from g the series of the object namespace/name, for tests and
