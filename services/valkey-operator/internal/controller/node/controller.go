@@ -112,28 +112,11 @@ type Reconciler struct {
 	state map[types.NamespacedName]*nodeState
 }
 
-// nodeState is what the controller remembers of a node between passes: which server
-// incarnation got the current config and users (a restarted server must get them again
-// although status already records their hash), and the back-off of failing applies. Lost
-// on an operator restart, which costs one more, harmless, apply per node.
-type nodeState struct {
-	uid         types.UID
-	config, acl applyState
-}
-
-type applyState struct {
-	incarnation string // pod UID and server restarts that got hash
-	hash        string
-	failures    int
-	next        time.Time // no retry before
-	lastErr     string
-}
-
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -258,20 +241,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.mu.Unlock()
 	}
 	return res, err
-}
-
-// stateOf is the remembered state of n; a node re-created under the same name starts
-// afresh.
-func (r *Reconciler) stateOf(n *valkeyv1.ValkeyNode) *nodeState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := types.NamespacedName{Namespace: n.Namespace, Name: n.Name}
-	s, ok := r.state[key]
-	if !ok || s.uid != n.UID {
-		s = &nodeState{uid: n.UID}
-		r.state[key] = s
-	}
-	return s
 }
 
 // clusterRef is the ValkeyCluster a node belongs to, as an event's related object.
