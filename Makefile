@@ -123,6 +123,17 @@ test: controlplane runtime-tools build sweep ## Unit, integration and end-to-end
 	wait $$e2e || failed="$$failed e2e"; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
 
+# The Valkey tests run valkey-server (Valkey 8.0 from bookworm-backports) unless
+# VALKEY_SERVER=redis-server picks Debian's Redis 7.0; this target is that compatibility
+# run for what depends on the server most: the executor package (real clusters formed,
+# rebalanced, failed over) and the end-to-end Valkey scenario on redis images.
+.PHONY: test-redis7
+test-redis7: controlplane runtime-tools build sweep ## Compatibility run on Redis 7.0 (VALKEY_SERVER=redis-server): the Valkey executor package and the e2e Valkey scenario.
+	(cd tools/e2e && VALKEY_SERVER=redis-server go test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestInstall$$|TestValkeyScenario$$' .) & e2e=$$!; \
+	failed=""; (cd services/valkey-operator && VALKEY_SERVER=redis-server go test -count=1 -timeout $(TEST_TIMEOUT) ./internal/executor/) || failed=" executor"; \
+	wait $$e2e || failed="$$failed e2e"; \
+	if [ -n "$$failed" ]; then echo "FAILED on redis-server:$$failed"; exit 1; fi
+
 .PHONY: fuzz
 fuzz: ## Fuzz the node agent's request validation for FUZZ_TIME (make test runs its seed corpus).
 	cd services/node-agent && go test -run '^$$' -fuzz FuzzValidatePrepare -fuzztime $(FUZZ_TIME) ./internal/server
