@@ -408,6 +408,7 @@ func TestValdSample(t *testing.T) {
 	}
 	phase, _, _ := unstructured.NestedString(vor.Object, "status", "phase")
 	t.Logf("vor %s/%s: phase %s, state Ready, Completed=True", ns, name, phase)
+	wantObjectMetrics(ctx, t, "vald-operator", ns, name, "vald_operator_release_state")
 
 	owned := func(ctx context.Context) ([]string, error) {
 		list, err := env.dyn.Resource(vrGVR).Namespace(ns).List(ctx, metav1.ListOptions{})

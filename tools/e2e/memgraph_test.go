@@ -82,6 +82,7 @@ func TestMemgraphSample(t *testing.T) {
 	}
 	ready := time.Now()
 	t.Logf("time to Ready for 3+2: %s", since(begin))
+	wantObjectMetrics(ctx, t, "memgraph-operator", mgNamespace, mgName, "memgraph_operator_cluster_state", "memgraph_operator_registrations_total")
 
 	// One MAIN (a data instance of the sample), one leader (a coordinator), all registered.
 	if !regexp.MustCompile(`^memgraph_demo_data_[01]$`).MatchString(c.Status.Main) {

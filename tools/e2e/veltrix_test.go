@@ -66,6 +66,8 @@ func TestVeltrixSample(t *testing.T) {
 	})
 	waitVeltrix(ctx, t, 3, 6*time.Minute)
 	t.Logf("time to Ready for 3 members (disk preparation included): %s", since(begin))
+	wantObjectMetrics(ctx, t, "veltrix-operator", vxNamespace, vxName, "veltrix_operator_cluster_state", "veltrix_operator_cluster_ready_members",
+		"veltrix_operator_cluster_size", "veltrix_operator_member_removals_total")
 
 	// Keys written before the scaling are all there after it: read back through a member
 	// that joined (any member routes any key to its owners), and after the scale-down.
