@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 )
 
@@ -434,6 +435,33 @@ func TestValdSample(t *testing.T) {
 		t.Fatalf("ValdReleases owned by the vor: %q, want 2 (one per cluster of the active entry)", vrs)
 	}
 	t.Logf("ValdReleases owned by the vor: %q", vrs)
+
+	// A cluster taken out of the active entry: the operator deletes its ValdRelease (the
+	// prune, which the RBAC audit wants exercised: delete on valdreleases).
+	var pruned string
+	for _, n := range vrs {
+		if strings.HasSuffix(n, "-cluster-b") {
+			pruned = n
+		}
+	}
+	if pruned == "" {
+		t.Fatalf("no ValdRelease of cluster-b among %q", vrs)
+	}
+	removeB := []byte(`[{"op":"test","path":"/spec/infrastructure/0/clusters/1/name","value":"cluster-b"},{"op":"remove","path":"/spec/infrastructure/0/clusters/1"}]`)
+	if _, err := env.dyn.Resource(vorGVR).Namespace(ns).Patch(ctx, name, types.JSONPatchType, removeB, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = poll(ctx, t, "the ValdRelease of the removed cluster pruned", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := env.dyn.Resource(vrGVR).Namespace(ns).Get(ctx, pruned, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		diagnose(ctx, t, serviceByName("vald-operator"))
+		t.Fatal(err)
+	}
 
 	// Delete the vor only: kube-controller-manager's garbage collector removes what it owns.
 	if err := env.dyn.Resource(vorGVR).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {

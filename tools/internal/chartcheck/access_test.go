@@ -127,7 +127,6 @@ func TestNodeAgentCallerAccess(t *testing.T) {
 			}{
 				{probe{ns, "create", "", "serviceaccounts", "token", sa}, true},
 				{probe{agentNS, "get", "", "configmaps", "", agent + "-ca"}, true},
-				{probe{agentNS, "watch", "", "configmaps", "", agent + "-ca"}, true},
 				{probe{agentNS, "list", "", "pods", "", ""}, false},
 				{probe{agentNS, "watch", "", "pods", "", ""}, false},
 				{probe{"", "get", "nodeagent.opsuite.io", "nodes", "", "node-1"}, true},
@@ -155,6 +154,8 @@ func TestNodeAgentCallerAccess(t *testing.T) {
 				{ns, "create", "", "serviceaccounts", "", ""},
 				{ns, "update", "", "serviceaccounts", "", sa},
 				{agentNS, "get", "", "configmaps", "", "other"},
+				{agentNS, "watch", "", "configmaps", "", agent + "-ca"},
+				{agentNS, "get", "", "pods", "", ""},
 				{agentNS, "list", "", "configmaps", "", ""},
 				{agentNS, "update", "", "configmaps", "", agent + "-ca"},
 				{agentNS, "delete", "", "configmaps", "", agent + "-ca"},

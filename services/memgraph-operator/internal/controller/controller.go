@@ -38,15 +38,15 @@ import (
 // Name is the controller's name; its events come from it.
 const Name = "memgraphcluster-controller"
 
-// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphclusters,verbs=list;watch
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphclusters/status,verbs=patch
 // Owner references with blockOwnerDeletion need update on the owner's finalizers where
 // OwnerReferencesPermissionEnforcement is on.
 // +kubebuilder:rbac:groups=memgraph.com,resources=memgraphclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Registrar brings the cluster's HA membership towards want: one call per pass, only when

@@ -24,7 +24,7 @@ import (
 // propagationPolicy=Orphan (its pods and claims stay, their owner references removed)
 // and created again by the normal apply path with the new templates; the new
 // StatefulSet adopts the running pods by their labels. Nothing restarts.
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;patch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 
 // ConditionVolumesResized is absent until a size in spec.storage grows; then it says

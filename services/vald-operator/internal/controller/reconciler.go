@@ -118,11 +118,11 @@ type Reconciler struct {
 	pass *reconciler.Reconciler[*valdv1.ValdOperatorRelease]
 }
 
-// +kubebuilder:rbac:groups=vald.vdaas.org,resources=valdoperatorreleases,verbs=get;list;watch
-// +kubebuilder:rbac:groups=vald.vdaas.org,resources=valdoperatorreleases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=vald.vdaas.org,resources=valdoperatorreleases,verbs=list;watch
+// +kubebuilder:rbac:groups=vald.vdaas.org,resources=valdoperatorreleases/status,verbs=patch
 // +kubebuilder:rbac:groups=vald.vdaas.org,resources=valdoperatorreleases/finalizers,verbs=update
-// +kubebuilder:rbac:groups=vald.vdaas.org,resources=valdreleases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=vald.vdaas.org,resources=valdreleases,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager builds the reconciler from mgr and registers it: it watches releases,

@@ -37,18 +37,18 @@ import (
 // Name is the controller's name: events come from it.
 const Name = "veltrixcluster-controller"
 
-// +kubebuilder:rbac:groups=veltrix.io,resources=veltrixclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=veltrix.io,resources=veltrixclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=veltrix.io,resources=veltrixclusters,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=veltrix.io,resources=veltrixclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=veltrix.io,resources=veltrixclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets;serviceaccounts,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Config is what the controller needs besides the manager; zero fields take the defaults.

@@ -35,15 +35,15 @@ import (
 // Name is the controller's name: events come from it, metrics are named after the operator.
 const Name = "valkeycluster-controller"
 
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=patch
 // Owner references with blockOwnerDeletion need update on the owner's finalizers where
 // OwnerReferencesPermissionEnforcement is on.
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers;valkeynodes/finalizers,verbs=update
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps;secrets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Dialer opens an admin connection to one member.
