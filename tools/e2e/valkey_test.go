@@ -906,7 +906,7 @@ func (s *vkScenario) buildWriter() string {
 	bin := filepath.Join(dir, "valkey-writer")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/valkey/cmd/valkey-writer")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/valkey-writer")
 	cmd.Dir = filepath.Join(env.root, "services", "valkey-operator")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		s.t.Errorf("building valkey-writer: %v\n%s", err, out)
