@@ -39,10 +39,10 @@ func TestStatusWriteTheCacheHasNotSeen(t *testing.T) {
 	if n := f.writes.Count(); n != 1 {
 		t.Errorf("4 passes, 3 of them reading the object from before the status write, wrote %d times; want 1", n)
 	}
-	assertEventOnce(t, f.ns, "w", "WaitingForShards")
+	assertEventOnce(t, f.ns, "w", "Ready/WaitingForShards")
 }
 
-// assertEventOnce waits for the event of reason about name and checks that it stays one
+// assertEventOnce waits for the event of action/reason about name and checks that it stays one
 // (no repeat recorded).
 func assertEventOnce(t *testing.T, ns, name, reason string) {
 	t.Helper()

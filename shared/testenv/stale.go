@@ -153,10 +153,11 @@ func (w *staleStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration,
 	return w.SubResourceClient.Apply(ctx, obj, opts...)
 }
 
-// EventCounts counts the events regarding the object named name in ns by reason, each
-// repeat included: a repeat of an event (same reason, action and objects) is not a new
-// Event but a series on the first, whose count the recorder sends when the first repeat
-// happens and later only now and then; a count above 1 means the event repeated.
+// EventCounts counts the events regarding the object named name in ns by "action/reason"
+// (two conditions can share a reason), each repeat included: a repeat of an event (same
+// reason, action and objects) is not a new Event but a series on the first, whose count
+// the recorder sends when the first repeat happens and later only now and then; a count
+// above 1 means the event repeated.
 func EventCounts(t testing.TB, c client.Reader, ns, name string) map[string]int32 {
 	t.Helper()
 	var list eventsv1.EventList
@@ -172,7 +173,7 @@ func EventCounts(t testing.TB, c client.Reader, ns, name string) map[string]int3
 		if e.Series != nil && e.Series.Count > 1 {
 			n = e.Series.Count
 		}
-		out[e.Reason] += n
+		out[e.Action+"/"+e.Reason] += n
 	}
 	return out
 }
