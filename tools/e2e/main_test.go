@@ -260,6 +260,11 @@ func setup() (teardown func(), err error) {
 			missing = append(missing, fmt.Sprintf("%s: run `make build`", p))
 		}
 	}
+	// The local cluster runs valkey/valkey images as valkey-server, redis images as
+	// redis-server (tools/internal/podrunner).
+	if !exists("/usr/bin/valkey-server") {
+		missing = append(missing, "/usr/bin/valkey-server: install valkey-server from bookworm-backports (.ci/run adds it)")
+	}
 	if !exists("/usr/bin/redis-server") {
 		missing = append(missing, "/usr/bin/redis-server: install the Debian package redis-server (.ci/apt-packages.txt)")
 	}

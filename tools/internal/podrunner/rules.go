@@ -56,18 +56,23 @@ var ListenFlagsOpsuite = []string{"--metrics-bind-address", "--health-probe-bind
 // ("/dev/loop3,/dev/loop4"), for ExtraArgs.
 const NodeDevicesVar = "NODE_DEVICES"
 
-// DefaultImageRules maps our images to the binaries `make build` writes to binDir and the
-// Valkey and Redis images to Debian's redis-server. A simulator is one more line here.
+// DefaultImageRules maps our images to the binaries `make build` writes to binDir, the
+// Valkey images to Debian's valkey-server (bookworm-backports) and the Redis images to
+// Debian's redis-server, so a ValkeyCluster's spec.image picks the server it runs, as on a
+// real cluster. A simulator is one more line here.
 func DefaultImageRules(binDir string) []ImageRule {
 	opsuite := func(image string, extra ...string) ImageRule {
 		return ImageRule{Image: image, Binary: filepath.Join(binDir, "{name}"), Commands: []string{"manager", "{name}"},
 			ExtraArgs: extra, ListenFlags: ListenFlagsOpsuite, User: images.User}
 	}
-	redis := func(image, user string) ImageRule {
-		return ImageRule{Image: image, Binary: "/usr/bin/redis-server",
+	// Both images carry both executable names (Valkey installs redis-* links; the operator
+	// runs valkey-server whatever spec.image is).
+	server := func(image, binary, user string) ImageRule {
+		return ImageRule{Image: image, Binary: binary,
 			Commands:  []string{"redis-server", "valkey-server", "docker-entrypoint.sh"},
 			ExtraArgs: []string{"--bind", "$(POD_IP)"}, User: user, WorkingDir: "/data"}
 	}
+	const valkeyServer, redisServer = "/usr/bin/valkey-server", "/usr/bin/redis-server"
 	agent := opsuite("ghcr.io/opsuite/node-agent", "--allow-loop-devices", "--device-allow=$("+NodeDevicesVar+")")
 	agent.Subcommands = []string{"signer"}
 	return []ImageRule{
@@ -77,10 +82,10 @@ func DefaultImageRules(binDir string) []ImageRule {
 		opsuite("ghcr.io/opsuite/*"),
 		// The official images start as root (their entrypoint drops to redis); Bitnami's
 		// run as 1001.
-		redis("valkey/valkey*", ""),
-		redis("bitnami/valkey*", "1001"),
-		redis("redis*", ""),
-		redis("bitnami/redis*", "1001"),
+		server("valkey/valkey*", valkeyServer, ""),
+		server("bitnami/valkey*", valkeyServer, "1001"),
+		server("redis*", redisServer, ""),
+		server("bitnami/redis*", redisServer, "1001"),
 		// Simulators (tools/cmd/*-sim, built by `make build`). Memgraph's image runs
 		// /usr/lib/memgraph/memgraph as memgraph (101:103) and binds 0.0.0.0 unless told;
 		// the simulator binds all its listeners to --bolt-address's host.

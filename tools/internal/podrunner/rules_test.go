@@ -24,9 +24,12 @@ func TestRulesMatchAndStageSelectorAgree(t *testing.T) {
 		{"redis:7", "/usr/bin/redis-server"},
 		{"docker.io/library/redis:7.2@sha256:abc", "/usr/bin/redis-server"},
 		{"redis", "/usr/bin/redis-server"},
-		{"valkey/valkey:8.0", "/usr/bin/redis-server"},
-		{"docker.io/valkey/valkey-bundle:8", "/usr/bin/redis-server"},
+		{"valkey/valkey:8.0", "/usr/bin/valkey-server"},
+		{"valkey/valkey:8.1", "/usr/bin/valkey-server"},
+		{"docker.io/valkey/valkey-bundle:8", "/usr/bin/valkey-server"},
+		{"bitnami/valkey:8.0", "/usr/bin/valkey-server"},
 		{"bitnami/redis:7", "/usr/bin/redis-server"},
+		{"redis:7.0", "/usr/bin/redis-server"},
 		{"ghcr.io/opsuite/vald-operator:v0.1.0", "/repo/bin/vald-operator"},
 		{"ghcr.io/opsuite/node-agent@sha256:1234", "/repo/bin/node-agent"},
 		{"ghcr.io/opsuite/nested/thing:1", ""},
@@ -70,6 +73,24 @@ func TestArgv(t *testing.T) {
 		got, err := rule.argv(tt.command, tt.args)
 		if (err != nil) != tt.wantErr || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("argv(%q, %q) = %q, %v; want %q, error %v", tt.command, tt.args, got, err, tt.want, tt.wantErr)
+		}
+	}
+	// The operator's pods run valkey-server whatever spec.image says; a Valkey image given
+	// redis-server (its compatibility link) runs valkey-server too.
+	valkey, _ := Rules(DefaultImageRules("/repo/bin")).Match("valkey/valkey:8.1")
+	for _, tt := range []struct {
+		rule    ImageRule
+		command []string
+		want    string
+	}{
+		{rule, []string{"valkey-server"}, "/usr/bin/redis-server"},
+		{valkey, []string{"valkey-server"}, "/usr/bin/valkey-server"},
+		{valkey, []string{"redis-server"}, "/usr/bin/valkey-server"},
+		{valkey, []string{"/usr/local/bin/docker-entrypoint.sh"}, "/usr/bin/valkey-server"},
+	} {
+		got, err := tt.rule.argv(tt.command, []string{"/config/valkey.conf"})
+		if err != nil || !reflect.DeepEqual(got, []string{tt.want, "/config/valkey.conf"}) {
+			t.Errorf("%s: argv(%q) = %q, %v; want %s", tt.rule.Image, tt.command, got, err, tt.want)
 		}
 	}
 }
