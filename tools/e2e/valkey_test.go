@@ -41,9 +41,24 @@ const (
 	vkName      = "vk"
 	vkUser      = "app"
 	vkPassword  = "e2e-app-password"
-	vkImageOld  = "valkey/valkey:8.0"
-	vkImageNew  = "valkey/valkey:8.1"
 )
+
+// The scenario's images and client follow VALKEY_SERVER, the variable the operator's own
+// tests read: valkey-server (the default) runs it on valkey/valkey images, which the local
+// cluster starts as Debian's valkey-server; redis-server on redis images (redis-server
+// 7.0), the compatibility run of `make test-redis7`. The operator is the same either way:
+// it tells the servers apart by what they answer, never by the tag.
+var vkImageOld, vkImageNew, vkCLI, vkServerErr = vkServer(os.Getenv("VALKEY_SERVER"))
+
+func vkServer(choice string) (imageOld, imageNew, cli string, err error) {
+	switch choice {
+	case "", "valkey-server":
+		return "valkey/valkey:8.0", "valkey/valkey:8.1", "valkey-cli", nil
+	case "redis-server":
+		return "redis:7.0", "redis:7.0.15", "redis-cli", nil
+	}
+	return "", "", "", fmt.Errorf("VALKEY_SERVER=%q: want valkey-server or redis-server", choice)
+}
 
 // vkManifest is what a user applies: the password Secret and a 3x1 ValkeyCluster whose
 // spec user may read and write k:* keys (and see the topology, as cluster clients must).
@@ -95,11 +110,9 @@ spec:
 // member), and the step's documented events were emitted. Then a steady cluster emits no
 // event for 30 s, and no acknowledged write was lost.
 func TestValkeyScenario(t *testing.T) {
-	needRunner(t, "the writer and redis-cli reach the Valkey pods at their addresses")
+	needRunner(t, "the writer and the cli reach the Valkey pods at their addresses")
 	needInstalled(t, "valkey-operator")
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		t.Fatalf("redis-cli not found (%v): it comes with Debian's redis-tools, a dependency of redis-server (.ci/apt-packages.txt)", err)
-	}
+	needCLI(t)
 	// Every wait below is bounded; together they stay inside the suite's -timeout, so a
 	// stuck step fails with its diagnosis instead of the binary being killed.
 	ctx := scenarioContext(t)
@@ -517,12 +530,24 @@ func checkTopology(ms []vkMember, ips []string, shards, replicas int) string {
 	return ""
 }
 
-// cli runs redis-cli against one member as the scenario's user, as README's examples do.
+// needCLI fails the test when VALKEY_SERVER is not understood or its cli is missing.
+func needCLI(t *testing.T) {
+	t.Helper()
+	if vkServerErr != nil {
+		t.Fatal(vkServerErr)
+	}
+	if _, err := exec.LookPath(vkCLI); err != nil {
+		t.Fatalf("%s not found (%v): valkey-cli comes with valkey-tools from bookworm-backports, redis-cli with redis-tools (.ci/run installs both)", vkCLI, err)
+	}
+}
+
+// cli runs the cli against one member as the scenario's user, as README's examples do.
 func (s *vkScenario) cli(ctx context.Context, ip string, args ...string) (string, error) {
 	return redisCLI(ctx, ip, s.user, s.password, args...)
 }
 
-// redisCLI runs redis-cli -c against one member, as user (none: the default user).
+// redisCLI runs vkCLI (valkey-cli or redis-cli) -c against one member, as user (none: the
+// default user).
 func redisCLI(ctx context.Context, ip, user, password string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -530,17 +555,17 @@ func redisCLI(ctx context.Context, ip, user, password string, args ...string) (s
 	if user != "" {
 		flags = append(flags, "--user", user, "--pass", password, "--no-auth-warning")
 	}
-	cmd := exec.CommandContext(ctx, "redis-cli", append(flags, args...)...)
+	cmd := exec.CommandContext(ctx, vkCLI, append(flags, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	text := out.String()
 	if err == nil && cliError(text) != "" {
-		// redis-cli prints an error reply (or a failed AUTH) and still exits 0.
+		// The cli prints an error reply (or a failed AUTH) and still exits 0.
 		err = errors.New(cliError(text))
 	}
 	if err != nil {
-		return text, fmt.Errorf("redis-cli -h %s %s: %w: %s", ip, strings.Join(args, " "), err, strings.TrimSpace(head(text, 300)))
+		return text, fmt.Errorf("%s -h %s %s: %w: %s", vkCLI, ip, strings.Join(args, " "), err, strings.TrimSpace(head(text, 300)))
 	}
 	return text, nil
 }
@@ -1096,8 +1121,9 @@ func (s *vkScenario) diagnose(ctx context.Context) {
 // operator's own user logs in with the password of <cluster>-internal, and in the users
 // sample "app" writes app:* keys while "reader" reads them and is refused writes.
 func TestValkeySamples(t *testing.T) {
-	needRunner(t, "redis-cli reaches the Valkey pods at their addresses")
+	needRunner(t, "the cli reaches the Valkey pods at their addresses")
 	needInstalled(t, "valkey-operator")
+	needCLI(t)
 	ctx := scenarioContext(t)
 	begin := time.Now()
 	var files []string
@@ -1144,14 +1170,14 @@ func TestValkeySamples(t *testing.T) {
 		t.Helper()
 		got, err := redisCLI(ctx, ip, user, password, args...)
 		if err != nil || strings.TrimSpace(got) != want {
-			t.Errorf("redis-cli -h %s --user %q %s: %q (%v), want %q", ip, user, strings.Join(args, " "), got, err, want)
+			t.Errorf("%s -h %s --user %q %s: %q (%v), want %q", vkCLI, ip, user, strings.Join(args, " "), got, err, want)
 		}
 	}
 	refused := func(code, ip, user, password string, args ...string) {
 		t.Helper()
 		got, err := redisCLI(ctx, ip, user, password, args...)
 		if err == nil || !strings.Contains(err.Error(), code) {
-			t.Errorf("redis-cli -h %s --user %q %s: %q (%v), want a %s error", ip, user, strings.Join(args, " "), got, err, code)
+			t.Errorf("%s -h %s --user %q %s: %q (%v), want a %s error", vkCLI, ip, user, strings.Join(args, " "), got, err, code)
 		}
 	}
 	ip := strings.TrimSpace(get("get", "vkn", "demo-0-0", "-o", "jsonpath={.status.podIP}"))
