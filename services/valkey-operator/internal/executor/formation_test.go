@@ -308,11 +308,13 @@ func checkCapabilities(t *testing.T, caps valkey.Capabilities) {
 
 // convergeReal runs observe-plan-execute passes over the servers at observe (members and
 // removed nodes still running) until the plan is converged and every member reports
-// cluster_state:ok.
+// cluster_state:ok. Its 3 minutes are for Valkey 8, which answers a SETSLOT only once the
+// primary's replicas acknowledged it: a pass moving 1024 slots takes 20 to 30 s on a
+// 2-core machine at load 30 (Redis 7.0: a few seconds).
 func convergeReal(ctx context.Context, t testing.TB, e *Executor, d planner.Desired, observe []string) {
 	t.Helper()
 	passes, steps := 0, 0
-	testenv.Eventually(t, 90*time.Second, "cluster converged and cluster_state:ok everywhere", func() (bool, string) {
+	testenv.Eventually(t, 3*time.Minute, "cluster converged and cluster_state:ok everywhere", func() (bool, string) {
 		passes++
 		snap, failed := e.Observe(ctx, observe)
 		if len(failed) > 0 {
@@ -357,7 +359,7 @@ func TestRebalancesRealCluster(t *testing.T) {
 	e := New(func(addr string) (valkey.Conn, error) { return valkey.Dial(addr, valkey.Options{}) })
 	e.KeyBatch = 50
 	defer e.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	small := planner.Desired{Shards: 3, Replicas: 1, Members: all[:6], MoveBatch: 1024}
