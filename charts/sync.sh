@@ -8,10 +8,10 @@
 #   deploy/rbac/<service>/role.yaml    -> charts/<service>/files/role.yaml
 #       (the library's opsuite-lib.rbac turns its ClusterRole rules into the controller's
 #        ClusterRole)
-#   charts/opsuite-lib/                -> charts/<operator>/charts/opsuite-lib/
+#   charts/opsuite-lib/                -> charts/<operator>/charts/opsuite-lib/, charts/node-agent/charts/opsuite-lib/
 #       (the library chart of the operators' common templates, vendored as a committed copy so
 #        that a plain clone installs, lints and packages each chart without
-#        `helm dependency build`; each operator's Chart.yaml declares it without a repository)
+#        `helm dependency build`; each chart's Chart.yaml declares it without a repository)
 # `make generate` runs it after controller-gen. With --check it changes nothing and fails when
 # a chart is stale, naming the files (for CI and `make lint`).
 set -euo pipefail
@@ -31,6 +31,8 @@ declare -A service_of=(
   [memgraph.com]=memgraph-operator
 )
 services=(vald-operator veltrix-operator valkey-operator memgraph-operator)
+# The charts that vendor the library: the operators and the node agent.
+lib_charts=("${services[@]}" node-agent)
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -97,15 +99,15 @@ for svc in "${services[@]}"; do
   } >"$out/$svc/files/role.yaml"
 done
 
-# The vendored library: a copy of charts/opsuite-lib in every operator chart, whose Chart.yaml
-# must ask for the library's version.
+# The vendored library: a copy of charts/opsuite-lib in every chart of lib_charts, whose
+# Chart.yaml must ask for the library's version.
 lib=$root/charts/opsuite-lib
 lib_version=$(sed -n 's/^version:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}[[:space:]]*$/\1/p' "$lib/Chart.yaml")
 if [[ -z $lib_version ]]; then
   echo "sync.sh: charts/opsuite-lib/Chart.yaml has no version" >&2
   exit 1
 fi
-for svc in "${services[@]}"; do
+for svc in "${lib_charts[@]}"; do
   mkdir -p "$out/$svc/charts"
   cp -r "$lib" "$out/$svc/charts/opsuite-lib"
   # The dependency entry: "- name: opsuite-lib" followed by its version line.
@@ -121,8 +123,19 @@ done
 # Compare or install every generated path; generated directories are owned by this script,
 # so files that no longer have a source are removed.
 stale=()
+for svc in "${lib_charts[@]}"; do
+  want=$out/$svc/charts/opsuite-lib have=$root/charts/$svc/charts/opsuite-lib
+  if ! diff -r -q "$want" "$have" >/dev/null 2>&1; then
+    stale+=("charts/$svc/charts/opsuite-lib/")
+    if ! $check; then
+      rm -rf "$have"
+      mkdir -p "$(dirname "$have")"
+      cp -r "$want" "$have"
+    fi
+  fi
+done
 for svc in "${services[@]}"; do
-  for dir in crds files/crds charts/opsuite-lib; do
+  for dir in crds files/crds; do
     want=$out/$svc/$dir have=$root/charts/$svc/$dir
     [[ -d $want || -d $have ]] || continue
     mkdir -p "$want"

@@ -1,7 +1,8 @@
 {{- /*
-Helpers of the operator charts. Every template here takes the including chart's root context
-(.), so .Chart, .Values, .Files and .Release are the operator chart's own. Template names are
-global across a chart and its subcharts, hence the opsuite-lib. prefix.
+Helpers of the operator charts (and of the node-agent chart: names, labels, image). Every
+template here takes the including chart's root context (.), so .Chart, .Values, .Files and
+.Release are that chart's own. Template names are global across a chart and its subcharts,
+hence the opsuite-lib. prefix.
 */ -}}
 
 {{/* Chart name, overridable. */}}
@@ -32,11 +33,14 @@ app.kubernetes.io/name: {{ include "opsuite-lib.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end }}
 
+{{/* Common labels; the component is the chart's annotation opsuite.io/component, else controller. */}}
 {{- define "opsuite-lib.labels" -}}
+{{- $component := "controller" }}
+{{- with .Chart.Annotations }}{{ with index . "opsuite.io/component" }}{{ $component = . }}{{ end }}{{ end -}}
 helm.sh/chart: {{ include "opsuite-lib.chart" . }}
 {{ include "opsuite-lib.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/component: controller
+app.kubernetes.io/component: {{ $component }}
 app.kubernetes.io/part-of: opsuite
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
