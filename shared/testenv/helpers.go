@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -67,6 +68,39 @@ func FreePort(t testing.TB) int {
 	return n
 }
 
+// FreePortBelowEphemeral returns a loopback port from 20000-31999, below the kernel's
+// ephemeral range (32768 up), that nothing listens on now and that no earlier call in this
+// process returned. It is for a server that binds its port later (a process started
+// afterwards, a member configured before it runs): the processes under test dial many short
+// connections, and an ephemeral port could become the source port of one of them first.
+func FreePortBelowEphemeral(t testing.TB) int {
+	t.Helper()
+	for range 1000 {
+		p := 20000 + mathrand.IntN(12000)
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		handedOut.Lock()
+		seen := handedOut.ports[addr]
+		handedOut.Unlock()
+		if seen {
+			continue
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		handedOut.Lock()
+		seen = handedOut.ports[addr]
+		handedOut.ports[addr] = true
+		handedOut.Unlock()
+		if !seen {
+			return p
+		}
+	}
+	t.Fatal("testenv: no free port in 20000-31999")
+	return 0
+}
+
 // PortsFree reports, as an error naming the first taken one, whether the n loopback ports
 // from first on can all be bound now (a local cluster's fixed port range, say).
 func PortsFree(first, n int) error {
@@ -121,10 +155,28 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func() (
 	}
 }
 
+// EventuallyTrue is Eventually for a check with no state to describe.
+func EventuallyTrue(t testing.TB, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	Eventually(t, timeout, what, func() (bool, string) { return ok(), "" })
+}
+
+// EventuallyNil is Eventually for a check that says what is still wrong as an error: it
+// waits until check returns nil and, on timeout, reports the last error.
+func EventuallyNil(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	Eventually(t, timeout, what, func() (bool, string) {
+		if err := check(); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+}
+
 // WaitFor waits up to DefaultTimeout until ok holds.
 func WaitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	Eventually(t, DefaultTimeout, what, func() (bool, string) { return ok(), "" })
+	EventuallyTrue(t, DefaultTimeout, what, ok)
 }
 
 // WaitForObject reads obj (by its namespace and name) through c until ok accepts it and

@@ -3,7 +3,9 @@ package testenv_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,5 +129,84 @@ func TestFreePortNeverRepeats(t *testing.T) {
 			t.Fatalf("port %d handed out twice", p)
 		}
 		seen[p] = true
+	}
+}
+
+// Ports below the ephemeral range are bindable, in range and never handed out twice, by
+// this function or by FreePort.
+func TestFreePortBelowEphemeral(t *testing.T) {
+	seen := map[int]bool{}
+	for range 300 {
+		p := testenv.FreePortBelowEphemeral(t)
+		if p < 20000 || p > 31999 {
+			t.Fatalf("port %d is outside 20000-31999", p)
+		}
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Fatalf("port %d is not free: %v", p, err)
+		}
+		_ = l.Close()
+	}
+}
+
+// fatalRecorder is a testing.TB whose Fatalf records the message and ends the goroutine,
+// as the real one does, so a test can check what a helper fails with.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (r *fatalRecorder) Helper() {}
+
+func (r *fatalRecorder) Fatalf(format string, args ...any) {
+	r.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// failure runs f with a fatalRecorder on a goroutine of its own and returns what it failed
+// with ("" when it returned).
+func failure(t *testing.T, f func(testing.TB)) string {
+	r := &fatalRecorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(r)
+	}()
+	<-done
+	return r.msg
+}
+
+func TestEventuallyTrueAndNil(t *testing.T) {
+	calls := 0
+	if msg := failure(t, func(tb testing.TB) {
+		testenv.EventuallyTrue(tb, time.Second, "the third call", func() bool { calls++; return calls == 3 })
+	}); msg != "" || calls != 3 {
+		t.Fatalf("EventuallyTrue failed %q after %d calls, want success after 3", msg, calls)
+	}
+	msg := failure(t, func(tb testing.TB) {
+		testenv.EventuallyTrue(tb, 100*time.Millisecond, "never", func() bool { return false })
+	})
+	if !strings.Contains(msg, "waiting until never") {
+		t.Errorf("EventuallyTrue timed out with %q, want it to name what it waited for", msg)
+	}
+
+	calls = 0
+	msg = failure(t, func(tb testing.TB) {
+		testenv.EventuallyNil(tb, 100*time.Millisecond, "readiness", func() error {
+			calls++
+			return fmt.Errorf("not ready, call %d", calls)
+		})
+	})
+	if want := fmt.Sprintf("not ready, call %d", calls); calls < 2 || !strings.Contains(msg, "waiting until readiness") || !strings.HasSuffix(msg, want) {
+		t.Errorf("EventuallyNil timed out after %d calls with %q, want the wait named and the last error %q", calls, msg, want)
+	}
+	if msg := failure(t, func(tb testing.TB) {
+		testenv.EventuallyNil(tb, time.Second, "nil", func() error { return nil })
+	}); msg != "" {
+		t.Errorf("EventuallyNil on a nil check failed: %q", msg)
 	}
 }
