@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opsuite/suite/shared/testenv"
 )
 
 func TestParseAddressMap(t *testing.T) {
@@ -51,7 +53,7 @@ func TestAddressMapPeers(t *testing.T) {
 	m := AddressMap{}
 	logical := func(name string, port int) string { return fmt.Sprintf("%s.sim.invalid:%d", name, port) }
 	mapTo := func(name string, port int) int {
-		p := freePort(t)
+		p := testenv.FreePortBelowEphemeral(t)
 		m[logical(name, port)] = fmt.Sprintf("127.0.0.1:%d", p)
 		return p
 	}
@@ -93,7 +95,7 @@ func TestAddressMapPeers(t *testing.T) {
 			i, logical(name, 7687), logical(name, 10000), logical(name, 20000)))
 	}
 	mustRun(t, leader, "SET INSTANCE data_0 TO MAIN")
-	eventually(t, 10*time.Second, "every member up in the leader's SHOW INSTANCES", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "every member up in the leader's SHOW INSTANCES", func() bool {
 		rows := showInstances(t, leader)
 		for _, n := range []string{"coordinator_2", "data_0", "data_1"} {
 			if rows[n] == nil || rows[n][4] != "up" {

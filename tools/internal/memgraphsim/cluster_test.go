@@ -6,47 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/opsuite/suite/shared/testenv"
 	"github.com/opsuite/suite/tools/internal/bolt"
 )
-
-var (
-	portMu   sync.Mutex
-	usedPort = map[int]bool{}
-)
-
-// freePort picks a free loopback port below the kernel's ephemeral range (which starts at
-// 32768): the processes under test dial many short connections, and an ephemeral port
-// handed out here could be taken by one of them before its server binds it.
-func freePort(t *testing.T) int {
-	t.Helper()
-	portMu.Lock()
-	defer portMu.Unlock()
-	for range 1000 {
-		p := 20000 + rand.IntN(12000)
-		if usedPort[p] {
-			continue
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		_ = ln.Close()
-		usedPort[p] = true
-		return p
-	}
-	t.Fatal("no free port in 20000-31999")
-	return 0
-}
 
 // simProc is one simulator process run in-process.
 type simProc struct {
@@ -74,13 +44,13 @@ func newTestCluster(t *testing.T, coordinators, data int) *testCluster {
 	tc := &testCluster{t: t, ilog: filepath.Join(root, "invariants.jsonl")}
 	for i := 1; i <= coordinators; i++ {
 		o := fastOptions(filepath.Join(root, fmt.Sprintf("coord%d", i)))
-		o.CoordinatorID, o.CoordinatorPort, o.ManagementPort, o.BoltPort = i, freePort(t), freePort(t), freePort(t)
+		o.CoordinatorID, o.CoordinatorPort, o.ManagementPort, o.BoltPort = i, testenv.FreePortBelowEphemeral(t), testenv.FreePortBelowEphemeral(t), testenv.FreePortBelowEphemeral(t)
 		o.InvariantLog = tc.ilog
 		tc.coords = append(tc.coords, &simProc{opts: o})
 	}
 	for i := range data {
 		o := fastOptions(filepath.Join(root, fmt.Sprintf("data%d", i)))
-		o.ManagementPort, o.BoltPort = freePort(t), freePort(t)
+		o.ManagementPort, o.BoltPort = testenv.FreePortBelowEphemeral(t), testenv.FreePortBelowEphemeral(t)
 		o.InvariantLog = tc.ilog
 		tc.data = append(tc.data, &simProc{opts: o})
 	}
@@ -143,17 +113,6 @@ func wantFailure(t *testing.T, err error, message string) {
 	}
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func (p *simProc) addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
 func (tc *testCluster) addCoordinatorQuery(p *simProc) string {
@@ -179,7 +138,7 @@ func (tc *testCluster) leader() *simProc {
 func (tc *testCluster) waitLeader() *simProc {
 	tc.t.Helper()
 	var l *simProc
-	eventually(tc.t, 10*time.Second, "a coordinator leader", func() bool { l = tc.leader(); return l != nil })
+	testenv.EventuallyTrue(tc.t, 10*time.Second, "a coordinator leader", func() bool { l = tc.leader(); return l != nil })
 	return l
 }
 
@@ -195,7 +154,7 @@ func (tc *testCluster) bootstrap() {
 		mustRun(tc.t, l, tc.addCoordinatorQuery(p))
 	}
 	for i, p := range tc.data {
-		mustRun(tc.t, l, registerQuery(fmt.Sprintf("instance_%d", i), p, freePort(tc.t)))
+		mustRun(tc.t, l, registerQuery(fmt.Sprintf("instance_%d", i), p, testenv.FreePortBelowEphemeral(tc.t)))
 	}
 	mustRun(tc.t, l, "SET INSTANCE instance_0 TO MAIN")
 }
@@ -243,7 +202,7 @@ func TestClusterBootstrapReplicationAndRefusals(t *testing.T) {
 	if rows["coordinator_1"][6] != int64(0) || rows["instance_0"][2] != "" || rows["coordinator_2"][1] != tc.coords[1].addr(tc.coords[1].opts.BoltPort) {
 		t.Errorf("unexpected rows %v", rows)
 	}
-	eventually(t, 5*time.Second, "followers up in SHOW INSTANCES", func() bool {
+	testenv.EventuallyTrue(t, 5*time.Second, "followers up in SHOW INSTANCES", func() bool {
 		r := showInstances(t, leader)
 		return r["coordinator_2"][4] == "up" && r["coordinator_3"][4] == "up"
 	})
@@ -295,10 +254,10 @@ func TestClusterBootstrapReplicationAndRefusals(t *testing.T) {
 	wantFailure(t, err, "Instance instance_1 is already a replica!")
 	_, err = run(t, leader, tc.addCoordinatorQuery(tc.coords[1]))
 	wantFailure(t, err, ErrDuplicateCoordinator)
-	_, err = run(t, leader, registerQuery("instance_0", tc.data[0], freePort(t)))
+	_, err = run(t, leader, registerQuery("instance_0", tc.data[0], testenv.FreePortBelowEphemeral(t)))
 	wantFailure(t, err, ErrDuplicateInstance)
 	// A follower forwards mutations; the leader's refusal comes back as Memgraph words it.
-	_, err = run(t, tc.coords[2], registerQuery("instance_0", tc.data[0], freePort(t)))
+	_, err = run(t, tc.coords[2], registerQuery("instance_0", tc.data[0], testenv.FreePortBelowEphemeral(t)))
 	wantFailure(t, err, ErrForwardFailed)
 	_, err = leader.conn().Run(context.Background(), bolt.Query{Text: "SHOW INSTANCES", InTx: true})
 	wantFailure(t, err, ErrCoordinatorInTx)
@@ -314,7 +273,7 @@ func TestClusterBootstrapReplicationAndRefusals(t *testing.T) {
 		t.Fatalf("follower's SHOW INSTANCES %v", fr)
 	}
 	// A follower routes from its own state, which catches up with the leader's commits.
-	eventually(t, 5*time.Second, "the follower's routing table", func() bool {
+	testenv.EventuallyTrue(t, 5*time.Second, "the follower's routing table", func() bool {
 		rt, err := tc.coords[1].conn().Route("")
 		return err == nil && len(rt.Routers) == 3 && len(rt.Writers) == 1 && rt.Writers[0] == main.addr(main.opts.BoltPort) &&
 			len(rt.Readers) == 1 && rt.TTL == 300
@@ -351,14 +310,14 @@ func TestFailoverToReplicaAndOldMainRejoins(t *testing.T) {
 
 	killed := time.Now()
 	tc.kill(oldMain)
-	eventually(t, 10*time.Second, "failover to instance_1", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "failover to instance_1", func() bool {
 		r := showInstances(t, leader)
 		return r["instance_1"][5] == RoleMain && r["instance_1"][4] == "up" && r["instance_0"][4] == "down" && r["instance_0"][5] == "unknown"
 	})
 	t.Logf("failover took %s (down timeout %s)", time.Since(killed).Round(time.Millisecond), oldMain.opts.InstanceDownTimeout)
 	// The old MAIN is now an unreachable SYNC replica: the write commits on the new MAIN
 	// and the client hears that a replica did not confirm it, as from Memgraph.
-	eventually(t, 5*time.Second, "the new MAIN accepting writes", func() bool {
+	testenv.EventuallyTrue(t, 5*time.Second, "the new MAIN accepting writes", func() bool {
 		_, err := run(t, replica, `CREATE (:Person {name: "cid"})`)
 		var f *bolt.Failure
 		if errors.As(err, &f) && f.Message == ErrSyncReplica {
@@ -381,7 +340,7 @@ func TestFailoverToReplicaAndOldMainRejoins(t *testing.T) {
 	if _, err := run(t, oldMain, `CREATE (:Person {name: "lost"})`); err == nil {
 		t.Fatal("the restarted old MAIN accepted a write before the coordinators confirmed it")
 	}
-	eventually(t, 10*time.Second, "the old MAIN back as a caught-up replica", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "the old MAIN back as a caught-up replica", func() bool {
 		r := showInstances(t, leader)
 		return r["instance_0"][5] == RoleReplica && r["instance_0"][4] == "up" && count(t, oldMain, "Person") == 3
 	})
@@ -406,7 +365,7 @@ func TestCoordinatorLeaderLossYieldAndRemove(t *testing.T) {
 	}
 	// Raft state survives a restart: coordinator 1 rejoins as a follower with the cluster's state.
 	tc.start(first)
-	eventually(t, 10*time.Second, "coordinator 1 back with the registered instance", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "coordinator 1 back with the registered instance", func() bool {
 		st := first.srv.coord.fsm.state()
 		_, ok := st.instance("instance_0")
 		return ok && st.Main == "instance_0"
@@ -419,7 +378,7 @@ func TestCoordinatorLeaderLossYieldAndRemove(t *testing.T) {
 	if next.srv.coord.isLeader() && next.srv.coord.raft.CurrentTerm() == term {
 		t.Fatal("the leader is still leading in the same term after YIELD LEADERSHIP")
 	}
-	eventually(t, 10*time.Second, "a leader of a later term", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "a leader of a later term", func() bool {
 		l := tc.leader()
 		return l != nil && l.srv.coord.raft.CurrentTerm() > term
 	})
@@ -445,7 +404,7 @@ func TestCoordinatorLeaderLossYieldAndRemove(t *testing.T) {
 		}
 	}
 	tc.kill(l)
-	eventually(t, 10*time.Second, "the last coordinator to see no leader", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "the last coordinator to see no leader", func() bool {
 		_, id := last.srv.coord.raft.LeaderWithID()
 		return id == ""
 	})
@@ -480,11 +439,11 @@ func TestMainBackEmptyLosesToUpToDateReplica(t *testing.T) {
 	tc.kill(oldMain)
 	oldMain.opts.DataRecovery = false
 	tc.start(oldMain)
-	eventually(t, 10*time.Second, "instance_1 to be MAIN", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "instance_1 to be MAIN", func() bool {
 		r := showInstances(t, leader)
 		return r["instance_1"][5] == RoleMain && r["instance_0"][5] == RoleReplica
 	})
-	eventually(t, 5*time.Second, "the emptied instance to get the graph back", func() bool { return count(t, oldMain, "Person") == 2 })
+	testenv.EventuallyTrue(t, 5*time.Second, "the emptied instance to get the graph back", func() bool { return count(t, oldMain, "Person") == 2 })
 	if n := count(t, tc.data[1], "Person"); n != 2 {
 		t.Fatalf("new MAIN counts %d Person nodes, want 2", n)
 	}
@@ -496,9 +455,9 @@ func TestStrictSyncRefusesWhatAReplicaCannotConfirm(t *testing.T) {
 	l := tc.waitLeader()
 	mustRun(t, l, tc.addCoordinatorQuery(tc.coords[0]))
 	for i, p := range tc.data[:2] {
-		mustRun(t, l, strings.Replace(registerQuery(fmt.Sprintf("instance_%d", i), p, freePort(t)), " WITH CONFIG", " AS STRICT_SYNC WITH CONFIG", 1))
+		mustRun(t, l, strings.Replace(registerQuery(fmt.Sprintf("instance_%d", i), p, testenv.FreePortBelowEphemeral(t)), " WITH CONFIG", " AS STRICT_SYNC WITH CONFIG", 1))
 	}
-	_, err := run(t, l, registerQuery("instance_2", tc.data[2], freePort(t)))
+	_, err := run(t, l, registerQuery("instance_2", tc.data[2], testenv.FreePortBelowEphemeral(t)))
 	if err == nil || !strings.Contains(err.Error(), "SYNC and STRICT_SYNC") {
 		t.Fatalf("registering a SYNC replica beside STRICT_SYNC ones: %v", err)
 	}
@@ -546,7 +505,7 @@ func TestReRegisterMovesReplicationPort(t *testing.T) {
 	tc.bootstrap()
 	l, main, replica := tc.coords[0], tc.data[0], tc.data[1]
 	mustRun(t, l, "UNREGISTER INSTANCE instance_1")
-	mustRun(t, l, registerQuery("instance_1", replica, freePort(t)))
+	mustRun(t, l, registerQuery("instance_1", replica, testenv.FreePortBelowEphemeral(t)))
 	mustRun(t, main, `CREATE (:Person)`)
 	if n := count(t, replica, "Person"); n != 1 {
 		t.Fatalf("replica on its new replication port counts %d, want 1", n)
@@ -608,7 +567,7 @@ func TestAllCoordinatorsRestart(t *testing.T) {
 		tc.start(p)
 	}
 	l := tc.waitLeader()
-	eventually(t, 10*time.Second, "the restarted leader's view", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "the restarted leader's view", func() bool {
 		r := showInstances(t, l)
 		return len(r) == 5 && r["instance_0"][5] == RoleMain && r["instance_0"][4] == "up" && r["instance_1"][5] == RoleReplica
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opsuite/suite/shared/testenv"
 	"github.com/opsuite/suite/tools/internal/bolt"
 )
 
@@ -19,7 +20,7 @@ func (tc *testCluster) bootstrapNamed(names ...string) {
 		mustRun(tc.t, l, tc.addCoordinatorQuery(p))
 	}
 	for i, p := range tc.data {
-		mustRun(tc.t, l, registerQuery(names[i], p, freePort(tc.t)))
+		mustRun(tc.t, l, registerQuery(names[i], p, testenv.FreePortBelowEphemeral(tc.t)))
 	}
 	mustRun(tc.t, l, "SET INSTANCE "+names[0]+" TO MAIN")
 }
@@ -63,7 +64,7 @@ func (tc *testCluster) mainsInRaft() []string {
 func (tc *testCluster) awaitFailover(want, never string) time.Duration {
 	tc.t.Helper()
 	start := time.Now()
-	eventually(tc.t, 15*time.Second, want+" as the MAIN", func() bool {
+	testenv.EventuallyTrue(tc.t, 15*time.Second, want+" as the MAIN", func() bool {
 		if mains := tc.mainsInRaft(); slices.Contains(mains, never) {
 			tc.t.Fatalf("the coordinators recorded %s as MAIN (Raft states name %v)", never, mains)
 		}
@@ -114,7 +115,7 @@ func TestFailoverPromotesMostUpToDateReplica(t *testing.T) {
 	w.create(t, oldMain, "instance_1-back-but-paused")
 
 	leader := tc.waitLeader()
-	eventually(t, 10*time.Second, "the leader to see instance_1 up and behind instance_2", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "the leader to see instance_1 up and behind instance_2", func() bool {
 		h1, up1 := leader.srv.coord.alive("instance_1")
 		h2, up2 := leader.srv.coord.alive("instance_2")
 		return up1 && up2 && h1.role == RoleReplica && h1.committed == 3 && h2.committed == 7
@@ -141,7 +142,7 @@ func TestFailoverPromotesMostUpToDateReplica(t *testing.T) {
 		t.Fatalf("new MAIN counts %d Person nodes, the old MAIN committed %d (%d acknowledged)", n, w.committed, w.acked)
 	}
 	// The new MAIN takes writes (instance_0, a SYNC replica now, is down: the exception).
-	eventually(t, 5*time.Second, "the new MAIN accepting writes", func() bool {
+	testenv.EventuallyTrue(t, 5*time.Second, "the new MAIN accepting writes", func() bool {
 		_, err := run(t, upToDate, `CREATE (:Person {batch: "after-failover"})`)
 		var f *bolt.Failure
 		if err == nil || (errors.As(err, &f) && f.Message == ErrSyncReplica) {
@@ -153,7 +154,7 @@ func TestFailoverPromotesMostUpToDateReplica(t *testing.T) {
 		return false
 	})
 	// The lagging replica follows the new MAIN (which pauses nothing) and catches up.
-	eventually(t, 10*time.Second, "instance_1 caught up from the new MAIN", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "instance_1 caught up from the new MAIN", func() bool {
 		return count(t, lagging, "Person") == w.committed+1
 	})
 	if r := showInstances(t, tc.waitLeader()); r["instance_1"][5] != RoleReplica {
@@ -181,7 +182,7 @@ func TestFailoverTieGoesToSmallestName(t *testing.T) {
 		t.Fatalf("acknowledged %d of %d nodes with both replicas up", w.acked, w.committed)
 	}
 	leader := tc.waitLeader()
-	eventually(t, 5*time.Second, "the leader to see both replicas equal", func() bool {
+	testenv.EventuallyTrue(t, 5*time.Second, "the leader to see both replicas equal", func() bool {
 		h1, _ := leader.srv.coord.alive("instance_1")
 		h2, _ := leader.srv.coord.alive("instance_2")
 		return h1.committed == 3 && h2.committed == 3
@@ -193,7 +194,7 @@ func TestFailoverTieGoesToSmallestName(t *testing.T) {
 	if n := count(t, first, "Person"); n != w.committed {
 		t.Fatalf("new MAIN counts %d Person nodes, want %d", n, w.committed)
 	}
-	eventually(t, 5*time.Second, "instance_2 a replica of the new MAIN", func() bool {
+	testenv.EventuallyTrue(t, 5*time.Second, "instance_2 a replica of the new MAIN", func() bool {
 		r := showInstances(t, tc.waitLeader())
 		return r["instance_2"][5] == RoleReplica && count(t, second, "Person") == w.committed
 	})

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/opsuite/suite/shared/testenv"
 )
 
 var (
@@ -86,7 +88,7 @@ func haEnv(extra ...string) []string {
 }
 
 func TestProcessRefusesHAWithoutLicense(t *testing.T) {
-	cmd := exec.Command(simBinary(t), "--management-port="+strconv.Itoa(freePort(t)), "--data-directory="+t.TempDir(), "--bolt-address=127.0.0.1")
+	cmd := exec.Command(simBinary(t), "--management-port="+strconv.Itoa(testenv.FreePortBelowEphemeral(t)), "--data-directory="+t.TempDir(), "--bolt-address=127.0.0.1")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
@@ -98,7 +100,7 @@ func TestProcessRefusesHAWithoutLicense(t *testing.T) {
 func dialRetry(t *testing.T, addr string) *boltClient {
 	t.Helper()
 	var c *boltClient
-	eventually(t, 10*time.Second, "Bolt on "+addr, func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "Bolt on "+addr, func() bool {
 		var err error
 		c, err = dialBolt(t, addr, "admin", "secret")
 		return err == nil
@@ -127,7 +129,7 @@ func TestProcessCluster(t *testing.T) {
 	}
 	var coords, data []*proc
 	for id := 1; id <= 3; id++ {
-		bolt, coord, mgmt := freePort(t), freePort(t), freePort(t)
+		bolt, coord, mgmt := testenv.FreePortBelowEphemeral(t), testenv.FreePortBelowEphemeral(t), testenv.FreePortBelowEphemeral(t)
 		p := &proc{name: fmt.Sprintf("coordinator_%d", id), env: haEnv(), bolt: fmt.Sprintf("127.0.0.1:%d", bolt),
 			args: append(common(fmt.Sprintf("c%d", id), bolt), "--coordinator-id="+strconv.Itoa(id), "--coordinator-port="+strconv.Itoa(coord),
 				"--coordinator-hostname=localhost", "--management-port="+strconv.Itoa(mgmt))}
@@ -135,10 +137,10 @@ func TestProcessCluster(t *testing.T) {
 		coords = append(coords, p)
 	}
 	for i := range 2 {
-		bolt, mgmt := freePort(t), freePort(t)
+		bolt, mgmt := testenv.FreePortBelowEphemeral(t), testenv.FreePortBelowEphemeral(t)
 		p := &proc{name: fmt.Sprintf("instance_%d", i), env: haEnv(), bolt: fmt.Sprintf("127.0.0.1:%d", bolt),
 			args: append(common(fmt.Sprintf("d%d", i), bolt), "--management-port="+strconv.Itoa(mgmt))}
-		p.args = append(p.args, fmt.Sprintf("127.0.0.1:%d|127.0.0.1:%d", mgmt, freePort(t)))
+		p.args = append(p.args, fmt.Sprintf("127.0.0.1:%d|127.0.0.1:%d", mgmt, testenv.FreePortBelowEphemeral(t)))
 		data = append(data, p)
 	}
 	// The last argument of each proc is the registration data, not a flag.
@@ -157,7 +159,7 @@ func TestProcessCluster(t *testing.T) {
 	if _, err := dialBolt(t, data[0].bolt, "admin", "wrong"); err == nil || !strings.Contains(err.Error(), "Memgraph.ClientError.Security.Unauthenticated") {
 		t.Fatalf("wrong password: %v, want Unauthenticated", err)
 	}
-	eventually(t, 10*time.Second, "coordinator 1 to lead", func() bool {
+	testenv.EventuallyTrue(t, 10*time.Second, "coordinator 1 to lead", func() bool {
 		rows := mustBolt(t, c1, "SHOW INSTANCE")
 		return rows[0][4] == RoleLeader
 	})
@@ -209,7 +211,7 @@ func TestProcessCluster(t *testing.T) {
 	}
 
 	c2 := dialRetry(t, coords[1].bolt)
-	eventually(t, 5*time.Second, "the follower's routing table", func() bool {
+	testenv.EventuallyTrue(t, 5*time.Second, "the follower's routing table", func() bool {
 		rt, err := c2.route()
 		return err == nil && len(rt["ROUTE"]) == 3 && len(rt["WRITE"]) == 1 && rt["WRITE"][0] == data[0].bolt && len(rt["READ"]) == 1
 	})
@@ -222,13 +224,13 @@ func TestProcessCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	eventually(t, 15*time.Second, "failover to instance_1", func() bool {
+	testenv.EventuallyTrue(t, 15*time.Second, "failover to instance_1", func() bool {
 		rows := mustBolt(t, c1, "SHOW INSTANCES")
 		return rows[4][5] == RoleMain && rows[3][4] == "down"
 	})
 	t.Logf("failover %s after SIGKILL of the MAIN", time.Since(killed).Round(10*time.Millisecond))
 	// Raft names the new MAIN a moment before the promotion reaches it.
-	eventually(t, 5*time.Second, "instance_1 promoted", func() bool {
+	testenv.EventuallyTrue(t, 5*time.Second, "instance_1 promoted", func() bool {
 		return mustBolt(t, replicaConn, "SHOW REPLICATION ROLE")[0][0] == RoleMain
 	})
 	wrote := time.Now()

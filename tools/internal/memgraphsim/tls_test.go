@@ -40,14 +40,14 @@ func TestProcessBoltTLS(t *testing.T) {
 	files := ca.WriteFiles(t, dir, "127.0.0.1")
 	tlsFlags := []string{"--bolt-cert-file=" + files.Cert, "--bolt-key-file=" + files.Key}
 
-	dataPort, coordBolt := freePort(t), freePort(t)
+	dataPort, coordBolt := testenv.FreePortBelowEphemeral(t), testenv.FreePortBelowEphemeral(t)
 	data := &proc{name: "data", env: haEnv(), bolt: fmt.Sprintf("127.0.0.1:%d", dataPort),
 		args: append([]string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(dataPort),
-			"--management-port=" + strconv.Itoa(freePort(t)), "--data-directory=" + filepath.Join(dir, "d")}, tlsFlags...)}
+			"--management-port=" + strconv.Itoa(testenv.FreePortBelowEphemeral(t)), "--data-directory=" + filepath.Join(dir, "d")}, tlsFlags...)}
 	coord := &proc{name: "coordinator", env: haEnv(), bolt: fmt.Sprintf("127.0.0.1:%d", coordBolt),
 		args: append([]string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(coordBolt),
-			"--coordinator-id=1", "--coordinator-port=" + strconv.Itoa(freePort(t)), "--coordinator-hostname=127.0.0.1",
-			"--management-port=" + strconv.Itoa(freePort(t)), "--data-directory=" + filepath.Join(dir, "c")}, tlsFlags...)}
+			"--coordinator-id=1", "--coordinator-port=" + strconv.Itoa(testenv.FreePortBelowEphemeral(t)), "--coordinator-hostname=127.0.0.1",
+			"--management-port=" + strconv.Itoa(testenv.FreePortBelowEphemeral(t)), "--data-directory=" + filepath.Join(dir, "c")}, tlsFlags...)}
 	startProc(t, data)
 	startProc(t, coord)
 
@@ -119,7 +119,7 @@ func TestProcessBoltTLS(t *testing.T) {
 	}
 
 	// A key file that is not there: the process exits instead of serving plain Bolt.
-	cmd := exec.Command(simBinary(t), "--bolt-address=127.0.0.1", "--bolt-port="+strconv.Itoa(freePort(t)),
+	cmd := exec.Command(simBinary(t), "--bolt-address=127.0.0.1", "--bolt-port="+strconv.Itoa(testenv.FreePortBelowEphemeral(t)),
 		"--data-directory="+t.TempDir(), "--bolt-cert-file="+files.Cert, "--bolt-key-file="+filepath.Join(dir, "missing.key"))
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError

@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opsuite/suite/shared/testenv"
 )
 
 // waitMembers waits until every node lists exactly want ("id=state,..." sorted by id).
 func waitMembers(t *testing.T, nodes []*testNode, want string) {
 	t.Helper()
-	eventually(t, 15*time.Second, "members "+want, func() error {
+	testenv.EventuallyNil(t, 15*time.Second, "members "+want, func() error {
 		for _, tn := range nodes {
 			if got := memberStates(tn.members()); got != want {
 				return fmt.Errorf("%s sees %s", tn.id, got)
@@ -26,7 +28,7 @@ func waitMembers(t *testing.T, nodes []*testNode, want string) {
 
 func waitCopies(t *testing.T, nodes []*testNode, want int) {
 	t.Helper()
-	eventually(t, 15*time.Second, fmt.Sprintf("%d stored copies", want), func() error {
+	testenv.EventuallyNil(t, 15*time.Second, fmt.Sprintf("%d stored copies", want), func() error {
 		if got := storedCopies(t, nodes); got != want {
 			return fmt.Errorf("%d copies", got)
 		}

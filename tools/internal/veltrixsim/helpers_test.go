@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opsuite/suite/shared/testenv"
 )
 
 const reexecEnv = "VELTRIXSIM_TEST_MAIN"
@@ -145,7 +147,7 @@ func (tn *testNode) stop() error {
 
 func (tn *testNode) waitReady() {
 	tn.t.Helper()
-	eventually(tn.t, 5*time.Second, "readyz of "+tn.id, func() error {
+	testenv.EventuallyNil(tn.t, 5*time.Second, "readyz of "+tn.id, func() error {
 		code, body := httpDo(tn.t, "GET", "http://"+tn.httpAddr+"/readyz", "", nil)
 		if code != http.StatusOK {
 			return fmt.Errorf("readyz %d %s", code, body)
@@ -215,21 +217,6 @@ func httpDo(t *testing.T, method, url, token string, body io.Reader) (int, strin
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
 }
 
 // cluster starts n members with RF rf, all listed in --peers and --join.

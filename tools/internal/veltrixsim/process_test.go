@@ -64,7 +64,7 @@ func TestProcessRefusesNativeIndexBelowMaxMapCount(t *testing.T) {
 	// The map index needs no minimum.
 	cmd, out = simProcess(t, []string{EnvIndex + "=map"}, args...)
 	metrics := args[3]
-	eventually(t, 5*time.Second, "readyz with the map index", func() error {
+	testenv.EventuallyNil(t, 5*time.Second, "readyz with the map index", func() error {
 		if code, body := httpDo(t, "GET", "http://"+metrics+"/readyz", "", nil); code != 200 {
 			return fmt.Errorf("%d %s; output: %s", code, body, out)
 		}
@@ -85,7 +85,7 @@ func TestProcessSIGTERMCheckpointsAndRestartRebuildsSearch(t *testing.T) {
 	args := []string{"--addr", text, "--metrics-addr", metrics, "--data-dirs", strings.Join(dirs, ","),
 		"--sim-max-map-count-file", mapCountFile(t, MinMaxMapCount), "--sim-index-rebuild", "2s"}
 	cmd, out := simProcess(t, nil, args...)
-	eventually(t, 5*time.Second, "readyz", func() error {
+	testenv.EventuallyNil(t, 5*time.Second, "readyz", func() error {
 		if code, _ := httpDo(t, "GET", "http://"+metrics+"/readyz", "", nil); code != 200 {
 			return fmt.Errorf("readyz %d; output: %s", code, out)
 		}
@@ -121,7 +121,7 @@ func TestProcessSIGTERMCheckpointsAndRestartRebuildsSearch(t *testing.T) {
 	// Restart: the data opens at once, the search index takes --sim-index-rebuild.
 	start := time.Now()
 	cmd, out = simProcess(t, nil, args...)
-	eventually(t, 5*time.Second, "readyz after the restart", func() error {
+	testenv.EventuallyNil(t, 5*time.Second, "readyz after the restart", func() error {
 		if code, _ := httpDo(t, "GET", "http://"+metrics+"/readyz", "", nil); code != 200 {
 			return fmt.Errorf("readyz %d", code)
 		}
@@ -143,7 +143,7 @@ func TestProcessSIGTERMCheckpointsAndRestartRebuildsSearch(t *testing.T) {
 	if got := textCmd(t, text, "GET t-07"); got != "v7" {
 		t.Errorf("GET while rebuilding = %q", got)
 	}
-	eventually(t, 5*time.Second, "search_ready=1", func() error {
+	testenv.EventuallyNil(t, 5*time.Second, "search_ready=1", func() error {
 		if info := textCmd(t, text, "INFO"); !strings.Contains(info, "search_ready=1") {
 			return errors.New(info)
 		}

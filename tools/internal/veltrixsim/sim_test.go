@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opsuite/suite/shared/testenv"
 )
 
 func TestStandaloneProtocol(t *testing.T) {
@@ -57,7 +59,7 @@ func TestReadyzWaitsForTheDataNotTheIndex(t *testing.T) {
 	tn := newTestNode(t, "slow")
 	tn.args = append(tn.args, "--sim-open-delay", "400ms")
 	tn.launch()
-	eventually(t, 2*time.Second, "readyz 503 while opening", func() error {
+	testenv.EventuallyNil(t, 2*time.Second, "readyz 503 while opening", func() error {
 		code, _ := httpDo(t, "GET", "http://"+tn.httpAddr+"/readyz", "", nil)
 		if code != http.StatusServiceUnavailable {
 			return fmt.Errorf("readyz %d", code)
@@ -67,7 +69,7 @@ func TestReadyzWaitsForTheDataNotTheIndex(t *testing.T) {
 	if got := textCmd(t, tn.textAddr, "GET x"); !strings.HasPrefix(got, "ERR loading") {
 		t.Errorf("GET while opening = %q", got)
 	}
-	eventually(t, 3*time.Second, "readyz 200", func() error {
+	testenv.EventuallyNil(t, 3*time.Second, "readyz 200", func() error {
 		if code, _ := httpDo(t, "GET", "http://"+tn.httpAddr+"/readyz", "", nil); code != 200 {
 			return fmt.Errorf("readyz %d", code)
 		}

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -97,27 +96,9 @@ type Ports struct{ Bolt, Mgmt, Peer int }
 // the many connections a test makes.
 func ReservePorts(t testing.TB, n int) []Ports {
 	t.Helper()
-	taken := map[int]bool{}
-	pick := func() int {
-		for range 1000 {
-			p := 20000 + rand.IntN(12000)
-			if taken[p] {
-				continue
-			}
-			l, err := net.Listen("tcp", hostPort(p))
-			if err != nil {
-				continue
-			}
-			_ = l.Close()
-			taken[p] = true
-			return p
-		}
-		t.Fatal("no free port in 20000-31999")
-		return 0
-	}
 	out := make([]Ports, n)
 	for i := range out {
-		out[i] = Ports{Bolt: pick(), Mgmt: pick(), Peer: pick()}
+		out[i] = Ports{Bolt: testenv.FreePortBelowEphemeral(t), Mgmt: testenv.FreePortBelowEphemeral(t), Peer: testenv.FreePortBelowEphemeral(t)}
 	}
 	return out
 }
@@ -128,8 +109,7 @@ func (c *Cluster) portsFor(name string) Ports {
 	if p, ok := c.Ports[name]; ok {
 		return p
 	}
-	free := freePorts(c.t, 3)
-	return Ports{Bolt: free[0], Mgmt: free[1], Peer: free[2]}
+	return Ports{Bolt: testenv.FreePort(c.t), Mgmt: testenv.FreePort(c.t), Peer: testenv.FreePort(c.t)}
 }
 
 // Process is one simulator process.
@@ -374,25 +354,6 @@ func WritableMains(events []Event) (most int, mainless []Window) {
 }
 
 func hostPort(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
-
-// freePorts reserves n distinct free ports (released before the process binds them).
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		_ = l.Close()
-	}
-	return out
-}
 
 func waitListening(addr string, done <-chan struct{}, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
