@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	"github.com/opsuite/suite/shared/testenv"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
@@ -83,20 +84,7 @@ func TestGolden(t *testing.T) {
 				buf.WriteString("---\n")
 				buf.Write(b)
 			}
-			path := filepath.Join("testdata", tc.golden+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			if got := buf.String(); got != string(want) {
-				t.Errorf("%s differs from the build; run go test ./internal/resources -update and review the diff.\ngot:\n%s", path, got)
-			}
+			testenv.Golden(t, filepath.Join("testdata", tc.golden+".golden.yaml"), buf.Bytes(), *update)
 		})
 	}
 }
