@@ -133,30 +133,9 @@ type Controller struct {
 	// since when a node is failing (the planner's takeover clock), and reconnecting every
 	// pass would cost each member a login.
 	members map[types.UID]*clusterConns
-	// written is the status each cluster's last pass computed.
-	written map[types.UID]*valkeyv1.ValkeyClusterStatus
 	// rolling marks the clusters with a rolling update under way: a member just updated is
 	// not ready for a while, and that is UpdatingNodes, not AddingNodes.
 	rolling map[types.UID]bool
-}
-
-// lastStatus is the status this controller last computed for c, or c's own when it has
-// none (first pass since it started): the cache can lag the status write of the previous
-// pass, and judging transitions from a stale status repeats their events.
-func (ctl *Controller) lastStatus(c *valkeyv1.ValkeyCluster) valkeyv1.ValkeyClusterStatus {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	if last, ok := ctl.written[c.UID]; ok {
-		return *last.DeepCopy()
-	}
-	return *c.Status.DeepCopy()
-}
-
-// remember records the status a pass computed for c.
-func (ctl *Controller) remember(c *valkeyv1.ValkeyCluster) {
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	ctl.written[c.UID] = c.Status.DeepCopy()
 }
 
 // setRolling records whether c has a rolling update under way.
@@ -179,27 +158,26 @@ func (ctl *Controller) isRolling(c *valkeyv1.ValkeyCluster) bool {
 // clusterConns is one cluster's executor; Dial reads opts at each dial so changed
 // credentials apply to new connections.
 type clusterConns struct {
-	exec     *executor.Executor
-	opts     valkey.Options
-	lastUsed time.Time
+	exec *executor.Executor
+	opts valkey.Options
 }
 
-// idleConns is how long a cluster's connections outlive its last pass (a deleted cluster).
-const idleConns = 10 * time.Minute
-
-// executorFor returns c's executor dialling with opts, and closes those of clusters not
-// reconciled for a while.
-func (ctl *Controller) executorFor(c *valkeyv1.ValkeyCluster, opts valkey.Options, now time.Time) *executor.Executor {
+// forget closes the connections of the cluster of uid and drops what the controller keeps
+// about it: the reconciler found it gone.
+func (ctl *Controller) forget(uid types.UID) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	for uid, cc := range ctl.members {
-		if uid != c.UID && now.Sub(cc.lastUsed) > idleConns {
-			cc.exec.Close()
-			delete(ctl.members, uid)
-			delete(ctl.written, uid)
-			delete(ctl.rolling, uid)
-		}
+	if cc, ok := ctl.members[uid]; ok {
+		cc.exec.Close()
 	}
+	delete(ctl.members, uid)
+	delete(ctl.rolling, uid)
+}
+
+// executorFor returns c's executor dialling with opts.
+func (ctl *Controller) executorFor(c *valkeyv1.ValkeyCluster, opts valkey.Options) *executor.Executor {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
 	cc, ok := ctl.members[c.UID]
 	if !ok {
 		cc = &clusterConns{}
@@ -209,7 +187,7 @@ func (ctl *Controller) executorFor(c *valkeyv1.ValkeyCluster, opts valkey.Option
 	if cc.opts.Username != opts.Username || cc.opts.Password != opts.Password || (cc.opts.TLS == nil) != (opts.TLS == nil) {
 		cc.exec.Close() // connections logged in otherwise: dial again
 	}
-	cc.opts, cc.lastUsed = opts, now
+	cc.opts = opts
 	return cc.exec
 }
 
@@ -224,7 +202,6 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.ClusterFieldManager},
 		recorder: mgr.GetEventRecorder(Name),
 		members:  map[types.UID]*clusterConns{},
-		written:  map[types.UID]*valkeyv1.ValkeyClusterStatus{},
 		rolling:  map[types.UID]bool{},
 	}
 	r, err := reconciler.New(reconciler.Config[*valkeyv1.ValkeyCluster]{
@@ -234,6 +211,8 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		// Events are the documented ones, recorded where the action happens (no Recorder
 		// here: the kit's per-condition events would add reasons the document does not list).
 		Run: ctl.run,
+		// A cluster's state and connections go with it; the kit keeps its last status.
+		OnGone: func(_ types.NamespacedName, uid types.UID) { ctl.forget(uid) },
 	})
 	if err != nil {
 		return err

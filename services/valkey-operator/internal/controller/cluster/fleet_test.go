@@ -160,8 +160,8 @@ func equalStatus(a, b valkeyv1.ValkeyNodeStatus) bool {
 }
 
 // startController runs the cluster controller against the fleet, without credentials
-// (the fleet's servers have the default user open).
-func startController(t *testing.T, f *fleet) {
+// (the fleet's servers have the default user open); more changes its manager.
+func startController(t *testing.T, f *fleet, more ...testenv.ManagerOption) {
 	env.StartManager(t, func(mgr ctrl.Manager) error {
 		return clustercontroller.Setup(mgr, clustercontroller.Config{
 			Addr:            f.addr,
@@ -173,7 +173,7 @@ func startController(t *testing.T, f *fleet) {
 		})
 		// tests run in parallel, each with its own controller; the cache as the operator's
 		// (its own Secrets and ConfigMaps only).
-	}, testenv.InNamespaces(f.ns), func(o *ctrl.Options) { o.Cache.ByObject = nodecontroller.CacheByObject() })
+	}, append([]testenv.ManagerOption{testenv.InNamespaces(f.ns), func(o *ctrl.Options) { o.Cache.ByObject = nodecontroller.CacheByObject() }}, more...)...)
 }
 
 // waitReady drives the fleet until the cluster is Ready for its current generation.

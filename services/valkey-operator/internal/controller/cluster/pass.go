@@ -18,8 +18,8 @@ import (
 type pass struct {
 	ctl *Controller
 	c   *valkeyv1.ValkeyCluster
-	// before is the status the previous pass wrote (the cache may lag it), to emit events
-	// on transitions only.
+	// before is the status the previous pass wrote (the reconciler's memory when the cache
+	// lags it), to emit events on transitions only.
 	before valkeyv1.ValkeyClusterStatus
 	now    time.Time
 
@@ -45,12 +45,11 @@ type pass struct {
 	healthy bool
 }
 
-// run is the reconciler's pass over c.
+// run is the reconciler's pass over c, whose status is the last written (the kit's).
 func (ctl *Controller) run(ctx context.Context, c *valkeyv1.ValkeyCluster) (reconciler.Result, error) {
-	p := &pass{ctl: ctl, c: c, before: ctl.lastStatus(c), now: time.Now()}
+	p := &pass{ctl: ctl, c: c, before: *c.Status.DeepCopy(), now: time.Now()}
 	wait := p.reconcile(ctx)
 	p.writeStatus()
-	ctl.remember(c)
 	if wait > 0 {
 		return reconciler.Wait(wait), nil
 	}

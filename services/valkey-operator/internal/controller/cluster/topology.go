@@ -26,7 +26,7 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 		p.fail(valkeyv1.ReasonSystemUsersACLError, "", fmt.Sprintf("Cannot log in to the members: %v", err))
 		return p.retry()
 	}
-	exec := p.ctl.executorFor(c, opts, p.now)
+	exec := p.ctl.executorFor(c, opts)
 
 	// Every member with an address is observed, ready or not: a pod being replaced may
 	// already answer (empty, under a new id) and its shard must be recovered first.
