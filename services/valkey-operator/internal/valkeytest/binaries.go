@@ -59,7 +59,7 @@ func LookupBinaries(choice string) (Binaries, error) {
 	}
 	server, err := exec.LookPath(choice)
 	if err != nil {
-		return Binaries{}, fmt.Errorf("%s=%s: %s not found (%v): apt-get install %s", ServerEnv, choice, name, err, pkg)
+		return Binaries{}, fmt.Errorf("%s=%s: %s not found (%w): apt-get install %s", ServerEnv, choice, name, err, pkg)
 	}
 	if server, err = filepath.Abs(server); err != nil {
 		return Binaries{}, err
@@ -69,7 +69,7 @@ func LookupBinaries(choice string) (Binaries, error) {
 		cli = cliName
 	}
 	if cli, err = exec.LookPath(cli); err != nil {
-		return Binaries{}, fmt.Errorf("%s=%s: %s not found beside %s nor on PATH (%v): apt-get install %s", ServerEnv, choice, cliName, server, err, pkg)
+		return Binaries{}, fmt.Errorf("%s=%s: %s not found beside %s nor on PATH (%w): apt-get install %s", ServerEnv, choice, cliName, server, err, pkg)
 	}
 	return Binaries{Server: server, CLI: cli, Name: name}, nil
 }
