@@ -3,6 +3,7 @@
 // the live object does not already hold, then prune, by label, the children this owner
 // controls that were not desired. It never prunes after a failed apply, nor on an empty
 // desired set unless told that empty is legitimate, nor what another owner controls.
+// OwnerByLabel maps a labelled child (a pod) back to its owner for a watch.
 package children
 
 import (
