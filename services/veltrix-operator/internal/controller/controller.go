@@ -21,6 +21,7 @@ import (
 	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
 	"github.com/opsuite/suite/shared/conditions"
+	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/reconciler"
 	"github.com/opsuite/suite/shared/ssa"
 	appsv1 "k8s.io/api/apps/v1"
@@ -153,7 +154,7 @@ type Controller struct {
 	client   client.Client
 	apply    ssa.Applier
 	recorder events.EventRecorder
-	metrics  *metrics
+	metrics  *metrics.Objects
 
 	mu    sync.Mutex
 	state map[types.UID]*memory
@@ -176,8 +177,10 @@ func (ctl *Controller) memoryOf(c *veltrixv1.VeltrixCluster) *memory {
 	return m
 }
 
-// forget drops what the controller keeps about the cluster of uid (it is gone).
-func (ctl *Controller) forget(_ types.NamespacedName, uid types.UID) {
+// forget drops what the controller keeps about the cluster of uid, and its metric series
+// (it is gone).
+func (ctl *Controller) forget(key types.NamespacedName, uid types.UID) {
+	ctl.metrics.Forget(key.Namespace, key.Name)
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	delete(ctl.state, uid)
@@ -191,12 +194,16 @@ func Summary() []conditions.SummaryOption {
 // Setup adds the controller to mgr.
 func Setup(mgr ctrl.Manager, cfg Config) error {
 	cfg.defaults(mgr)
+	m, err := newMetrics(cfg.Operator)
+	if err != nil {
+		return err
+	}
 	ctl := &Controller{
 		cfg:      cfg,
 		client:   cfg.Client,
 		apply:    ssa.Applier{Client: cfg.Client, FieldManager: resources.FieldManager},
 		recorder: mgr.GetEventRecorder(Name),
-		metrics:  newMetrics(),
+		metrics:  m,
 		state:    map[types.UID]*memory{},
 	}
 	r, err := reconciler.New(reconciler.Config[*veltrixv1.VeltrixCluster]{

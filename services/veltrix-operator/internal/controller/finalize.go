@@ -50,7 +50,6 @@ func (ctl *Controller) finalize(ctx context.Context, c *veltrixv1.VeltrixCluster
 		ctl.recorder.Eventf(c, nil, corev1.EventTypeNormal, EventVolumesRetained, "Delete",
 			"reclaim policy Retain: PersistentVolumes, claims and prepared disks kept on %s", strings.Join(c.Status.Nodes, ", "))
 	}
-	ctl.metrics.forget(c)
 	return reconciler.Done(), nil
 }
 

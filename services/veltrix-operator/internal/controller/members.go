@@ -64,6 +64,10 @@ func (p *pass) members(ctx context.Context) error {
 		d = planner.Plan(in)
 	} else {
 		d, p.stepErr = executor.Step(ctx, p.admin, in)
+		if d.Remove != "" && d.Leaving == d.Remove {
+			// The server accepted the DELETE (executor.Step's RemovalAccepted).
+			p.ctl.metrics.Add(c.Namespace, c.Name, counterMemberRemovals, 1)
+		}
 	}
 	p.decision = &d
 	c.Status.MemberRemoval = removalToStatus(d.Removal)

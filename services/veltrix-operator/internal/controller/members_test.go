@@ -115,6 +115,8 @@ func TestMembersAndReadinessGate(t *testing.T) {
 	if live.Status.State != veltrixv1.StateRunning || live.Status.ReadyMembers != 3 || len(live.Status.Members) != 3 || live.Status.PartitionCount == 0 || live.Status.PartitionMap == "" {
 		t.Errorf("status %+v", live.Status)
 	}
+	wantSeries(t, ns, "vx", map[string]float64{stateSeries(live.Status.State): 1, "veltrix_operator_cluster_ready_members": 3,
+		"veltrix_operator_cluster_size": 3, "veltrix_operator_member_removals_total": 0})
 
 	// A member restarting rebuilds its search index: its gate goes False (the pod is not
 	// ready, so a rolling update would wait) and True again once INFO says search_ready=1.
@@ -184,6 +186,8 @@ func TestMembersAndReadinessGate(t *testing.T) {
 	if live.Status.LastScaleTime == nil {
 		t.Error("lastScaleTime not set by the scale-down")
 	}
+	wantSeries(t, ns, "vx", map[string]float64{stateSeries(live.Status.State): 1, "veltrix_operator_cluster_ready_members": 2,
+		"veltrix_operator_cluster_size": 2, "veltrix_operator_member_removals_total": 1})
 
 	// Deletion: the finalizer asks both running members for a checkpoint through the
 	// admin API (with the cluster's token) before it lets the cluster go.
@@ -194,6 +198,7 @@ func TestMembersAndReadinessGate(t *testing.T) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &veltrixv1.VeltrixCluster{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
+	wantSeries(t, ns, "vx", nil)
 	testenv.Eventually(t, 10*time.Second, "the Checkpointed event", func() (bool, string) {
 		var list eventsv1.EventList
 		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {

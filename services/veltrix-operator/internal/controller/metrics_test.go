@@ -1,36 +1,37 @@
-package controller
+package controller_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
-	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/opsuite/suite/shared/metrics"
+	"github.com/opsuite/suite/shared/testenv"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// TestMetrics: one state series per cluster (the old state's goes), all gone with the cluster.
-func TestMetrics(t *testing.T) {
-	m := newMetrics()
-	c := &veltrixv1.VeltrixCluster{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "metrics"}}
-	c.Status.State, c.Status.ReadyMembers, c.Status.Size = veltrixv1.StateScaling, 2, 3
-	m.observe(c)
-	c.Status.State, c.Status.ReadyMembers = veltrixv1.StateRunning, 3
-	m.observe(c)
-	if v := testutil.ToFloat64(m.readyMembers.WithLabelValues("metrics", "m")); v != 3 {
-		t.Errorf("ready members %v, want 3", v)
-	}
-	if v := testutil.ToFloat64(m.state.WithLabelValues("metrics", "m", "Running")); v != 1 {
-		t.Errorf("state Running %v, want 1", v)
-	}
-	// Series of other clusters (other tests of this binary) share the vectors: count ours.
-	mine := prometheus.Labels{"namespace": "metrics", "name": "m"}
-	if n := m.state.DeletePartialMatch(mine); n != 1 {
-		t.Errorf("%d state series, want 1 (Scaling's deleted)", n)
-	}
-	m.observe(c)
-	m.forget(c)
-	if n := m.state.DeletePartialMatch(mine) + m.readyMembers.DeletePartialMatch(mine) + m.size.DeletePartialMatch(mine); n != 0 {
-		t.Errorf("%d series left after forget", n)
-	}
+// stateSeries names the cluster_state series of state.
+func stateSeries(state any) string {
+	return fmt.Sprintf("veltrix_operator_cluster_state{state=%q}", fmt.Sprint(state))
+}
+
+// wantSeries waits until the cluster's veltrix_operator_* series hold want (the pass that
+// wrote the status sets them just after); with want empty, until it has none.
+func wantSeries(t *testing.T, ns, name string, want map[string]float64) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("series of %s/%s", ns, name), func() (bool, string) {
+		got, err := metrics.ObjectSeries(ctrlmetrics.Registry, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(want) == 0 {
+			return len(got) == 0, fmt.Sprint(got)
+		}
+		for k, v := range want {
+			if g, ok := got[k]; !ok || g != v {
+				return false, fmt.Sprint(got)
+			}
+		}
+		return true, ""
+	})
 }

@@ -49,7 +49,7 @@ func (ctl *Controller) run(ctx context.Context, c *veltrixv1.VeltrixCluster) (re
 	p := &pass{ctl: ctl, c: c, mem: ctl.memoryOf(c), now: time.Now()}
 	wait, err := p.reconcile(ctx)
 	p.updateStatus()
-	ctl.metrics.observe(c)
+	ctl.observeMetrics(c)
 	if err != nil {
 		return reconciler.Done(), err
 	}
