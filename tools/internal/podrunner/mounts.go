@@ -36,6 +36,8 @@ type containerMount struct {
 // device at its device path.
 func mountTable(c *corev1.Container, imageDir, hostsPath, scratch string, vols, vars map[string]string) (table []containerMount, dir string, err error) {
 	nested := func(target string) bool {
+		// "/data/" and "/data" are one path: a mount is never inside itself.
+		target = strings.TrimSuffix(target, "/")
 		for _, m := range c.VolumeMounts {
 			parent := strings.TrimSuffix(m.MountPath, "/")
 			if target != parent && strings.HasPrefix(target, parent+"/") {
