@@ -485,7 +485,7 @@ func vxClusterNamed(ctx context.Context, name string) (*veltrixv1.VeltrixCluster
 	return &c, nil
 }
 
-// waitVeltrix waits until the cluster is Running with size ready members, for its current
+// waitVeltrix waits until the cluster is Ready with size ready members, for its current
 // generation, and logs the states it went through.
 func waitVeltrix(ctx context.Context, t *testing.T, size int32, timeout time.Duration) {
 	t.Helper()
@@ -504,7 +504,7 @@ func waitVeltrix(ctx context.Context, t *testing.T, size int32, timeout time.Dur
 			states = append(states, line)
 		}
 		return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == c.Generation &&
-			c.Status.ReadyMembers == size && c.Status.Size == size, nil
+			c.Status.State == veltrixv1.StateReady && c.Status.ReadyMembers == size && c.Status.Size == size, nil
 	})
 	t.Logf("states seen: %s", strings.Join(states, " -> "))
 	if err != nil {

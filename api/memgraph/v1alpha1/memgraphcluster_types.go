@@ -510,6 +510,10 @@ type MemgraphClusterStatus struct {
 	// +optional
 	State ClusterState `json:"state,omitempty"`
 
+	// Reason is the reason of the condition that decided State.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
 	// Coordinators is how many coordinators SHOW INSTANCES lists as registered.
 	// +optional
 	Coordinators int32 `json:"coordinators"`
@@ -535,19 +539,25 @@ type MemgraphClusterStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// ClusterState is the one-word summary of a MemgraphCluster.
-// +kubebuilder:validation:Enum=Initializing;Ready;Converging;Degraded
+// ClusterState is the one-word summary of a MemgraphCluster, in the words every operator
+// of the suite uses (shared/conditions.StateOf derives it).
+// +kubebuilder:validation:Enum=Initializing;Reconciling;Ready;Degraded;Failed
 type ClusterState string
 
 const (
-	// StateInitializing means no status written yet, or workloads not up for the first time.
+	// StateInitializing means no status written yet.
 	StateInitializing ClusterState = "Initializing"
-	// StateReady means one MAIN, a leader, everything registered and converged.
+	// StateReconciling means pods starting, registration, a scale, retirement or update in
+	// flight (serving or not yet).
+	StateReconciling ClusterState = "Reconciling"
+	// StateReady means one MAIN, a leader, everything registered, converged and updated.
 	StateReady ClusterState = "Ready"
-	// StateConverging means serving, with a scale, retirement or update in flight.
-	StateConverging ClusterState = "Converging"
-	// StateDegraded means not serving as declared (no MAIN, no leader, unreachable members).
+	// StateDegraded means serving in part: no MAIN, no coordinator leader, or the
+	// coordinators unreachable (the data instances may serve on).
 	StateDegraded ClusterState = "Degraded"
+	// StateFailed means not ready and nothing under way changes that (the coordinators'
+	// TLS cannot be verified): a person has to act.
+	StateFailed ClusterState = "Failed"
 )
 
 // MemgraphCluster is a highly available Memgraph cluster. Its name is at most
@@ -562,6 +572,7 @@ const (
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mgc,categories=opsuite
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`,description="Summary state"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the cluster is in that state"
 // +kubebuilder:printcolumn:name="Coordinators",type=integer,JSONPath=`.spec.coordinators`,description="Declared coordinators"
 // +kubebuilder:printcolumn:name="Data",type=integer,JSONPath=`.spec.dataInstances`,description="Declared data instances"
 // +kubebuilder:printcolumn:name="Main",type=string,JSONPath=`.status.main`,description="The data instance holding MAIN"

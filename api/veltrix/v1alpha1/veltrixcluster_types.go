@@ -357,20 +357,24 @@ type SecretKeyRef struct {
 	Key string `json:"key"`
 }
 
-// State summarizes a cluster's conditions.
-// +kubebuilder:validation:Enum=Initializing;Provisioning;Running;Scaling;Upgrading;Degraded;Failed;Deleting
+// State summarizes a cluster's conditions in the words every operator of the suite uses
+// (shared/conditions.StateOf derives it).
+// +kubebuilder:validation:Enum=Initializing;Reconciling;Ready;Degraded;Failed
 type State string
 
 // States of a cluster.
 const (
+	// StateInitializing: no status written yet.
 	StateInitializing State = "Initializing"
-	StateProvisioning State = "Provisioning"
-	StateRunning      State = "Running"
-	StateScaling      State = "Scaling"
-	StateUpgrading    State = "Upgrading"
-	StateDegraded     State = "Degraded"
-	StateFailed       State = "Failed"
-	StateDeleting     State = "Deleting"
+	// StateReconciling: provisioning, scaling, upgrading or waiting for members to be
+	// ready (Ready Unknown; status.reason says which).
+	StateReconciling State = "Reconciling"
+	// StateReady: every member serves and is search-ready, nothing under way (Ready True).
+	StateReady State = "Ready"
+	// StateDegraded: Ready False while at least replicationFactor members serve.
+	StateDegraded State = "Degraded"
+	// StateFailed: Ready False with fewer than replicationFactor members serving.
+	StateFailed State = "Failed"
 )
 
 // MemberStatus is one member as the admin API reports it.
@@ -402,9 +406,15 @@ type VeltrixClusterStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// State summarizes the conditions.
+	// State summarizes the conditions: Reconciling while Ready is Unknown, Ready, Degraded
+	// or Failed (Ready False with or without replicationFactor members serving).
 	// +optional
 	State State `json:"state,omitempty"`
+
+	// Reason is the reason of the condition that decided State (Scaling, Upgrading,
+	// RemovalStuck, ...).
+	// +optional
+	Reason string `json:"reason,omitempty"`
 
 	// Size is the number of members the StatefulSet runs now.
 	// +optional
@@ -473,6 +483,7 @@ type VeltrixClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the cluster is in that state"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type VeltrixCluster struct {
 	metav1.TypeMeta   `json:",inline"`

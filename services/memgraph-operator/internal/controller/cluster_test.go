@@ -231,8 +231,8 @@ func TestLifecycle(t *testing.T) {
 	h.create("demo", 3, 2)
 
 	c := h.waitCondition("demo", memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonWorkloadsNotReady)
-	if c.Status.State != memgraphv1.StateInitializing {
-		t.Errorf("state %s before any pod ran, want Initializing", c.Status.State)
+	if c.Status.State != memgraphv1.StateReconciling || c.Status.Reason != memgraphv1.ReasonWorkloadsNotReady {
+		t.Errorf("state %s (%s) before any pod ran, want Reconciling (WorkloadsNotReady)", c.Status.State, c.Status.Reason)
 	}
 	if got := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionConverged); got == nil || got.Reason != memgraphv1.ReasonWorkloadsNotReady {
 		t.Errorf("Converged %+v", got)
@@ -354,8 +354,8 @@ func TestScaleDownWaitsForRetirement(t *testing.T) {
 	if n := *h.sts("g-data").Spec.Replicas; n != 3 {
 		t.Errorf("data shrunk to %d before any retired", n)
 	}
-	if c.Status.State != memgraphv1.StateConverging {
-		t.Errorf("state %s, want Converging", c.Status.State)
+	if c.Status.State != memgraphv1.StateReconciling || c.Status.Reason != memgraphv1.ReasonRetirementInProgress {
+		t.Errorf("state %s (%s), want Reconciling (RetirementInProgress)", c.Status.State, c.Status.Reason)
 	}
 
 	// Only g_data_1 retired: g_data_2 (the highest) still holds its place, nothing shrinks.
@@ -386,7 +386,7 @@ func TestScaleDownWaitsForRetirement(t *testing.T) {
 	h.podsRun("g-data")
 	h.waitCondition("g", memgraphv1.ConditionConverged, metav1.ConditionTrue, memgraphv1.ReasonConverged)
 	// Converged can turn True in a pass that still saw a pod of the shrink not ready (Ready
-	// False, so the state Converging); the next pass, on the pods' status, is Ready.
+	// False, so the state Reconciling); the next pass, on the pods' status, is Ready.
 	testenv.Eventually(t, 20*time.Second, "state Ready after the shrink", func() (bool, string) {
 		c = h.cluster("g")
 		return c.Status.State == memgraphv1.StateReady, fmt.Sprintf("state %s conditions %+v", c.Status.State, c.Status.Conditions)
@@ -412,8 +412,8 @@ func TestScaleDownWaitsForRetirement(t *testing.T) {
 		return n == 4, fmt.Sprint(n)
 	})
 	h.waitCondition("g", memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonWorkloadsNotReady)
-	if s := h.cluster("g").Status.State; s != memgraphv1.StateConverging {
-		t.Errorf("state %s while new pods start, want Converging", s)
+	if s := h.cluster("g").Status.State; s != memgraphv1.StateReconciling {
+		t.Errorf("state %s while new pods start, want Reconciling", s)
 	}
 }
 
@@ -430,8 +430,8 @@ func TestDataPlaneReasons(t *testing.T) {
 		return controller.Registration{Reason: memgraphv1.ReasonNoCoordinatorLeader, Message: "No coordinator names a leader"}, nil
 	})
 	c := h.waitCondition("r", memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonNoCoordinatorLeader)
-	if c.Status.State != memgraphv1.StateDegraded || c.Status.Leader != "" {
-		t.Errorf("state %s leader %q", c.Status.State, c.Status.Leader)
+	if c.Status.State != memgraphv1.StateDegraded || c.Status.Reason != memgraphv1.ReasonNoCoordinatorLeader || c.Status.Leader != "" {
+		t.Errorf("state %s (%s) leader %q, want Degraded (NoCoordinatorLeader)", c.Status.State, c.Status.Reason, c.Status.Leader)
 	}
 	h.reg.set(func(planner.Desired) (controller.Registration, error) {
 		return controller.Registration{Reason: memgraphv1.ReasonCoordinatorUnreachable, Message: "No coordinator answered"}, nil

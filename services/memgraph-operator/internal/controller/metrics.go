@@ -10,7 +10,7 @@ import (
 // alert can select state="Degraded") and <operator>_registrations_total.
 const counterRegistrations = "registrations"
 
-var states = []memgraphv1.ClusterState{memgraphv1.StateInitializing, memgraphv1.StateReady, memgraphv1.StateConverging, memgraphv1.StateDegraded}
+var states = []memgraphv1.ClusterState{memgraphv1.StateInitializing, memgraphv1.StateReconciling, memgraphv1.StateReady, memgraphv1.StateDegraded, memgraphv1.StateFailed}
 
 // newMetrics registers the operator's series (shared by every manager of the process).
 func newMetrics(operator string) (*metrics.Objects, error) {

@@ -27,10 +27,7 @@ var roles = []resources.Role{resources.RoleCoordinator, resources.RoleData}
 type pass struct {
 	ctl *Controller
 	c   *memgraphv1.MemgraphCluster
-	// before is the state the previous pass wrote, as the cache has it (only the summary
-	// reads it: Initializing until the cluster first served).
-	before memgraphv1.ClusterState
-	now    time.Time
+	now time.Time
 
 	// sts are the role's StatefulSets as last written or read.
 	sts map[resources.Role]*appsv1.StatefulSet
@@ -53,7 +50,7 @@ type pass struct {
 
 // run is the reconciler's pass over c.
 func (ctl *Controller) run(ctx context.Context, c *memgraphv1.MemgraphCluster) (reconciler.Result, error) {
-	p := &pass{ctl: ctl, c: c, before: c.Status.State, now: time.Now(), sts: map[resources.Role]*appsv1.StatefulSet{}}
+	p := &pass{ctl: ctl, c: c, now: time.Now(), sts: map[resources.Role]*appsv1.StatefulSet{}}
 	wait, err := p.reconcile(ctx)
 	p.writeStatus()
 	ctl.metrics.SetState(c.Namespace, c.Name, string(c.Status.State))

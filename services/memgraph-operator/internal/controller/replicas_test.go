@@ -68,24 +68,29 @@ func TestSummarize(t *testing.T) {
 	converged := cond(memgraphv1.ConditionConverged, metav1.ConditionTrue, memgraphv1.ReasonConverged)
 	updated := cond(memgraphv1.ConditionUpdated, metav1.ConditionTrue, memgraphv1.ReasonUpdated)
 	retiring := cond(memgraphv1.ConditionConverged, metav1.ConditionFalse, memgraphv1.ReasonRetirementInProgress)
+	registering := cond(memgraphv1.ConditionConverged, metav1.ConditionFalse, memgraphv1.ReasonRegistrationInProgress)
 	pods := cond(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonWorkloadsNotReady)
 	noLeader := cond(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonNoCoordinatorLeader)
+	noMain := cond(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonNoMain)
+	tls := cond(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonTLSVerificationFailed)
 	cases := []struct {
 		name   string
 		conds  []metav1.Condition
-		before memgraphv1.ClusterState
 		want   memgraphv1.ClusterState
+		reason string
 	}{
-		{"all good", []metav1.Condition{ready, converged, updated}, memgraphv1.StateInitializing, memgraphv1.StateReady},
-		{"serving, retiring", []metav1.Condition{ready, retiring, updated}, memgraphv1.StateReady, memgraphv1.StateConverging},
-		{"first pods starting", []metav1.Condition{pods}, "", memgraphv1.StateInitializing},
-		{"pods starting after a scale", []metav1.Condition{pods}, memgraphv1.StateReady, memgraphv1.StateConverging},
-		{"no leader after serving", []metav1.Condition{noLeader}, memgraphv1.StateReady, memgraphv1.StateDegraded},
-		{"no leader at bootstrap", []metav1.Condition{noLeader}, memgraphv1.StateInitializing, memgraphv1.StateInitializing},
+		{"no status yet", nil, memgraphv1.StateInitializing, ""},
+		{"all good", []metav1.Condition{ready, converged, updated}, memgraphv1.StateReady, memgraphv1.ReasonReady},
+		{"serving, retiring", []metav1.Condition{ready, retiring, updated}, memgraphv1.StateReconciling, memgraphv1.ReasonRetirementInProgress},
+		{"pods starting", []metav1.Condition{pods}, memgraphv1.StateReconciling, memgraphv1.ReasonWorkloadsNotReady},
+		{"registering at bootstrap, no MAIN yet", []metav1.Condition{noMain, registering}, memgraphv1.StateReconciling, memgraphv1.ReasonRegistrationInProgress},
+		{"no MAIN", []metav1.Condition{noMain}, memgraphv1.StateDegraded, memgraphv1.ReasonNoMain},
+		{"no leader", []metav1.Condition{noLeader}, memgraphv1.StateDegraded, memgraphv1.ReasonNoCoordinatorLeader},
+		{"TLS not verified", []metav1.Condition{tls}, memgraphv1.StateFailed, memgraphv1.ReasonTLSVerificationFailed},
 	}
 	for _, tc := range cases {
-		if got := summarize(tc.conds, tc.before); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		if got, reason := summarize(tc.conds); got != tc.want || reason != tc.reason {
+			t.Errorf("%s: %s (%s), want %s (%s)", tc.name, got, reason, tc.want, tc.reason)
 		}
 	}
 }

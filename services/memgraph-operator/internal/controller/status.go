@@ -77,7 +77,7 @@ func (p *pass) writeStatus() {
 	p.setNodesPrepared(set)
 	p.setCredentialsSynced(set)
 	p.setVolumesResized(set)
-	st.State = summarize(st.Conditions, p.before)
+	st.State, st.Reason = summarize(st.Conditions)
 }
 
 type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
@@ -171,24 +171,19 @@ func (p *pass) setNodesPrepared(set setFunc) {
 	}
 }
 
-// summarize is the one-word state: Ready when serving, converged and updated; Converging
-// while serving with work in flight or pods (re)starting; Initializing until the cluster
-// first served; Degraded when it served before and now has no leader or no MAIN.
-func summarize(conds []metav1.Condition, before memgraphv1.ClusterState) memgraphv1.ClusterState {
-	ready := conditions.Get(conds, memgraphv1.ConditionReady)
-	converged := conditions.Get(conds, memgraphv1.ConditionConverged)
-	updated := conditions.Get(conds, memgraphv1.ConditionUpdated)
-	isTrue := func(c *metav1.Condition) bool { return c != nil && c.Status == metav1.ConditionTrue }
-	switch {
-	case isTrue(ready) && isTrue(converged) && isTrue(updated):
-		return memgraphv1.StateReady
-	case isTrue(ready):
-		return memgraphv1.StateConverging
-	case before == "" || before == memgraphv1.StateInitializing:
-		return memgraphv1.StateInitializing
-	case ready != nil && (ready.Reason == memgraphv1.ReasonWorkloadsNotReady || ready.Status == metav1.ConditionUnknown):
-		// Pods starting (a scale) or restarting: not an outage the operator has observed.
-		return memgraphv1.StateConverging
-	}
-	return memgraphv1.StateDegraded
+// stateRules map the MemgraphCluster's conditions onto the suite's state words: Ready when
+// serving, converged and updated; Reconciling while serving with work in flight (Converged
+// or Updated not True), while pods start or commands run; Degraded when it serves in part
+// (no MAIN, no leader, coordinators unreachable); Failed otherwise.
+var stateRules = []conditions.StateOption{
+	conditions.Settling(memgraphv1.ConditionConverged, memgraphv1.ConditionUpdated),
+	conditions.InProgress(memgraphv1.ReasonWorkloadsNotReady, memgraphv1.ReasonRegistrationInProgress,
+		memgraphv1.ReasonRetirementInProgress, memgraphv1.ReasonLeadershipTransferInProgress),
+	conditions.DegradedReasons(memgraphv1.ReasonNoMain, memgraphv1.ReasonNoCoordinatorLeader, memgraphv1.ReasonCoordinatorUnreachable),
+}
+
+// summarize is the one-word state and the reason of the condition that decided it.
+func summarize(conds []metav1.Condition) (memgraphv1.ClusterState, string) {
+	state, why := conditions.StateOf(conds, stateRules...)
+	return memgraphv1.ClusterState(state), why.Reason
 }

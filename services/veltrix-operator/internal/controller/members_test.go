@@ -112,7 +112,7 @@ func TestMembersAndReadinessGate(t *testing.T) {
 	if n != 0 {
 		t.Errorf("%d writes in 4 resyncs of a settled cluster, want 0", n)
 	}
-	if live.Status.State != veltrixv1.StateRunning || live.Status.ReadyMembers != 3 || len(live.Status.Members) != 3 || live.Status.PartitionCount == 0 || live.Status.PartitionMap == "" {
+	if live.Status.State != veltrixv1.StateReady || live.Status.Reason != veltrixv1.ReasonReady || live.Status.ReadyMembers != 3 || len(live.Status.Members) != 3 || live.Status.PartitionCount == 0 || live.Status.PartitionMap == "" {
 		t.Errorf("status %+v", live.Status)
 	}
 	wantSeries(t, ns, "vx", map[string]float64{stateSeries(live.Status.State): 1, "veltrix_operator_cluster_ready_members": 3,
@@ -180,7 +180,7 @@ func TestMembersAndReadinessGate(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil {
 			return false, err.Error()
 		}
-		return live.Status.ReadyMembers == 2 && len(live.Status.Members) == 2 && live.Status.State == veltrixv1.StateRunning,
+		return live.Status.ReadyMembers == 2 && len(live.Status.Members) == 2 && live.Status.State == veltrixv1.StateReady,
 			fmt.Sprintf("ready %d members %v state %s", live.Status.ReadyMembers, live.Status.Members, live.Status.State)
 	})
 	if live.Status.LastScaleTime == nil {
@@ -259,8 +259,8 @@ func TestRemovalRefused(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vx"}, &sts); err != nil || *sts.Spec.Replicas != 3 {
 		t.Errorf("StatefulSet after a refused removal: %v, replicas %d, want 3", err, *sts.Spec.Replicas)
 	}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil || live.Status.State != veltrixv1.StateDegraded {
-		t.Errorf("state %s (%v), want Degraded", live.Status.State, err)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), &live); err != nil || live.Status.State != veltrixv1.StateDegraded || live.Status.Reason != planner.ReasonRemovalRefused {
+		t.Errorf("state %s (%s, %v), want Degraded (RemovalRefused)", live.Status.State, live.Status.Reason, err)
 	}
 }
 

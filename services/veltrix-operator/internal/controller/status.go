@@ -27,7 +27,7 @@ func (p *pass) updateStatus() {
 		// Nothing was looked at: the rest of the status stays as last reported.
 		ready := versionCondition(c.Spec.Version)
 		set(ready)
-		st.State = state(ready, st.ReadyMembers, c.Spec.ReplicationFactor)
+		summarize(st)
 		return
 	}
 
@@ -68,7 +68,7 @@ func (p *pass) updateStatus() {
 	set(replicationCondition(p.ready, c.Spec.ReplicationFactor))
 	ready := p.readyCondition()
 	set(ready)
-	st.State = state(ready, p.ready, c.Spec.ReplicationFactor)
+	summarize(st)
 }
 
 // settled: Ready by this pass's own findings (not the status it started from), so nothing
@@ -286,24 +286,15 @@ func (p *pass) readyCondition() metav1.Condition {
 	return cond(metav1.ConditionTrue, veltrixv1.ReasonReady, fmt.Sprintf("%d members ready and search-ready", p.ready))
 }
 
-// state summarizes Ready for the printer column.
-func state(ready metav1.Condition, readyMembers, rf int32) veltrixv1.State {
-	switch ready.Status {
-	case metav1.ConditionTrue:
-		return veltrixv1.StateRunning
-	case metav1.ConditionUnknown:
-		switch ready.Reason {
-		case planner.ReasonScaling, planner.ReasonRemoving, planner.ReasonMembersUnknown:
-			return veltrixv1.StateScaling
-		case veltrixv1.ReasonUpgrading:
-			return veltrixv1.StateUpgrading
-		}
-		return veltrixv1.StateProvisioning
-	}
-	if readyMembers > 0 && readyMembers >= rf {
-		return veltrixv1.StateDegraded
-	}
-	return veltrixv1.StateFailed
+// stateRules map the VeltrixCluster's conditions onto the suite's state words: Ready
+// Unknown (scaling, upgrading, members starting) is Reconciling; Ready False is Degraded
+// while the replication factor is met, Failed below it.
+var stateRules = []conditions.StateOption{conditions.PartlyServing(veltrixv1.ConditionReplicationFactorMet)}
+
+// summarize sets the state and the reason of the condition that decided it.
+func summarize(st *veltrixv1.VeltrixClusterStatus) {
+	state, why := conditions.StateOf(st.Conditions, stateRules...)
+	st.State, st.Reason = veltrixv1.State(state), why.Reason
 }
 
 // nodeList names nodes for a message: "no node" for none.

@@ -78,6 +78,14 @@ func TestMembershipCondition(t *testing.T) {
 	}
 }
 
+// stateOf is the state and reason summarize derives from Ready and the replication
+// condition of ready members.
+func stateOf(ready metav1.Condition, readyMembers, rf int32) (veltrixv1.State, string) {
+	st := veltrixv1.VeltrixClusterStatus{Conditions: []metav1.Condition{replicationCondition(readyMembers, rf), ready}}
+	summarize(&st)
+	return st.State, st.Reason
+}
+
 func TestState(t *testing.T) {
 	for _, tc := range []struct {
 		status    metav1.ConditionStatus
@@ -85,18 +93,22 @@ func TestState(t *testing.T) {
 		ready, rf int32
 		want      veltrixv1.State
 	}{
-		{metav1.ConditionTrue, veltrixv1.ReasonReady, 3, 3, veltrixv1.StateRunning},
-		{metav1.ConditionUnknown, planner.ReasonScaling, 3, 3, veltrixv1.StateScaling},
-		{metav1.ConditionUnknown, planner.ReasonRemoving, 3, 3, veltrixv1.StateScaling},
-		{metav1.ConditionUnknown, veltrixv1.ReasonUpgrading, 2, 3, veltrixv1.StateUpgrading},
-		{metav1.ConditionUnknown, veltrixv1.ReasonMembersNotReady, 0, 3, veltrixv1.StateProvisioning},
+		{metav1.ConditionTrue, veltrixv1.ReasonReady, 3, 3, veltrixv1.StateReady},
+		{metav1.ConditionUnknown, planner.ReasonScaling, 3, 3, veltrixv1.StateReconciling},
+		{metav1.ConditionUnknown, planner.ReasonRemoving, 3, 3, veltrixv1.StateReconciling},
+		{metav1.ConditionUnknown, veltrixv1.ReasonUpgrading, 2, 3, veltrixv1.StateReconciling},
+		{metav1.ConditionUnknown, veltrixv1.ReasonMembersNotReady, 0, 3, veltrixv1.StateReconciling},
 		{metav1.ConditionFalse, planner.ReasonRemovalRefused, 4, 3, veltrixv1.StateDegraded},
 		{metav1.ConditionFalse, veltrixv1.ReasonDisksNotPrepared, 0, 3, veltrixv1.StateFailed},
 	} {
-		got := state(metav1.Condition{Status: tc.status, Reason: tc.reason}, tc.ready, tc.rf)
-		if got != tc.want {
-			t.Errorf("Ready=%s %s with %d/%d ready: %s, want %s", tc.status, tc.reason, tc.ready, tc.rf, got, tc.want)
+		got, reason := stateOf(metav1.Condition{Type: veltrixv1.ConditionReady, Status: tc.status, Reason: tc.reason}, tc.ready, tc.rf)
+		if got != tc.want || reason != tc.reason {
+			t.Errorf("Ready=%s %s with %d/%d ready: %s (%s), want %s (%s)", tc.status, tc.reason, tc.ready, tc.rf, got, reason, tc.want, tc.reason)
 		}
+	}
+	var st veltrixv1.VeltrixClusterStatus
+	if summarize(&st); st.State != veltrixv1.StateInitializing {
+		t.Errorf("no conditions: %s, want Initializing", st.State)
 	}
 }
 
@@ -106,10 +118,10 @@ func TestVersionCondition(t *testing.T) {
 		c.Message != "spec.version 1.16.2 is older than 1.17.0, the first VeltrixDB with online membership (--join, --advertise-addr, /admin/cluster/members) that the operator scales with: set spec.version to 1.17.0 or later; until then the StatefulSet is left as it is" {
 		t.Errorf("%+v", c)
 	}
-	if got := state(c, 3, 3); got != veltrixv1.StateDegraded {
+	if got, _ := stateOf(c, 3, 3); got != veltrixv1.StateDegraded {
 		t.Errorf("state with 3 ready members: %s, want Degraded", got)
 	}
-	if got := state(c, 0, 3); got != veltrixv1.StateFailed {
+	if got, _ := stateOf(c, 0, 3); got != veltrixv1.StateFailed {
 		t.Errorf("state with none ready: %s, want Failed", got)
 	}
 }

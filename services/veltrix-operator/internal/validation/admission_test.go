@@ -344,7 +344,7 @@ func TestStatusAndColumns(t *testing.T) {
 	}
 	now := metav1.Now()
 	c.Status = veltrixv1.VeltrixClusterStatus{
-		ObservedGeneration: c.Generation, State: veltrixv1.StateRunning, Size: 3, ReadyMembers: 2,
+		ObservedGeneration: c.Generation, State: veltrixv1.StateReconciling, Reason: "MembersNotReady", Size: 3, ReadyMembers: 2,
 		Version: veltrixv1.DefaultVersion, Epoch: 4, PartitionCount: 64, PartitionMap: "demo-0:22 demo-1:21 demo-2:21",
 		LastScaleTime: &now, Nodes: []string{"n1", "n2", "n3"},
 		Members:    []veltrixv1.MemberStatus{{ID: "demo-0", Address: "demo-0.demo:9000", State: "active", SearchReady: true}, {ID: "demo-1", State: "leaving"}},
@@ -367,6 +367,11 @@ func TestStatusAndColumns(t *testing.T) {
 	got.Status.Members = got.Status.Members[:2]
 	got.Status.State = "Happy"
 	if v := verdict(env.Client.Status().Update(ctx, got), `status.state: Unsupported value: "Happy"`); v != "" {
+		t.Error(v)
+	}
+	// The suite's words only: Running, the Ready state's former name, is refused.
+	got.Status.State = "Running"
+	if v := verdict(env.Client.Status().Update(ctx, got), `status.state: Unsupported value: "Running"`); v != "" {
 		t.Error(v)
 	}
 

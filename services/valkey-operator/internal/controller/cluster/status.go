@@ -85,20 +85,11 @@ func (p *pass) writeStatus() {
 		st.Shards, st.ReadyShards = p.shards, p.readyShards
 	}
 
-	// The summary, in the documented priority.
+	// The summary, in the documented priority (Degraded=True, Ready=True, Progressing=True,
+	// else Failed), which is the kit's without options.
+	state, why := conditions.StateOf(st.Conditions)
+	st.State, st.Reason, st.Message = valkeyv1.ClusterState(state), why.Reason, why.Message
 	ready := conditions.Get(st.Conditions, valkeyv1.ConditionReady)
-	progressing := conditions.Get(st.Conditions, valkeyv1.ConditionProgressing)
-	degraded := conditions.Get(st.Conditions, valkeyv1.ConditionDegraded)
-	switch {
-	case degraded != nil && degraded.Status == metav1.ConditionTrue:
-		st.State, st.Reason, st.Message = valkeyv1.StateDegraded, degraded.Reason, degraded.Message
-	case ready.Status == metav1.ConditionTrue:
-		st.State, st.Reason, st.Message = valkeyv1.StateReady, ready.Reason, ready.Message
-	case progressing != nil && progressing.Status == metav1.ConditionTrue:
-		st.State, st.Reason, st.Message = valkeyv1.StateReconciling, progressing.Reason, progressing.Message
-	default:
-		st.State, st.Reason, st.Message = valkeyv1.StateFailed, ready.Reason, ready.Message
-	}
 
 	if prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionReady); ready.Status == metav1.ConditionTrue && (prev == nil || prev.Status != metav1.ConditionTrue) {
 		p.normal(valkeyv1.EventClusterReady, fmt.Sprintf("Cluster ready with %d shards and %d replicas", c.Spec.Shards, c.Spec.Replicas))
