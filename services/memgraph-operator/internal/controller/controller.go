@@ -15,6 +15,7 @@ import (
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
+	"github.com/opsuite/suite/shared/children"
 	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/reconciler"
 	"github.com/opsuite/suite/shared/ssa"
@@ -32,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Name is the controller's name; its events come from it.
@@ -198,19 +198,11 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToClusters(mgr.GetClient())), builder.WithPredicates(secretChanged)).
 		// A pod landing on a node is when that node's vm.max_map_count is checked.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster),
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(children.OwnerByLabel(resources.LabelCluster, map[string]string{resources.LabelManagedBy: resources.ManagedBy})),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				return e.ObjectOld.(*corev1.Pod).Spec.NodeName != e.ObjectNew.(*corev1.Pod).Spec.NodeName
 			}})).
 		Complete(r)
-}
-
-func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[resources.LabelCluster]
-	if name == "" || o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // CacheByObject restricts the manager's pod cache to the operator's own pods, and keeps
