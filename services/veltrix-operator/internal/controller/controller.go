@@ -11,7 +11,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/opsuite/suite/services/veltrix-operator/internal/disks"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
+	"github.com/opsuite/suite/shared/children"
 	"github.com/opsuite/suite/shared/conditions"
 	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/reconciler"
@@ -32,7 +32,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Name is the controller's name: events come from it.
@@ -233,14 +232,6 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&corev1.Secret{}).
 		// A member's pod becoming ready (or not) changes readiness gates and membership.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(children.OwnerByLabel(resources.LabelCluster, map[string]string{resources.LabelManagedBy: resources.ManagedBy}))).
 		Complete(r)
-}
-
-func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[resources.LabelCluster]
-	if name == "" || o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/opsuite/suite/services/valkey-operator/internal/executor"
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/shared/children"
 	"github.com/opsuite/suite/shared/reconciler"
 	"github.com/opsuite/suite/shared/ssa"
 	corev1 "k8s.io/api/core/v1"
@@ -232,18 +233,10 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		// A pod that cannot be scheduled shows on the cluster (PodUnschedulable).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCluster)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(children.OwnerByLabel(resources.LabelCluster, map[string]string{resources.LabelManagedBy: resources.ManagedBy}))).
 		// A user's password Secret changing re-renders the ACL file.
 		WatchesRawSource(userSecrets).
 		Complete(r)
-}
-
-func podToCluster(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[resources.LabelCluster]
-	if name == "" || o.GetLabels()[resources.LabelManagedBy] != resources.ManagedBy {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // secretToClusters maps a user's password Secret to the clusters whose users name it.
