@@ -147,6 +147,12 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	keys := writeKeys(t, f.seeds(), "a", 2000)
 	assertShardsFollowNames(t, f, 3)
+	// Every state has a series, Ready's 1; counters at zero from the start.
+	wantSeries(t, ns, "demo", map[string]float64{
+		stateSeries("Ready"): 1, stateSeries("Initializing"): 0, stateSeries("Reconciling"): 0, stateSeries("Degraded"): 0, stateSeries("Failed"): 0,
+		"valkey_operator_cluster_shards": 3, "valkey_operator_cluster_shards_ready": 3,
+		"valkey_operator_failovers_total": 0, "valkey_operator_slot_moves_total": 0,
+	})
 
 	// Steady: no events, no writes for a while (after the recorder flushed the ones above).
 	before := eventReasons(t, c, ns, "demo")
@@ -169,6 +175,8 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	wantEvents(t, f, "demo", map[string]int{valkeyv1.EventSlotsRebalancing: 1, valkeyv1.EventValkeyNodeCreated: 8})
 	readKeys(t, f.seeds(), keys)
+	// A quarter of the slots moved to the new shard.
+	wantSeries(t, ns, "demo", map[string]float64{"valkey_operator_cluster_shards_ready": 4, "valkey_operator_slot_moves_total": 16384 / 4})
 
 	// Scale in: shard 3 drained, forgotten and its ValkeyNodes deleted.
 	scale(t, c, ns, "demo", 3, 1)
@@ -220,6 +228,17 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	wantEvents(t, f, "demo", map[string]int{valkeyv1.EventValkeyNodeUpdated: 6, valkeyv1.EventFailoverInitiated: 3, valkeyv1.EventFailoverCompleted: 3})
 	readKeys(t, f.seeds(), keys)
+	// One failover per primary rolled; the drain moved the new shard's quarter back (the
+	// planner may move a slot more to even the three shards out).
+	wantSeries(t, ns, "demo", map[string]float64{stateSeries("Ready"): 1, "valkey_operator_cluster_shards_ready": 3, "valkey_operator_failovers_total": 3})
+	if moved := series(t, ns, "demo")["valkey_operator_slot_moves_total"]; moved < 2*16384/4 || moved > 2*16384/4+16 {
+		t.Errorf("slot moves after the scale-out and back: %v, want about %d", moved, 2*16384/4)
+	}
+
+	if err := c.Delete(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	wantGone(t, ns, "demo")
 }
 
 func scale(t *testing.T, c client.Client, ns, name string, shards, replicas int32) {
@@ -349,6 +368,7 @@ func TestKilledPrimaryRecovers(t *testing.T) {
 	// The operator promotes the replica while the pod is gone (the local cluster brings a
 	// pod back in about 6 s): no waiting for the cluster's election.
 	wantEvents(t, f, "k", map[string]int{valkeyv1.EventReplicasTakenOver: 1})
+	wantSeries(t, f.ns, "k", map[string]float64{"valkey_operator_failovers_total": 1})
 	t.Logf("replica promoted %s after the kill", time.Since(killed).Round(time.Millisecond))
 	f.server(victim).Wipe()
 	waitReady(t, f, "k", 120*time.Second)

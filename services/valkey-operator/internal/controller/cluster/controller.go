@@ -18,6 +18,7 @@ import (
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/shared/children"
+	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/reconciler"
 	"github.com/opsuite/suite/shared/ssa"
 	corev1 "k8s.io/api/core/v1"
@@ -128,6 +129,7 @@ type Controller struct {
 	reader   client.Reader
 	apply    ssa.Applier
 	recorder events.EventRecorder
+	metrics  *metrics.Objects
 
 	mu sync.Mutex
 	// members holds each cluster's connections across passes: the executor remembers
@@ -196,12 +198,17 @@ func (ctl *Controller) executorFor(c *valkeyv1.ValkeyCluster, opts valkey.Option
 func Setup(mgr ctrl.Manager, cfg Config) error {
 	reader := connect.CacheThenAPI(mgr.GetClient(), mgr.GetAPIReader())
 	cfg.defaults(reader)
+	m, err := newMetrics(cfg.Operator)
+	if err != nil {
+		return err
+	}
 	ctl := &Controller{
 		cfg:      cfg,
 		client:   mgr.GetClient(),
 		reader:   reader,
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.ClusterFieldManager},
 		recorder: mgr.GetEventRecorder(Name),
+		metrics:  m,
 		members:  map[types.UID]*clusterConns{},
 		rolling:  map[types.UID]bool{},
 	}
@@ -212,8 +219,12 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		// Events are the documented ones, recorded where the action happens (no Recorder
 		// here: the kit's per-condition events would add reasons the document does not list).
 		Run: ctl.run,
-		// A cluster's state and connections go with it; the kit keeps its last status.
-		OnGone: func(_ types.NamespacedName, uid types.UID) { ctl.forget(uid) },
+		// A gone cluster's series, state and connections go with it; the kit keeps its
+		// last status.
+		OnGone: func(key types.NamespacedName, uid types.UID) {
+			m.Forget(key.Namespace, key.Name)
+			ctl.forget(uid)
+		},
 	})
 	if err != nil {
 		return err

@@ -50,6 +50,7 @@ func (ctl *Controller) run(ctx context.Context, c *valkeyv1.ValkeyCluster) (reco
 	p := &pass{ctl: ctl, c: c, before: *c.Status.DeepCopy(), now: time.Now()}
 	wait := p.reconcile(ctx)
 	p.writeStatus()
+	ctl.observeMetrics(c)
 	if wait > 0 {
 		return reconciler.Wait(wait), nil
 	}

@@ -47,6 +47,7 @@ func (p *pass) takeOverLost(ctx context.Context, exec *executor.Executor, snap v
 			p.warnOnce(valkeyv1.ReasonNodeAddFailed, valkeyv1.EventReplicaCreationFailed, p.degradedMsg)
 			continue
 		}
+		p.ctl.metrics.Add(p.c.Namespace, p.c.Name, counterFailovers, 1)
 		p.normalAbout(m.node, valkeyv1.EventReplicasTakenOver, fmt.Sprintf("Promoted replica %s with CLUSTER FAILOVER TAKEOVER: primary %s (shard %d) is gone", replica.Addr, m.node.Name, m.node.Spec.ShardIndex))
 		sent = true
 	}

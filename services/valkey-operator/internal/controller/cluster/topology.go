@@ -240,6 +240,12 @@ func (p *pass) progressFor(steps []planner.Step, set nodeSet) {
 // announceSteps records the documented event of every completed action.
 func (p *pass) announceSteps(snap valkey.Snapshot, set nodeSet, done []planner.Step) {
 	sum := planner.Summarize(done)
+	moved := 0
+	for _, m := range sum.Moves {
+		moved += m.Slots
+	}
+	p.ctl.metrics.Add(p.c.Namespace, p.c.Name, counterSlotMoves, moved)
+	p.ctl.metrics.Add(p.c.Namespace, p.c.Name, counterFailovers, len(sum.TakenOver))
 	shardOf := p.shardOfAddr(set)
 	nodeAt := map[string]*valkeyv1.ValkeyNode{}
 	for _, m := range append(append([]member(nil), set.desired...), set.removed...) {
