@@ -47,4 +47,3 @@ func wantGone(t *testing.T, ns, name string) {
 		return len(got) == 0, fmt.Sprint(got)
 	})
 }
-
