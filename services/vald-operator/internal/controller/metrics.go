@@ -34,7 +34,7 @@ func newControllerMetrics() (*controllerMetrics, error) {
 		Name:     "release",
 		// status.state as conditions.Summarize reports it (a word not listed here still
 		// gets its own series while current).
-		States: []string{"Ready", "Progressing", "Pending", "Failed"},
+		States: []string{"Ready", "Reconciling", "Pending", "Failed"},
 	}); err != nil {
 		return nil, err
 	}

@@ -89,7 +89,7 @@ func TestReleaseStateSeries(t *testing.T) {
 	// A cluster without an id: Pending until an external system sets one.
 	h.create(h.release("vor", "a=1", "b="))
 	h.waitStatus("vor", "WaitingClusterCreate 0/3 Pending | WaitingClusterCreate=Unknown/Pending")
-	wantSeries("Pending", map[string]float64{state("Ready"): 0, state("Progressing"): 0, state("Pending"): 1, state("Failed"): 0})
+	wantSeries("Pending", map[string]float64{state("Ready"): 0, state("Reconciling"): 0, state("Pending"): 1, state("Failed"): 0})
 
 	var vor valdv1.ValdOperatorRelease
 	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: h.ns, Name: "vor"}, &vor); err != nil {
@@ -100,7 +100,7 @@ func TestReleaseStateSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitStatus("vor", statusCompleted)
-	wantSeries("Ready", map[string]float64{state("Ready"): 1, state("Progressing"): 0, state("Pending"): 0, state("Failed"): 0})
+	wantSeries("Ready", map[string]float64{state("Ready"): 1, state("Reconciling"): 0, state("Pending"): 0, state("Failed"): 0})
 
 	if err := env.Client.Delete(t.Context(), &vor); err != nil {
 		t.Fatal(err)
