@@ -37,7 +37,7 @@ func wantObjectMetrics(ctx context.Context, t *testing.T, operator, namespace, n
 		for i := range ps {
 			code, body, err := scrape(ctx, &ps[i], port, token)
 			if err != nil || code != 200 {
-				lastErr = fmt.Errorf("pod %s: HTTP %d, %v", ps[i].Name, code, err)
+				lastErr = fmt.Errorf("pod %s: HTTP %d, %w", ps[i].Name, code, err)
 				continue
 			}
 			if missing = missingFamilies(body, namespace, name, families); len(missing) == 0 {
