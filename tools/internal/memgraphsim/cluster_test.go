@@ -105,6 +105,24 @@ func mustRun(t *testing.T, p *simProc, query string) *bolt.Result {
 	return r
 }
 
+// mustRunRetrying runs a coordinator write, retried for up to 10 s while the answer is
+// Memgraph's "Please retry the operation" (a Raft log write that failed, as when a
+// freshly added peer is still catching up); a real client retries it the same way.
+func mustRunRetrying(t *testing.T, p *simProc, query string) *bolt.Result {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := run(t, p, query)
+		if err == nil {
+			return r
+		}
+		if !strings.Contains(err.Error(), "Please retry the operation") || time.Now().After(deadline) {
+			t.Fatalf("%s: %v", query, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func wantFailure(t *testing.T, err error, message string) {
 	t.Helper()
 	var f *bolt.Failure
@@ -151,7 +169,7 @@ func (tc *testCluster) bootstrap() {
 		tc.t.Fatalf("leader is coordinator %d, want 1 (the only one that bootstraps)", l.opts.CoordinatorID)
 	}
 	for _, p := range tc.coords {
-		mustRun(tc.t, l, tc.addCoordinatorQuery(p))
+		mustRunRetrying(tc.t, l, tc.addCoordinatorQuery(p))
 	}
 	for i, p := range tc.data {
 		mustRun(tc.t, l, registerQuery(fmt.Sprintf("instance_%d", i), p, testenv.FreePortBelowEphemeral(tc.t)))

@@ -17,7 +17,7 @@ func (tc *testCluster) bootstrapNamed(names ...string) {
 	tc.t.Helper()
 	l := tc.waitLeader()
 	for _, p := range tc.coords {
-		mustRun(tc.t, l, tc.addCoordinatorQuery(p))
+		mustRunRetrying(tc.t, l, tc.addCoordinatorQuery(p))
 	}
 	for i, p := range tc.data {
 		mustRun(tc.t, l, registerQuery(names[i], p, testenv.FreePortBelowEphemeral(tc.t)))
