@@ -1,6 +1,7 @@
 package valkey
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"time"
@@ -45,3 +46,47 @@ func DialClusterData(addrs []string, o DataOptions) (Cluster, error) {
 // IsNil reports whether err is the server's nil reply (GET of a key that does not exist),
 // as opposed to a failure to ask.
 func IsNil(err error) bool { return valkeygo.IsValkeyNil(err) }
+
+// Cluster is a cluster-mode data client (it follows MOVED and ASK), for checks that the
+// data plane serves keys.
+type Cluster interface {
+	Set(ctx context.Context, key, value string) error
+	// SetMany pipelines one SET per key (each routed to its slot's owner).
+	SetMany(ctx context.Context, keys, values []string) error
+	Get(ctx context.Context, key string) (string, error)
+	Close()
+}
+
+type cluster struct{ c valkeygo.Client }
+
+// DialCluster opens a cluster-mode client seeded with addrs, with valkey-go's defaults for
+// timeouts and slot-map refreshes (DialClusterData tunes them).
+func DialCluster(addrs []string, o Options) (Cluster, error) {
+	return DialClusterData(addrs, DataOptions{Options: o})
+}
+
+func (c *cluster) Set(ctx context.Context, key, value string) error {
+	return c.c.Do(ctx, c.c.B().Set().Key(key).Value(value).Build()).Error()
+}
+
+func (c *cluster) SetMany(ctx context.Context, keys, values []string) error {
+	if len(keys) != len(values) {
+		return fmt.Errorf("SetMany: %d keys, %d values", len(keys), len(values))
+	}
+	cmds := make(valkeygo.Commands, 0, len(keys))
+	for i, k := range keys {
+		cmds = append(cmds, c.c.B().Set().Key(k).Value(values[i]).Build())
+	}
+	for i, r := range c.c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("SET %s: %w", keys[i], err)
+		}
+	}
+	return nil
+}
+
+func (c *cluster) Get(ctx context.Context, key string) (string, error) {
+	return c.c.Do(ctx, c.c.B().Get().Key(key).Build()).ToString()
+}
+
+func (c *cluster) Close() { c.c.Close() }

@@ -1,6 +1,9 @@
 // Package valkey is the operator's only door to the data plane: it parses what a member
-// says about the cluster (CLUSTER NODES, CLUSTER INFO, INFO) into plain values and, in
-// client.go, talks to one member at a time through valkey-go behind the Conn interface.
+// says about the cluster (CLUSTER NODES, CLUSTER INFO, INFO) into plain values and talks
+// to one member at a time through valkey-go behind the Conn interface: client.go dials and
+// sends membership and role commands, observe.go reads topology and replication,
+// capabilities.go asks what the server offers, slots.go moves slots and their keys, and
+// dataclient.go is the cluster-mode client that checks keys are served.
 package valkey
 
 import (
