@@ -246,13 +246,14 @@ func exporter(n *valkeyv1.ValkeyNode, o NodeOptions, tls bool) corev1.Container 
 	}
 }
 
-// mergeContainer adds c to list, or, when list has a container of c's name, lays c's set
-// fields over it: scalars and probes replace, env, ports and mounts merge by name (by path
-// for mounts), so a user can add a variable to the server without restating it.
+// mergeContainer adds c to list, or, when list has the container c names (ContainerFor:
+// upstream's names count for ours), lays c's set fields over it: scalars and probes
+// replace, env, ports and mounts merge by name (by path for mounts), so a user can add a
+// variable to the server without restating it. The merged container keeps its own name.
 func mergeContainer(list []corev1.Container, c corev1.Container) []corev1.Container {
 	i := -1
 	for j := range list {
-		if list[j].Name == c.Name {
+		if list[j].Name == ContainerFor(c.Name) {
 			i = j
 		}
 	}

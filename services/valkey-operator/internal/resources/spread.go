@@ -50,8 +50,8 @@ func Affinity(c *valkeyv1.ValkeyCluster, p Position) *corev1.Affinity {
 			spread(a, sched.Zone.Spread.Primaries.Mode, primaries, TopologyZone)
 		}
 	}
-	if sched.Zone != nil && sched.Zone.Pinning != nil && len(sched.Zone.Pinning.Zones) > 0 {
-		pin(a, sched.Zone.Pinning.Zones)
+	if zone := PinnedZone(c, p); zone != "" {
+		pin(a, zone)
 	}
 	if a.PodAntiAffinity == nil && a.NodeAffinity == nil && a.PodAffinity == nil {
 		return nil
@@ -76,10 +76,21 @@ func spread(a *corev1.Affinity, mode valkeyv1.SpreadMode, selector map[string]st
 		corev1.WeightedPodAffinityTerm{Weight: spreadWeight, PodAffinityTerm: term})
 }
 
-// pin requires one of zones, in every required node selector term (terms are ORed, so
-// each must carry it).
-func pin(a *corev1.Affinity, zones []string) {
-	req := corev1.NodeSelectorRequirement{Key: TopologyZone, Operator: corev1.NodeSelectorOpIn, Values: append([]string(nil), zones...)}
+// PinnedZone is the zone scheduling.zone.pinning puts the member at p in, round-robin:
+// zones[(shard+index) % len(zones)], so each shard's members start from a different zone;
+// "" without pinning.
+func PinnedZone(c *valkeyv1.ValkeyCluster, p Position) string {
+	z := c.Spec.EffectiveScheduling().Zone
+	if z == nil || z.Pinning == nil || len(z.Pinning.Zones) == 0 {
+		return ""
+	}
+	return z.Pinning.Zones[(p.Shard+p.Index)%len(z.Pinning.Zones)]
+}
+
+// pin requires zone in every required node selector term (terms are ORed, so each must
+// carry it).
+func pin(a *corev1.Affinity, zone string) {
+	req := corev1.NodeSelectorRequirement{Key: TopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}
 	if a.NodeAffinity == nil {
 		a.NodeAffinity = &corev1.NodeAffinity{}
 	}
