@@ -2,7 +2,8 @@
 // object (gone: forget it, done), take the last status write instead when the cache has
 // not caught up with it, handle deletion with an optional finalizer step, deep-copy it,
 // run the operator's pass on the copy, write status once (not at all when unchanged),
-// record an event per condition transition, and map the pass's Result onto
+// record an event per condition transition (or the operator's own, once the write that
+// carries them succeeded), and map the pass's Result onto
 // controller-runtime (RequeueAfter for waiting, TerminalError for a wrong spec, errors
 // with back-off), counting outcomes in metrics named after the operator.
 package reconciler
@@ -35,7 +36,8 @@ type Config[O client.Object] struct {
 	Name string
 	// Client reads (through the manager's cache) and writes the object.
 	Client client.Client
-	// Recorder records an event per condition transition; nil records none.
+	// Recorder records an event per condition transition (or the operator's own, see
+	// OwnEvents); nil records none.
 	Recorder events.EventRecorder
 	// New returns an empty object of the kind.
 	New func() O
@@ -46,6 +48,11 @@ type Config[O client.Object] struct {
 	// Conditions returns obj's status conditions, whose transitions become events; nil
 	// records no events.
 	Conditions func(obj O) []metav1.Condition
+	// OwnEvents: the operator's events are a list of its own, not one per condition
+	// transition. Run records them through EventsOf(ctx): actions at once (Record), states
+	// once the status write that carries them succeeded (OnTransition, judged by
+	// Conditions against the last status written). Needs Conditions.
+	OwnEvents bool
 	// ObserveGeneration stamps status.observedGeneration; it is called only after a pass
 	// without error (a Terminal result included: the spec was fully judged).
 	ObserveGeneration func(obj O, generation int64)
@@ -95,6 +102,9 @@ func New[O client.Object](cfg Config[O]) (*Reconciler[O], error) {
 	if cfg.Finalize != nil && cfg.Finalizer == "" {
 		errs = append(errs, errors.New("reconciler: Finalize needs a Finalizer name"))
 	}
+	if cfg.OwnEvents && cfg.Conditions == nil {
+		errs = append(errs, errors.New("reconciler: OwnEvents needs Conditions (transitions are judged on them)"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -140,7 +150,8 @@ func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if !ok {
 		return reconcile.Result{}, fmt.Errorf("reconciler: deep copy of %T is a %T", obj, obj.DeepCopyObject())
 	}
-	out, runErr := r.cfg.Run(ctx, after)
+	evs := &PassEvents{rec: r.cfg.Recorder, obj: after}
+	out, runErr := r.cfg.Run(withEvents(ctx, evs), after)
 	if runErr == nil && r.cfg.ObserveGeneration != nil {
 		r.cfg.ObserveGeneration(after, obj.GetGeneration())
 	}
@@ -155,6 +166,9 @@ func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if written {
 		r.memory.wrote(req.NamespacedName, after)
 		r.announce(obj, after)
+		if r.cfg.OwnEvents {
+			evs.flush(r.cfg.Conditions(obj), r.cfg.Conditions(after))
+		}
 	}
 	if runErr != nil {
 		return reconcile.Result{}, runErr
@@ -193,7 +207,7 @@ func (r *Reconciler[O]) finalize(ctx context.Context, obj O) (reconcile.Result, 
 // Messages alone changing are no transition (events fold by reason anyway). With
 // FoldNormalEvents the Normal ones are one event (see there).
 func (r *Reconciler[O]) announce(before, after O) {
-	if r.cfg.Recorder == nil || r.cfg.Conditions == nil {
+	if r.cfg.Recorder == nil || r.cfg.Conditions == nil || r.cfg.OwnEvents {
 		return
 	}
 	old := r.cfg.Conditions(before)

@@ -379,8 +379,8 @@ func TestFinalizerStep(t *testing.T) {
 func TestConfigIsChecked(t *testing.T) {
 	_, err := reconciler.New(reconciler.Config[*unstructured.Unstructured]{Finalize: func(context.Context, *unstructured.Unstructured) (reconciler.Result, error) {
 		return reconciler.Done(), nil
-	}})
-	for _, want := range []string{"Name is empty", "Client is nil", "New and Run are required", "Finalize needs a Finalizer"} {
+	}, OwnEvents: true})
+	for _, want := range []string{"Name is empty", "Client is nil", "New and Run are required", "Finalize needs a Finalizer", "OwnEvents needs Conditions"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not say %q", err, want)
 		}
