@@ -329,6 +329,11 @@ type DiscoverySpec struct {
 
 // ValkeyClusterStatus is the observed state, as the product document describes it.
 type ValkeyClusterStatus struct {
+	// ObservedGeneration is the generation of the spec the status was computed from, set
+	// after a pass that judged all of it.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// State summarizes the conditions: Degraded=True gives Degraded, else Ready=True
 	// Ready, else Progressing=True Reconciling, else Failed; Initializing until the
 	// operator first writes status.
