@@ -85,34 +85,8 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container) error {
 	if _, err := os.Stat(argv[0]); err != nil {
 		return fmt.Errorf("container %s: binary for image %s missing: %w", c.spec.Name, c.spec.Image, err)
 	}
-
-	// The container's writable layer, its user's alone.
-	if err := mkdirOwned(filepath.Join(w.dir, "containers"), 0o755, -1, -1); err != nil {
-		return err
-	}
-	scratch := filepath.Join(w.dir, "containers", c.spec.Name)
-	smode, suid, sgid := dirAttrs(true, &user, ownership{})
-	if err := mkdirOwned(scratch, smode, suid, sgid); err != nil {
-		return err
-	}
-	table, dir, err := mountTable(&c.spec, c.rule.WorkingDir, w.hostsPath, scratch, w.vols, vars)
+	specPath, err := w.writeExecSpec(pod, c, user, vars, argv, env, "exec-"+c.spec.Name+".json")
 	if err != nil {
-		return err
-	}
-	mounts, err := w.r.prepareMounts(table)
-	if err != nil {
-		return err
-	}
-	spec := execSpec{Hostname: podHostname(pod), Mounts: mounts, Argv: argv, Env: env, Dir: dir}
-	if user.UID != 0 || user.GID != 0 || len(user.Groups) > 0 || user.NoNewPrivs {
-		spec.User = &user
-	}
-	data, err := json.Marshal(spec)
-	if err != nil {
-		return err
-	}
-	specPath := filepath.Join(w.dir, "exec-"+c.spec.Name+".json")
-	if err := os.WriteFile(specPath, data, 0o600); err != nil {
 		return err
 	}
 	logPath := filepath.Join(w.r.cfg.LogDir, fmt.Sprintf("%s_%s_%s.log", pod.Namespace, pod.Name, c.spec.Name))
@@ -163,6 +137,42 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container) error {
 		}
 	}()
 	return nil
+}
+
+// writeExecSpec writes, under name in the pod's directory, what the helper needs to run
+// argv as c's process (or a command executed in c, such as a lifecycle hook): c's mounts,
+// working directory, hostname, environment and user.
+func (w *podWorker) writeExecSpec(pod *corev1.Pod, c *container, user credentials, vars map[string]string, argv, env []string, name string) (string, error) {
+	// The container's writable layer, its user's alone.
+	if err := mkdirOwned(filepath.Join(w.dir, "containers"), 0o755, -1, -1); err != nil {
+		return "", err
+	}
+	scratch := filepath.Join(w.dir, "containers", c.spec.Name)
+	smode, suid, sgid := dirAttrs(true, &user, ownership{})
+	if err := mkdirOwned(scratch, smode, suid, sgid); err != nil {
+		return "", err
+	}
+	table, dir, err := mountTable(&c.spec, c.rule.WorkingDir, w.hostsPath, scratch, w.vols, vars)
+	if err != nil {
+		return "", err
+	}
+	mounts, err := w.r.prepareMounts(table)
+	if err != nil {
+		return "", err
+	}
+	spec := execSpec{Hostname: podHostname(pod), Mounts: mounts, Argv: argv, Env: env, Dir: dir}
+	if user.UID != 0 || user.GID != 0 || len(user.Groups) > 0 || user.NoNewPrivs {
+		spec.User = &user
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	specPath := filepath.Join(w.dir, name)
+	if err := os.WriteFile(specPath, data, 0o600); err != nil {
+		return "", err
+	}
+	return specPath, nil
 }
 
 func (w *podWorker) pidFile(c *container) string {

@@ -26,7 +26,8 @@ import (
 var env *testenv.Env
 
 // The test binary is also the runner's helper (podexec) and the container's process
-// ("crash" exits 1 at once, "serve" runs until stopped), as the localcluster command and a stand-in binary would be.
+// ("crash" exits 1 at once, "serve" runs until stopped, "serve-log" records its start and
+// its SIGTERM, "prestop" is a lifecycle hook recording its start and end), as the localcluster command and a stand-in binary would be.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == HelperCommand {
 		if os.Getenv(churnEnv) != "" {
@@ -40,6 +41,12 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		// Runs until the runner's SIGTERM ends it.
 		select {}
+	}
+	if len(os.Args) > 2 && os.Args[1] == "serve-log" {
+		serveLog(os.Args[2])
+	}
+	if len(os.Args) > 3 && os.Args[1] == "prestop" {
+		preStopMark(os.Args[2], os.Args[3])
 	}
 	if len(os.Args) > 1 && os.Args[1] == "whoami" {
 		status, _ := os.ReadFile("/proc/self/status")

@@ -121,7 +121,7 @@ func (w *podWorker) run() {
 			if pod.DeletionGracePeriodSeconds != nil {
 				grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
 			}
-			w.killAll(grace)
+			w.terminate(pod, grace)
 			w.r.deletePod(context.Background(), pod)
 			w.cleanup()
 			log.Info("Stopped pod processes", "reason", "pod deleted")
