@@ -153,8 +153,8 @@ func (w *podWorker) execHook(ctx context.Context, pod *corev1.Pod, c *container,
 		return nil
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = <-done // killed: its exit status says nothing
-		return fmt.Errorf("hook %q killed: %w", command[0], context.Cause(ctx))
+		exit := <-done
+		return fmt.Errorf("hook %q killed (%w): %w", command[0], exit, context.Cause(ctx))
 	}
 }
 
