@@ -117,4 +117,12 @@ const (
 
 	NodeReasonApplied     = "Applied"
 	NodeReasonApplyFailed = "ApplyFailed"
+
+	// Ready=False: the API server refused to write the node's StatefulSet or Deployment
+	// (an invalid pod template, an admission webhook, a quota); the message is the API
+	// server's. Also the reason of the Warning event. Our addition.
+	NodeReasonWorkloadRefused = "WorkloadRefused"
+	// PersistentVolumeClaimReady=False and Ready=False: the API server refused to create
+	// the node's claim. Also the reason of the Warning event. Our addition.
+	NodeReasonPersistentVolumeClaimRefused = "PersistentVolumeClaimRefused"
 )

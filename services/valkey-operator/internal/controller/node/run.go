@@ -42,6 +42,10 @@ func (r *Reconciler) run(ctx context.Context, n *valkeyv1.ValkeyNode) (reconcile
 	var pvcCond *metav1.Condition
 	if objs.PVC != nil {
 		pvc, refused, blocked, err := r.syncPVC(ctx, n, objs.PVC)
+		if msg, ok := refusal(err); ok {
+			r.writeRefused(p, valkeyv1.NodeReasonPersistentVolumeClaimRefused, "the API server refused the data claim: "+msg)
+			return reconciler.Wait(r.cfg.Resync), nil
+		}
 		if err != nil {
 			return reconciler.Done(), err
 		}
@@ -74,6 +78,11 @@ func (r *Reconciler) run(ctx context.Context, n *valkeyv1.ValkeyNode) (reconcile
 		n.Status.Ready = false
 		return reconciler.Wait(r.cfg.RetryMax), nil
 	case err != nil:
+		if msg, ok := refusal(err); ok {
+			// Retried at the resync: a quota or a webhook may let the same write pass later.
+			r.writeRefused(p, valkeyv1.NodeReasonWorkloadRefused, "the API server refused the workload: "+msg)
+			return reconciler.Wait(r.cfg.Resync), nil
+		}
 		return reconciler.Done(), err
 	}
 
