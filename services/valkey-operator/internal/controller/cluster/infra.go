@@ -108,7 +108,7 @@ func (p *pass) infrastructure(ctx context.Context) bool {
 		resources.ACLKeyAuth:  []byte(files.Auth),
 	})
 	if _, _, err := p.applyOwned(ctx, acl); err != nil {
-		p.fail(valkeyv1.ReasonSystemUsersACLError, "", fmt.Sprintf("Failed to write ACL Secret %s: %v", acl.Name, err))
+		p.fail(valkeyv1.ReasonSystemUsersACLError, valkeyv1.ReasonSystemUsersACLError, fmt.Sprintf("Failed to write ACL Secret %s: %v", acl.Name, err))
 		return false
 	}
 
@@ -274,7 +274,7 @@ func (p *pass) pdb(ctx context.Context) bool {
 			err = p.ctl.client.Delete(ctx, &live, client.Preconditions{UID: &uid})
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
-			p.fail(valkeyv1.ReasonPodDisruptionBudgetError, "", fmt.Sprintf("Failed to delete PodDisruptionBudget %s: %v", live.Name, err))
+			p.fail(valkeyv1.ReasonPodDisruptionBudgetError, valkeyv1.ReasonPodDisruptionBudgetError, fmt.Sprintf("Failed to delete PodDisruptionBudget %s: %v", live.Name, err))
 			return false
 		}
 		p.normal(valkeyv1.EventPodDisruptionBudgetDeleted, "Deleted PodDisruptionBudget (policy Disabled)")
@@ -282,7 +282,7 @@ func (p *pass) pdb(ctx context.Context) bool {
 	}
 	switch what, _, err := p.applyOwned(ctx, resources.PodDisruptionBudget(c)); {
 	case err != nil:
-		p.fail(valkeyv1.ReasonPodDisruptionBudgetError, "", fmt.Sprintf("Failed to write PodDisruptionBudget %s: %v", resources.PDBName(c.Name), err))
+		p.fail(valkeyv1.ReasonPodDisruptionBudgetError, valkeyv1.ReasonPodDisruptionBudgetError, fmt.Sprintf("Failed to write PodDisruptionBudget %s: %v", resources.PDBName(c.Name), err))
 		return false
 	case what == created:
 		p.normal(valkeyv1.EventPodDisruptionBudgetCreated, "Created PodDisruptionBudget")
@@ -316,7 +316,7 @@ func (p *pass) tlsSecret(ctx context.Context) bool {
 	err := p.ctl.reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &live)
 	if err == nil && !resources.NeedsRenewal(live.Data[resources.TLSKeyCert], p.now) {
 		if err := p.adopt(ctx, &live); err != nil {
-			p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Writing TLS Secret %s: %v", name, err))
+			p.fail(valkeyv1.ReasonConfigMapError, valkeyv1.ReasonConfigMapError, fmt.Sprintf("Writing TLS Secret %s: %v", name, err))
 			return false
 		}
 		p.certHash = hashBytes(live.Data[resources.TLSKeyCert])
@@ -333,7 +333,7 @@ func (p *pass) tlsSecret(ctx context.Context) bool {
 	switch err := p.ctl.reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: caName}, &caSecret); {
 	case err == nil && !resources.NeedsRenewal(caSecret.Data[resources.TLSKeyCA], p.now):
 		if err := p.adopt(ctx, &caSecret); err != nil {
-			p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Writing CA Secret %s: %v", caName, err))
+			p.fail(valkeyv1.ReasonConfigMapError, valkeyv1.ReasonConfigMapError, fmt.Sprintf("Writing CA Secret %s: %v", caName, err))
 			return false
 		}
 		caPEM, caKey = caSecret.Data[resources.TLSKeyCA], caSecret.Data[resources.TLSKeyCAKey]
@@ -348,7 +348,7 @@ func (p *pass) tlsSecret(ctx context.Context) bool {
 		}
 		ca := resources.Secret(c, caName, map[string][]byte{resources.TLSKeyCA: caPEM, resources.TLSKeyCAKey: caKey})
 		if _, _, err := p.applyOwned(ctx, ca); err != nil {
-			p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Writing CA Secret %s: %v", caName, err))
+			p.fail(valkeyv1.ReasonConfigMapError, valkeyv1.ReasonConfigMapError, fmt.Sprintf("Writing CA Secret %s: %v", caName, err))
 			return false
 		}
 	}
@@ -359,7 +359,7 @@ func (p *pass) tlsSecret(ctx context.Context) bool {
 	}
 	s := resources.Secret(c, name, map[string][]byte{resources.TLSKeyCA: caPEM, resources.TLSKeyCert: cert, resources.TLSKeyKey: key})
 	if _, _, err := p.applyOwned(ctx, s); err != nil {
-		p.fail(valkeyv1.ReasonConfigMapError, "", fmt.Sprintf("Writing TLS Secret %s: %v", name, err))
+		p.fail(valkeyv1.ReasonConfigMapError, valkeyv1.ReasonConfigMapError, fmt.Sprintf("Writing TLS Secret %s: %v", name, err))
 		return false
 	}
 	p.certHash = hashBytes(cert)
