@@ -85,7 +85,7 @@ rules are concatenated.
 {{- end }}
 
 {{/*
-The node agent's fullname as its chart computes it (charts/node-agent, node-agent.fullname)
+The node agent's fullname as its chart computes it (charts/node-agent, opsuite-lib.fullname)
 from nodeAgent.release, or nodeAgent.fullname when that release overrides its name. Its roles
 (<fullname>-client, <fullname>-preparer, -sysctls, -reader) and CA ConfigMap (<fullname>-ca) carry it.
 */}}
