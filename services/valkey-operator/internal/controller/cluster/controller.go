@@ -25,7 +25,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -126,43 +125,51 @@ type Controller struct {
 	client client.Client
 	// reader reads from the cache, then from the API server when the cache misses (the
 	// cache holds only the Secrets and ConfigMaps with the operator's label).
-	reader   client.Reader
-	apply    ssa.Applier
-	recorder events.EventRecorder
-	metrics  *metrics.Objects
+	reader  client.Reader
+	apply   ssa.Applier
+	metrics *metrics.Objects
 
 	mu sync.Mutex
-	// members holds each cluster's connections across passes: the executor remembers
-	// since when a node is failing (the planner's takeover clock), and reconnecting every
-	// pass would cost each member a login.
-	members map[types.UID]*clusterConns
-	// rolling marks the clusters with a rolling update under way: a member just updated is
-	// not ready for a while, and that is UpdatingNodes, not AddingNodes.
-	rolling map[types.UID]bool
+	// clusters is what the controller keeps of each cluster between passes, dropped
+	// through the kit's OnGone when the cluster is found gone.
+	clusters map[types.UID]*clusterState
+}
+
+// clusterState is one cluster's memory: its connections, kept across passes because the
+// executor remembers since when a node is failing (the planner's takeover clock) and
+// reconnecting every pass would cost each member a login; and whether a rolling update
+// is under way (a member just updated is not ready for a while, and that is
+// UpdatingNodes, not AddingNodes).
+type clusterState struct {
+	// exec dials with opts, read at each dial so changed credentials apply to new
+	// connections; nil until the first pass that talks to the members.
+	exec    *executor.Executor
+	opts    valkey.Options
+	rolling bool
+}
+
+// stateOf returns c's memory, made empty on first use. Callers hold ctl.mu.
+func (ctl *Controller) stateOf(c *valkeyv1.ValkeyCluster) *clusterState {
+	st, ok := ctl.clusters[c.UID]
+	if !ok {
+		st = &clusterState{}
+		ctl.clusters[c.UID] = st
+	}
+	return st
 }
 
 // setRolling records whether c has a rolling update under way.
 func (ctl *Controller) setRolling(c *valkeyv1.ValkeyCluster, on bool) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	if on {
-		ctl.rolling[c.UID] = true
-	} else {
-		delete(ctl.rolling, c.UID)
-	}
+	ctl.stateOf(c).rolling = on
 }
 
 func (ctl *Controller) isRolling(c *valkeyv1.ValkeyCluster) bool {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	return ctl.rolling[c.UID]
-}
-
-// clusterConns is one cluster's executor; Dial reads opts at each dial so changed
-// credentials apply to new connections.
-type clusterConns struct {
-	exec *executor.Executor
-	opts valkey.Options
+	st, ok := ctl.clusters[c.UID]
+	return ok && st.rolling
 }
 
 // forget closes the connections of the cluster of uid and drops what the controller keeps
@@ -170,28 +177,25 @@ type clusterConns struct {
 func (ctl *Controller) forget(uid types.UID) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	if cc, ok := ctl.members[uid]; ok {
-		cc.exec.Close()
+	if st, ok := ctl.clusters[uid]; ok && st.exec != nil {
+		st.exec.Close()
 	}
-	delete(ctl.members, uid)
-	delete(ctl.rolling, uid)
+	delete(ctl.clusters, uid)
 }
 
 // executorFor returns c's executor dialling with opts.
 func (ctl *Controller) executorFor(c *valkeyv1.ValkeyCluster, opts valkey.Options) *executor.Executor {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
-	cc, ok := ctl.members[c.UID]
-	if !ok {
-		cc = &clusterConns{}
-		cc.exec = executor.New(func(addr string) (valkey.Conn, error) { return ctl.cfg.Dial(addr, cc.opts) })
-		ctl.members[c.UID] = cc
+	st := ctl.stateOf(c)
+	if st.exec == nil {
+		st.exec = executor.New(func(addr string) (valkey.Conn, error) { return ctl.cfg.Dial(addr, st.opts) })
 	}
-	if cc.opts.Username != opts.Username || cc.opts.Password != opts.Password || (cc.opts.TLS == nil) != (opts.TLS == nil) {
-		cc.exec.Close() // connections logged in otherwise: dial again
+	if st.opts.Username != opts.Username || st.opts.Password != opts.Password || (st.opts.TLS == nil) != (opts.TLS == nil) {
+		st.exec.Close() // connections logged in otherwise: dial again
 	}
-	cc.opts = opts
-	return cc.exec
+	st.opts = opts
+	return st.exec
 }
 
 // Setup adds the controller to mgr.
@@ -207,18 +211,23 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		client:   mgr.GetClient(),
 		reader:   reader,
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.ClusterFieldManager},
-		recorder: mgr.GetEventRecorder(Name),
 		metrics:  m,
-		members:  map[types.UID]*clusterConns{},
-		rolling:  map[types.UID]bool{},
+		clusters: map[types.UID]*clusterState{},
 	}
 	r, err := reconciler.New(reconciler.Config[*valkeyv1.ValkeyCluster]{
-		Name:   cfg.Operator,
-		Client: mgr.GetClient(),
-		New:    func() *valkeyv1.ValkeyCluster { return &valkeyv1.ValkeyCluster{} },
-		// Events are the documented ones, recorded where the action happens (no Recorder
-		// here: the kit's per-condition events would add reasons the document does not list).
-		Run: ctl.run,
+		Name:     cfg.Operator,
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(Name),
+		New:      func() *valkeyv1.ValkeyCluster { return &valkeyv1.ValkeyCluster{} },
+		Run:      ctl.run,
+		// Events are the documented ones, not one per condition transition (that would add
+		// reasons the document does not list): actions recorded as they happen, states
+		// once the status write that carries them succeeded.
+		Conditions: func(c *valkeyv1.ValkeyCluster) []metav1.Condition { return c.Status.Conditions },
+		OwnEvents:  true,
+		ObserveGeneration: func(c *valkeyv1.ValkeyCluster, generation int64) {
+			c.Status.ObservedGeneration = generation
+		},
 		// A gone cluster's series, state and connections go with it; the kit keeps its
 		// last status.
 		OnGone: func(key types.NamespacedName, uid types.UID) {

@@ -6,7 +6,6 @@ import (
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
-	"github.com/opsuite/suite/shared/conditions"
 	"github.com/opsuite/suite/shared/reconciler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,9 +18,11 @@ type pass struct {
 	ctl *Controller
 	c   *valkeyv1.ValkeyCluster
 	// before is the status the previous pass wrote (the reconciler's memory when the cache
-	// lags it), to emit events on transitions only.
+	// lags it).
 	before valkeyv1.ValkeyClusterStatus
 	now    time.Time
+	// events records through the kit: actions at once, states after the status write.
+	events *reconciler.PassEvents
 
 	internal resources.InternalPasswords
 	config   resources.ServerConfig
@@ -47,7 +48,7 @@ type pass struct {
 
 // run is the reconciler's pass over c, whose status is the last written (the kit's).
 func (ctl *Controller) run(ctx context.Context, c *valkeyv1.ValkeyCluster) (reconciler.Result, error) {
-	p := &pass{ctl: ctl, c: c, before: *c.Status.DeepCopy(), now: time.Now()}
+	p := &pass{ctl: ctl, c: c, before: *c.Status.DeepCopy(), now: time.Now(), events: reconciler.EventsOf(ctx)}
 	wait := p.reconcile(ctx)
 	p.writeStatus()
 	ctl.observeMetrics(c)
@@ -82,8 +83,8 @@ func (p *pass) retry() time.Duration { return 10 * time.Second }
 // event (once per transition into that reason).
 func (p *pass) fail(reason, event, message string) {
 	p.failReason, p.failMessage = reason, message
-	if prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionReady); event != "" && (prev == nil || prev.Reason != reason) {
-		p.warn(event, message)
+	if event != "" {
+		p.warnOn(valkeyv1.ConditionReady, metav1.ConditionFalse, reason, event, message)
 	}
 }
 
@@ -93,9 +94,23 @@ func (p *pass) normal(reason, message string) { p.normalAbout(nil, reason, messa
 // ValkeyNode): events of one reason about different nodes stay distinct instead of being
 // folded into one series.
 func (p *pass) normalAbout(related runtime.Object, reason, message string) {
-	p.ctl.recorder.Eventf(p.c, related, corev1.EventTypeNormal, reason, reason, "%s", message)
+	p.events.Record(reconciler.Event{Related: related, Type: corev1.EventTypeNormal, Reason: reason, Note: message})
 }
 
 func (p *pass) warn(reason, message string) {
-	p.ctl.recorder.Eventf(p.c, nil, corev1.EventTypeWarning, reason, reason, "%s", message)
+	p.events.Record(reconciler.Event{Type: corev1.EventTypeWarning, Reason: reason, Note: message})
+}
+
+// normalOn records the Normal event reason once the status written at the end of the
+// pass moves condition condType into status and condReason (judged against the status
+// last written, so a state is announced once).
+func (p *pass) normalOn(condType string, status metav1.ConditionStatus, condReason, reason, message string) {
+	p.events.OnTransition(reconciler.Transition{Type: condType, Status: status, Reason: condReason},
+		reconciler.Event{Type: corev1.EventTypeNormal, Reason: reason, Note: message})
+}
+
+// warnOn is normalOn's Warning.
+func (p *pass) warnOn(condType string, status metav1.ConditionStatus, condReason, reason, message string) {
+	p.events.OnTransition(reconciler.Transition{Type: condType, Status: status, Reason: condReason},
+		reconciler.Event{Type: corev1.EventTypeWarning, Reason: reason, Note: message})
 }

@@ -16,7 +16,7 @@ import (
 const minShardsForFailover = 3
 
 // writeStatus turns what the pass found into the conditions, the summary fields and the
-// events of transitions (ClusterReady).
+// event of becoming ready (ClusterReady).
 func (p *pass) writeStatus() {
 	c := p.c
 	st := &c.Status
@@ -89,9 +89,6 @@ func (p *pass) writeStatus() {
 	// else Failed), which is the kit's without options.
 	state, why := conditions.StateOf(st.Conditions)
 	st.State, st.Reason, st.Message = valkeyv1.ClusterState(state), why.Reason, why.Message
-	ready := conditions.Get(st.Conditions, valkeyv1.ConditionReady)
-
-	if prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionReady); ready.Status == metav1.ConditionTrue && (prev == nil || prev.Status != metav1.ConditionTrue) {
-		p.normal(valkeyv1.EventClusterReady, fmt.Sprintf("Cluster ready with %d shards and %d replicas", c.Spec.Shards, c.Spec.Replicas))
-	}
+	p.normalOn(valkeyv1.ConditionReady, metav1.ConditionTrue, valkeyv1.ReasonClusterHealthy, valkeyv1.EventClusterReady,
+		fmt.Sprintf("Cluster ready with %d shards and %d replicas", c.Spec.Shards, c.Spec.Replicas))
 }

@@ -10,7 +10,6 @@ import (
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
-	"github.com/opsuite/suite/shared/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -157,9 +156,7 @@ func (p *pass) waitForMembers(ctx context.Context, set nodeSet, notReady []strin
 		eventMsg = fmt.Sprintf("%d of %d shards exist", len(haveShard), p.c.Spec.Shards)
 	}
 	p.formed, p.formedReason, p.formedMsg = metav1.ConditionFalse, reason, msg
-	if p.formedChanged() {
-		p.normal(event, eventMsg)
-	}
+	p.normalOn(valkeyv1.ConditionClusterFormed, metav1.ConditionFalse, reason, event, eventMsg)
 	if name, why := p.unschedulable(ctx); name != "" {
 		p.degraded, p.degradedMsg = valkeyv1.ReasonPodUnschedulable, fmt.Sprintf("Pod %s cannot be scheduled: %s", name, why)
 	}
@@ -181,12 +178,6 @@ func anyOutdated(set nodeSet) bool {
 		}
 	}
 	return false
-}
-
-// formedChanged: ClusterFormed moves to a new status or reason in this pass.
-func (p *pass) formedChanged() bool {
-	prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionClusterFormed)
-	return prev == nil || prev.Status != p.formed || prev.Reason != p.formedReason
 }
 
 // neverReady: the cluster has not served a slot yet (its first creation): its progress
@@ -213,12 +204,12 @@ func (p *pass) progressFor(steps []planner.Step, set nodeSet) {
 			p.progressMsg = "Draining the slots of removed shards"
 		}
 		p.formed, p.formedReason, p.formedMsg = metav1.ConditionTrue, valkeyv1.ReasonTopologyComplete, "All nodes joined cluster"
-		if prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionProgressing); prev == nil || prev.Reason != valkeyv1.ReasonRebalancingSlots {
-			if len(set.removed) > 0 {
-				p.normal(valkeyv1.EventSlotsDraining, fmt.Sprintf("Migrating slots away from %d removed node(s)", len(set.removed)))
-			} else {
-				p.normal(valkeyv1.EventSlotsRebalancing, fmt.Sprintf("Rebalancing slots over %d shards", p.c.Spec.Shards))
-			}
+		if len(set.removed) > 0 {
+			p.normalOn(valkeyv1.ConditionProgressing, metav1.ConditionTrue, valkeyv1.ReasonRebalancingSlots,
+				valkeyv1.EventSlotsDraining, fmt.Sprintf("Migrating slots away from %d removed node(s)", len(set.removed)))
+		} else {
+			p.normalOn(valkeyv1.ConditionProgressing, metav1.ConditionTrue, valkeyv1.ReasonRebalancingSlots,
+				valkeyv1.EventSlotsRebalancing, fmt.Sprintf("Rebalancing slots over %d shards", p.c.Spec.Shards))
 		}
 	case joining:
 		p.progress, p.progressMsg = valkeyv1.ReasonAddingNodes, "Adding nodes to cluster"
@@ -328,12 +319,9 @@ func (p *pass) stepFailed(s planner.Step, set nodeSet, err error) {
 	}
 }
 
-// warnOnce records a Warning event unless Degraded already carried reason.
+// warnOnce records a Warning event once the status moves Degraded to True with reason.
 func (p *pass) warnOnce(reason, event, message string) {
-	if prev := conditions.Get(p.before.Conditions, valkeyv1.ConditionDegraded); prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == reason {
-		return
-	}
-	p.warn(event, message)
+	p.warnOn(valkeyv1.ConditionDegraded, metav1.ConditionTrue, reason, event, message)
 }
 
 // removeDrained deletes the removed nodes no member knows any more.
