@@ -9,6 +9,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/opsuite/suite/tools/internal/podrunner"
 )
@@ -58,7 +61,15 @@ type NodeSpec struct {
 	Pods      string `json:"pods"`
 	// IP is the node's InternalIP, also the address of its hostNetwork pods.
 	IP string `json:"ip"`
+	// Zone is the node's topology.kubernetes.io/zone label (and its region, the zone
+	// without its last letter, topology.kubernetes.io/region); empty sets neither.
+	Zone string `json:"zone,omitempty"`
 }
+
+// DefaultZones are the zones DefaultNodes deals its nodes into, round-robin. They are the
+// names valkey-io/valkey-operator's zone-pinning sample pins to, so that sample and
+// every zone spread run unchanged here, on three zones.
+var DefaultZones = []string{"eu-west-1a", "eu-west-1b", "eu-west-1c"}
 
 const (
 	clusterDomain  = "cluster.local"
@@ -98,7 +109,8 @@ func InstanceOptions(repoRoot string, i int) Options {
 }
 
 // DefaultNodes returns general nodes followed by agent nodes, all in the pool namespace ns,
-// with addresses ipPrefix+1, ipPrefix+2, ...
+// with addresses ipPrefix+1, ipPrefix+2, ... and the DefaultZones in turn (the first node
+// in the first zone, the fourth in the first again).
 func DefaultNodes(ns string, general, agent int, ipPrefix string) []NodeSpec {
 	var nodes []NodeSpec
 	add := func(typ string, i int, cpu, mem string) {
@@ -110,6 +122,7 @@ func DefaultNodes(ns string, general, agent int, ipPrefix string) []NodeSpec {
 			Memory:    mem,
 			Pods:      "110",
 			IP:        fmt.Sprintf("%s%d", ipPrefix, len(nodes)+1),
+			Zone:      DefaultZones[len(nodes)%len(DefaultZones)],
 		})
 	}
 	for i := range general {
@@ -144,6 +157,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("node %q listed twice", n.Name))
 		}
 		seen[n.Name] = true
+		if msgs := validation.IsValidLabelValue(n.Zone); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("node %q: zone %q: %s", n.Name, n.Zone, strings.Join(msgs, "; ")))
+		}
 		ip, err := netip.ParseAddr(n.IP)
 		if err != nil || !ip.IsLoopback() {
 			errs = append(errs, fmt.Errorf("node %q: IP %q must be in 127.0.0.0/8", n.Name, n.IP))

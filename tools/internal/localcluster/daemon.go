@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -272,18 +273,25 @@ func (o *Options) desiredNode(n NodeSpec) *corev1.Node {
 		corev1.ResourceMemory: resource.MustParse(n.Memory),
 		corev1.ResourcePods:   resource.MustParse(n.Pods),
 	}
+	labels := map[string]string{
+		"kubernetes.io/hostname":         n.Name,
+		"kubernetes.io/os":               "linux",
+		"kubernetes.io/arch":             "amd64",
+		"type":                           "kwok",
+		o.PoolLabelPrefix + "/namespace": n.Namespace,
+		o.PoolLabelPrefix + "/type":      n.Type,
+		"node.kubernetes.io/exclude-from-external-load-balancers": "true",
+	}
+	if n.Zone != "" {
+		labels[corev1.LabelTopologyZone] = n.Zone
+		if region := strings.TrimRight(n.Zone, "abcdefghijklmnopqrstuvwxyz"); region != "" && region != n.Zone {
+			labels[corev1.LabelTopologyRegion] = region
+		}
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: n.Name,
-			Labels: map[string]string{
-				"kubernetes.io/hostname":         n.Name,
-				"kubernetes.io/os":               "linux",
-				"kubernetes.io/arch":             "amd64",
-				"type":                           "kwok",
-				o.PoolLabelPrefix + "/namespace": n.Namespace,
-				o.PoolLabelPrefix + "/type":      n.Type,
-				"node.kubernetes.io/exclude-from-external-load-balancers": "true",
-			},
+			Name:   n.Name,
+			Labels: labels,
 			Annotations: map[string]string{
 				kwokNodeAnnotation:             "fake",
 				"node.alpha.kubernetes.io/ttl": "0",
