@@ -103,7 +103,11 @@ type ValkeyClusterSpec struct {
 	Persistence *PersistenceSpec `json:"persistence,omitempty"`
 
 	// Users are ACL users created on every node. Names starting with '_' are the
-	// operator's own.
+	// operator's own. Besides its own rules, every enabled user may run the read-only
+	// commands a cluster client needs to find and follow the slot owners: CLUSTER SLOTS,
+	// SHARDS, NODES, INFO and MYID (in no category but @slow, so "@read @write
+	// @connection" leaves them out), READONLY, READWRITE and ASKING. One named in
+	// commands.deny (or as "-<command>" in permissions) stays denied.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=128

@@ -20,7 +20,10 @@ const DefaultUser = "default"
 // everything. A replica needs no keys and only what the replication handshake sends on
 // the client port: PING, AUTH (allowed to everyone), REPLCONF (listening-port, capa, ack,
 // and Valkey's rdb-channel options) and PSYNC, or SYNC from an older replica. The
-// failover handshake itself runs on the cluster bus, where no ACL applies.
+// failover handshake itself runs on the cluster bus, where no ACL applies. The preStop
+// hand-over (handover.go) logs in as this user too, with the credentials the pod already
+// has: it reads CLUSTER NODES and INFO (replication) of the member and its replicas and
+// sends CLUSTER FAILOVER to one; no key, no CONFIG, no ACL.
 //
 // The metrics exporter (oliver006/redis_exporter, default flags) reads, per scrape: CONFIG
 // GET *, INFO ALL, CLUSTER INFO, LATENCY LATEST and HISTOGRAM, SLOWLOG LEN and GET; it
@@ -31,7 +34,7 @@ const DefaultUser = "default"
 // metrics).
 const (
 	operatorRules    = "~* &* +@all"
-	replicationRules = "+psync +sync +replconf +ping"
+	replicationRules = "+psync +sync +replconf +ping +info +cluster|nodes +cluster|failover"
 	exporterRules    = "resetkeys resetchannels -@all +info +ping +client|setname +config|get +cluster|info +cluster|nodes +cluster|slots +latency|latest +latency|histogram +slowlog|get +slowlog|len"
 )
 
@@ -291,7 +294,45 @@ func userLine(cluster string, u *valkeyv1.UserACLSpec, passwords map[string][]st
 	if raw := strings.Join(strings.Fields(u.RawACL), " "); raw != "" {
 		rules = append(rules, raw)
 	}
+	if u.IsEnabled() {
+		rules = append(rules, topologyRules(u)...)
+	}
 	return strings.Join(rules, " "), nil
+}
+
+// ClusterClientCommands are what a cluster-aware client (valkey-go, redis-cli -c, Lettuce,
+// redis-py) runs to find the slot owners, route to replicas and follow an ASK redirect
+// while a slot moves: all read-only, none touches a key (ASKING only lets the next command
+// reach a slot being imported; the key patterns still apply). Every enabled spec user is granted them after its own rules, because
+// CLUSTER SLOTS, SHARDS, NODES, INFO and MYID are in no category but @slow, so a user
+// allowed "@read @write @connection", as upstream's samples write them, could not start a
+// cluster client. All exist on Redis 7.0 and every Valkey (an unknown command in
+// users.acl stops the server).
+var ClusterClientCommands = []string{"cluster|slots", "cluster|shards", "cluster|nodes", "cluster|info", "cluster|myid", "readonly", "readwrite", "asking"}
+
+// topologyRules grants u the ClusterClientCommands it does not deny by name: a command or
+// subcommand in commands.deny, or written as -<name> in permissions, stays denied (deny
+// "cluster" withholds every CLUSTER subcommand). A denied category does not withhold them:
+// they are granted by name after it.
+func topologyRules(u *valkeyv1.UserACLSpec) []string {
+	denied := map[string]bool{}
+	for _, d := range u.Commands.Deny {
+		denied[strings.ToLower(d)] = true
+	}
+	for _, w := range strings.Fields(u.RawACL) {
+		if name, ok := strings.CutPrefix(w, "-"); ok {
+			denied[strings.ToLower(name)] = true
+		}
+	}
+	var out []string
+	for _, c := range ClusterClientCommands {
+		parent, _, _ := strings.Cut(c, "|")
+		if denied[c] || denied[parent] {
+			continue
+		}
+		out = append(out, "+"+c)
+	}
+	return out
 }
 
 // checkWords refuses what would split a rule or a line: whitespace inside a name,

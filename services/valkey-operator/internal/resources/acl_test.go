@@ -19,9 +19,11 @@ func sha(s string) string {
 
 func TestRenderACL(t *testing.T) {
 	internalLines := "user valkey-operator on " + sha("op-secret-1") + " ~* &* +@all\n" +
-		"user valkey-replication on " + sha("repl-secret-1") + " +psync +sync +replconf +ping\n" +
+		"user valkey-replication on " + sha("repl-secret-1") + " +psync +sync +replconf +ping +info +cluster|nodes +cluster|failover\n" +
 		"user valkey-exporter on " + sha("exp-secret-1") + " " + exporterRules + "\n"
 	hashed := "#" + strings.Repeat("ab", 32)
+	// Every enabled spec user can run a cluster client's topology commands.
+	const topo = " +cluster|slots +cluster|shards +cluster|nodes +cluster|info +cluster|myid +readonly +readwrite +asking"
 	cases := []struct {
 		name      string
 		users     []valkeyv1.UserACLSpec
@@ -36,12 +38,12 @@ func TestRenderACL(t *testing.T) {
 			name:      "users declared without default: default off",
 			users:     []valkeyv1.UserACLSpec{{Name: "app"}},
 			passwords: map[string][]string{"app": {"pw"}},
-			want:      "user default off\nuser app on " + sha("pw") + "\n" + internalLines,
+			want:      "user default off\nuser app on " + sha("pw") + topo + "\n" + internalLines,
 		},
 		{
 			name:  "default declared: as written",
 			users: []valkeyv1.UserACLSpec{{Name: "default", NoPassword: true, Commands: valkeyv1.CommandsACLSpec{Allow: []string{"@read"}}, Keys: valkeyv1.KeysACLSpec{ReadOnly: []string{"*"}}}},
-			want:  "user default on nopass %R~* +@read\n" + internalLines,
+			want:  "user default on nopass %R~* +@read" + topo + "\n" + internalLines,
 		},
 		{
 			name: "every field, in upstream's order, users sorted by name",
@@ -59,13 +61,13 @@ func TestRenderACL(t *testing.T) {
 			passwords: map[string][]string{"zed": {"n", hashed}},
 			want: "user default off\n" +
 				"user amy off nopass\n" +
-				"user zed on " + sha("n") + " " + hashed + " ~rw:* %R~ro:* %R~shared:* %W~wo:* resetchannels &news.* +@all +client|setname -@admin -flushall +debug -keys\n" +
+				"user zed on " + sha("n") + " " + hashed + " ~rw:* %R~ro:* %R~shared:* %W~wo:* resetchannels &news.* +@all +client|setname -@admin -flushall +debug -keys" + topo + "\n" +
 				internalLines,
 		},
 		{
 			name:  "resetpass: no password at all, none needed",
 			users: []valkeyv1.UserACLSpec{{Name: "locked", ResetPassword: true, Commands: valkeyv1.CommandsACLSpec{Allow: []string{"ping"}}}},
-			want:  "user default off\nuser locked on resetpass +ping\n" + internalLines,
+			want:  "user default off\nuser locked on resetpass +ping" + topo + "\n" + internalLines,
 		},
 		{
 			name:  "a disabled user needs no Secret",
@@ -82,13 +84,34 @@ func TestRenderACL(t *testing.T) {
 			name:      "upper-case hashed password kept, lower-cased",
 			users:     []valkeyv1.UserACLSpec{{Name: "app"}},
 			passwords: map[string][]string{"app": {"#" + strings.Repeat("AB", 32)}},
-			want:      "user default off\nuser app on " + hashed + "\n" + internalLines,
+			want:      "user default off\nuser app on " + hashed + topo + "\n" + internalLines,
 		},
 		{
 			name:      "'#' plus something that is not a hash is a plaintext password",
 			users:     []valkeyv1.UserACLSpec{{Name: "app"}},
 			passwords: map[string][]string{"app": {"#not-a-hash"}},
-			want:      "user default off\nuser app on " + sha("#not-a-hash") + "\n" + internalLines,
+			want:      "user default off\nuser app on " + sha("#not-a-hash") + topo + "\n" + internalLines,
+		},
+		{
+			// Upstream's alice: categories that leave out @slow, where CLUSTER SLOTS is.
+			name: "upstream's alice sample can run a cluster client",
+			users: []valkeyv1.UserACLSpec{{Name: "alice", PasswordSecret: valkeyv1.PasswordSecretSpec{Name: "pw", Keys: []string{"alicepw"}},
+				Commands: valkeyv1.CommandsACLSpec{Allow: []string{"@read", "@write", "@connection"}, Deny: []string{"@admin", "@dangerous"}},
+				Keys:     valkeyv1.KeysACLSpec{ReadWrite: []string{"app:*"}}, RawACL: "+client|setname"}},
+			passwords: map[string][]string{"alice": {"pw"}},
+			want: "user default off\nuser alice on " + sha("pw") + " ~app:* +@read +@write +@connection -@admin -@dangerous +client|setname" +
+				topo + "\n" + internalLines,
+		},
+		{
+			name: "a topology command denied by name stays denied; a denied category does not withhold them",
+			users: []valkeyv1.UserACLSpec{
+				{Name: "a", NoPassword: true, Commands: valkeyv1.CommandsACLSpec{Allow: []string{"get"}, Deny: []string{"CLUSTER"}}},
+				{Name: "b", NoPassword: true, Commands: valkeyv1.CommandsACLSpec{Deny: []string{"cluster|nodes", "@slow"}}, RawACL: "-readonly"},
+			},
+			want: "user default off\n" +
+				"user a on nopass +get -CLUSTER +readonly +readwrite +asking\n" +
+				"user b on nopass -cluster|nodes -@slow -readonly +cluster|slots +cluster|shards +cluster|info +cluster|myid +readwrite +asking\n" +
+				internalLines,
 		},
 	}
 	for _, tc := range cases {
@@ -321,11 +344,12 @@ func TestUserPasswordsFromSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	topo := " " + strings.Join(topologyRules(&valkeyv1.UserACLSpec{}), " ")
 	for _, want := range []string{
-		"user app on " + sha("a") + "\n",
-		"user bot on " + sha("b") + "\n",
-		"user web on " + sha("n") + " " + sha("o") + "\n",
-		"user anon on nopass\n",
+		"user app on " + sha("a") + topo + "\n",
+		"user bot on " + sha("b") + topo + "\n",
+		"user web on " + sha("n") + " " + sha("o") + topo + "\n",
+		"user anon on nopass" + topo + "\n",
 		"user old off\n",
 		"user default off\n",
 	} {
@@ -358,9 +382,9 @@ func TestParseUsersACL(t *testing.T) {
 	got := ParseUsersACL(files.Users + "\n# a comment\n")
 	want := []ACLUser{
 		{Name: "default", Rules: []string{"off"}},
-		{Name: "app", Rules: []string{"on", "nopass", "%R~a:*", "+get", "+set"}},
+		{Name: "app", Rules: append([]string{"on", "nopass", "%R~a:*", "+get", "+set"}, topologyRules(&valkeyv1.UserACLSpec{})...)},
 		{Name: OperatorUser, Rules: []string{"on", sha("op-secret-1"), "~*", "&*", "+@all"}},
-		{Name: ReplicationUser, Rules: []string{"on", sha("repl-secret-1"), "+psync", "+sync", "+replconf", "+ping"}},
+		{Name: ReplicationUser, Rules: []string{"on", sha("repl-secret-1"), "+psync", "+sync", "+replconf", "+ping", "+info", "+cluster|nodes", "+cluster|failover"}},
 		{Name: ExporterUser, Rules: append([]string{"on", sha("exp-secret-1")}, strings.Fields(exporterRules)...)},
 	}
 	if len(got) != len(want) {
