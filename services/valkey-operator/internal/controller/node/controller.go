@@ -19,7 +19,6 @@ import (
 	"github.com/opsuite/suite/shared/ssa"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -151,6 +150,9 @@ func setup(mgr ctrl.Manager, cfg Config) (*Reconciler, error) {
 		ObserveGeneration: func(n *valkeyv1.ValkeyNode, generation int64) {
 			n.Status.ObservedGeneration = generation
 		},
+		// A node found gone, or its name found holding a new node, takes what the
+		// controller remembers of it along.
+		OnGone: r.forget,
 	})
 	if err != nil {
 		return nil, err
@@ -233,14 +235,21 @@ func (r *Reconciler) referencing(index string) handler.EventHandler {
 
 // Reconcile runs one pass for a ValkeyNode.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	res, err := r.pass.Reconcile(ctx, req)
-	var n valkeyv1.ValkeyNode
-	if getErr := r.client.Get(ctx, req.NamespacedName, &n); apierrors.IsNotFound(getErr) {
-		r.mu.Lock()
-		delete(r.state, req.NamespacedName)
-		r.mu.Unlock()
-	}
-	return res, err
+	return r.pass.Reconcile(ctx, req)
+}
+
+// forget drops what the controller remembers of the node at key: the kit found it gone.
+func (r *Reconciler) forget(key types.NamespacedName, _ types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.state, key)
+}
+
+// remembered is how many nodes the controller keeps state of.
+func (r *Reconciler) remembered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.state)
 }
 
 // clusterRef is the ValkeyCluster a node belongs to, as an event's related object.

@@ -24,9 +24,9 @@ import (
 // nodeState is what the controller remembers of a node between passes: which server
 // incarnation got the current config and users (a restarted server must get them again
 // although status already records their hash), and the back-off of failing applies. Lost
-// on an operator restart, which costs one more, harmless, apply per node.
+// on an operator restart, which costs one more, harmless, apply per node; dropped
+// through the kit's OnGone when the node is found gone or its name holding a new node.
 type nodeState struct {
-	uid         types.UID
 	config, acl applyState
 }
 
@@ -39,15 +39,15 @@ type applyState struct {
 	lastErr     string
 }
 
-// stateOf is the remembered state of n; a node re-created under the same name starts
-// afresh.
+// stateOf is the remembered state of n (a node re-created under the same name starts
+// afresh: the kit's OnGone dropped the old one's before the pass).
 func (r *Reconciler) stateOf(n *valkeyv1.ValkeyNode) *nodeState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := types.NamespacedName{Namespace: n.Namespace, Name: n.Name}
 	s, ok := r.state[key]
-	if !ok || s.uid != n.UID {
-		s = &nodeState{uid: n.UID}
+	if !ok {
+		s = &nodeState{}
 		r.state[key] = s
 	}
 	return s
