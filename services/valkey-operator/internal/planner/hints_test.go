@@ -51,3 +51,40 @@ func TestShardHintsFollowed(t *testing.T) {
 	check(Desired{Shards: 3, Replicas: 1, Members: hinted(3, 1)})
 	check(Desired{Shards: 4, Replicas: 2, Members: hinted(4, 2)})
 }
+
+// TestFreshFormationFollowsNames: a fresh 3x1 cluster on hosts laid out as the demo's were
+// when the SHARD column misled (shard 2's index 0 on the host of shard 0's, shard 0's
+// index 1 alone on a host) makes every shard's index 0 its primary, each with its own
+// index 1 as replica, and gives shard i the i-th slot range. Picking primaries by free host
+// first made <c>-0-1 a second primary of "shard 0" and left shard 2 without one.
+func TestFreshFormationFollowsNames(t *testing.T) {
+	hosts := map[string]string{"0-0": "A", "0-1": "C", "1-0": "B", "1-1": "D", "2-0": "A", "2-1": "B"}
+	var members []Member
+	for s := range 3 {
+		for i := range 2 {
+			members = append(members, Member{Addr: fmt.Sprintf("10.1.%d.%d:6379", s, i), Host: hosts[fmt.Sprintf("%d-%d", s, i)],
+				Shard: fmt.Sprint(s), PreferPrimary: i == 0})
+		}
+	}
+	c := newSim()
+	d := Desired{Shards: 3, Replicas: 1, Members: members}
+	converge(t, c, d, runOpts{})
+	checkConverged(t, c, d)
+	for s := range 3 {
+		p, r := c.nodes[fmt.Sprintf("10.1.%d.0:6379", s)], c.nodes[fmt.Sprintf("10.1.%d.1:6379", s)]
+		if p.replicaOf != "" {
+			t.Errorf("shard %d: index 0 is a replica", s)
+		}
+		if r.replicaOf != p.id {
+			t.Errorf("shard %d: index 1 replicates %q, not its shard's index 0 %q", s, r.replicaOf, p.id)
+		}
+		lo := 0
+		for i := range s {
+			lo += quota(i, 3)
+		}
+		hi := lo + quota(s, 3) - 1
+		if c.claim[lo] != p.id || c.claim[hi] != p.id {
+			t.Errorf("shard %d: slots %d and %d are not its primary's", s, lo, hi)
+		}
+	}
+}

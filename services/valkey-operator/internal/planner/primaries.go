@@ -1,7 +1,11 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 )
@@ -13,8 +17,8 @@ type primary struct {
 }
 
 // choosePrimaries keeps the members already owning slots (ordered by their lowest slot),
-// drains owners beyond the shard count and non-members, and promotes empty primaries,
-// spread over hosts, when shards are missing.
+// drains owners beyond the shard count and non-members, and promotes empty primaries when
+// shards are missing: by the members' shard hints first, then spread over hosts.
 func (st *state) choosePrimaries() (primaries, draining []primary) {
 	owners := st.ownersIn(st.seed)
 	byID := map[string]*primary{}
@@ -60,18 +64,21 @@ func (st *state) choosePrimaries() (primaries, draining []primary) {
 		}
 	}
 	for len(primaries) < st.d.Shards && len(candidates) > 0 {
-		// Hosts first (a primary per machine survives a machine loss), then the hints: a
-		// shard without a primary yet, its preferred member.
+		// The hints first: a shard without a primary yet, then its preferred member (index
+		// 0), so a fresh cluster serves each shard from the member named for it and the
+		// names say what runs. Hosts only break ties (a primary per machine survives a
+		// machine loss): the scheduler already spread the pods, and a primary picked for
+		// its host out of a shard that has one leaves another shard with none.
 		pick, best := 0, -1
 		for i, id := range candidates {
 			score := 0
-			if !usedHost[st.hostOf[id]] {
+			if sh := st.shardOf[id]; sh != "" && !usedShard[sh] {
 				score += 4
 			}
-			if sh := st.shardOf[id]; sh != "" && !usedShard[sh] {
+			if st.preferPrimary[id] {
 				score += 2
 			}
-			if st.preferPrimary[id] {
+			if !usedHost[st.hostOf[id]] {
 				score++
 			}
 			if score > best {
@@ -86,6 +93,11 @@ func (st *state) choosePrimaries() (primaries, draining []primary) {
 		}
 		primaries = append(primaries, primary{id: id, first: valkey.SlotCount})
 	}
+	if len(byID) == 0 {
+		// A fresh cluster: the slots go out in the primaries' order, so shard 0 serves the
+		// first range, shard 1 the next, as the names read.
+		slices.SortStableFunc(primaries, func(a, b primary) int { return compareShards(st.shardOf[a.id], st.shardOf[b.id]) })
+	}
 	if len(primaries) < st.d.Shards {
 		st.resetSpareReplicas(primaries, byID, st.d.Shards-len(primaries))
 	}
@@ -93,6 +105,28 @@ func (st *state) choosePrimaries() (primaries, draining []primary) {
 		st.plan.Wait = fmt.Sprintf("%d shards wanted, only %d members can be primaries", st.d.Shards, len(primaries))
 	}
 	return primaries, draining
+}
+
+// compareShards orders shard hints by number ("2" before "10"), hints that are not
+// numbers after them by text, and no hint last.
+func compareShards(a, b string) int {
+	if (a == "") != (b == "") {
+		if a == "" {
+			return 1
+		}
+		return -1
+	}
+	x, errA := strconv.Atoi(a)
+	y, errB := strconv.Atoi(b)
+	switch {
+	case errA == nil && errB == nil:
+		return cmp.Compare(x, y)
+	case errA == nil:
+		return -1
+	case errB == nil:
+		return 1
+	}
+	return strings.Compare(a, b)
 }
 
 // resetSpareReplicas frees up to want member replicas that follow no kept primary, or are
