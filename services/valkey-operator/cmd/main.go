@@ -12,11 +12,17 @@ import (
 	"github.com/opsuite/suite/services/valkey-operator/internal/connect"
 	clustercontroller "github.com/opsuite/suite/services/valkey-operator/internal/controller/cluster"
 	nodecontroller "github.com/opsuite/suite/services/valkey-operator/internal/controller/node"
+	"github.com/opsuite/suite/services/valkey-operator/internal/handover"
+	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/shared/manager"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
+
+// EnvOperatorImage names the operator's own image (the chart sets it): the members' pods
+// copy the preStop hand-over binary from it.
+const EnvOperatorImage = "VALKEY_OPERATOR_IMAGE"
 
 // The metrics endpoint authenticates and authorizes its callers through the API server.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -30,6 +36,16 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
+	// The subcommands a member's pod runs: the init container installs this binary, the
+	// server container's preStop hook hands a primary's slots over.
+	if len(args) > 0 {
+		switch args[0] {
+		case handover.CommandInstall:
+			return handover.Install(args[1:])
+		case handover.CommandHandover:
+			return handover.Command(ctx, args[1:], os.Stderr)
+		}
+	}
 	var namespaces []string
 	return manager.Run(ctx, manager.Operator{
 		Name:    "valkey-operator",
@@ -54,6 +70,9 @@ func setup(mgr ctrl.Manager, _ logr.Logger, namespaces []string) error {
 		return fmt.Errorf("ValkeyCluster controller: %w", err)
 	}
 	return nodecontroller.Setup(mgr, nodecontroller.Config{
+		// The pods install the preStop hand-over from the operator's own image (the chart
+		// sets it).
+		Build: resources.NodeOptions{HandoverImage: os.Getenv(EnvOperatorImage)},
 		Options: func(ctx context.Context, n *valkeyv1alpha1.ValkeyNode) (valkey.Options, error) {
 			secret := ""
 			if n.Spec.TLS != nil {

@@ -32,6 +32,9 @@ type NodeOptions struct {
 	// ExporterImage runs when spec.exporter.image is empty; empty means
 	// DefaultExporterImage.
 	ExporterImage string
+	// HandoverImage is the operator's own image, whose binary the pods run as the server
+	// container's preStop hook (handover.go); empty means no hook.
+	HandoverImage string
 }
 
 // NodeObjects are the Kubernetes objects of one ValkeyNode: exactly one of StatefulSet and
@@ -171,6 +174,13 @@ func podTemplate(n *valkeyv1.ValkeyNode, o NodeOptions) corev1.PodTemplateSpec {
 		ReadinessProbe: probe(),
 		LivenessProbe:  probe(),
 	}
+	var inits []corev1.Container
+	if init, vol, mount, hook, ok := handoverParts(n, o, tlsSecret != ""); ok {
+		inits = append(inits, init)
+		volumes = append(volumes, vol)
+		server.VolumeMounts = append(server.VolumeMounts, mount)
+		server.Lifecycle = hook
+	}
 	containers := []corev1.Container{server}
 	if s.Exporter.Enabled {
 		containers = append(containers, exporter(n, o, tlsSecret != ""))
@@ -185,6 +195,7 @@ func podTemplate(n *valkeyv1.ValkeyNode, o NodeOptions) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: NodeLabels(n), Annotations: annotations},
 		Spec: corev1.PodSpec{
+			InitContainers:                inits,
 			Containers:                    containers,
 			Volumes:                       volumes,
 			ImagePullSecrets:              c.ImagePullSecrets,
