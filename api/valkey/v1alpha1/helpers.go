@@ -41,12 +41,13 @@ func (s *ValkeyClusterSpec) EffectiveTLS() TLSSettings {
 	}
 }
 
-// PDBMode is the PodDisruptionBudget policy; unset means Cluster.
+// PDBMode is the PodDisruptionBudget policy: Disabled when set so, else Cluster (unset,
+// and a mode this version does not know, as upstream's API asks of its clients).
 func (s *ValkeyClusterSpec) PDBMode() PDBMode {
-	if s.PodDisruptionBudget == nil || s.PodDisruptionBudget.Mode == "" {
-		return PDBModeCluster
+	if s.PodDisruptionBudget != nil && s.PodDisruptionBudget.Mode == PDBModeDisabled {
+		return PDBModeDisabled
 	}
-	return s.PodDisruptionBudget.Mode
+	return PDBModeCluster
 }
 
 // PreferredEndpointType is what nodes announce; unset means IP.

@@ -168,7 +168,12 @@ const (
 	PDBModeDisabled PDBMode = "Disabled"
 )
 
-// PodDisruptionBudgetConfig is the operator-managed PodDisruptionBudget.
+// PodDisruptionBudgetConfig is the operator-managed PodDisruptionBudget: {mode: ...}, or
+// the string of upstream's first API, "Managed" (mode Cluster) or "Disabled", which
+// upstream still decodes, so manifests and stored objects in that form keep working (the
+// schema therefore has no type; another string or value means mode Cluster).
+// +kubebuilder:validation:Type=""
+// +kubebuilder:pruning:PreserveUnknownFields
 type PodDisruptionBudgetConfig struct {
 	// Mode is the budget policy.
 	// +kubebuilder:default=Cluster

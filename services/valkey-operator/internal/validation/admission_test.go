@@ -349,7 +349,13 @@ func expectAdmission(t *testing.T, err error, want string) {
 // as written (nothing pruned or rewritten; only defaults added).
 func TestUpstreamManifestsApplyUnchanged(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Client, "vkc-")
-	for _, path := range []string{"testdata/upstream-full.yaml", "testdata/upstream-tls.yaml", "testdata/upstream-legacy.yaml", "../../../../deploy/samples/valkey.yaml", "../../../../deploy/samples/valkey-users.yaml"} {
+	paths := []string{"testdata/upstream-full.yaml", "testdata/upstream-tls.yaml", "testdata/upstream-legacy.yaml", "../../../../deploy/samples/valkey.yaml", "../../../../deploy/samples/valkey-users.yaml"}
+	// Our copies of every sample in upstream's config/samples.
+	samples, err := filepath.Glob("testdata/upstream-samples/*.yaml")
+	if err != nil || len(samples) < 10 {
+		t.Fatalf("upstream samples %v (%v), want 10", samples, err)
+	}
+	for _, path := range append(paths, samples...) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			for _, sent := range readManifests(t, path) {
 				if sent.GetKind() != "ValkeyCluster" {
