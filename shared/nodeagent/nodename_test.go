@@ -2,13 +2,6 @@ package nodeagent_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -16,53 +9,17 @@ import (
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/shared/nodeagent"
 	"github.com/opsuite/suite/shared/nodeagent/contract"
+	"github.com/opsuite/suite/shared/testenv"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-// agentCA issues one certificate per agent, as a per-node signer would.
-type agentCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newAgentCA(t *testing.T) *agentCA {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "node-agent-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(c)
-	return &agentCA{cert: c, key: key, pool: pool}
-}
-
-func (a *agentCA) issue(t *testing.T, dnsNames ...string) tls.Certificate {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: dnsNames[0]}, DNSNames: dnsNames,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
 
 // TestPerNodeServerNames: with the chart's serverName "*.<name>", a client reaches node-a
 // only through a certificate naming node-a.<name> exactly; node-b's agent, a wildcard
 // certificate or the shared name cannot answer for node-a, even from node-a's address.
 func TestPerNodeServerNames(t *testing.T) {
 	ctx := context.Background()
-	ca := newAgentCA(t)
+	ca := testenv.NewCA(t, "node-agent-ca")
 	perNode := contract.PerNodeServerNamePrefix + serverName
 	nodeName := func(node string) string { return contract.NodeServerName(perNode, node) }
 	if got := nodeName("node-a"); got != "node-a."+serverName {
@@ -72,7 +29,7 @@ func TestPerNodeServerNames(t *testing.T) {
 		t.Fatalf("a shared name is kept: %q", got)
 	}
 	serve := func(node string, names ...string) string {
-		return serveTLS(t, &scriptedAgent{node: node}, ca.issue(t, names...), "127.0.0.1:0")
+		return serveTLS(t, &scriptedAgent{node: node}, ca.KeyPair(t, names...), "127.0.0.1:0")
 	}
 	agentA := serve("node-a", nodeName("node-a"))
 	agentB := serve("node-b", nodeName("node-b"))
@@ -99,7 +56,7 @@ func TestPerNodeServerNames(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := newPool(t, nodeagent.Config{
 				Resolver: nodeagent.StaticResolver{c.node: c.addr},
-				CA:       nodeagent.StaticCA{Pool: ca.pool, ServerName: c.caName},
+				CA:       nodeagent.StaticCA{Pool: ca.Pool(), ServerName: c.caName},
 				Tokens:   &audienceTokens{},
 				Options:  nodeagent.Options{Timeout: 3 * time.Second, Attempts: 1},
 			})

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -25,6 +26,8 @@ type CA struct {
 	Key  *ecdsa.PrivateKey
 	// PEM is the CA certificate, what a Secret's ca.crt holds.
 	PEM []byte
+	// KeyPEM is the CA's private key, what a signer that issues with this CA reads.
+	KeyPEM []byte
 }
 
 // TLSFiles are the paths of a CA and a certificate with its key, named as the keys of a
@@ -59,7 +62,12 @@ func MakeCA(name string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CA{Cert: cert, Key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, Key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})}, nil
 }
 
 // NewCA makes a CA named name and fails t if it cannot.
@@ -85,6 +93,12 @@ func (ca *CA) Pool() *x509.CertPool {
 // authentication): Valkey's cluster bus verifies the peer with the same certificate it
 // serves with.
 func (ca *CA) Sign(hosts ...string) (certPEM, keyPEM []byte, err error) {
+	return ca.SignUntil(time.Now().Add(24*time.Hour), hosts...)
+}
+
+// SignUntil is Sign for a certificate valid until notAfter (from an hour before now, or
+// before notAfter if that is earlier): a past notAfter makes an expired one.
+func (ca *CA) SignUntil(notAfter time.Time, hosts ...string) (certPEM, keyPEM []byte, err error) {
 	if len(hosts) == 0 {
 		return nil, nil, errors.New("testenv: a certificate needs at least one host")
 	}
@@ -96,9 +110,13 @@ func (ca *CA) Sign(hosts ...string) (certPEM, keyPEM []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	notBefore := time.Now().Add(-time.Hour)
+	if notAfter.Before(notBefore) {
+		notBefore = notAfter.Add(-time.Hour)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial, Subject: pkix.Name{CommonName: hosts[0]},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
@@ -124,11 +142,27 @@ func (ca *CA) Sign(hosts ...string) (certPEM, keyPEM []byte, err error) {
 // Issue is Sign for a test, which it fails on error.
 func (ca *CA) Issue(t testing.TB, hosts ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	certPEM, keyPEM, err := ca.Sign(hosts...)
+	return ca.IssueUntil(t, time.Now().Add(24*time.Hour), hosts...)
+}
+
+// IssueUntil is SignUntil for a test, which it fails on error.
+func (ca *CA) IssueUntil(t testing.TB, notAfter time.Time, hosts ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	certPEM, keyPEM, err := ca.SignUntil(notAfter, hosts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return certPEM, keyPEM
+}
+
+// KeyPair is Issue as a tls.Certificate, for a server or client configured in the test.
+func (ca *CA) KeyPair(t testing.TB, hosts ...string) tls.Certificate {
+	t.Helper()
+	c, err := tls.X509KeyPair(ca.Issue(t, hosts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // WriteFiles issues a certificate for hosts and writes it, its key and the CA into dir

@@ -117,3 +117,34 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// IssueUntil bounds a certificate's validity (a past bound makes an expired one, which a
+// client refuses); KeyPair is Issue ready to serve; KeyPEM holds the CA's own key.
+func TestCAValidityKeyPairAndKey(t *testing.T) {
+	ca := testenv.NewCA(t, "test-ca")
+	until := time.Now().Add(time.Hour).Truncate(time.Second)
+	crt, key := ca.IssueUntil(t, until, "short.example")
+	short, err := tls.X509KeyPair(crt, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !short.Leaf.NotAfter.Equal(until) {
+		t.Fatalf("NotAfter %s, want %s", short.Leaf.NotAfter, until)
+	}
+	crt, key = ca.IssueUntil(t, time.Now().Add(-time.Minute), "expired.example")
+	expired, err := tls.X509KeyPair(crt, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var invalid x509.CertificateInvalidError
+	if err := handshake(t, expired, ca.Pool(), ca.Pool(), "expired.example"); !errors.As(err, &invalid) || invalid.Reason != x509.Expired {
+		t.Fatalf("handshake with an expired certificate: %v, want it refused as expired", err)
+	}
+	if err := handshake(t, ca.KeyPair(t, "ok.example"), ca.Pool(), ca.Pool(), "ok.example"); err != nil {
+		t.Fatalf("handshake with a KeyPair certificate: %v", err)
+	}
+	pair, err := tls.X509KeyPair(ca.PEM, ca.KeyPEM)
+	if err != nil || !pair.Leaf.IsCA {
+		t.Fatalf("the CA's PEM and KeyPEM do not pair: %v", err)
+	}
+}

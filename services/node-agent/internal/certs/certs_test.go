@@ -2,12 +2,8 @@ package certs_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"math/big"
 	"strings"
 	"testing"
@@ -64,22 +60,6 @@ func podClient(t *testing.T, admin kubernetes.Interface, sa, node string) kubern
 	return cs
 }
 
-func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey, *x509.CertPool) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "node-agent-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(c)
-	return c, key, pool
-}
-
 // TestPerNodeCertificates: the agent of node-a gets a certificate naming node-a.<name> from
 // the signer; asking for another node's name, without a pod-bound token, or as another
 // ServiceAccount is denied.
@@ -118,8 +98,9 @@ func TestPerNodeCertificates(t *testing.T) {
 		},
 	}, metav1.CreateOptions{}))
 
-	caCert, caKey, pool := newCA(t)
-	signer := &certs.Signer{Client: admin, CA: caCert, Key: caKey, ServiceAccount: "system:serviceaccount:" + ns + ":node-agent", Name: name}
+	ca := testenv.NewCA(t, "node-agent-ca")
+	pool := ca.Pool()
+	signer := &certs.Signer{Client: admin, CA: ca.Cert, Key: ca.Key, ServiceAccount: "system:serviceaccount:" + ns + ":node-agent", Name: name}
 	go signer.Run(ctx, 100*time.Millisecond, func(err error) { t.Log(err) })
 
 	agentA := podClient(t, admin, "node-agent", "node-a")

@@ -1,14 +1,7 @@
 package tlscert_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,45 +9,8 @@ import (
 	"time"
 
 	"github.com/opsuite/suite/services/node-agent/internal/tlscert"
+	"github.com/opsuite/suite/shared/testenv"
 )
-
-type ca struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newCA(t *testing.T) *ca {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(c)
-	return &ca{cert: c, key: key, pool: pool}
-}
-
-// issue returns PEM cert and key for a leaf named name, valid until notAfter.
-func (c *ca) issue(t *testing.T, name string, notAfter time.Time) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-		NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: notAfter,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
-}
 
 // secretVolume writes files the way kubelet updates a Secret volume: a new timestamped
 // directory, then an atomic swap of the ..data symlink that tls.crt and tls.key point
@@ -97,9 +53,9 @@ func (v *secretVolume) write(t *testing.T, files map[string][]byte) {
 // handshakes get the new certificate without a restart; a broken or expired pair leaves the
 // last good one in service.
 func TestReload(t *testing.T) {
-	authority := newCA(t)
+	authority := testenv.NewCA(t, "test-ca")
 	vol := &secretVolume{dir: t.TempDir()}
-	c1, k1 := authority.issue(t, "first", time.Now().Add(time.Hour))
+	c1, k1 := authority.IssueUntil(t, time.Now().Add(time.Hour), "first")
 	vol.write(t, map[string][]byte{"tls.crt": c1, "tls.key": k1})
 	files, err := tlscert.Load(filepath.Join(vol.dir, "tls.crt"), filepath.Join(vol.dir, "tls.key"))
 	if err != nil {
@@ -124,7 +80,7 @@ func TestReload(t *testing.T) {
 	}()
 	served := func() string {
 		t.Helper()
-		conn, err := tls.Dial("tcp", lis.Addr().String(), &tls.Config{RootCAs: authority.pool, InsecureSkipVerify: true}) //nolint:gosec // the test reads the name served
+		conn, err := tls.Dial("tcp", lis.Addr().String(), &tls.Config{RootCAs: authority.Pool(), InsecureSkipVerify: true}) //nolint:gosec // the test reads the name served
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +91,7 @@ func TestReload(t *testing.T) {
 		t.Fatalf("served %q", got)
 	}
 
-	c2, k2 := authority.issue(t, "second", time.Now().Add(time.Hour))
+	c2, k2 := authority.IssueUntil(t, time.Now().Add(time.Hour), "second")
 	vol.write(t, map[string][]byte{"tls.crt": c2, "tls.key": k2})
 	if got := served(); got != "first" {
 		t.Fatalf("looked at the files again within CheckEvery: %q", got)
@@ -146,7 +102,7 @@ func TestReload(t *testing.T) {
 	}
 
 	// Caught between the two files: the new certificate with the old key.
-	c3, k3 := authority.issue(t, "third", time.Now().Add(time.Hour))
+	c3, k3 := authority.IssueUntil(t, time.Now().Add(time.Hour), "third")
 	vol.write(t, map[string][]byte{"tls.crt": c3, "tls.key": k2})
 	now = now.Add(2 * time.Second)
 	if got := served(); got != "second" {
@@ -159,7 +115,7 @@ func TestReload(t *testing.T) {
 	}
 
 	// An expired certificate is not taken.
-	c4, k4 := authority.issue(t, "expired", time.Now().Add(-time.Minute))
+	c4, k4 := authority.IssueUntil(t, time.Now().Add(-time.Minute), "expired")
 	vol.write(t, map[string][]byte{"tls.crt": c4, "tls.key": k4})
 	now = now.Add(2 * time.Second)
 	if got := served(); got != "third" {
