@@ -17,6 +17,9 @@ type NodeAdmin interface {
 	// ConfigSet sets every pair with one CONFIG SET, which the server applies all or
 	// nothing.
 	ConfigSet(ctx context.Context, pairs [][2]string) error
+	// ConfigGet is CONFIG GET of one parameter; ok is false when the server has none of
+	// that name.
+	ConfigGet(ctx context.Context, key string) (value string, ok bool, err error)
 	// ACLSetUser is ACL SETUSER name rules...; the rules are sent as separate arguments.
 	ACLSetUser(ctx context.Context, name string, rules []string) error
 	// ACLUsers is ACL USERS.
@@ -69,6 +72,15 @@ func (c *conn) ConfigSet(ctx context.Context, pairs [][2]string) error {
 	// The server's own message, unwrapped: it names the refused argument, and it is what
 	// the LiveConfigApplied condition shows.
 	return c.do(ctx, args...).Error()
+}
+
+func (c *conn) ConfigGet(ctx context.Context, key string) (string, bool, error) {
+	m, err := c.do(ctx, "CONFIG", "GET", key).AsStrMap()
+	if err != nil {
+		return "", false, fmt.Errorf("CONFIG GET %s on %s: %w", key, c.addr, err)
+	}
+	v, ok := m[key]
+	return v, ok, nil
 }
 
 func (c *conn) ACLSetUser(ctx context.Context, name string, rules []string) error {

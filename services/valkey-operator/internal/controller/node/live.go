@@ -28,6 +28,8 @@ import (
 // through the kit's OnGone when the node is found gone or its name holding a new node.
 type nodeState struct {
 	config, acl applyState
+	// shutdown is the incarnation whose shutdown-on-sigterm was settled (shutdown.go).
+	shutdown string
 }
 
 // applyState is how far one rendering (live config or users) got on the node's server.
@@ -126,6 +128,7 @@ func (r *Reconciler) talk(ctx context.Context, p *pass, pod *corev1.Pod, cfg des
 		} else {
 			log.FromContext(ctx).Info("Reading CLUSTER MYID failed", "error", err.Error())
 		}
+		settleShutdown(ctx, conn, st, inc)
 	} else {
 		log.FromContext(ctx).Info("Connecting to the server failed", "address", r.cfg.Addr(n), "error", err.Error())
 	}
