@@ -54,6 +54,8 @@ const (
 
 	// Ready=False and Degraded=True: the scheduler cannot place a pod.
 	ReasonPodUnschedulable = "PodUnschedulable"
+	// Degraded=True also takes a member's NodeReasonWorkloadRefused or
+	// NodeReasonPersistentVolumeClaimRefused: the API server refuses its workload or claim.
 
 	// Ready=True.
 	ReasonClusterHealthy = "ClusterHealthy"

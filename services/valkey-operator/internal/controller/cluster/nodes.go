@@ -96,6 +96,7 @@ func (p *pass) nodes(ctx context.Context) (nodeSet, bool) {
 		}
 	}
 	sort.Slice(set.removed, func(i, j int) bool { return set.removed[i].node.Name < set.removed[j].node.Name })
+	p.refusedMember(set)
 	return set, true
 }
 

@@ -2,8 +2,10 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
@@ -76,5 +78,46 @@ func TestRefusedPodDisruptionBudget(t *testing.T) {
 	testenv.WaitFor(t, "the budget written once the policy is gone", func() bool {
 		f.sync(ctx)
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.PDBName("x")}, &policyv1.PodDisruptionBudget{}) == nil
+	})
+}
+
+// TestRefusedMemberDegradesCluster: a member whose workload the API server refuses (its
+// ValkeyNode's Ready reason WorkloadRefused, as the node controller writes it) makes the
+// cluster Degraded with that reason and the node's message; the fleet stays out, so the
+// test plays the node controller for that one node.
+func TestRefusedMemberDegradesCluster(t *testing.T) {
+	t.Parallel()
+	c := env.Client
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, c, "vkc-refusedmember")
+	f := newFleet(t, c, ns)
+	startController(t, f)
+	if err := c.Create(ctx, &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns},
+		Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, Replicas: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	const msg = `the API server refused the workload: StatefulSet.apps "x-1-1" is invalid: spec.template.spec.containers[2].image: Required value`
+	testenv.Eventually(t, 30*time.Second, "x-1-1 reported refused", func() (bool, string) {
+		var n valkeyv1.ValkeyNode
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "x-1-1"}, &n); err != nil {
+			return false, err.Error()
+		}
+		conditions.Set(&n.Status.Conditions, metav1.Condition{Type: valkeyv1.NodeConditionReady, Status: metav1.ConditionFalse,
+			Reason: valkeyv1.NodeReasonWorkloadRefused, Message: msg}, n.Generation)
+		err := c.Status().Update(ctx, &n)
+		return err == nil, fmt.Sprint(err)
+	})
+	testenv.Eventually(t, 30*time.Second, "the cluster Degraded by the refused member", func() (bool, string) {
+		var vc valkeyv1.ValkeyCluster
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "x"}, &vc); err != nil {
+			return false, err.Error()
+		}
+		d := conditions.Get(vc.Status.Conditions, valkeyv1.ConditionDegraded)
+		if d == nil {
+			return false, fmt.Sprintf("state %s/%s, no Degraded", vc.Status.State, vc.Status.Reason)
+		}
+		return d.Status == metav1.ConditionTrue && d.Reason == valkeyv1.NodeReasonWorkloadRefused && d.Message == "ValkeyNode x-1-1: "+msg &&
+				vc.Status.State == valkeyv1.StateDegraded,
+			fmt.Sprintf("state %s, Degraded %s %s: %s", vc.Status.State, d.Status, d.Reason, d.Message)
 	})
 }
