@@ -33,7 +33,8 @@ type ValkeyNodeSpec struct {
 	// +required
 	ClusterName string `json:"clusterName"`
 
-	// ShardIndex is the shard (0-based) this node belongs to; below MaxShards.
+	// ShardIndex is the shard (0-based) this node is created for, the one in its name;
+	// below MaxShards. status.shard is the one it serves.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:XValidation:rule="self <= 999",message="shardIndex must be at most 999: a cluster has at most 1000 shards"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="shardIndex is immutable: a node never moves to another shard"
@@ -176,6 +177,18 @@ type ValkeyNodeStatus struct {
 	// +optional
 	Role NodeRole `json:"role,omitempty"`
 
+	// Shard is the shard the node serves: a primary's own, a replica's primary's. The
+	// ValkeyCluster numbers the running shards (a primary owning slots and its replicas),
+	// each by the shard most of its members are named for (spec.shardIndex), then by the
+	// number it showed before (a failover renumbers nothing), then by the primary's name,
+	// every number once; on a fresh cluster it is spec.shardIndex. It differs from
+	// spec.shardIndex for a replica attached to another shard's primary, and is unset
+	// while the node serves no slots (a member not joined yet, an empty primary waiting
+	// for slots, a pod being replaced).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Shard *int32 `json:"shard,omitempty"`
+
 	// Conditions are Ready, PersistentVolumeClaimReady, PersistentVolumeClaimSizeReady and
 	// LiveConfigApplied (see the NodeCondition* and NodeReason* constants).
 	// +listType=map
@@ -197,7 +210,7 @@ type ValkeyNodeStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkn,categories=opsuite
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.role`,description="Running replication role"
-// +kubebuilder:printcolumn:name="Shard",type=integer,JSONPath=`.spec.shardIndex`
+// +kubebuilder:printcolumn:name="Shard",type=integer,JSONPath=`.status.shard`,description="Shard the node serves (its primary's); the name holds the shard it was created for"
 // +kubebuilder:printcolumn:name="Ready",type=boolean,JSONPath=`.status.ready`
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`,priority=1
 // +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.podIP`,priority=1

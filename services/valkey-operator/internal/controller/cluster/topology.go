@@ -37,6 +37,7 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 	}
 	snap, unreachable := exec.Observe(ctx, addrs)
 	p.observe(snap, set)
+	p.reportServedShards(ctx, snap, set)
 	if p.takeOverLost(ctx, exec, snap, set, unreachable) {
 		p.progress, p.progressMsg = valkeyv1.ReasonReconciling, "Promoted replicas of lost primaries"
 		return time.Second
