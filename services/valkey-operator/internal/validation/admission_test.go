@@ -469,7 +469,9 @@ func TestKubectlShowsSummary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n.Status = valkeyv1.ValkeyNodeStatus{Role: valkeyv1.RoleReplica, Ready: true, PodName: "shown-1-0-0"}
+	// It serves shard 2 though named for shard 1 (a replica attached to shard 2's primary):
+	// SHARD shows the served one.
+	n.Status = valkeyv1.ValkeyNodeStatus{Role: valkeyv1.RoleReplica, Ready: true, PodName: "shown-1-0-0", Shard: ptr.To[int32](2)}
 	if err := env.Client.Status().Update(context.Background(), n); err != nil {
 		t.Fatalf("status update: %v", err)
 	}
@@ -490,7 +492,7 @@ func TestKubectlShowsSummary(t *testing.T) {
 		t.Errorf("kubectl get vkc printed %q, want %v then <age>", got, want)
 	}
 	got = strings.Fields(run("get", "vkn", "shown-1-0"))
-	want = []string{"NAME", "ROLE", "SHARD", "READY", "AGE", "shown-1-0", "replica", "1", "true"}
+	want = []string{"NAME", "ROLE", "SHARD", "READY", "AGE", "shown-1-0", "replica", "2", "true"}
 	if len(got) != len(want)+1 || !reflect.DeepEqual(got[:len(want)], want) {
 		t.Errorf("kubectl get vkn printed %q, want %v then <age>", got, want)
 	}
