@@ -34,6 +34,7 @@ func Command(ctx context.Context, args []string, stderr io.Writer) error {
 	auth := fs.String("auth-file", filepath.Join(resources.ACLDir, resources.ACLKeyAuth), "auth.conf with the replication user's masteruser and masterauth")
 	tlsDir := fs.String("tls-dir", "", "directory of ca.crt, tls.crt and tls.key when the server uses TLS")
 	timeout := fs.Duration("timeout", 20*time.Second, "how long the hand-over may take")
+	linger := fs.Duration("linger", time.Second, "how long to keep the server answering (MOVED) after its slots moved, within the timeout")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func Command(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	return Run(ctx, Config{Addr: *addr, Options: o, Timeout: *timeout, Log: stderr})
+	return Run(ctx, Config{Addr: *addr, Options: o, Timeout: *timeout, Linger: *linger, Log: stderr})
 }
 
 // Install copies the running binary to the path in args (the init container's emptyDir),

@@ -39,6 +39,9 @@ type Config struct {
 	Timeout time.Duration
 	// Log receives one line per step.
 	Log io.Writer
+	// Linger is how long the server is kept after its slots moved (within Timeout): a
+	// client that still has the old slot map gets MOVED from it, not a refused connection.
+	Linger time.Duration
 }
 
 // retryPause is how long the hook waits before asking again when no replica was ready.
@@ -104,6 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 		res, err := e.Failover(ctx, replica, observed(v, cfg.Addr), time.Until(deadline))
 		if err == nil && res.Outcome == executor.FailoverCompleted {
 			logf("%s in %s", res.Message, time.Since(begin).Round(time.Millisecond))
+			_ = pause(ctx, min(cfg.Linger, time.Until(deadline)))
 			return nil
 		}
 		logf("replica %s did not take over (%s): %s", replica, res.Outcome, res.Message)
