@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -58,6 +59,11 @@ func ExecInNamespace(specPath string) error {
 	}
 	// Parents before children, so a volume mounted inside another stays visible.
 	sort.SliceStable(spec.Mounts, func(i, j int) bool { return len(spec.Mounts[i].Target) < len(spec.Mounts[j].Target) })
+	if spec.User != nil && spec.User.UID != 0 {
+		if err := coverHostOnlyDirs(spec.Mounts, spec.Dir); err != nil {
+			return err
+		}
+	}
 	for _, m := range spec.Mounts {
 		// A mount point inside another volume exists only in that volume's directory.
 		if _, err := os.Stat(m.Target); os.IsNotExist(err) {
@@ -161,4 +167,70 @@ func createMountpoint(source, target string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// coverHostOnlyDirs puts an empty tmpfs over each host directory above a mount point that
+// others may not search, before the volumes are mounted. The host's directories stand in
+// for the image's, and some belong to a host package a real image does not have: Debian's
+// valkey-server makes /etc/valkey 2770 valkey:valkey, so a server run as another user (a
+// securityContext's runAsUser) could not reach its config volume at /etc/valkey/conf, which
+// on a kubelet it reaches. Only non-root processes need it (root searches anything); the
+// working directory is made again inside a covered directory. A directory holding a
+// volume's source stays as it is.
+func coverHostOnlyDirs(mounts []mountSpec, workDir string) error {
+	covered := map[string]bool{}
+	for _, m := range mounts {
+		dir := hostOnlyAncestor(m.Target)
+		if dir == "" || covered[dir] || coveredBy(covered, dir) || holdsSource(mounts, dir) {
+			continue
+		}
+		if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755"); err != nil {
+			return fmt.Errorf("covering host directory %s: %w", dir, err)
+		}
+		covered[dir] = true
+	}
+	if workDir != "" && coveredBy(covered, workDir) {
+		if err := os.MkdirAll(workDir, 0o755); err != nil {
+			return fmt.Errorf("creating working directory %s: %w", workDir, err)
+		}
+	}
+	return nil
+}
+
+// hostOnlyAncestor is the highest existing directory strictly between / and target that
+// others may not search (no o+x); "" when there is none.
+func hostOnlyAncestor(target string) string {
+	parts := strings.Split(strings.Trim(filepath.Clean(target), "/"), "/")
+	dir := "/"
+	for _, part := range parts[:len(parts)-1] {
+		dir = filepath.Join(dir, part)
+		st, err := os.Stat(dir)
+		if err != nil || !st.IsDir() {
+			return "" // missing below here: made 0755 as a mount point
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return dir
+		}
+	}
+	return ""
+}
+
+// holdsSource: a volume's source lies inside dir, which a cover would hide.
+func holdsSource(mounts []mountSpec, dir string) bool {
+	for _, m := range mounts {
+		if m.Source == dir || strings.HasPrefix(m.Source, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// coveredBy: path is inside one of the covered directories.
+func coveredBy(covered map[string]bool, path string) bool {
+	for dir := range covered {
+		if strings.HasPrefix(path, dir+"/") {
+			return true
+		}
+	}
+	return false
 }
