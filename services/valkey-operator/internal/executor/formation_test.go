@@ -499,3 +499,40 @@ func TestSetSlotsPipeline(t *testing.T) {
 		t.Fatalf("SetSlots of %d = %d, %v; want all", bad, n, err)
 	}
 }
+
+// TestSetSlotNodeOnAReplicaIsMoot: a member that turned replica while a run of SETSLOT
+// NODE was on its way (the source of a scale-in's last slot does: it gave its last slot
+// away and follows the new owner) takes its slot map from its primary, so the server's
+// refusal there is not a failed pass.
+func TestSetSlotNodeOnAReplicaIsMoot(t *testing.T) {
+	ctx := context.Background()
+	servers := startServers(t, 2)
+	addrs := []string{servers[0].member.Addr, servers[1].member.Addr}
+	e := New(func(addr string) (valkey.Conn, error) { return valkey.Dial(addr, valkey.Options{}) })
+	defer e.Close()
+	convergeReal(ctx, t, e, planner.Desired{Shards: 1, Replicas: 1, Members: members(servers)}, addrs)
+	snap, _ := e.Observe(ctx, addrs)
+	var primary, replica string
+	for _, v := range snap.Views {
+		if me, ok := v.Myself(); ok && me.Replica {
+			replica = v.Addr
+		} else if ok {
+			primary = me.ID
+		}
+	}
+	if replica == "" || primary == "" {
+		t.Fatalf("no primary and replica in %+v", snap.Views)
+	}
+	c, err := e.Conn(replica)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := []valkey.SetSlot{{Slot: 7, State: valkey.SlotNode, NodeID: primary}, {Slot: 8, State: valkey.SlotNode, NodeID: primary}}
+	if n, err := c.SetSlots(ctx, run...); n != len(run) || err != nil {
+		t.Fatalf("SetSlots NODE on the replica = %d, %v; want %d applied (moot there) and no error", n, err, len(run))
+	}
+	// Anything but NODE on a replica is still refused: it would be a plan gone wrong.
+	if n, err := c.SetSlots(ctx, valkey.SetSlot{Slot: 7, State: valkey.SlotMigrating, NodeID: primary}); n != 0 || err == nil {
+		t.Fatalf("SetSlots MIGRATING on the replica = %d, %v; want the refusal", n, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	valkeygo "github.com/valkey-io/valkey-go"
 )
@@ -137,10 +138,18 @@ func (c *conn) SetSlots(ctx context.Context, cmds ...SetSlot) (int, error) {
 		// wait out the same missing acknowledgement), and the next observation shows what
 		// was applied.
 		for i, r := range c.c.DoMulti(ctx, multi...) {
-			if err := r.Error(); err != nil {
+			if err := r.Error(); err != nil && !(chunk[i].State == SlotNode && replicaRefusal(err)) {
 				return start + i, fmt.Errorf("CLUSTER SETSLOT %d %s on %s: %w", chunk[i].Slot, chunk[i].State, c.addr, err)
 			}
 		}
 	}
 	return len(cmds), nil
+}
+
+// replicaRefusal reports the server's answer to CLUSTER SETSLOT on a replica. For SETSLOT
+// NODE it means the member turned replica while the run was on its way (the source of a
+// move gave its last slot away and now follows the new owner): a replica takes its slot
+// map from its primary, so the command is moot there rather than a failed pass.
+func replicaRefusal(err error) bool {
+	return strings.Contains(err.Error(), "SETSLOT only with masters") || strings.Contains(err.Error(), "SETSLOT only with primaries")
 }
