@@ -1162,6 +1162,7 @@ func TestValkeySamples(t *testing.T) {
 		t.Logf("sample %s Ready after %s; states seen: %s", s.name, since(begin), strings.Join(seen, " -> "))
 		s.wantEvents(ctx, s.name, begin, []string{valkeyv1.EventClusterReady})
 		s.checkRoles(ctx, s.name)
+		s.checkShards(ctx, s.name, true)
 		wantObjectMetrics(ctx, t, "valkey-operator", s.ns, s.name, "valkey_operator_cluster_state", "valkey_operator_cluster_shards_ready",
 			"valkey_operator_cluster_shards", "valkey_operator_failovers_total", "valkey_operator_slot_moves_total")
 	}
