@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
+	"github.com/opsuite/suite/services/valkey-operator/internal/connect"
 	"github.com/opsuite/suite/services/valkey-operator/internal/executor"
 	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
@@ -26,13 +29,15 @@ import (
 // member is one real server with the operator's users.acl and auth.conf, as a pod has
 // them.
 type member struct {
-	*valkeytest.Server
+	Addr string
+	Stop func()
 }
 
 // cluster starts shards*(1+replicas) servers with the users and replication credentials
-// RenderACL writes for a cluster, forms them with the planner as the operator does, and
-// returns the members, the operator's login and the auth.conf path the hook reads.
-func cluster(ctx context.Context, t *testing.T, shards, replicas int) ([]member, valkey.Options, string) {
+// RenderACL writes for a cluster (over TLS only when tlsDir holds ca.crt, tls.crt and
+// tls.key), forms them with the planner as the operator does, and returns the members,
+// the operator's login and the auth.conf path the hook reads.
+func cluster(ctx context.Context, t *testing.T, shards, replicas int, tlsDir string) ([]member, valkey.Options, string) {
 	t.Helper()
 	pw := resources.InternalPasswords{Operator: "op-secret", Replication: `repl "secret"\x`, Exporter: "exp-secret"}
 	files, err := resources.RenderACL(&valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}, nil, pw)
@@ -48,14 +53,33 @@ func cluster(ctx context.Context, t *testing.T, shards, replicas int) ([]member,
 		t.Fatal(err)
 	}
 	op := valkey.Options{Username: resources.OperatorUser, Password: pw.Operator}
+	if tlsDir != "" {
+		ca, err := os.ReadFile(filepath.Join(tlsDir, resources.TLSKeyCA))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op.TLS, err = connect.ClientTLS(ca); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var ms []member
 	var members []planner.Member
 	var addrs []string
 	for i := range shards * (1 + replicas) {
-		s := valkeytest.Start(t, "--aclfile", aclPath, "--include", authPath)
-		ms = append(ms, member{s})
-		members = append(members, planner.Member{Addr: s.Addr, BusPort: s.BusPort, Host: fmt.Sprintf("host-%d", i%3)})
-		addrs = append(addrs, s.Addr)
+		var m member
+		var bus int
+		if tlsDir == "" {
+			s := valkeytest.Start(t, "--aclfile", aclPath, "--include", authPath)
+			m, bus = member{Addr: s.Addr, Stop: s.Stop}, s.BusPort
+		} else {
+			m, bus = startTLS(t, op, "--aclfile", aclPath, "--include", authPath,
+				"--tls-cert-file", filepath.Join(tlsDir, resources.TLSKeyCert), "--tls-key-file", filepath.Join(tlsDir, resources.TLSKeyKey),
+				"--tls-ca-cert-file", filepath.Join(tlsDir, resources.TLSKeyCA), "--tls-cluster", "yes", "--tls-replication", "yes",
+				"--tls-auth-clients", "optional")
+		}
+		ms = append(ms, m)
+		members = append(members, planner.Member{Addr: m.Addr, BusPort: bus, Host: fmt.Sprintf("host-%d", i%3)})
+		addrs = append(addrs, m.Addr)
 	}
 	d := planner.Desired{Shards: shards, Replicas: replicas, Members: members}
 	e := executor.New(func(addr string) (valkey.Conn, error) { return valkey.Dial(addr, op) })
@@ -81,6 +105,56 @@ func cluster(ctx context.Context, t *testing.T, shards, replicas int) ([]member,
 	return ms, op, authPath
 }
 
+// startTLS starts one cluster-mode server that serves TLS only, on free loopback ports,
+// and kills it at cleanup; op logs in to wait for it.
+func startTLS(t *testing.T, op valkey.Options, extra ...string) (member, int) {
+	t.Helper()
+	port, bus := testenv.FreePort(t), testenv.FreePort(t)
+	dir := t.TempDir()
+	args := append([]string{"--port", "0", "--tls-port", strconv.Itoa(port), "--cluster-enabled", "yes",
+		"--cluster-port", strconv.Itoa(bus), "--bind", "127.0.0.1",
+		"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--dir", dir,
+		"--save", "", "--appendonly", "no", "--cluster-node-timeout", "2000",
+		"--logfile", filepath.Join(dir, "server.log")}, extra...)
+	cmd := exec.Command(valkeytest.Bins(t).Server, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // killed at the end, so its exit status says nothing
+		close(done)
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+		})
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(dir, "server.log")); err == nil {
+				t.Logf("127.0.0.1:%d log tail:\n%s", port, b[max(0, len(b)-2000):])
+			}
+		}
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	testenv.Eventually(t, 10*time.Second, addr+" accepting TLS connections", func() (bool, string) {
+		o := op
+		o.DialTimeout = time.Second
+		c, err := valkey.Dial(addr, o)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer c.Close()
+		_, err = c.ClusterInfo(context.Background())
+		return err == nil, fmt.Sprint(err)
+	})
+	return member{Addr: addr, Stop: stop}, bus
+}
+
 // TestHandoverKeepsWriting runs the preStop hook's command on a primary of a real 3x1
 // cluster (the operator's users.acl: the hook logs in as the replication user from
 // auth.conf) while a client writes to that primary's slots without pause, then stops the
@@ -90,7 +164,7 @@ func cluster(ctx context.Context, t *testing.T, shards, replicas int) ([]member,
 func TestHandoverKeepsWriting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	ms, op, auth := cluster(ctx, t, 3, 1)
+	ms, op, auth := cluster(ctx, t, 3, 1, "")
 
 	admin, err := valkey.Dial(ms[0].Addr, op)
 	if err != nil {
@@ -237,7 +311,7 @@ func TestHandoverKeepsWriting(t *testing.T) {
 func TestHandoverWithoutReplica(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ms, op, auth := cluster(ctx, t, 3, 1)
+	ms, op, auth := cluster(ctx, t, 3, 1, "")
 	admin, err := valkey.Dial(ms[0].Addr, op)
 	if err != nil {
 		t.Fatal(err)
@@ -267,6 +341,44 @@ func TestHandoverWithoutReplica(t *testing.T) {
 	took := time.Since(begin)
 	if !errors.Is(err, ErrNoReplica) || took > 5*time.Second {
 		t.Errorf("hook without a replica: %v after %s, want ErrNoReplica at the 3 s timeout\n%s", err, took, out.String())
+	}
+}
+
+// TestHandoverTLS: on a cluster that speaks TLS only (clients, bus, replication), the hook
+// reads the CA and this member's certificate from --tls-dir, as the pod mounts them, and
+// hands the primary's slots over.
+func TestHandoverTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tlsDir := t.TempDir()
+	testenv.NewCA(t, "handover ca").WriteFiles(t, tlsDir, "127.0.0.1")
+	ms, op, auth := cluster(ctx, t, 3, 1, tlsDir)
+	admin, err := valkey.Dial(ms[0].Addr, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	v, err := admin.ClusterNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := v.Primaries()[0]
+	var out bytes.Buffer
+	// Without the CA the hook cannot even log in.
+	if err := Command(ctx, []string{"--addr", victim.Addr, "--auth-file", auth, "--timeout", "2s", "--linger", "0s"}, &out); err == nil {
+		t.Errorf("the hook handed over in plain text to a TLS-only server:\n%s", out.String())
+	}
+	out.Reset()
+	if err := Command(ctx, []string{"--addr", victim.Addr, "--auth-file", auth, "--tls-dir", tlsDir, "--timeout", "20s", "--linger", "0s"}, &out); err != nil {
+		t.Fatalf("hook over TLS: %v\n%s", err, out.String())
+	}
+	c, err := valkey.Dial(victim.Addr, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st, err := c.ReplicationState(ctx); err != nil || !st.Replica() {
+		t.Errorf("after the hook %s is %+v (%v), want a replica\n%s", victim.Addr, st, err, out.String())
 	}
 }
 
