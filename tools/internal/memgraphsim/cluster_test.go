@@ -447,6 +447,52 @@ func TestCoordinatorLeaderLossYieldAndRemove(t *testing.T) {
 
 func (p *simProc) coordName() string { return "coordinator_" + strconv.Itoa(p.opts.CoordinatorID) }
 
+// A leader elected while the MAIN misses its health checks (a slow or loaded host) must
+// not replace that MAIN before the down timeout: until then it is up and writable, and a
+// promotion would leave two MAINs taking writes. The new leader's health view starts
+// with no answer from anyone; an entry it has not heard from is not a MAIN "back without
+// the current epoch" that a replica is ahead of.
+func TestNewLeaderKeepsMainItHasNotHeardFrom(t *testing.T) {
+	tc := newTestCluster(t, 3, 2)
+	tc.bootstrap()
+	main, replica := tc.data[0], tc.data[1]
+	mustRun(t, main, `CREATE (:Person {name: "ann"}), (:Person {name: "bob"})`)
+	testenv.EventuallyTrue(t, 5*time.Second, "the replica to hold the write", func() bool { return count(t, replica, "Person") == 2 })
+
+	// The MAIN stops answering its management port (health checks fail) but keeps
+	// serving Bolt; the leader goes, and its successor starts a fresh health view.
+	tc.kill(tc.coords[0])
+	main.srv.data.mgmt.Close()
+	next := tc.waitLeader()
+	next.srv.coord.hmu.Lock()
+	ready := next.srv.coord.readySince // its health view counts everyone up from here
+	next.srv.coord.hmu.Unlock()
+	// A few health-check passes, well inside the down timeout.
+	time.Sleep(main.opts.InstanceDownTimeout / 2)
+	// Still the MAIN its replica follows: the SYNC replica confirms the write (unless
+	// the test ran so late that the down timeout really passed).
+	if _, err := run(t, main, `CREATE (:Person {name: "cid"})`); err != nil && time.Since(ready) < main.opts.InstanceDownTimeout {
+		t.Errorf("write on the MAIN the new leader has not heard from yet: %v", err)
+	}
+	ln, err := net.Listen("tcp", main.opts.Addr(main.opts.ManagementPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	main.srv.data.mgmt = serveRPC(ln, main.srv.data.handleManagement)
+	back := time.Since(ready)
+	// Answering again a health-check interval inside the down timeout, the MAIN was
+	// never down: it must still be the MAIN, and no one else ever was.
+	if back < main.opts.InstanceDownTimeout-main.opts.HealthCheckInterval {
+		testenv.EventuallyTrue(t, 5*time.Second, "the new leader to see instance_0 as the up MAIN", func() bool {
+			r := showInstances(t, next)
+			return r["instance_0"][4] == "up" && r["instance_0"][5] == RoleMain
+		})
+		neverMain(t, tc.events(), "instance_1")
+	}
+	t.Logf("management port back %s after the new leader was ready (down timeout %s)", back.Round(time.Millisecond), main.opts.InstanceDownTimeout)
+	tc.oneMainAtMost()
+}
+
 // A MAIN that comes back before the down timeout but without its data (an emptied data
 // directory) must not be promoted again: its replicas would copy the empty graph.
 func TestMainBackEmptyLosesToUpToDateReplica(t *testing.T) {

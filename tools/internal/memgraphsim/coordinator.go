@@ -20,8 +20,11 @@ import (
 
 // instHealth is the leader's view of one data instance from its health checks.
 type instHealth struct {
-	lastOK    time.Time
-	down      bool
+	lastOK time.Time
+	down   bool
+	// answered is true once the instance answered this leader (a health check or a
+	// promotion): until then role, writable, committed and epoch are unknown, not empty.
+	answered  bool
 	role      string
 	writable  bool
 	committed uint64
@@ -264,7 +267,7 @@ func (c *coordinator) checkHealth() {
 				c.health[inst.Name] = h
 			}
 			if err == nil {
-				h.lastOK, h.down = now, false
+				h.lastOK, h.down, h.answered = now, false, true
 				h.role, h.writable, h.committed, h.epoch = resp.Role, resp.Writable, resp.Committed, resp.Epoch
 				return
 			}
@@ -343,10 +346,13 @@ func (c *coordinator) reconcileLocked() {
 	if st.Main != "" {
 		h, up := c.alive(st.Main)
 		switch {
-		case !up || (!c.isCurrentMain(st, h) && c.replicaAhead(st, h.committed)):
+		case !up || (h.answered && !c.isCurrentMain(st, h) && c.replicaAhead(st, h.committed)):
 			// Down, or back without the current epoch and behind a replica (restarted
 			// on an empty or older data directory): promoting it again would make the
-			// replicas copy its older graph.
+			// replicas copy its older graph. A MAIN this leader has not heard from yet
+			// (its view starts afresh at election, and a first check may time out under
+			// load) is neither: it may be up and writable, so only the down timeout lets
+			// another take its place.
 			if err := c.failoverLocked(st); err != nil {
 				c.log.Warn("Failover failed", "error", err)
 			}
@@ -422,7 +428,7 @@ func (c *coordinator) promote(inst dataMeta, epoch uint64, specs []replicaSpec) 
 	}
 	c.hmu.Lock()
 	if h := c.health[inst.Name]; h != nil {
-		h.role, h.writable, h.epoch, h.committed = resp.Role, resp.Writable, resp.Epoch, resp.Committed
+		h.role, h.writable, h.epoch, h.committed, h.answered = resp.Role, resp.Writable, resp.Epoch, resp.Committed, true
 	}
 	c.hmu.Unlock()
 	return nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,6 +118,28 @@ func mustBolt(t *testing.T, c *boltClient, q string) [][]any {
 	return rows
 }
 
+// transientAnswers are coordinator refusals a client retries: a Raft write that failed
+// (a peer just added still catching up), an election under way, a peer whose process
+// has not opened its port yet.
+var transientAnswers = []string{"Please retry the operation", "knows no leader to forward it to", "is unreachable!"}
+
+// mustBoltRetrying is mustBolt for a coordinator write, retried for up to 10 s while the
+// answer is a transient one, as the operator retries it (mustRunRetrying in-process).
+func mustBoltRetrying(t *testing.T, c *boltClient, q string) [][]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, rows, err := c.run(q)
+		if err == nil {
+			return rows
+		}
+		if !slices.ContainsFunc(transientAnswers, func(s string) bool { return strings.Contains(err.Error(), s) }) || time.Now().After(deadline) {
+			t.Fatalf("%s: %v", q, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestProcessCluster runs the built binary as 3 coordinators and 2 data instances and
 // drives them over Bolt as the operator and a client would.
 func TestProcessCluster(t *testing.T) {
@@ -156,6 +179,9 @@ func TestProcessCluster(t *testing.T) {
 	if _, err := dialBolt(t, coords[0].bolt, "admin", "wrong"); err != nil {
 		t.Fatalf("a coordinator refused a login: %v", err)
 	}
+	// Wait for the data instance's Bolt listener too: under load it opens after the
+	// coordinator's, and a refused connection is not the refused login checked here.
+	dialRetry(t, data[0].bolt)
 	if _, err := dialBolt(t, data[0].bolt, "admin", "wrong"); err == nil || !strings.Contains(err.Error(), "Memgraph.ClientError.Security.Unauthenticated") {
 		t.Fatalf("wrong password: %v, want Unauthenticated", err)
 	}
@@ -165,15 +191,15 @@ func TestProcessCluster(t *testing.T) {
 	})
 	for _, p := range coords {
 		parts := strings.Split(meta[p], "|")
-		mustBolt(t, c1, fmt.Sprintf(`ADD COORDINATOR %s WITH CONFIG {"bolt_server": %q, "coordinator_server": %q, "management_server": %q}`,
+		mustBoltRetrying(t, c1, fmt.Sprintf(`ADD COORDINATOR %s WITH CONFIG {"bolt_server": %q, "coordinator_server": %q, "management_server": %q}`,
 			parts[0], p.bolt, parts[1], parts[2]))
 	}
 	for i, p := range data {
 		parts := strings.Split(meta[p], "|")
-		mustBolt(t, c1, fmt.Sprintf(`REGISTER INSTANCE instance_%d WITH CONFIG {"bolt_server": %q, "management_server": %q, "replication_server": %q}`,
+		mustBoltRetrying(t, c1, fmt.Sprintf(`REGISTER INSTANCE instance_%d WITH CONFIG {"bolt_server": %q, "management_server": %q, "replication_server": %q}`,
 			i, p.bolt, parts[0], parts[1]))
 	}
-	mustBolt(t, c1, "SET INSTANCE instance_0 TO MAIN")
+	mustBoltRetrying(t, c1, "SET INSTANCE instance_0 TO MAIN")
 
 	fields, rows, err := c1.run("SHOW INSTANCES")
 	if err != nil || strings.Join(fields, ",") != strings.Join(showInstancesFields, ",") || len(rows) != 5 {
@@ -266,6 +292,9 @@ func TestProcessCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m := MaxMains(events); m != 1 {
+		for _, e := range events {
+			t.Logf("%s %+v", e.TS.Format("15:04:05.000000"), e)
+		}
 		t.Fatalf("invariant log shows %d writable MAINs at once, want 1", m)
 	}
 }
