@@ -91,3 +91,30 @@ func TestRefusedWritesAreConditionsAndEvents(t *testing.T) {
 		return condOf(h.getNode("c-0-2"), valkeyv1.NodeConditionReady).Reason == valkeyv1.NodeReasonPersistentVolumeClaimRefused
 	})
 }
+
+// TestRefusedResizeIsAnEvent: a claim the API server does not let grow (its class does not
+// allow expansion) was already the PersistentVolumeClaimSizeReady condition; it is now a
+// Warning event of the condition's reason too, once, though the node is looked at every
+// second.
+func TestRefusedResizeIsAnEvent(t *testing.T) {
+	h := start(t)
+	fixed := storageClass(t, "fixed-"+h.ns, false)
+	h.create(h.configMap(""))
+	h.create(h.node("c-0-0", func(n *valkeyv1.ValkeyNode) {
+		n.Spec.Persistence = &valkeyv1.PersistenceSpec{Size: resource.MustParse("1Gi"), StorageClassName: ptr.To(fixed),
+			ReclaimPolicy: valkeyv1.ReclaimDelete}
+	}))
+	h.pvc("c-0-0-data")
+	h.bind("c-0-0-data", "1Gi", nil)
+	h.waitConditions("c-0-0", "Ready=False/PodNotReady PersistentVolumeClaimReady=True/PersistentVolumeClaimBound PersistentVolumeClaimSizeReady=True/PersistentVolumeClaimSizeSatisfied")
+	update(h, &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "c-0-0"}}, func(n *valkeyv1.ValkeyNode) {
+		n.Spec.Persistence.Size = resource.MustParse("3Gi")
+	})
+	got := h.waitConditions("c-0-0", "Ready=False/PodNotReady PersistentVolumeClaimReady=True/PersistentVolumeClaimBound PersistentVolumeClaimSizeReady=False/"+
+		valkeyv1.NodeReasonPersistentVolumeClaimResizeInfeasible)
+	time.Sleep(3 * time.Second)
+	evs := h.warnings(valkeyv1.NodeReasonPersistentVolumeClaimResizeInfeasible)
+	if len(evs) != 1 || evs[0].Regarding.Name != "c-0-0" || evs[0].Note != condOf(got, valkeyv1.NodeConditionPersistentVolumeClaimSizeReady).Message {
+		t.Errorf("Warning events %+v, want one about c-0-0 with the condition's message", evs)
+	}
+}

@@ -54,7 +54,11 @@ func (r *Reconciler) run(ctx context.Context, n *valkeyv1.ValkeyNode) (reconcile
 			ready.Message = blocked
 		}
 		p.set(ready)
-		p.set(pvcSize(objs.PVC.Name, n.Spec.Persistence.Size, pvc, refused))
+		size := pvcSize(objs.PVC.Name, n.Spec.Persistence.Size, pvc, refused)
+		if refused != nil {
+			r.warnNews(n, size)
+		}
+		p.set(size)
 		pvcCond = &ready
 		if blocked != "" {
 			// Someone else's claim under our name: never mount its data.
