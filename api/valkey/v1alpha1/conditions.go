@@ -47,6 +47,10 @@ const (
 	// Ready=False or Progressing=True: work under way.
 	ReasonReconciling   = "Reconciling"
 	ReasonUpdatingNodes = "UpdatingNodes"
+	// ReasonRollBlocked (Progressing=True, Ready=False): the rolling update stopped before
+	// a primary no replica can take over from; spec.rollout.allowPrimaryWithoutReplica or
+	// spec.replicas lets it go on.
+	ReasonRollBlocked = "RollBlocked"
 
 	// Ready=False and ClusterFormed=False: members still missing.
 	ReasonMissingShards   = "MissingShards"

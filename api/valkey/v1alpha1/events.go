@@ -40,6 +40,10 @@ const (
 	EventFailoverFailed    = "FailoverFailed"  // Warning
 	EventFailoverTimeout   = "FailoverTimeout" // Warning
 	EventFailoverCompleted = "FailoverCompleted"
+	// EventRollBlocked: a rolling update stopped before a primary without a replica.
+	EventRollBlocked = "RollBlocked" // Warning
+	// EventPrimaryReplacedAlone: a primary without a replica replaced as the user allowed.
+	EventPrimaryReplacedAlone = "PrimaryReplacedAlone" // Warning
 
 	// Recovery and maintenance.
 	EventReplicasTakenOver     = "ReplicasTakenOver"

@@ -155,6 +155,24 @@ type ValkeyClusterSpec struct {
 	// PodSecurityContext replaces the operator's default pod security context.
 	// +optional
 	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+
+	// Rollout tunes how a rolling update replaces outdated nodes: shard by shard, a
+	// shard's replicas (each waited for until its sync with the primary finished) before
+	// its primary, which first hands its slots to an in-sync replica.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+}
+
+// RolloutSpec tunes rolling updates.
+type RolloutSpec struct {
+	// AllowPrimaryWithoutReplica lets a rolling update replace a primary that has no
+	// in-sync replica to hand its slots to (spec.replicas 0). Its shard then serves no
+	// client until the new pod is up, and without spec.persistence the shard's keys are
+	// lost. Unset, such a roll stops before that primary with Progressing reason
+	// RollBlocked and a RollBlocked Warning event. With spec.replicas 1 or more the roll
+	// waits for an in-sync replica instead and this field changes nothing.
+	// +optional
+	AllowPrimaryWithoutReplica bool `json:"allowPrimaryWithoutReplica,omitempty"`
 }
 
 // PDBMode is how the operator manages PodDisruptionBudgets.

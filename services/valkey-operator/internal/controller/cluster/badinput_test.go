@@ -165,7 +165,9 @@ func TestSelfSignedTLS(t *testing.T) {
 	startController(t, f)
 	ctx := context.Background()
 	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: ns},
-		Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, TLS: &valkeyv1.TLSConfig{SelfSigned: true}}}
+		// No replicas: the renewal's roll replaces primaries alone, as the user allows.
+		Spec: valkeyv1.ValkeyClusterSpec{Shards: 3, TLS: &valkeyv1.TLSConfig{SelfSigned: true},
+			Rollout: &valkeyv1.RolloutSpec{AllowPrimaryWithoutReplica: true}}}
 	if err := c.Create(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
@@ -253,6 +255,8 @@ func TestConfigurationWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur.Spec.TerminationGracePeriodSeconds = nil
+	// The change rolls the single primary, which has no replica: allowed here.
+	cur.Spec.Rollout = &valkeyv1.RolloutSpec{AllowPrimaryWithoutReplica: true}
 	if err := f.c.Update(context.Background(), &cur); err != nil {
 		t.Fatal(err)
 	}

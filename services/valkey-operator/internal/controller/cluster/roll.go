@@ -9,14 +9,16 @@ import (
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	"github.com/opsuite/suite/services/valkey-operator/internal/executor"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // steadyResync is how often a converged cluster is observed again, reading only: a member
 // can fail without any Kubernetes object changing.
 const steadyResync = 15 * time.Second
 
-// roll updates one outdated ValkeyNode per pass, replicas before primaries, after a
-// proactive failover away from a primary that has an in-sync replica. It runs only on a
+// roll updates one outdated ValkeyNode per pass, shard by shard, a shard's replicas
+// before its primary, each after every replica finished its sync; a primary only after a
+// proactive failover to an in-sync replica, or, when it has none, as replaceAlone says. It runs only on a
 // converged cluster whose members are all ready, so a shard is never rolled while its
 // other members are unhealthy.
 func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Snapshot, set nodeSet) time.Duration {
@@ -58,19 +60,20 @@ func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Sn
 		}
 		return v.Myself()
 	}
-	sort.SliceStable(outdated, func(i, j int) bool {
-		a, _ := role(outdated[i])
-		b, _ := role(outdated[j])
-		if a.Primary != b.Primary {
-			return !a.Primary // replicas first
-		}
-		return outdated[i].node.Name < outdated[j].node.Name
-	})
-	next := outdated[0]
+	// A replica replaced before must have finished its sync before the next node goes:
+	// until then it is no copy of its shard's keys.
+	if name := p.syncing(snap, set); name != "" {
+		p.progressMsg = fmt.Sprintf("Waiting for replica %s to finish syncing with its primary before the next node is replaced", name)
+		return p.ctl.cfg.Poll
+	}
+	next := rollOrder(outdated, role, set)[0]
 	p.progressMsg = fmt.Sprintf("Rolling ValkeyNode %s (%d left)", next.node.Name, len(outdated))
 	if me, ok := role(next); ok && me.Primary && me.SlotTotal() > 0 {
 		if replica, ok := p.failoverTarget(snap, set, me); ok {
 			return p.failover(ctx, exec, next, replica, set)
+		}
+		if !p.replaceAlone(next) {
+			return p.ctl.cfg.Poll
 		}
 	}
 	if !p.update(ctx, next) {
@@ -78,6 +81,86 @@ func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Sn
 	}
 	p.ctl.setRolling(p.c, true)
 	return p.ctl.cfg.Poll
+}
+
+// rollOrder sorts the outdated members shard by shard (the shard a member serves: its
+// primary's, by the primary's shard index), and within a shard its replicas before its
+// primary, so each shard is finished before the next one starts.
+func rollOrder(outdated []member, role func(member) (valkey.Node, bool), set nodeSet) []member {
+	shardOf := map[string]int32{} // node id of a primary -> its shard index
+	for _, m := range set.desired {
+		if me, ok := role(m); ok && me.Primary {
+			shardOf[me.ID] = m.node.Spec.ShardIndex
+		}
+	}
+	served := func(m member) int32 {
+		me, ok := role(m)
+		if !ok {
+			return m.node.Spec.ShardIndex
+		}
+		id := me.ID
+		if me.Replica {
+			id = me.PrimaryID
+		}
+		if s, ok := shardOf[id]; ok {
+			return s
+		}
+		return m.node.Spec.ShardIndex
+	}
+	out := append([]member(nil), outdated...)
+	sort.SliceStable(out, func(i, j int) bool {
+		si, sj := served(out[i]), served(out[j])
+		if si != sj {
+			return si < sj
+		}
+		a, _ := role(out[i])
+		b, _ := role(out[j])
+		if a.Primary != b.Primary {
+			return !a.Primary // replicas first
+		}
+		return out[i].node.Name < out[j].node.Name
+	})
+	return out
+}
+
+// syncing names a replica whose link to its primary is down or whose full sync is still
+// running ("" when every replica is in sync).
+func (p *pass) syncing(snap valkey.Snapshot, set nodeSet) string {
+	for _, m := range set.desired {
+		v, ok := snap.View(m.addr)
+		if !ok || !v.Repl.Replica() {
+			continue
+		}
+		if !v.Repl.MasterLinkUp || v.Repl.SyncInProgress {
+			return m.node.Name
+		}
+	}
+	return ""
+}
+
+// replaceAlone decides for a primary serving slots that no in-sync replica can take over
+// from: with replicas asked for, wait for one; with none, replace it only when the user
+// allowed it (spec.rollout.allowPrimaryWithoutReplica), else stop the roll, saying how to
+// go on.
+func (p *pass) replaceAlone(primary member) bool {
+	c := p.c
+	shard := primary.node.Spec.ShardIndex
+	if c.Spec.Replicas > 0 {
+		p.progressMsg = fmt.Sprintf("Waiting for a replica of primary %s (shard %d) to be in sync before the primary is replaced", primary.node.Name, shard)
+		return false
+	}
+	loss := "its keys are lost (spec.persistence is unset)"
+	if c.Spec.Persistence != nil {
+		loss = "its keys wait on its volume"
+	}
+	if c.Spec.Rollout != nil && c.Spec.Rollout.AllowPrimaryWithoutReplica {
+		p.warn(valkeyv1.EventPrimaryReplacedAlone, fmt.Sprintf("Replacing primary %s (shard %d) with no replica to take over, as spec.rollout.allowPrimaryWithoutReplica allows: the shard serves no client until the new pod is up and %s", primary.node.Name, shard, loss))
+		return true
+	}
+	msg := fmt.Sprintf("Rolling update stopped before primary %s (shard %d): it has no replica to hand its slots to, so replacing it stops the shard and %s. Set spec.replicas to 1 or more (the roll then fails over first), or set spec.rollout.allowPrimaryWithoutReplica to true to replace it anyway", primary.node.Name, shard, loss)
+	p.progress, p.progressMsg = valkeyv1.ReasonRollBlocked, msg
+	p.warnOn(valkeyv1.ConditionProgressing, metav1.ConditionTrue, valkeyv1.ReasonRollBlocked, valkeyv1.EventRollBlocked, msg)
+	return false
 }
 
 // stateNotOK names a member whose cluster_state is not ok yet (it refuses clients with
@@ -118,8 +201,8 @@ func (p *pass) staleView(snap valkey.Snapshot, set nodeSet) string {
 	return ""
 }
 
-// failoverTarget is a healthy replica of primary; the executor checks that it is in sync
-// before it fails over.
+// failoverTarget is a healthy replica of primary whose link is up and whose sync
+// finished; the executor checks its offset before it fails over.
 func (p *pass) failoverTarget(snap valkey.Snapshot, set nodeSet, primary valkey.Node) (member, bool) {
 	for _, m := range set.desired {
 		v, ok := snap.View(m.addr)
@@ -127,7 +210,7 @@ func (p *pass) failoverTarget(snap valkey.Snapshot, set nodeSet, primary valkey.
 			continue
 		}
 		me, ok := v.Myself()
-		if ok && me.Replica && me.PrimaryID == primary.ID && me.Healthy() {
+		if ok && me.Replica && me.PrimaryID == primary.ID && me.Healthy() && v.Repl.MasterLinkUp && !v.Repl.SyncInProgress {
 			return m, true
 		}
 	}

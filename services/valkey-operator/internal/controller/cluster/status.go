@@ -71,8 +71,8 @@ func (p *pass) writeStatus() {
 		switch {
 		case p.healthy:
 			set(valkeyv1.ConditionReady, metav1.ConditionTrue, valkeyv1.ReasonClusterHealthy, "Cluster is healthy")
-		case p.progress == valkeyv1.ReasonUpdatingNodes:
-			set(valkeyv1.ConditionReady, metav1.ConditionFalse, valkeyv1.ReasonUpdatingNodes, p.progressMsg)
+		case p.progress == valkeyv1.ReasonUpdatingNodes || p.progress == valkeyv1.ReasonRollBlocked:
+			set(valkeyv1.ConditionReady, metav1.ConditionFalse, p.progress, p.progressMsg)
 		case p.degraded == valkeyv1.ReasonPodUnschedulable:
 			set(valkeyv1.ConditionReady, metav1.ConditionFalse, valkeyv1.ReasonPodUnschedulable, p.degradedMsg)
 		case p.formed == metav1.ConditionFalse && p.formedReason == valkeyv1.ReasonMissingShards:
