@@ -119,21 +119,28 @@ func mustBolt(t *testing.T, c *boltClient, q string) [][]any {
 }
 
 // transientAnswers are coordinator refusals a client retries: a Raft write that failed
-// (a peer just added still catching up), an election under way, a peer whose process
-// has not opened its port yet.
-var transientAnswers = []string{"Please retry the operation", "knows no leader to forward it to", "is unreachable!"}
+// or timed out (a peer just added still catching up), an election under way, a peer
+// whose process has not opened its port yet.
+var transientAnswers = []string{"Please retry the operation", "knows no leader to forward it to", "is unreachable!", ErrForwardFailed}
+
+// doneAnswers, after a transient answer, say the earlier attempt took effect after all (a
+// Raft write that timed out still commits).
+var doneAnswers = []string{ErrDuplicateCoordinator, ErrDuplicateInstance, ErrMainExists}
 
 // mustBoltRetrying is mustBolt for a coordinator write, retried for up to 10 s while the
 // answer is a transient one, as the operator retries it (mustRunRetrying in-process).
-func mustBoltRetrying(t *testing.T, c *boltClient, q string) [][]any {
+func mustBoltRetrying(t *testing.T, c *boltClient, q string) {
 	t.Helper()
+	has := func(err error, answers []string) bool {
+		return slices.ContainsFunc(answers, func(s string) bool { return strings.Contains(err.Error(), s) })
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, rows, err := c.run(q)
-		if err == nil {
-			return rows
+	for retried := false; ; retried = true {
+		_, _, err := c.run(q)
+		if err == nil || (retried && has(err, doneAnswers)) {
+			return
 		}
-		if !slices.ContainsFunc(transientAnswers, func(s string) bool { return strings.Contains(err.Error(), s) }) || time.Now().After(deadline) {
+		if !has(err, transientAnswers) || time.Now().After(deadline) {
 			t.Fatalf("%s: %v", q, err)
 		}
 		time.Sleep(100 * time.Millisecond)
