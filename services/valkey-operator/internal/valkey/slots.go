@@ -138,7 +138,7 @@ func (c *conn) SetSlots(ctx context.Context, cmds ...SetSlot) (int, error) {
 		// wait out the same missing acknowledgement), and the next observation shows what
 		// was applied.
 		for i, r := range c.c.DoMulti(ctx, multi...) {
-			if err := r.Error(); err != nil && !(chunk[i].State == SlotNode && replicaRefusal(err)) {
+			if err := r.Error(); err != nil && (chunk[i].State != SlotNode || !replicaRefusal(err)) {
 				return start + i, fmt.Errorf("CLUSTER SETSLOT %d %s on %s: %w", chunk[i].Slot, chunk[i].State, c.addr, err)
 			}
 		}
