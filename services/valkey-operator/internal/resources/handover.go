@@ -74,3 +74,11 @@ func handoverParts(n *valkeyv1.ValkeyNode, o NodeOptions, tls bool) (init corev1
 	hook = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: cmd}}}
 	return init, vol, mount, hook, true
 }
+
+// Template is the pod template of the workload, whichever kind it is.
+func (o NodeObjects) Template() *corev1.PodTemplateSpec {
+	if o.Deployment != nil {
+		return &o.Deployment.Spec.Template
+	}
+	return &o.StatefulSet.Spec.Template
+}

@@ -34,7 +34,7 @@ func (p *pass) set(c metav1.Condition) {
 
 func (r *Reconciler) run(ctx context.Context, n *valkeyv1.ValkeyNode) (reconciler.Result, error) {
 	p := &pass{n: n}
-	objs := resources.NodeWorkload(n, r.cfg.Build)
+	objs := resources.NodeWorkload(n, r.buildOptions(ctx, n))
 
 	// The PVC first, so the pod never waits on a claim that was never asked for. A pending
 	// claim does not hold the workload back: with WaitForFirstConsumer binding, the claim
