@@ -23,7 +23,7 @@ func TestPodDisruptionBudgetFormsServerSideApply(t *testing.T) {
 			"metadata": map[string]any{"name": "forms", "namespace": ns},
 			"spec":     map[string]any{"shards": int64(3), "podDisruptionBudget": pdb},
 		}}
-		return env.Client.Patch(ctx, u, client.Apply, client.FieldOwner("test"), client.ForceOwnership, client.FieldValidation("Strict"))
+		return env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test"), client.ForceOwnership)
 	}
 	for _, step := range []struct {
 		pdb  any
