@@ -86,6 +86,10 @@ func Run(ctx context.Context, cfg Config) error {
 			return nil
 		}
 		replica, ok := bestReplica(ctx, e, v, me.ID, tried)
+		if !ok && !anyConnected(v, me.ID) {
+			// Every replica is gone (the whole cluster being deleted, say): nobody to wait for.
+			return fmt.Errorf("%w: %s has no connected replica", ErrNoReplica, cfg.Addr)
+		}
 		if !ok {
 			if len(tried) > 0 {
 				clear(tried) // every one was tried: ask them all again
@@ -146,6 +150,17 @@ func bestReplica(ctx context.Context, e *executor.Executor, v valkey.View, id st
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].offset > cs[j].offset })
 	return cs[0].addr, true
+}
+
+// anyConnected reports whether view v has a replica of primary id that is connected and
+// unsuspected, one that may yet become ready (a full sync running).
+func anyConnected(v valkey.View, id string) bool {
+	for _, r := range v.ReplicasOf(id) {
+		if r.Healthy() {
+			return true
+		}
+	}
+	return false
 }
 
 // observed are the addresses of the members view v (self's) sees healthy, self first.
