@@ -310,3 +310,40 @@ func TestScaleInDrainsThenForgets(t *testing.T) {
 		t.Fatal("the removed members were never forgotten")
 	}
 }
+
+// TestStaleReplicationLinkRepointed: a replica whose table has its primary at the address
+// the primary answers at, but whose replication link is down dialling another address (a
+// replica restarted from nodes.conf after every member moved, on Redis 7.0), gets
+// REPLICATE to the same primary again; a link down towards the right address (a sync
+// starting, the primary restarting in place) gets nothing.
+func TestStaleReplicationLinkRepointed(t *testing.T) {
+	c, d := formed(t)
+	snap := c.snapshot()
+	var replica string
+	var primary valkey.Node
+	for i, v := range snap.Views {
+		me, _ := v.Myself()
+		if !me.Replica {
+			continue
+		}
+		replica, primary = v.Addr, valkey.Node{}
+		for _, n := range v.Nodes {
+			if n.ID == me.PrimaryID {
+				primary = n
+			}
+		}
+		snap.Views[i].Repl.MasterLinkUp, snap.Views[i].Repl.MasterAddr = false, "127.0.0.1:1"
+		break
+	}
+	if p := Compute(d, snap); len(p.Steps) != 1 || !reflect.DeepEqual(p.Steps[0], Step{Op: Replicate, On: replica, NodeID: primary.ID}) {
+		t.Fatalf("plan %v wait %q, want REPLICATE %s on %s", p.Steps, p.Wait, primary.ID, replica)
+	}
+	for i, v := range snap.Views {
+		if v.Addr == replica {
+			snap.Views[i].Repl.MasterAddr = primary.Addr
+		}
+	}
+	if p := Compute(d, snap); !p.Converged() {
+		t.Fatalf("plan %v wait %q for a link down towards the right address", p.Steps, p.Wait)
+	}
+}

@@ -1,5 +1,7 @@
 package planner
 
+import "github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+
 // replicas attaches members that serve no shard to the primaries short of replicas,
 // preferring a primary on another host.
 func (st *state) replicas(primaries []primary) {
@@ -22,6 +24,10 @@ func (st *state) replicas(primaries []primary) {
 		me, _ := v.Myself()
 		if me.Replica && isPrimary[me.PrimaryID] && have[me.PrimaryID] < st.d.Replicas {
 			have[me.PrimaryID]++
+			if st.staleLink(v, me.PrimaryID) {
+				// REPLICATE again re-points the link at the address its table now holds.
+				st.add(Step{Op: Replicate, On: m.Addr, NodeID: me.PrimaryID})
+			}
 			continue
 		}
 		free = append(free, m)
@@ -116,4 +122,19 @@ func (st *state) forget() {
 			st.add(Step{Op: Forget, On: m.Addr, NodeID: n.ID})
 		}
 	}
+}
+
+// staleLink: replica view v follows primary pid in its table, at the address pid answers
+// at, but its replication link is down and dials another address. A replica restarted
+// from nodes.conf dials its primary's address from before the restart; when every member
+// came back on a new address, Redis 7.0 learns the primary's new address through gossip
+// without re-pointing the link (Valkey 8 re-points it), so the shard would stay without
+// an in-sync replica for good.
+func (st *state) staleLink(v valkey.View, pid string) bool {
+	r := v.Repl
+	if !r.Replica() || r.MasterLinkUp || r.MasterAddr == "" {
+		return false
+	}
+	p, ok := v.Node(pid)
+	return ok && p.Addr != "" && !p.NoAddr && p.Addr == st.addrOf[pid] && p.Addr != r.MasterAddr
 }

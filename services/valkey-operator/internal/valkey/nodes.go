@@ -8,6 +8,7 @@ package valkey
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -126,6 +127,9 @@ type ReplicationState struct {
 	// Offset is how far this member's replication stream got: slave_repl_offset on a
 	// replica, master_repl_offset on a primary.
 	Offset int64
+	// MasterAddr is where a replica's replication link dials (master_host:master_port),
+	// "" on a primary.
+	MasterAddr string
 }
 
 // Replica reports role:slave.
@@ -141,6 +145,9 @@ func ParseReplication(text string) ReplicationState {
 		key = "slave_repl_offset"
 	}
 	r.Offset, _ = strconv.ParseInt(kv[key], 10, 64)
+	if r.Replica() && kv["master_host"] != "" {
+		r.MasterAddr = net.JoinHostPort(kv["master_host"], kv["master_port"])
+	}
 	return r
 }
 

@@ -174,11 +174,11 @@ func TestParseReplicationAndClusterInfo(t *testing.T) {
 		return string(b)
 	}
 	r := ParseReplication("txt:" + read("replication-replica.txt"))
-	if !r.Replica() || !r.MasterLinkUp || r.SyncInProgress || r.Offset != 50 {
+	if !r.Replica() || !r.MasterLinkUp || r.SyncInProgress || r.Offset != 50 || r.MasterAddr != "127.0.0.1:17951" {
 		t.Fatalf("replica = %+v", r)
 	}
 	p := ParseReplication(read("replication-primary.txt"))
-	if p.Replica() || p.Role != "master" || p.MasterLinkUp || p.Offset != 50 {
+	if p.Replica() || p.Role != "master" || p.MasterLinkUp || p.Offset != 50 || p.MasterAddr != "" {
 		t.Fatalf("primary = %+v", p)
 	}
 	i := ClusterInfoFrom(ParseInfo(read("info.txt")))

@@ -1,7 +1,8 @@
 // Package valkeytest runs real server processes on loopback for tests: valkey-server (8.0,
 // from Debian bookworm-backports) unless VALKEY_SERVER=redis-server picks Debian's Redis
 // 7.0 for the compatibility run (Bins). Servers start in cluster mode, stop and restart on
-// the same port and data directory (a pod replaced with its volume), and are killed at the
+// the same port and data directory (a pod replaced with its volume) or move to new ports (a
+// pod rescheduled with its volume under a new IP), and are killed at the
 // test's end with their log tail printed when the test failed.
 package valkeytest
 
@@ -140,6 +141,17 @@ func (s *Server) Stop() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
+	s.start()
+}
+
+// Move kills the server and starts it again from the same directory on new ports: its
+// nodes.conf keeps its node id and the peers' old addresses, as a pod with a persistent
+// volume rescheduled under a new IP. Whatever the server did not save is gone.
+func (s *Server) Move() {
+	s.t.Helper()
+	s.Stop()
+	s.Port, s.BusPort = testenv.FreePort(s.t), testenv.FreePort(s.t)
+	s.Addr = fmt.Sprintf("127.0.0.1:%d", s.Port)
 	s.start()
 }
 
