@@ -254,6 +254,7 @@ func (s *vkScenario) step(ctx context.Context, name string, timeout time.Duratio
 	}
 	s.wantEvents(ctx, name, begin, events)
 	s.checkRoles(ctx, name)
+	s.checkShards(ctx, name, false)
 }
 
 // apply runs kubectl apply on a manifest, as a user does.
