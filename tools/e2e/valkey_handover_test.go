@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -17,48 +16,6 @@ const (
 	vkhNamespace = "e2e-valkey-handover"
 	vkhName      = "vkh"
 )
-
-// vkhManifest is a 3x1 cluster on the scenario's server (VALKEY_SERVER) with the writer's
-// user.
-func vkhManifest() string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: %[2]s-users
-  namespace: %[1]s
-stringData:
-  %[3]s: %[4]s
----
-apiVersion: valkey.io/v1alpha1
-kind: ValkeyCluster
-metadata:
-  name: %[2]s
-  namespace: %[1]s
-spec:
-  image: %[5]s
-  shards: 3
-  replicas: 1
-  resources:
-    requests:
-      cpu: 10m
-      memory: 32Mi
-  users:
-    - name: %[3]s
-      passwordSecret:
-        name: %[2]s-users
-        keys: [%[3]s]
-      commands:
-        allow: ["@all"]
-        deny: ["@admin", "@dangerous"]
-      keys:
-        readWrite: ["k:*"]
-`, vkhNamespace, vkhName, vkUser, vkPassword, vkImageOld)
-}
 
 // TestValkeyPrimaryHandover (issue 21, item 2): with a writer running, a primary's pod is
 // deleted as `kubectl delete pod` does (default grace period). The pod's preStop hook
@@ -78,7 +35,7 @@ func TestValkeyPrimaryHandover(t *testing.T) {
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), s.ns, metav1.DeleteOptions{})
 	})
 	s.step(ctx, "create 3x1", 4*time.Minute, vkWant{3, 1, vkImageOld, ""}, func(ctx context.Context) error {
-		return s.apply(ctx, vkhManifest())
+		return s.apply(ctx, vkManifest(vkhNamespace, vkhName))
 	}, valkeyv1.EventClusterReady)
 
 	bin := <-writerBin

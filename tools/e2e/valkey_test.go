@@ -60,9 +60,10 @@ func vkServer(choice string) (imageOld, imageNew, cli string, err error) {
 	return "", "", "", fmt.Errorf("VALKEY_SERVER=%q: want valkey-server or redis-server", choice)
 }
 
-// vkManifest is what a user applies: the password Secret and a 3x1 ValkeyCluster whose
-// spec user may read and write k:* keys (and see the topology, as cluster clients must).
-func vkManifest() string {
+// vkManifest is what a user applies: the password Secret and a 3x1 ValkeyCluster name in
+// namespace ns on the scenario's server (VALKEY_SERVER) whose spec user may read and write
+// k:* keys (and see the topology, as cluster clients must).
+func vkManifest(ns, name string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata:
@@ -99,7 +100,7 @@ spec:
         deny: ["@admin", "@dangerous"]
       keys:
         readWrite: ["k:*"]
-`, vkNamespace, vkName, vkUser, vkPassword, vkImageOld)
+`, ns, name, vkUser, vkPassword, vkImageOld)
 }
 
 // TestValkeyScenario is issue 9's end-to-end scenario on the chart Helm installed: create
@@ -124,7 +125,7 @@ func TestValkeyScenario(t *testing.T) {
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), s.ns, metav1.DeleteOptions{})
 	})
 	s.step(ctx, "create 3x1", 4*time.Minute, vkWant{3, 1, vkImageOld, ""}, func(ctx context.Context) error {
-		return s.apply(ctx, vkManifest())
+		return s.apply(ctx, vkManifest(vkNamespace, vkName))
 	}, valkeyv1.EventServiceCreated, valkeyv1.EventConfigMapCreated, valkeyv1.EventInternalSecretsCreated,
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventPodDisruptionBudgetCreated, valkeyv1.EventClusterMeetBatch,
 		valkeyv1.EventPrimaryCreated, valkeyv1.EventPrimariesCreated, valkeyv1.EventReplicaCreated,
