@@ -85,26 +85,9 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container) error {
 	if _, err := os.Stat(argv[0]); err != nil {
 		return fmt.Errorf("container %s: binary for image %s missing: %w", c.spec.Name, c.spec.Image, err)
 	}
-	specPath, err := w.writeExecSpec(pod, c, user, vars, argv, env, "exec-"+c.spec.Name+".json")
+	cmd, err := w.startHelper(pod, c, user, vars, argv, env, "exec-"+c.spec.Name+".json",
+		fmt.Sprintf("starting %q on %s as %d:%d", argv, pod.Status.PodIP, user.UID, user.GID))
 	if err != nil {
-		return err
-	}
-	logPath := filepath.Join(w.r.cfg.LogDir, fmt.Sprintf("%s_%s_%s.log", pod.Namespace, pod.Name, c.spec.Name))
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "=== %s localcluster: starting %q on %s as %d:%d\n", time.Now().Format(time.RFC3339), argv, pod.Status.PodIP, user.UID, user.GID)
-	cmd := exec.Command(w.r.cfg.HelperBinary, HelperCommand, specPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append([]string{}, w.r.cfg.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS,
-		Setpgid:    true,
-		Pdeathsig:  syscall.SIGKILL,
-	}
-	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting container %s: %w", c.spec.Name, err)
 	}
 	c.cmd = cmd
@@ -142,6 +125,36 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container) error {
 // writeExecSpec writes, under name in the pod's directory, what the helper needs to run
 // argv as c's process (or a command executed in c, such as a lifecycle hook): c's mounts,
 // working directory, hostname, environment and user.
+// startHelper starts the helper that runs argv inside container c (its mounts, user and
+// environment, described in the exec spec file specName), in a new mount and UTS namespace
+// and process group, killed with the runner; its output is appended to the container's
+// log after a line saying what starts.
+func (w *podWorker) startHelper(pod *corev1.Pod, c *container, user credentials, vars map[string]string, argv, env []string, specName, banner string) (*exec.Cmd, error) {
+	specPath, err := w.writeExecSpec(pod, c, user, vars, argv, env, specName)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(w.r.cfg.LogDir, fmt.Sprintf("%s_%s_%s.log", pod.Namespace, pod.Name, c.spec.Name))
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "=== %s localcluster: %s\n", time.Now().Format(time.RFC3339), banner)
+	cmd := exec.Command(w.r.cfg.HelperBinary, HelperCommand, specPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append([]string{}, w.r.cfg.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS,
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
 func (w *podWorker) writeExecSpec(pod *corev1.Pod, c *container, user credentials, vars map[string]string, argv, env []string, name string) (string, error) {
 	// The container's writable layer, its user's alone.
 	if err := mkdirOwned(filepath.Join(w.dir, "containers"), 0o755, -1, -1); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -121,26 +120,8 @@ func (w *podWorker) execHook(ctx context.Context, pod *corev1.Pod, c *container,
 	if err != nil {
 		return err
 	}
-	specPath, err := w.writeExecSpec(pod, c, user, vars, argv, env, "prestop-"+c.spec.Name+".json")
+	cmd, err := w.startHelper(pod, c, user, vars, argv, env, "prestop-"+c.spec.Name+".json", fmt.Sprintf("preStop hook %q", command))
 	if err != nil {
-		return err
-	}
-	logPath := filepath.Join(w.r.cfg.LogDir, fmt.Sprintf("%s_%s_%s.log", pod.Namespace, pod.Name, c.spec.Name))
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "=== %s localcluster: preStop hook %q\n", time.Now().Format(time.RFC3339), command)
-	cmd := exec.Command(w.r.cfg.HelperBinary, HelperCommand, specPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append([]string{}, w.r.cfg.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS,
-		Setpgid:    true,
-		Pdeathsig:  syscall.SIGKILL,
-	}
-	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the hook: %w", err)
 	}
 	done := make(chan error, 1)
