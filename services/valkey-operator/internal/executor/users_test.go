@@ -148,7 +148,7 @@ func TestClusterClientUserAcrossReshard(t *testing.T) {
 	}
 	owners, slotOwners := map[string]bool{}, snap.Views[0].Owners()
 	for i := range n {
-		owners[slotOwners[slotOf("app:"+strconv.Itoa(i))]] = true
+		owners[slotOwners[valkey.KeySlot("app:"+strconv.Itoa(i))]] = true
 	}
 	if len(owners) != 4 {
 		t.Fatalf("alice's %d keys are on %d primaries, want 4", n, len(owners))
@@ -202,6 +202,3 @@ func isNoPerm(err error) bool {
 	var ve *valkeygo.ValkeyError
 	return errors.As(err, &ve) && len(ve.Error()) >= 6 && ve.Error()[:6] == "NOPERM"
 }
-
-// slotOf is the key's hash slot (no hash tags in the test's keys).
-func slotOf(key string) int { return int(crc16([]byte(key))) % valkey.SlotCount }

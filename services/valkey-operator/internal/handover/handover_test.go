@@ -404,24 +404,8 @@ func TestReadAuth(t *testing.T) {
 func keyInSlot(slot int) string {
 	for i := 0; ; i++ {
 		k := "t" + strconv.Itoa(i)
-		if int(crc16([]byte(k))%valkey.SlotCount) == slot {
+		if valkey.KeySlot(k) == slot {
 			return k
 		}
 	}
-}
-
-// crc16 is the cluster's key hash (CRC-16/XMODEM).
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, c := range b {
-		crc ^= uint16(c) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }
