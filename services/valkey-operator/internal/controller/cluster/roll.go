@@ -66,6 +66,17 @@ func (p *pass) roll(ctx context.Context, exec *executor.Executor, snap valkey.Sn
 		p.progressMsg = fmt.Sprintf("Waiting for replica %s to finish syncing with its primary before the next node is replaced", name)
 		return p.ctl.cfg.Poll
 	}
+	// Nor before every member serves and knows the shape: a replica replaced by a new
+	// node must be known as its primary's replica by the other primaries, or they refuse
+	// it their votes when it is asked to fail over (Redis 7.0 did, 10 times in a row).
+	if down := p.stateNotOK(snap, set); down != "" {
+		p.progressMsg = fmt.Sprintf("Waiting for %s before the next node is replaced", down)
+		return p.ctl.cfg.Poll
+	}
+	if stale := p.staleView(snap, set); stale != "" {
+		p.progressMsg = fmt.Sprintf("Waiting for %s before the next node is replaced", stale)
+		return p.ctl.cfg.Poll
+	}
 	next := rollOrder(outdated, role, set)[0]
 	p.progressMsg = fmt.Sprintf("Rolling ValkeyNode %s (%d left)", next.node.Name, len(outdated))
 	if me, ok := role(next); ok && me.Primary && me.SlotTotal() > 0 {
