@@ -235,13 +235,17 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 
 	// Discoverer.
 	// The Vald chart has two settings of that name: rollingUpdate.maxUnavailable paces the
-	// DaemonSet's rollout, maxUnavailable is its PodDisruptionBudget (either kind).
+	// DaemonSet's rollout, maxUnavailable is its PodDisruptionBudget (either kind). The chart
+	// declares both strings ("1" as well as "25%") and writes them unquoted into the
+	// manifest, where "1" reads as the number Kubernetes wants.
 	disc := map[string]any{"kind": firstNonEmpty(v.Discoverer.Kind, cfg.DiscovererKind)}
 	if disc["kind"] == "DaemonSet" {
-		disc["rollingUpdate"] = map[string]any{"maxUnavailable": intOrPercent(cfg.DiscovererMaxUnavailable)}
+		rolling := cfg.DiscovererMaxUnavailable
+		disc["rollingUpdate"] = map[string]any{"maxUnavailable": rolling.String()}
 	}
 	if cfg.DiscovererPDBMaxUnavailable != "" {
-		disc["maxUnavailable"] = intOrPercent(intstr.Parse(cfg.DiscovererPDBMaxUnavailable))
+		pdb := intstr.Parse(cfg.DiscovererPDBMaxUnavailable)
+		disc["maxUnavailable"] = pdb.String()
 	}
 	if general != nil {
 		placeOn(disc, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
@@ -351,15 +355,6 @@ func Merge(base, overlay map[string]any) map[string]any {
 		}
 	}
 	return base
-}
-
-// intOrPercent is a number as a number and a percentage as a string, as Kubernetes takes
-// them: the chart renders the value into the manifest, where "1" would be an invalid string.
-func intOrPercent(v intstr.IntOrString) any {
-	if v.Type == intstr.Int {
-		return v.IntVal
-	}
-	return v.StrVal
 }
 
 // quantity parses a positive quantity; admission has validated it, so anything else

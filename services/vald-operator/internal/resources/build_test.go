@@ -37,12 +37,17 @@ func testConfig() Config {
 	return cfg
 }
 
-func TestGolden(t *testing.T) {
-	cases := []struct {
-		golden, input string
-		config        func(*Config)
-		nodes         NodePools
-	}{
+// goldenCase is one golden file: the release it is built from, the configuration and the
+// node-pool match.
+type goldenCase struct {
+	golden, input string
+	config        func(*Config)
+	nodes         NodePools
+}
+
+// goldenCases are the builds the golden files hold; the chart tests walk them too.
+func goldenCases() []goldenCase {
+	return []goldenCase{
 		{golden: "full", input: "full"},
 		{golden: "pool-fallback", input: "pool-fallback", config: func(c *Config) { c.NodePoolLabelPrefix = "" }},
 		{golden: "overlay", input: "overlay"},
@@ -62,6 +67,10 @@ func TestGolden(t *testing.T) {
 		{golden: "discoverer-deployment-pdb", input: "pool-fallback", config: func(c *Config) { c.DiscovererPDBMaxUnavailable = "50%" }},
 		{golden: "nodepool-match", input: "full", nodes: NodePools{valdv1.NodePoolTypeGeneral: true, valdv1.NodePoolTypeValdAgent: true}},
 	}
+}
+
+func TestGolden(t *testing.T) {
+	cases := goldenCases()
 	for _, tc := range cases {
 		t.Run(tc.golden, func(t *testing.T) {
 			cfg := testConfig()
