@@ -21,11 +21,15 @@ const (
 	DefaultReplicationPort int32 = 20000
 	DefaultMetricsPort     int32 = 9091
 
-	DefaultLibPVCSize   = "1Gi"
-	DefaultLogPVCSize   = "256Mi"
-	DefaultAccessMode   = AccessMode("ReadWriteOnce")
-	DefaultRetention    = RetentionRetain
-	DefaultInitialState = StateInitializing
+	DefaultLibPVCSize = "1Gi"
+	DefaultLogPVCSize = "256Mi"
+	DefaultAccessMode = AccessMode("ReadWriteOnce")
+	DefaultRetention  = RetentionRetain
+	// DefaultDataTerminationGracePeriodSeconds leaves a data instance time for its
+	// snapshot on exit; DefaultCoordinatorTerminationGracePeriodSeconds is Kubernetes'.
+	DefaultDataTerminationGracePeriodSeconds        int64 = 1800
+	DefaultCoordinatorTerminationGracePeriodSeconds int64 = 30
+	DefaultInitialState                                   = StateInitializing
 )
 
 // Bounds the CRD enforces (a test pins each against the CRD's rules). MaxNameLength is the

@@ -17,3 +17,21 @@ func (s ImageSpec) Reference() string {
 	}
 	return repo + ":" + tag
 }
+
+// WhenScaled is what happens to the claims of instances a scale-down retires:
+// RetentionPolicyWhenScaled when set, else RetentionPolicy (the one field both follow
+// unless told otherwise), else the default.
+func (s StorageSpec) WhenScaled() RetentionAction {
+	if s.RetentionPolicyWhenScaled != nil && *s.RetentionPolicyWhenScaled != "" {
+		return *s.RetentionPolicyWhenScaled
+	}
+	return s.WhenDeleted()
+}
+
+// WhenDeleted is what happens to the claims when the MemgraphCluster is deleted.
+func (s StorageSpec) WhenDeleted() RetentionAction {
+	if s.RetentionPolicy == "" {
+		return DefaultRetention
+	}
+	return s.RetentionPolicy
+}

@@ -44,10 +44,11 @@ type MemgraphClusterSpec struct {
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
-	// License names the Secret with the enterprise license and organization name;
-	// Memgraph refuses high availability without both.
+	// Secrets names the Secret with the enterprise license and organization name, in
+	// the HA Helm chart's vocabulary (secrets.name, licenseKey, organizationKey); Memgraph
+	// refuses high availability without both.
 	// +required
-	License LicenseSpec `json:"license"`
+	Secrets SecretsSpec `json:"secrets"`
 
 	// Auth names the Secret with Memgraph's admin user: every pod gets it as
 	// MEMGRAPH_USER/MEMGRAPH_PASSWORD and the operator logs in with it. Without it the
@@ -108,6 +109,132 @@ type MemgraphClusterSpec struct {
 	// operator's. Ports, identity and license are set elsewhere in the spec.
 	// +optional
 	ExtraArgs RoleArgs `json:"extraArgs,omitempty"`
+
+	// Affinity of each role's pods. Without a podAntiAffinity of its own a role gets the
+	// operator's: prefer a node no other member of the role runs on (weight 100 on
+	// kubernetes.io/hostname), so one node's failure takes one coordinator and one data
+	// instance at most while there are nodes enough, and pods still schedule when there
+	// are not. A nodeAffinity or podAffinity set here keeps that default.
+	// +optional
+	Affinity RoleAffinity `json:"affinity,omitempty"`
+
+	// NodeSelector of each role's pods.
+	// +optional
+	NodeSelector RoleNodeSelector `json:"nodeSelector,omitempty"`
+
+	// Tolerations of each role's pods (the HA chart's tolerations.coordinators and
+	// tolerations.data).
+	// +optional
+	Tolerations RoleTolerations `json:"tolerations,omitempty"`
+
+	// TopologySpreadConstraints of each role's pods. A constraint without a labelSelector
+	// spreads the role's own pods (the operator fills in the role's selector).
+	// +optional
+	TopologySpreadConstraints RoleTopologySpreadConstraints `json:"topologySpreadConstraints,omitempty"`
+
+	// PriorityClassName of each role's pods.
+	// +optional
+	PriorityClassName RolePriorityClassName `json:"priorityClassName,omitempty"`
+
+	// TerminationGracePeriodSeconds of each role's pods (the HA chart's
+	// container.<role>.terminationGracePeriodSeconds). Data instances default to 1800:
+	// Memgraph writes a snapshot of the whole graph on a clean exit
+	// (--storage-snapshot-on-exit, on in the image's configuration), and a kill before it
+	// finishes leaves the restart to recover from the older snapshot and the WAL. The
+	// kubelet waits only while the process runs, so a fast exit is not slowed. Coordinators
+	// default to 30: their Raft log is on disk as it is written.
+	// +kubebuilder:default={}
+	// +optional
+	TerminationGracePeriodSeconds RoleTerminationGracePeriod `json:"terminationGracePeriodSeconds,omitempty"`
+}
+
+// RoleAffinity is both roles' affinity.
+type RoleAffinity struct {
+	// Coordinators' affinity.
+	// +optional
+	Coordinators *corev1.Affinity `json:"coordinators,omitempty"`
+	// Data instances' affinity.
+	// +optional
+	Data *corev1.Affinity `json:"data,omitempty"`
+}
+
+// RoleNodeSelector is both roles' node selector.
+type RoleNodeSelector struct {
+	// Coordinators' node selector.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Coordinators map[string]LabelValue `json:"coordinators,omitempty"`
+	// Data instances' node selector.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Data map[string]LabelValue `json:"data,omitempty"`
+}
+
+// RoleTolerations is both roles' tolerations.
+type RoleTolerations struct {
+	// Coordinators' tolerations.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.effect) || t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="tolerations.coordinators[].effect must be NoSchedule, PreferNoSchedule or NoExecute, or left out to tolerate every effect"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator in ['Exists', 'Equal'])",message="tolerations.coordinators[].operator must be Equal or Exists"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator != 'Exists' || !has(t.value) || t.value == '')",message="tolerations.coordinators[] with operator Exists must have no value: remove the value or use operator Equal"
+	// +optional
+	Coordinators []corev1.Toleration `json:"coordinators,omitempty"`
+	// Data instances' tolerations.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.effect) || t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="tolerations.data[].effect must be NoSchedule, PreferNoSchedule or NoExecute, or left out to tolerate every effect"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator in ['Exists', 'Equal'])",message="tolerations.data[].operator must be Equal or Exists"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator != 'Exists' || !has(t.value) || t.value == '')",message="tolerations.data[] with operator Exists must have no value: remove the value or use operator Equal"
+	// +optional
+	Data []corev1.Toleration `json:"data,omitempty"`
+}
+
+// RoleTopologySpreadConstraints is both roles' topology spread constraints.
+type RoleTopologySpreadConstraints struct {
+	// Coordinators' constraints.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.maxSkew >= 1)",message="topologySpreadConstraints.coordinators[].maxSkew must be at least 1"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.whenUnsatisfiable in ['DoNotSchedule', 'ScheduleAnyway'])",message="topologySpreadConstraints.coordinators[].whenUnsatisfiable must be DoNotSchedule (a hard rule) or ScheduleAnyway (a preference)"
+	// +optional
+	Coordinators []corev1.TopologySpreadConstraint `json:"coordinators,omitempty"`
+	// Data instances' constraints.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.maxSkew >= 1)",message="topologySpreadConstraints.data[].maxSkew must be at least 1"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.whenUnsatisfiable in ['DoNotSchedule', 'ScheduleAnyway'])",message="topologySpreadConstraints.data[].whenUnsatisfiable must be DoNotSchedule (a hard rule) or ScheduleAnyway (a preference)"
+	// +optional
+	Data []corev1.TopologySpreadConstraint `json:"data,omitempty"`
+}
+
+// RolePriorityClassName is both roles' priority class.
+type RolePriorityClassName struct {
+	// Coordinators' priority class.
+	// +optional
+	Coordinators PriorityClassName `json:"coordinators,omitempty"`
+	// Data instances' priority class.
+	// +optional
+	Data PriorityClassName `json:"data,omitempty"`
+}
+
+// PriorityClassName names a PriorityClass.
+// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="priorityClassName must name a PriorityClass: lowercase letters, digits, '-' and '.', such as system-cluster-critical or a class you created"
+type PriorityClassName string
+
+// RoleTerminationGracePeriod is both roles' termination grace period.
+type RoleTerminationGracePeriod struct {
+	// Coordinators' grace period in seconds.
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 86400",message="terminationGracePeriodSeconds.coordinators must be between 1 and 86400 seconds: 0 kills Memgraph without letting it close its Raft log; set 30 or more"
+	// +kubebuilder:default=30
+	// +optional
+	Coordinators *int64 `json:"coordinators,omitempty"`
+	// Data instances' grace period in seconds.
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 86400",message="terminationGracePeriodSeconds.data must be between 1 and 86400 seconds: 0 kills Memgraph before it writes its snapshot on exit; set it to how long a snapshot of your graph takes, 1800 by default"
+	// +kubebuilder:default=1800
+	// +optional
+	Data *int64 `json:"data,omitempty"`
 }
 
 // ImageSpec is the memgraph image: repository, and a tag or a digest (the digest wins).
@@ -139,26 +266,26 @@ type ImageSpec struct {
 	PullPolicy corev1.PullPolicy `json:"pullPolicy,omitempty"`
 }
 
-// LicenseSpec names the Secret whose two keys become MEMGRAPH_ENTERPRISE_LICENSE and
+// SecretsSpec names the Secret whose two keys become MEMGRAPH_ENTERPRISE_LICENSE and
 // MEMGRAPH_ORGANIZATION_NAME. The operator never reads it; the kubelet injects it.
-// +kubebuilder:validation:XValidation:rule="self.licenseKey != self.organizationKey",message="license.licenseKey and license.organizationKey must name different keys of the Secret: the license and the organization name are two values"
-type LicenseSpec struct {
-	// SecretName is the Secret in the cluster's namespace.
+// +kubebuilder:validation:XValidation:rule="self.licenseKey != self.organizationKey",message="secrets.licenseKey and secrets.organizationKey must name different keys of the Secret: the license and the organization name are two values"
+type SecretsSpec struct {
+	// Name of the Secret in the cluster's namespace.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="license.secretName must name a Secret: lowercase letters, digits, '-' and '.'"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="secrets.name must name a Secret: lowercase letters, digits, '-' and '.'"
 	// +required
-	SecretName string `json:"secretName"`
+	Name string `json:"name"`
 
 	// LicenseKey is the Secret key holding the enterprise license.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="license.licenseKey must be a Secret key: letters, digits, '-', '_' and '.'"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="secrets.licenseKey must be a Secret key: letters, digits, '-', '_' and '.'"
 	// +kubebuilder:default=MEMGRAPH_ENTERPRISE_LICENSE
 	// +optional
 	LicenseKey string `json:"licenseKey,omitempty"`
 
 	// OrganizationKey is the Secret key holding the organization name the license is for.
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="license.organizationKey must be a Secret key: letters, digits, '-', '_' and '.'"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="secrets.organizationKey must be a Secret key: letters, digits, '-', '_' and '.'"
 	// +kubebuilder:default=MEMGRAPH_ORGANIZATION_NAME
 	// +optional
 	OrganizationKey string `json:"organizationKey,omitempty"`
@@ -224,10 +351,18 @@ type BoltTLSSpec struct {
 
 // StorageSpec is the persistent storage of both roles.
 type StorageSpec struct {
-	// RetentionPolicy says whether claims outlive the cluster and retired instances.
-	// +kubebuilder:default={}
+	// RetentionPolicy says whether the claims outlive the MemgraphCluster (Retain or
+	// Delete), and, unless RetentionPolicyWhenScaled says otherwise, the claims of the
+	// instances a scale-down retires.
+	// +kubebuilder:default=Retain
 	// +optional
-	RetentionPolicy RetentionPolicy `json:"retentionPolicy,omitempty"`
+	RetentionPolicy RetentionAction `json:"retentionPolicy,omitempty"`
+
+	// RetentionPolicyWhenScaled overrides RetentionPolicy for the claims of retired
+	// instances only (e.g. keep everything when the cluster is deleted, but drop a retired
+	// replica's copy). Unset, it follows RetentionPolicy.
+	// +optional
+	RetentionPolicyWhenScaled *RetentionAction `json:"retentionPolicyWhenScaled,omitempty"`
 
 	// Coordinators' volumes (Raft log and snapshots in lib).
 	// +kubebuilder:default={}
@@ -238,19 +373,6 @@ type StorageSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Data RoleStorage `json:"data,omitempty"`
-}
-
-// RetentionPolicy maps onto the StatefulSets' persistentVolumeClaimRetentionPolicy.
-type RetentionPolicy struct {
-	// WhenDeleted applies when the MemgraphCluster is deleted.
-	// +kubebuilder:default=Retain
-	// +optional
-	WhenDeleted RetentionAction `json:"whenDeleted,omitempty"`
-
-	// WhenScaled applies to the claims of instances retired by a scale-down.
-	// +kubebuilder:default=Retain
-	// +optional
-	WhenScaled RetentionAction `json:"whenScaled,omitempty"`
 }
 
 // RetentionAction is what happens to a claim.

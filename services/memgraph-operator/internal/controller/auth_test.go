@@ -34,7 +34,7 @@ func TestAuthSecret(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "secure", Namespace: h.ns},
 		Spec: memgraphv1.MemgraphClusterSpec{
 			Coordinators: 3, DataInstances: 1,
-			License: memgraphv1.LicenseSpec{SecretName: "memgraph-license"},
+			Secrets: memgraphv1.SecretsSpec{Name: "memgraph-license"},
 			Auth:    &memgraphv1.AuthSpec{SecretName: "admin"},
 		},
 	}
@@ -123,7 +123,7 @@ func TestSecretChangeStartsAPass(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "watched", Namespace: h.ns},
 		Spec: memgraphv1.MemgraphClusterSpec{
 			Coordinators: 3, DataInstances: 1,
-			License: memgraphv1.LicenseSpec{SecretName: license.Name},
+			Secrets: memgraphv1.SecretsSpec{Name: license.Name},
 			Auth:    &memgraphv1.AuthSpec{SecretName: auth.Name},
 		},
 	}

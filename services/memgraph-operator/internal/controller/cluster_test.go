@@ -142,7 +142,7 @@ func (h *harness) create(name string, coordinators, data int32) *memgraphv1.Memg
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
 		Spec: memgraphv1.MemgraphClusterSpec{
 			Coordinators: coordinators, DataInstances: data,
-			License: memgraphv1.LicenseSpec{SecretName: "memgraph-license"},
+			Secrets: memgraphv1.SecretsSpec{Name: "memgraph-license"},
 		},
 	}
 	if err := h.c.Create(context.Background(), c); err != nil {

@@ -48,7 +48,7 @@ func TestCredentialChanges(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "rot", Namespace: h.ns},
 		Spec: memgraphv1.MemgraphClusterSpec{
 			Coordinators: 3, DataInstances: 1,
-			License: memgraphv1.LicenseSpec{SecretName: "memgraph-license"},
+			Secrets: memgraphv1.SecretsSpec{Name: "memgraph-license"},
 			Auth:    &memgraphv1.AuthSpec{SecretName: "admin"},
 		},
 	}

@@ -20,7 +20,7 @@ import (
 
 // secretsNamed are the Secrets of c's spec.
 func secretsNamed(c *memgraphv1.MemgraphCluster) []string {
-	names := []string{c.Spec.License.SecretName}
+	names := []string{c.Spec.Secrets.Name}
 	if c.Spec.Auth != nil {
 		names = append(names, c.Spec.Auth.SecretName)
 	}

@@ -72,7 +72,7 @@ func TestTLSSecret(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "tls", Namespace: h.ns},
 		Spec: memgraphv1.MemgraphClusterSpec{
 			Coordinators: 3, DataInstances: 1,
-			License: memgraphv1.LicenseSpec{SecretName: "memgraph-license"},
+			Secrets: memgraphv1.SecretsSpec{Name: "memgraph-license"},
 			TLS:     &memgraphv1.TLSSpec{Bolt: memgraphv1.BoltTLSSpec{SecretName: "bolt-tls"}},
 		},
 	}

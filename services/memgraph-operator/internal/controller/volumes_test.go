@@ -107,7 +107,7 @@ func TestVolumeGrowth(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "vol", Namespace: h.ns},
 		Spec: memgraphv1.MemgraphClusterSpec{
 			Coordinators: 3, DataInstances: 2,
-			License: memgraphv1.LicenseSpec{SecretName: "memgraph-license"},
+			Secrets: memgraphv1.SecretsSpec{Name: "memgraph-license"},
 			Storage: memgraphv1.StorageSpec{Data: memgraphv1.RoleStorage{LibStorageClassName: &grow, LogStorageClassName: &grow}},
 		},
 	}
@@ -220,7 +220,7 @@ func TestVolumeGrowth(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "fx", Namespace: h.ns},
 		Spec: memgraphv1.MemgraphClusterSpec{
 			Coordinators: 3, DataInstances: 1,
-			License: memgraphv1.LicenseSpec{SecretName: "memgraph-license"},
+			Secrets: memgraphv1.SecretsSpec{Name: "memgraph-license"},
 			Storage: memgraphv1.StorageSpec{Data: memgraphv1.RoleStorage{LibStorageClassName: &fixed}},
 		},
 	}

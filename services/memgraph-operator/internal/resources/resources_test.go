@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files from the build
 func minimal() *memgraphv1.MemgraphCluster {
 	return &memgraphv1.MemgraphCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db"},
-		Spec:       memgraphv1.MemgraphClusterSpec{License: memgraphv1.LicenseSpec{SecretName: "memgraph-license"}},
+		Spec:       memgraphv1.MemgraphClusterSpec{Secrets: memgraphv1.SecretsSpec{Name: "memgraph-license"}},
 	}
 }
 
@@ -39,11 +39,11 @@ func tuned() *memgraphv1.MemgraphCluster {
 		Coordinators: 5, DataInstances: 3,
 		Image:            memgraphv1.ImageSpec{Repository: "registry:5000/memgraph", Tag: "3.12.1", PullPolicy: corev1.PullAlways},
 		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
-		License:          memgraphv1.LicenseSpec{SecretName: "lic", LicenseKey: "key", OrganizationKey: "org"},
+		Secrets:          memgraphv1.SecretsSpec{Name: "lic", LicenseKey: "key", OrganizationKey: "org"},
 		Auth:             &memgraphv1.AuthSpec{SecretName: "admin", UserKey: "user", PasswordKey: "pass"},
 		TLS:              &memgraphv1.TLSSpec{Bolt: memgraphv1.BoltTLSSpec{SecretName: "bolt-tls"}},
 		Storage: memgraphv1.StorageSpec{
-			RetentionPolicy: memgraphv1.RetentionPolicy{WhenDeleted: memgraphv1.RetentionDelete, WhenScaled: memgraphv1.RetentionDelete},
+			RetentionPolicy: memgraphv1.RetentionDelete,
 			Data:            memgraphv1.RoleStorage{LibPVCSize: &gi, LibStorageClassName: &fast, LogStorageAccessMode: "ReadWriteOncePod"},
 		},
 		ClusterDomain: "example.org",
@@ -57,6 +57,20 @@ func tuned() *memgraphv1.MemgraphCluster {
 		Labels:    memgraphv1.RoleLabels{Data: map[string]memgraphv1.LabelValue{"team": "graph"}},
 		ExtraEnv:  memgraphv1.RoleEnv{Coordinators: []memgraphv1.EnvVar{{Name: "TZ", Value: "UTC"}}},
 		ExtraArgs: memgraphv1.RoleArgs{Data: []memgraphv1.Arg{"--log-level=DEBUG"}, Coordinators: []memgraphv1.Arg{"--instance-down-timeout-sec=3"}},
+		Affinity: memgraphv1.RoleAffinity{Data: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "role", Operator: corev1.NodeSelectorOpIn, Values: []string{"data-node"}}},
+			}}},
+		}}},
+		NodeSelector: memgraphv1.RoleNodeSelector{Coordinators: map[string]memgraphv1.LabelValue{"role": "coordinator-node"}},
+		Tolerations: memgraphv1.RoleTolerations{Data: []corev1.Toleration{
+			{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "memgraph", Effect: corev1.TaintEffectNoSchedule},
+		}},
+		TopologySpreadConstraints: memgraphv1.RoleTopologySpreadConstraints{Data: []corev1.TopologySpreadConstraint{
+			{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway},
+		}},
+		PriorityClassName:             memgraphv1.RolePriorityClassName{Coordinators: "system-cluster-critical", Data: "memgraph-data"},
+		TerminationGracePeriodSeconds: memgraphv1.RoleTerminationGracePeriod{Data: ptr.To[int64](3600)},
 	}
 	return c
 }
@@ -181,8 +195,10 @@ func TestLicenseAndExtras(t *testing.T) {
 	}
 }
 
-// TestAuthEnv: spec.auth reaches both roles as Secret references (a reference, so a new
-// password changes no template and rolls nothing); without it neither variable is set.
+// TestAuthEnv: spec.auth reaches the data instances as Secret references (a reference, so
+// a new password changes no template and rolls nothing); without it neither variable is
+// set. Coordinators never get them: they store no users and run without auth
+// (memgraph/helm-charts#227).
 func TestAuthEnv(t *testing.T) {
 	cases := []struct {
 		name           string
@@ -199,6 +215,9 @@ func TestAuthEnv(t *testing.T) {
 		for _, r := range []Role{RoleCoordinator, RoleData} {
 			env := envMap(StatefulSet(c, r, 3).Spec.Template.Spec.Containers[0].Env)
 			for name, key := range map[string]string{EnvUser: tc.user, EnvPassword: tc.password} {
+				if r == RoleCoordinator {
+					key = ""
+				}
 				e, ok := env[name]
 				switch {
 				case key == "" && ok:
@@ -350,4 +369,155 @@ func envMap(env []corev1.EnvVar) map[string]corev1.EnvVar {
 
 func equalPtr[T comparable](a, b *T) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// TestPlacementDefaults: with nothing set, each role prefers distinct hosts for its own
+// members (preferred, so a small cluster still schedules) and data instances get the
+// grace period a snapshot on exit needs; nothing else constrains scheduling.
+func TestPlacementDefaults(t *testing.T) {
+	c := minimal()
+	for _, tc := range []struct {
+		r     Role
+		grace int64
+	}{
+		{RoleCoordinator, memgraphv1.DefaultCoordinatorTerminationGracePeriodSeconds},
+		{RoleData, memgraphv1.DefaultDataTerminationGracePeriodSeconds},
+	} {
+		spec := StatefulSet(c, tc.r, 3).Spec.Template.Spec
+		a := spec.Affinity
+		if a == nil || a.PodAntiAffinity == nil || a.NodeAffinity != nil || a.PodAffinity != nil ||
+			len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 0 ||
+			len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
+			t.Fatalf("%s affinity %+v, want one preferred pod anti-affinity", tc.r, a)
+		}
+		term := a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0]
+		if term.Weight != 100 || term.PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" ||
+			!equalMaps(term.PodAffinityTerm.LabelSelector.MatchLabels, Selector("demo", tc.r)) ||
+			len(term.PodAffinityTerm.LabelSelector.MatchLabels) == 0 {
+			t.Errorf("%s anti-affinity %+v, want weight 100 on kubernetes.io/hostname over the role's own pods", tc.r, term)
+		}
+		// The selector matches this role's pods and not the other role's.
+		other := RoleData
+		if tc.r == RoleData {
+			other = RoleCoordinator
+		}
+		if !matches(term.PodAffinityTerm.LabelSelector.MatchLabels, RoleLabels(c, tc.r)) || matches(term.PodAffinityTerm.LabelSelector.MatchLabels, RoleLabels(c, other)) {
+			t.Errorf("%s anti-affinity selector %v matches the wrong pods", tc.r, term.PodAffinityTerm.LabelSelector.MatchLabels)
+		}
+		if spec.TerminationGracePeriodSeconds == nil || *spec.TerminationGracePeriodSeconds != tc.grace {
+			t.Errorf("%s grace period %v, want %d", tc.r, spec.TerminationGracePeriodSeconds, tc.grace)
+		}
+		if spec.NodeSelector != nil || spec.Tolerations != nil || spec.TopologySpreadConstraints != nil || spec.PriorityClassName != "" {
+			t.Errorf("%s scheduling constrained by default: %v %v %v %q", tc.r, spec.NodeSelector, spec.Tolerations, spec.TopologySpreadConstraints, spec.PriorityClassName)
+		}
+	}
+	if memgraphv1.DefaultDataTerminationGracePeriodSeconds < 600 {
+		t.Errorf("data grace period %d s leaves no time for a snapshot of a large graph", memgraphv1.DefaultDataTerminationGracePeriodSeconds)
+	}
+}
+
+// TestPlacementFromSpec: each role's fields reach only that role's pods; a role's own
+// nodeAffinity keeps the default host spread, its own podAntiAffinity replaces it; a
+// spread constraint without a selector spreads the role's pods.
+func TestPlacementFromSpec(t *testing.T) {
+	c := tuned()
+	data := StatefulSet(c, RoleData, 3).Spec.Template.Spec
+	coord := StatefulSet(c, RoleCoordinator, 5).Spec.Template.Spec
+
+	if data.Affinity.NodeAffinity == nil || data.Affinity.PodAntiAffinity == nil ||
+		data.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != HostnameTopologyKey {
+		t.Errorf("data affinity %+v, want the node affinity and the default host spread", data.Affinity)
+	}
+	if coord.Affinity.NodeAffinity != nil {
+		t.Errorf("the data instances' node affinity reached the coordinators: %+v", coord.Affinity)
+	}
+	if len(data.Tolerations) != 1 || data.Tolerations[0].Key != "dedicated" || coord.Tolerations != nil {
+		t.Errorf("tolerations data %v coordinators %v", data.Tolerations, coord.Tolerations)
+	}
+	if coord.NodeSelector["role"] != "coordinator-node" || data.NodeSelector != nil {
+		t.Errorf("node selectors coordinators %v data %v", coord.NodeSelector, data.NodeSelector)
+	}
+	if len(data.TopologySpreadConstraints) != 1 || data.TopologySpreadConstraints[0].LabelSelector == nil ||
+		!equalMaps(data.TopologySpreadConstraints[0].LabelSelector.MatchLabels, Selector(c.Name, RoleData)) || coord.TopologySpreadConstraints != nil {
+		t.Errorf("spread data %+v coordinators %+v, want the data selector filled in", data.TopologySpreadConstraints, coord.TopologySpreadConstraints)
+	}
+	if c.Spec.TopologySpreadConstraints.Data[0].LabelSelector != nil {
+		t.Error("the builder wrote the selector into the spec")
+	}
+	if coord.PriorityClassName != "system-cluster-critical" || data.PriorityClassName != "memgraph-data" {
+		t.Errorf("priority classes %q %q", coord.PriorityClassName, data.PriorityClassName)
+	}
+	if *data.TerminationGracePeriodSeconds != 3600 || *coord.TerminationGracePeriodSeconds != memgraphv1.DefaultCoordinatorTerminationGracePeriodSeconds {
+		t.Errorf("grace periods data %d coordinators %d", *data.TerminationGracePeriodSeconds, *coord.TerminationGracePeriodSeconds)
+	}
+
+	// A role's own pod anti-affinity (the HA chart's "unique": required distinct hosts)
+	// replaces the default instead of adding to it; a selector of its own is kept.
+	required := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelCluster: c.Name}}, TopologyKey: HostnameTopologyKey,
+	}}}}
+	c.Spec.Affinity.Coordinators = required
+	c.Spec.TopologySpreadConstraints.Coordinators = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"x": "y"}},
+	}}
+	coord = StatefulSet(c, RoleCoordinator, 5).Spec.Template.Spec
+	if a := coord.Affinity.PodAntiAffinity; len(a.PreferredDuringSchedulingIgnoredDuringExecution) != 0 || len(a.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Errorf("coordinators' own anti-affinity %+v, want it alone", a)
+	}
+	if coord.TopologySpreadConstraints[0].LabelSelector.MatchLabels["x"] != "y" {
+		t.Errorf("own spread selector replaced: %+v", coord.TopologySpreadConstraints[0].LabelSelector)
+	}
+	coord.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey = "changed"
+	if required.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey != HostnameTopologyKey {
+		t.Error("the builder shares the spec's affinity with the pod template")
+	}
+}
+
+// TestRetentionFollowsOneField: storage.retentionPolicy decides both cases unless
+// retentionPolicyWhenScaled overrides the scale-down one.
+func TestRetentionFollowsOneField(t *testing.T) {
+	del, ret := memgraphv1.RetentionDelete, memgraphv1.RetentionRetain
+	cases := []struct {
+		policy          memgraphv1.RetentionAction
+		whenScaled      *memgraphv1.RetentionAction
+		deleted, scaled appsv1.PersistentVolumeClaimRetentionPolicyType
+	}{
+		{"", nil, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType},
+		{del, nil, appsv1.DeletePersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType},
+		{ret, &del, appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType},
+		{del, &ret, appsv1.DeletePersistentVolumeClaimRetentionPolicyType, appsv1.RetainPersistentVolumeClaimRetentionPolicyType},
+	}
+	for _, tc := range cases {
+		c := minimal()
+		c.Spec.Storage.RetentionPolicy, c.Spec.Storage.RetentionPolicyWhenScaled = tc.policy, tc.whenScaled
+		for _, r := range []Role{RoleCoordinator, RoleData} {
+			rp := StatefulSet(c, r, 3).Spec.PersistentVolumeClaimRetentionPolicy
+			if rp.WhenDeleted != tc.deleted || rp.WhenScaled != tc.scaled {
+				t.Errorf("%q/%v %s: %+v, want deleted %s scaled %s", tc.policy, tc.whenScaled, r, rp, tc.deleted, tc.scaled)
+			}
+		}
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// matches says whether every key of sel is in labels with its value.
+func matches(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }

@@ -34,8 +34,8 @@ func StatefulSet(c *memgraphv1.MemgraphCluster, r Role, replicas int32) *appsv1.
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-				WhenDeleted: retention(c.Spec.Storage.RetentionPolicy.WhenDeleted),
-				WhenScaled:  retention(c.Spec.Storage.RetentionPolicy.WhenScaled),
+				WhenDeleted: retention(c.Spec.Storage.WhenDeleted()),
+				WhenScaled:  retention(c.Spec.Storage.WhenScaled()),
 			},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -81,8 +81,15 @@ func claim(name string, labels map[string]string, size *resource.Quantity, defSi
 }
 
 func podSpec(c *memgraphv1.MemgraphCluster, r Role) corev1.PodSpec {
+	p := placement(c, r)
 	return corev1.PodSpec{
-		ImagePullSecrets: c.Spec.ImagePullSecrets,
+		Affinity:                      p.Affinity,
+		NodeSelector:                  p.NodeSelector,
+		Tolerations:                   p.Tolerations,
+		TopologySpreadConstraints:     p.TopologySpreadConstraints,
+		PriorityClassName:             p.PriorityClassName,
+		TerminationGracePeriodSeconds: p.TerminationGracePeriodSeconds,
+		ImagePullSecrets:              c.Spec.ImagePullSecrets,
 		// Memgraph reads MEMGRAPH_* variables; Service links would only add noise.
 		EnableServiceLinks: ptr.To(false),
 		SecurityContext: &corev1.PodSecurityContext{
@@ -194,9 +201,12 @@ func Args(c *memgraphv1.MemgraphCluster, r Role) []string {
 	return args
 }
 
-// Env is the role's environment: the pod's identity, the license from the Secret (the
-// kubelet injects it; the operator never reads it), the admin user from spec.auth's
-// Secret (a reference, so a changed password changes no template), then spec.extraEnv.
+// Env is the role's environment: the pod's identity, the license from spec.secrets' Secret
+// (the kubelet injects it; the operator never reads it), on data instances the admin user
+// from spec.auth's Secret (a reference, so a changed password changes no template), then
+// spec.extraEnv. Coordinators get no Bolt credentials: they store no users and run
+// without auth (memgraph/helm-charts#227 stopped passing them too), so a user there
+// would only be a second copy of the password in pods that never use it.
 func Env(c *memgraphv1.MemgraphCluster, r Role) []corev1.EnvVar {
 	field := func(name, path string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
@@ -212,10 +222,10 @@ func Env(c *memgraphv1.MemgraphCluster, r Role) []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		field(EnvPodName, "metadata.name"),
 		field(EnvPodNamespace, "metadata.namespace"),
-		secret(EnvLicense, c.Spec.License.SecretName, c.Spec.License.LicenseKey, memgraphv1.DefaultLicenseKey),
-		secret(EnvOrganization, c.Spec.License.SecretName, c.Spec.License.OrganizationKey, memgraphv1.DefaultOrganizationKey),
+		secret(EnvLicense, c.Spec.Secrets.Name, c.Spec.Secrets.LicenseKey, memgraphv1.DefaultLicenseKey),
+		secret(EnvOrganization, c.Spec.Secrets.Name, c.Spec.Secrets.OrganizationKey, memgraphv1.DefaultOrganizationKey),
 	}
-	if a := c.Spec.Auth; a != nil {
+	if a := c.Spec.Auth; a != nil && r == RoleData {
 		env = append(env,
 			secret(EnvUser, a.SecretName, a.UserKey, memgraphv1.DefaultAuthUserKey),
 			secret(EnvPassword, a.SecretName, a.PasswordKey, memgraphv1.DefaultAuthPasswordKey),

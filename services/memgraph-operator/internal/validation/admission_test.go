@@ -32,7 +32,7 @@ const repoRoot = "../../../.."
 func minimal(ns string) *memgraphv1.MemgraphCluster {
 	return &memgraphv1.MemgraphCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "mgc-" + rand.String(5), Namespace: ns},
-		Spec:       memgraphv1.MemgraphClusterSpec{License: memgraphv1.LicenseSpec{SecretName: "license"}},
+		Spec:       memgraphv1.MemgraphClusterSpec{Secrets: memgraphv1.SecretsSpec{Name: "license"}},
 	}
 }
 
@@ -92,17 +92,17 @@ func TestCreateRules(t *testing.T) {
 		{name: "digest", mutate: func(c *mgc) { c.Spec.Image.Digest = "sha256:" + strings.Repeat("0f", 32) }},
 		{name: "pull policy", mutate: func(c *mgc) { c.Spec.Image.PullPolicy = "Sometimes" },
 			want: `spec.image.pullPolicy: Unsupported value: "Sometimes"`},
-		{name: "no license secret", mutate: func(c *mgc) { c.Spec.License.SecretName = "" },
-			want: "license.secretName must name a Secret"},
-		{name: "license secret name", mutate: func(c *mgc) { c.Spec.License.SecretName = "My_License" },
-			want: "license.secretName must name a Secret"},
+		{name: "no license secret", mutate: func(c *mgc) { c.Spec.Secrets.Name = "" },
+			want: "secrets.name must name a Secret"},
+		{name: "license secret name", mutate: func(c *mgc) { c.Spec.Secrets.Name = "My_License" },
+			want: "secrets.name must name a Secret"},
 		{name: "same license and organization key", mutate: func(c *mgc) {
-			c.Spec.License.LicenseKey, c.Spec.License.OrganizationKey = "key", "key"
-		}, want: "license.licenseKey and license.organizationKey must name different keys"},
-		{name: "license key with a slash", mutate: func(c *mgc) { c.Spec.License.LicenseKey = "a/b" },
-			want: "license.licenseKey must be a Secret key"},
-		{name: "organization key with a space", mutate: func(c *mgc) { c.Spec.License.OrganizationKey = "org name" },
-			want: "license.organizationKey must be a Secret key"},
+			c.Spec.Secrets.LicenseKey, c.Spec.Secrets.OrganizationKey = "key", "key"
+		}, want: "secrets.licenseKey and secrets.organizationKey must name different keys"},
+		{name: "license key with a slash", mutate: func(c *mgc) { c.Spec.Secrets.LicenseKey = "a/b" },
+			want: "secrets.licenseKey must be a Secret key"},
+		{name: "organization key with a space", mutate: func(c *mgc) { c.Spec.Secrets.OrganizationKey = "org name" },
+			want: "secrets.organizationKey must be a Secret key"},
 		{name: "auth", mutate: func(c *mgc) { c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "memgraph-admin"} }},
 		{name: "auth with keys", mutate: func(c *mgc) {
 			c.Spec.Auth = &memgraphv1.AuthSpec{SecretName: "memgraph-admin", UserKey: "username", PasswordKey: "password"}
@@ -135,8 +135,30 @@ func TestCreateRules(t *testing.T) {
 			want: "libPVCSize and logPVCSize must be positive quantities"},
 		{name: "read-only access mode", mutate: func(c *mgc) { c.Spec.Storage.Data.LibStorageAccessMode = "ReadOnlyMany" },
 			want: `spec.storage.data.libStorageAccessMode: Unsupported value: "ReadOnlyMany"`},
-		{name: "retention policy", mutate: func(c *mgc) { c.Spec.Storage.RetentionPolicy.WhenScaled = "Recycle" },
-			want: `spec.storage.retentionPolicy.whenScaled: Unsupported value: "Recycle"`},
+		{name: "retention policy", mutate: func(c *mgc) { c.Spec.Storage.RetentionPolicy = "Recycle" },
+			want: `spec.storage.retentionPolicy: Unsupported value: "Recycle"`},
+		{name: "retention policy when scaled", mutate: func(c *mgc) { c.Spec.Storage.RetentionPolicyWhenScaled = ptr.To(memgraphv1.RetentionAction("Recycle")) },
+			want: `spec.storage.retentionPolicyWhenScaled: Unsupported value: "Recycle"`},
+		{name: "priority class with capitals", mutate: func(c *mgc) { c.Spec.PriorityClassName.Data = "High_Priority" },
+			want: "priorityClassName must name a PriorityClass"},
+		{name: "zero grace period for data instances", mutate: func(c *mgc) { c.Spec.TerminationGracePeriodSeconds.Data = ptr.To[int64](0) },
+			want: "terminationGracePeriodSeconds.data must be between 1 and 86400 seconds: 0 kills Memgraph before it writes its snapshot on exit"},
+		{name: "day-long coordinator grace period", mutate: func(c *mgc) { c.Spec.TerminationGracePeriodSeconds.Coordinators = ptr.To[int64](86401) },
+			want: "terminationGracePeriodSeconds.coordinators must be between 1 and 86400 seconds"},
+		{name: "node selector value", mutate: func(c *mgc) { c.Spec.NodeSelector.Data = map[string]memgraphv1.LabelValue{"pool": "not a value"} },
+			want: "label values must be at most 63"},
+		{name: "toleration without effect value", mutate: func(c *mgc) {
+			c.Spec.Tolerations.Coordinators = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "graph", Effect: "Sometimes"}}
+		}, want: "tolerations.coordinators[].effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+		{name: "toleration Exists with a value", mutate: func(c *mgc) {
+			c.Spec.Tolerations.Data = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, Value: "graph"}}
+		}, want: "tolerations.data[] with operator Exists must have no value"},
+		{name: "spread with zero skew", mutate: func(c *mgc) {
+			c.Spec.TopologySpreadConstraints.Data = []corev1.TopologySpreadConstraint{{MaxSkew: 0, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+		}, want: "topologySpreadConstraints.data[].maxSkew must be at least 1"},
+		{name: "spread with an unknown policy", mutate: func(c *mgc) {
+			c.Spec.TopologySpreadConstraints.Coordinators = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: "Sometimes"}}
+		}, want: "topologySpreadConstraints.coordinators[].whenUnsatisfiable must be DoNotSchedule"},
 		{name: "negative probe period", mutate: func(c *mgc) { c.Spec.Probes.Data.Liveness = &memgraphv1.ProbeTimings{PeriodSeconds: -1} },
 			want: "spec.probes.data.liveness.periodSeconds: Invalid value"},
 		{name: "env name starting with a digit", mutate: func(c *mgc) {
@@ -253,7 +275,8 @@ func TestUpdateRules(t *testing.T) {
 		{name: "grow volumes, change retention and tuning", mutate: func(c *mgc) {
 			c.Spec.Storage.Data.LibPVCSize = ptr.To(resource.MustParse("10Gi"))
 			c.Spec.Storage.Coordinators.LogPVCSize = ptr.To(resource.MustParse("1Gi"))
-			c.Spec.Storage.RetentionPolicy = memgraphv1.RetentionPolicy{WhenDeleted: memgraphv1.RetentionDelete, WhenScaled: memgraphv1.RetentionDelete}
+			c.Spec.Storage.RetentionPolicy = memgraphv1.RetentionDelete
+			c.Spec.Storage.RetentionPolicyWhenScaled = ptr.To(memgraphv1.RetentionRetain)
 			c.Spec.Image.Tag = "3.12.1"
 			c.Spec.ExtraArgs.Data = []memgraphv1.Arg{"--log-level=TRACE"}
 		}},
@@ -323,12 +346,16 @@ func defaulted(secret string) memgraphv1.MemgraphClusterSpec {
 		Image: memgraphv1.ImageSpec{
 			Repository: memgraphv1.DefaultImageRepository, Tag: memgraphv1.DefaultImageTag, PullPolicy: memgraphv1.DefaultImagePullPolicy,
 		},
-		License: memgraphv1.LicenseSpec{
-			SecretName: secret, LicenseKey: memgraphv1.DefaultLicenseKey, OrganizationKey: memgraphv1.DefaultOrganizationKey,
+		Secrets: memgraphv1.SecretsSpec{
+			Name: secret, LicenseKey: memgraphv1.DefaultLicenseKey, OrganizationKey: memgraphv1.DefaultOrganizationKey,
 		},
 		Storage: memgraphv1.StorageSpec{
-			RetentionPolicy: memgraphv1.RetentionPolicy{WhenDeleted: memgraphv1.DefaultRetention, WhenScaled: memgraphv1.DefaultRetention},
+			RetentionPolicy: memgraphv1.DefaultRetention,
 			Coordinators:    role, Data: role,
+		},
+		TerminationGracePeriodSeconds: memgraphv1.RoleTerminationGracePeriod{
+			Coordinators: ptr.To(memgraphv1.DefaultCoordinatorTerminationGracePeriodSeconds),
+			Data:         ptr.To(memgraphv1.DefaultDataTerminationGracePeriodSeconds),
 		},
 		ClusterDomain: memgraphv1.DefaultClusterDomain,
 		Ports: memgraphv1.PortsSpec{
@@ -404,8 +431,8 @@ func TestCRDFileDefaults(t *testing.T) {
 		{[]string{"image.repository"}, str(def("image", "properties", "repository")), memgraphv1.DefaultImageRepository},
 		{[]string{"image.tag"}, str(def("image", "properties", "tag")), memgraphv1.DefaultImageTag},
 		{[]string{"image.pullPolicy"}, str(def("image", "properties", "pullPolicy")), memgraphv1.DefaultImagePullPolicy},
-		{[]string{"license.licenseKey"}, str(def("license", "properties", "licenseKey")), memgraphv1.DefaultLicenseKey},
-		{[]string{"license.organizationKey"}, str(def("license", "properties", "organizationKey")), memgraphv1.DefaultOrganizationKey},
+		{[]string{"secrets.licenseKey"}, str(def("secrets", "properties", "licenseKey")), memgraphv1.DefaultLicenseKey},
+		{[]string{"secrets.organizationKey"}, str(def("secrets", "properties", "organizationKey")), memgraphv1.DefaultOrganizationKey},
 		{[]string{"auth.userKey"}, str(def("auth", "properties", "userKey")), memgraphv1.DefaultAuthUserKey},
 		{[]string{"auth.passwordKey"}, str(def("auth", "properties", "passwordKey")), memgraphv1.DefaultAuthPasswordKey},
 		{[]string{"clusterDomain"}, str(def("clusterDomain")), memgraphv1.DefaultClusterDomain},
@@ -414,8 +441,9 @@ func TestCRDFileDefaults(t *testing.T) {
 		{[]string{"ports.coordinator"}, num(def("ports", "properties", "coordinator")), memgraphv1.DefaultCoordinatorPort},
 		{[]string{"ports.replication"}, num(def("ports", "properties", "replication")), memgraphv1.DefaultReplicationPort},
 		{[]string{"ports.metrics"}, num(def("ports", "properties", "metrics")), memgraphv1.DefaultMetricsPort},
-		{[]string{"retentionPolicy.whenDeleted"}, str(def("storage", "properties", "retentionPolicy", "properties", "whenDeleted")), string(memgraphv1.DefaultRetention)},
-		{[]string{"retentionPolicy.whenScaled"}, str(def("storage", "properties", "retentionPolicy", "properties", "whenScaled")), string(memgraphv1.DefaultRetention)},
+		{[]string{"storage.retentionPolicy"}, str(def("storage", "properties", "retentionPolicy")), string(memgraphv1.DefaultRetention)},
+		{[]string{"terminationGracePeriodSeconds.coordinators"}, int64(num(def("terminationGracePeriodSeconds", "properties", "coordinators"))), memgraphv1.DefaultCoordinatorTerminationGracePeriodSeconds},
+		{[]string{"terminationGracePeriodSeconds.data"}, int64(num(def("terminationGracePeriodSeconds", "properties", "data"))), memgraphv1.DefaultDataTerminationGracePeriodSeconds},
 	}
 	for _, role := range []string{"coordinators", "data"} {
 		at := func(field string) []string { return []string{"storage", "properties", role, "properties", field} }
@@ -487,11 +515,12 @@ func full(ns string) *memgraphv1.MemgraphCluster {
 				Digest: "sha256:" + strings.Repeat("ab", 32), PullPolicy: corev1.PullAlways,
 			},
 			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "registry"}},
-			License:          memgraphv1.LicenseSpec{SecretName: "mg-license", LicenseKey: "license", OrganizationKey: "organization"},
+			Secrets:          memgraphv1.SecretsSpec{Name: "mg-license", LicenseKey: "license", OrganizationKey: "organization"},
 			TLS:              &memgraphv1.TLSSpec{Bolt: memgraphv1.BoltTLSSpec{SecretName: "bolt-tls"}},
 			Storage: memgraphv1.StorageSpec{
-				RetentionPolicy: memgraphv1.RetentionPolicy{WhenDeleted: memgraphv1.RetentionDelete, WhenScaled: memgraphv1.RetentionDelete},
-				Coordinators:    role, Data: role,
+				RetentionPolicy:           memgraphv1.RetentionRetain,
+				RetentionPolicyWhenScaled: ptr.To(memgraphv1.RetentionDelete),
+				Coordinators:              role, Data: role,
 			},
 			ClusterDomain: "k8s.example.org",
 			Ports:         memgraphv1.PortsSpec{Bolt: 7688, Management: 10001, Coordinator: 12001, Replication: 20001, Metrics: 9092},
@@ -507,6 +536,30 @@ func full(ns string) *memgraphv1.MemgraphCluster {
 			ExtraArgs: memgraphv1.RoleArgs{
 				Coordinators: []memgraphv1.Arg{"--log-level=DEBUG"},
 				Data:         []memgraphv1.Arg{"--storage-snapshot-interval-sec=300", "--query-execution-timeout-sec", "600"},
+			},
+			Affinity: memgraphv1.RoleAffinity{
+				Data: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+						Key: "node.kubernetes.io/instance-type", Operator: corev1.NodeSelectorOpIn, Values: []string{"r6i.2xlarge"},
+					}}}},
+				}}},
+				Coordinators: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/component": "coordinator"}},
+					TopologyKey:   "kubernetes.io/hostname",
+				}}}},
+			},
+			NodeSelector: memgraphv1.RoleNodeSelector{
+				Coordinators: map[string]memgraphv1.LabelValue{"role": "coordinator-node"}, Data: map[string]memgraphv1.LabelValue{"role": "data-node"},
+			},
+			Tolerations: memgraphv1.RoleTolerations{
+				Data: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "memgraph", Effect: corev1.TaintEffectNoSchedule}},
+			},
+			TopologySpreadConstraints: memgraphv1.RoleTopologySpreadConstraints{
+				Data: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway}},
+			},
+			PriorityClassName: memgraphv1.RolePriorityClassName{Coordinators: "system-cluster-critical", Data: "memgraph-data"},
+			TerminationGracePeriodSeconds: memgraphv1.RoleTerminationGracePeriod{
+				Coordinators: ptr.To[int64](60), Data: ptr.To[int64](3600),
 			},
 		},
 	}
@@ -549,9 +602,9 @@ func TestManifestsAccepted(t *testing.T) {
 		if err := env.Client.Create(ctx, c, client.FieldValidation("Strict")); err != nil {
 			t.Fatalf("sample refused: %v", err)
 		}
-		if c.Spec.Coordinators != 3 || c.Spec.DataInstances != 2 || c.Spec.License.SecretName == "" {
+		if c.Spec.Coordinators != 3 || c.Spec.DataInstances != 2 || c.Spec.Secrets.Name == "" {
 			t.Errorf("sample declares %d coordinators, %d data instances, license %q; want 3, 2 and a Secret",
-				c.Spec.Coordinators, c.Spec.DataInstances, c.Spec.License.SecretName)
+				c.Spec.Coordinators, c.Spec.DataInstances, c.Spec.Secrets.Name)
 		}
 	}
 	if found != 1 {
