@@ -30,6 +30,7 @@ func main() {
 
 type options struct {
 	dir, repoRoot, poolPrefix, poolNamespace  string
+	lbCIDR                                    string
 	portBase, general, agent, instance, disks int
 	keep, noRunner                            bool
 }
@@ -53,6 +54,7 @@ func run(args []string) error {
 	fs.IntVar(&opts.disks, "disks-per-node", 2, "loop devices (1 GiB sparse files) each node owns; its pods' hostPath /dev shows those alone")
 	fs.StringVar(&opts.poolPrefix, "pool-label-prefix", "", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type (default pool.opsuite.io, the charts' default)")
 	fs.StringVar(&opts.poolNamespace, "pool-namespace", "default", "value of <prefix>/namespace on every node")
+	fs.StringVar(&opts.lbCIDR, "load-balancer-cidr", "", "loopback pool of LoadBalancer Services' addresses (default 127.(4+4*instance).0.0/16)")
 	fs.BoolVar(&opts.noRunner, "no-runner", false, "simulate every pod; run no processes")
 	fs.BoolVar(&opts.keep, "keep", false, "down: keep state, logs and kubeconfig")
 	if err := fs.Parse(args); err != nil {
@@ -85,6 +87,9 @@ func run(args []string) error {
 		o.Nodes = localcluster.DefaultNodes(opts.poolNamespace, opts.general, opts.agent, o.NodeIPPrefix)
 		if opts.poolPrefix != "" {
 			o.PoolLabelPrefix = opts.poolPrefix
+		}
+		if opts.lbCIDR != "" {
+			o.LoadBalancerCIDR = opts.lbCIDR
 		}
 		o.DisableRunner = opts.noRunner
 		o.DisksPerNode = opts.disks

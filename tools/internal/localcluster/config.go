@@ -34,6 +34,10 @@ type Options struct {
 	// service-cluster-ip-range. Both must lie in 127.0.0.0/8.
 	PodCIDR     string `json:"podCIDR"`
 	ServiceCIDR string `json:"serviceCIDR"`
+	// LoadBalancerCIDR is the pool Services of type LoadBalancer get their address from
+	// (with the process runner, which forwards it); in 127.0.0.0/8, apart from the pods',
+	// the Services' and the nodes' addresses. Empty gives them none.
+	LoadBalancerCIDR string `json:"loadBalancerCIDR,omitempty"`
 	// NodeIPPrefix is the first three octets and a dot ("127.3.0.") of node addresses.
 	NodeIPPrefix string `json:"nodeIPPrefix"`
 	// Nodes lists the simulated nodes.
@@ -85,26 +89,27 @@ func DefaultOptions(repoRoot string) Options {
 // InstanceOptions returns the options of local cluster number i (0-59). Instances use
 // disjoint ports and address ranges, so several can run at once (a developer's cluster
 // and a test's): ports 26443+10i.. (below the kernel's ephemeral range, 32768-60999), pods 127.(1+4i).0.0/16, services 127.(2+4i).0.0/16,
-// nodes 127.(3+4i).0.n. Instance 0 lives in <repo>/.local, instance i in <repo>/.local-<i>.
+// nodes 127.(3+4i).0.n, load balancers 127.(4+4i).0.0/16. Instance 0 lives in <repo>/.local, instance i in <repo>/.local-<i>.
 func InstanceOptions(repoRoot string, i int) Options {
 	dir := filepath.Join(repoRoot, ".local")
 	if i != 0 {
 		dir = fmt.Sprintf("%s-%d", dir, i)
 	}
 	return Options{
-		Dir:             dir,
-		BinDir:          filepath.Join(repoRoot, ".cache", "k8s", "v1.37.2"),
-		KwokBinary:      filepath.Join(repoRoot, ".cache", "bin", "kwok"),
-		RepoRoot:        repoRoot,
-		PortBase:        26443 + 10*i,
-		PodCIDR:         fmt.Sprintf("127.%d.0.0/16", 1+4*i),
-		ServiceCIDR:     fmt.Sprintf("127.%d.0.0/16", 2+4*i),
-		NodeIPPrefix:    fmt.Sprintf("127.%d.0.", 3+4*i),
-		Nodes:           DefaultNodes("default", 2, 2, fmt.Sprintf("127.%d.0.", 3+4*i)),
-		PoolLabelPrefix: "pool.opsuite.io",
-		ImageRules:      podrunner.DefaultImageRules(filepath.Join(repoRoot, "bin")),
-		DisksPerNode:    2,
-		DiskSizeBytes:   1 << 30,
+		Dir:              dir,
+		BinDir:           filepath.Join(repoRoot, ".cache", "k8s", "v1.37.2"),
+		KwokBinary:       filepath.Join(repoRoot, ".cache", "bin", "kwok"),
+		RepoRoot:         repoRoot,
+		PortBase:         26443 + 10*i,
+		PodCIDR:          fmt.Sprintf("127.%d.0.0/16", 1+4*i),
+		ServiceCIDR:      fmt.Sprintf("127.%d.0.0/16", 2+4*i),
+		NodeIPPrefix:     fmt.Sprintf("127.%d.0.", 3+4*i),
+		LoadBalancerCIDR: fmt.Sprintf("127.%d.0.0/16", 4+4*i),
+		Nodes:            DefaultNodes("default", 2, 2, fmt.Sprintf("127.%d.0.", 3+4*i)),
+		PoolLabelPrefix:  "pool.opsuite.io",
+		ImageRules:       podrunner.DefaultImageRules(filepath.Join(repoRoot, "bin")),
+		DisksPerNode:     2,
+		DiskSizeBytes:    1 << 30,
 	}
 }
 
@@ -148,6 +153,22 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("CIDR %q must lie in 127.0.0.0/8", c))
 		}
 	}
+	var lbPool netip.Prefix
+	if o.LoadBalancerCIDR != "" {
+		p, err := netip.ParsePrefix(o.LoadBalancerCIDR)
+		if err != nil || !p.Addr().Is4() || !p.Addr().IsLoopback() || p.Bits() < 8 || p.Bits() > 30 {
+			errs = append(errs, fmt.Errorf("load-balancer CIDR %q must lie in 127.0.0.0/8 and hold 4 addresses or more", o.LoadBalancerCIDR))
+		} else {
+			lbPool = p.Masked()
+			// kwok hands out pod addresses from PodCIDR and the apiserver ClusterIPs from
+			// ServiceCIDR; an overlap would give a load balancer a pod's or a Service's address.
+			for _, c := range []string{o.PodCIDR, o.ServiceCIDR} {
+				if other, err := netip.ParsePrefix(c); err == nil && other.Overlaps(lbPool) {
+					errs = append(errs, fmt.Errorf("load-balancer CIDR %s overlaps %s", o.LoadBalancerCIDR, c))
+				}
+			}
+		}
+	}
 	if len(o.Nodes) == 0 {
 		errs = append(errs, errors.New("at least one node is required"))
 	}
@@ -163,6 +184,8 @@ func (o *Options) Validate() error {
 		ip, err := netip.ParseAddr(n.IP)
 		if err != nil || !ip.IsLoopback() {
 			errs = append(errs, fmt.Errorf("node %q: IP %q must be in 127.0.0.0/8", n.Name, n.IP))
+		} else if lbPool.IsValid() && lbPool.Contains(ip) {
+			errs = append(errs, fmt.Errorf("node %q: IP %s lies in the load-balancer CIDR %s", n.Name, n.IP, o.LoadBalancerCIDR))
 		}
 	}
 	// mkfs.xfs refuses filesystems below 300 MiB.

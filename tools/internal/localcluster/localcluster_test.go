@@ -31,6 +31,13 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "podexit" {
 		os.Exit(3)
 	}
+	if len(os.Args) > 1 && os.Args[1] == "podecho" {
+		if err := podEcho(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "podapp" {
 		if err := podApp(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, err)

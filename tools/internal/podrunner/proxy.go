@@ -17,7 +17,9 @@ import (
 // serviceProxy stands in for kube-proxy: it listens on every Service's ClusterIP and TCP
 // port (ClusterIPs are in 127.0.0.0/8, so binding needs no set-up) and forwards each
 // connection to a ready pod the Service selects. The "kubernetes" Service forwards to the
-// apiserver. Webhooks and clients that dial a Service's ClusterIP work through it.
+// apiserver. Webhooks and clients that dial a Service's ClusterIP work through it. It
+// listens on a LoadBalancer Service's pool address (loadBalancers) the same way, which is
+// how a client outside the cluster reaches it.
 type serviceProxy struct {
 	r         *Runner
 	mu        sync.Mutex
@@ -45,19 +47,22 @@ func (p *serviceProxy) sync() {
 	}
 	want := map[string]*proxyListener{}
 	for _, svc := range services {
-		ip := svc.Spec.ClusterIP
-		if ip == "" || ip == corev1.ClusterIPNone {
-			continue
+		// The ClusterIP and, for a LoadBalancer, the address the pool gave it.
+		ips := p.r.lb.addresses(svc)
+		if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+			ips = append(ips, ip)
 		}
-		if parsed := net.ParseIP(ip); parsed == nil || !parsed.IsLoopback() {
-			continue // never listen outside 127.0.0.0/8
-		}
-		for _, port := range svc.Spec.Ports {
-			if port.Protocol != "" && port.Protocol != corev1.ProtocolTCP {
-				continue
+		for _, ip := range ips {
+			if parsed := net.ParseIP(ip); parsed == nil || !parsed.IsLoopback() {
+				continue // never listen outside 127.0.0.0/8
 			}
-			key := net.JoinHostPort(ip, strconv.Itoa(int(port.Port)))
-			want[key] = &proxyListener{namespace: svc.Namespace, name: svc.Name, port: port}
+			for _, port := range svc.Spec.Ports {
+				if port.Protocol != "" && port.Protocol != corev1.ProtocolTCP {
+					continue
+				}
+				key := net.JoinHostPort(ip, strconv.Itoa(int(port.Port)))
+				want[key] = &proxyListener{namespace: svc.Namespace, name: svc.Name, port: port}
+			}
 		}
 	}
 	p.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -62,7 +63,10 @@ type Config struct {
 	// /proc and /sys is <NodeRootDir>/<node>/<path>, never the host's path shared by all
 	// simulated nodes.
 	NodeRootDir string
-	Log         *slog.Logger
+	// LoadBalancerCIDR, when set, is the loopback pool Services of type LoadBalancer get
+	// their address from (status.loadBalancer.ingress); the service proxy listens there.
+	LoadBalancerCIDR string
+	Log              *slog.Logger
 }
 
 // Runner watches pods and runs the ones its rules map.
@@ -83,6 +87,7 @@ type Runner struct {
 	mountMu   sync.Mutex
 	devMu     sync.Mutex
 	proxy     *serviceProxy
+	lb        *loadBalancers // nil without a LoadBalancerCIDR
 }
 
 // New checks the configuration and returns a runner.
@@ -101,13 +106,24 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.ClusterDomain == "" {
 		cfg.ClusterDomain = "cluster.local"
 	}
-	return &Runner{
+	var pool netip.Prefix
+	if cfg.LoadBalancerCIDR != "" {
+		var err error
+		if pool, err = netip.ParsePrefix(cfg.LoadBalancerCIDR); err != nil || !pool.Addr().Is4() || !pool.Addr().IsLoopback() || pool.Bits() < 8 || pool.Bits() > 30 {
+			return nil, fmt.Errorf("podrunner: load-balancer CIDR %q must be an IPv4 range of 4 addresses or more in 127.0.0.0/8", cfg.LoadBalancerCIDR)
+		}
+	}
+	r := &Runner{
 		cfg:       cfg,
 		rules:     Rules(cfg.Rules),
 		log:       cfg.Log,
 		workers:   map[types.UID]*podWorker{},
 		hostsKick: make(chan struct{}, 1),
-	}, nil
+	}
+	if pool.IsValid() {
+		r.lb = newLoadBalancers(r, pool)
+	}
+	return r, nil
 }
 
 // Managed reports whether the runner runs at least one container of pod.
@@ -189,6 +205,7 @@ func (r *Runner) Run(ctx context.Context, synced chan<- struct{}) error {
 		}
 	}
 	r.proxy = newServiceProxy(r)
+	r.syncLoadBalancers(ctx)
 	r.proxy.sync()
 	close(synced)
 	go r.hostsLoop(ctx)
@@ -367,6 +384,15 @@ func (r *Runner) hostsLoop(ctx context.Context) {
 		for _, w := range workers {
 			w.writeHosts(table)
 		}
+		r.syncLoadBalancers(ctx)
 		r.proxy.sync()
+	}
+}
+
+// syncLoadBalancers gives LoadBalancer Services their addresses; a failed status write is
+// tried again a second later.
+func (r *Runner) syncLoadBalancers(ctx context.Context) {
+	if r.lb != nil && !r.lb.sync(ctx) && ctx.Err() == nil {
+		time.AfterFunc(time.Second, r.kickHosts)
 	}
 }
