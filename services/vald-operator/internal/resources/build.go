@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	"github.com/opsuite/suite/api/vald/valdchart"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,6 +58,7 @@ func DesiredValdReleases(in Input, cfg Config) ([]*valdv1.ValdRelease, error) {
 		active  int
 		seen    = map[string]string{}
 		skipped int
+		renders = map[string][]valdchart.Resource{}
 	)
 	for _, infra := range vor.Spec.Infrastructure {
 		if !infra.IsActive() {
@@ -79,11 +81,12 @@ func DesiredValdReleases(in Input, cfg Config) ([]*valdv1.ValdRelease, error) {
 				return nil, &Error{Message: fmt.Sprintf("Cluster name %q is used by infrastructure entries %q and %q: give each cluster its own name.", cl.Name, role, infra.Role)}
 			}
 			seen[name] = infra.Role
-			vr, err := desiredValdRelease(vor, infra, cl, cfg)
+			vr, values, err := desiredValdRelease(vor, infra, cl, cfg)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, vr)
+			renders[vr.Name] = valdchart.Objects(vr.Name, vr.Namespace, values)
 		}
 	}
 	if len(out) == 0 {
@@ -95,6 +98,10 @@ func DesiredValdReleases(in Input, cfg Config) ([]*valdv1.ValdRelease, error) {
 		default:
 			return nil, &Error{Empty: true, Message: "The active infrastructure entries have no clusters, so there is no ValdRelease to create; nothing was pruned."}
 		}
+	}
+	if clashes := valdchart.Clashes(renders); len(clashes) > 0 {
+		c := clashes[0]
+		return nil, &Error{Message: fmt.Sprintf("ValdReleases %q and %q would both make the Vald chart render %s, and Helm installs an object for one release only: the overlay gives the clusters the same name for it; leave the components' names to the operator or make them differ per cluster. Nothing was written.", c.A, c.B, c.Object)}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -124,18 +131,19 @@ func Unmatched(in Input) []string {
 	return roles
 }
 
-func desiredValdRelease(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, cl valdv1.Cluster, cfg Config) (*valdv1.ValdRelease, error) {
+// desiredValdRelease returns the ValdRelease of one cluster and the chart values it carries.
+func desiredValdRelease(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, cl valdv1.Cluster, cfg Config) (*valdv1.ValdRelease, map[string]any, error) {
 	values := chartValues(vor, infra, cl, cfg)
 	if vor.Spec.VectorEngine.Vald.Overlay != nil && len(vor.Spec.VectorEngine.Vald.Overlay.Raw) > 0 {
 		var overlay map[string]any
 		if err := json.Unmarshal(vor.Spec.VectorEngine.Vald.Overlay.Raw, &overlay); err != nil {
-			return nil, &Error{Message: "spec.vectorEngine.vald.overlay is not a JSON object: make it a map of Vald chart values."}
+			return nil, nil, &Error{Message: "spec.vectorEngine.vald.overlay is not a JSON object: make it a map of Vald chart values."}
 		}
 		values = Merge(values, overlay)
 	}
 	raw, err := json.Marshal(values)
 	if err != nil {
-		return nil, &Error{Message: "The generated Vald chart values cannot be encoded as JSON."}
+		return nil, nil, &Error{Message: "The generated Vald chart values cannot be encoded as JSON."}
 	}
 	return &valdv1.ValdRelease{
 		TypeMeta: metav1.TypeMeta{APIVersion: valdv1.GroupVersion.String(), Kind: "ValdRelease"},
@@ -161,7 +169,7 @@ func desiredValdRelease(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastruc
 			}},
 		},
 		Spec: &apiextensionsv1.JSON{Raw: raw},
-	}, nil
+	}, values, nil
 }
 
 // chartValues maps the release to Vald Helm chart values (see the README's mapping table).
@@ -184,7 +192,14 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 	setString(ngt, "object_type", v.Agent.NGT.ObjectType)
 	setInt(ngt, "creation_edge_size", v.Agent.NGT.CreationEdgeSize)
 	setInt(ngt, "search_edge_size", v.Agent.NGT.SearchEdgeSize)
-	agent := map[string]any{"ngt": ngt}
+	names := namesOf(vor.Namespace, cl.Name)
+	agent := map[string]any{
+		"ngt":                ngt,
+		"name":               names.agent,
+		"serviceAccountName": names.agent,
+		"clusterRole":        map[string]any{"name": names.agentRole},
+		"clusterRoleBinding": map[string]any{"name": names.agentRole},
+	}
 	var agentMemory *resource.Quantity
 	if agentPool != nil {
 		agent["minReplicas"] = agentPool.Replicas
@@ -213,6 +228,7 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 
 	// Gateway.
 	lb := map[string]any{
+		"name":        names.gateway,
 		"enabled":     true,
 		"serviceType": firstNonEmpty(v.Gateway.ServiceType, cfg.GatewayServiceType),
 	}
@@ -238,7 +254,13 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 	// DaemonSet's rollout, maxUnavailable is its PodDisruptionBudget (either kind). The chart
 	// declares both strings ("1" as well as "25%") and writes them unquoted into the
 	// manifest, where "1" reads as the number Kubernetes wants.
-	disc := map[string]any{"kind": firstNonEmpty(v.Discoverer.Kind, cfg.DiscovererKind)}
+	disc := map[string]any{
+		"kind":               firstNonEmpty(v.Discoverer.Kind, cfg.DiscovererKind),
+		"name":               names.discoverer,
+		"serviceAccountName": names.discoverer,
+		"clusterRole":        map[string]any{"name": names.discovererRole},
+		"clusterRoleBinding": map[string]any{"name": names.discovererRole},
+	}
 	if disc["kind"] == "DaemonSet" {
 		rolling := cfg.DiscovererMaxUnavailable
 		disc["rollingUpdate"] = map[string]any{"maxUnavailable": rolling.String()}
@@ -253,7 +275,13 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 	values["discoverer"] = disc
 
 	// Index manager, or scheduled creator and saver jobs.
-	index := map[string]any{"enabled": v.Indexer.Manager}
+	index := map[string]any{
+		"name":    names.indexManager,
+		"enabled": v.Indexer.Manager,
+		// Named even when off, so that an overlay turning them on stays per cluster.
+		"creator": map[string]any{"name": names.indexCreation},
+		"saver":   map[string]any{"name": names.indexSave},
+	}
 	if v.Indexer.Manager {
 		indexer := map[string]any{}
 		setString(indexer, "auto_index_check_duration", v.Indexer.IndexDuration)
@@ -262,10 +290,10 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 		index["indexer"] = indexer
 	} else {
 		for _, job := range []string{"creator", "saver"} {
-			j := map[string]any{"enabled": true}
+			j := index[job].(map[string]any)
+			j["enabled"] = true
 			setString(j, "schedule", v.Indexer.IndexSchedule)
 			setInt(j, "concurrency", v.Indexer.Concurrency)
-			index[job] = j
 		}
 	}
 	if general != nil {

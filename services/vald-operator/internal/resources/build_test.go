@@ -148,6 +148,20 @@ func TestDesiredValdReleasesFailures(t *testing.T) {
 			wantMsg: `A cluster of infrastructure entry "green" has no name yet.`,
 		},
 		{
+			name: "overlay names a component alike for every cluster",
+			mutate: func(v *valdv1.ValdOperatorRelease) {
+				v.Spec.VectorEngine.Vald.Overlay.Raw = []byte(`{"gateway": {"lb": {"name": "vald-lb-gateway"}}}`)
+			},
+			wantMsg: `ValdReleases "search-cluster-a" and "search-cluster-b" would both make the Vald chart render ConfigMap search/vald-lb-gateway-config`,
+		},
+		{
+			name: "overlay names the discoverer's ClusterRoleBinding alike",
+			mutate: func(v *valdv1.ValdOperatorRelease) {
+				v.Spec.VectorEngine.Vald.Overlay.Raw = []byte(`{"discoverer": {"clusterRoleBinding": {"name": "discoverer"}}}`)
+			},
+			wantMsg: `would both make the Vald chart render ClusterRoleBinding discoverer`,
+		},
+		{
 			name: "overlay not an object",
 			mutate: func(v *valdv1.ValdOperatorRelease) {
 				v.Spec.VectorEngine.Vald.Overlay.Raw = []byte(`[1]`)

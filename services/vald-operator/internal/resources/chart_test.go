@@ -105,3 +105,87 @@ func TestChartTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasesCoexist renders, through the chart's naming (valdchart.Objects), every build
+// and the layouts a cluster holds at once: the clusters of one release, two releases in one
+// namespace, both sides of a blue/green switch, and one release in two namespaces whose
+// names joined by a hyphen read alike. No object may belong to two ValdReleases: Helm
+// refuses to install it for the second.
+func TestReleasesCoexist(t *testing.T) {
+	type layout struct {
+		name string
+		vrs  []*valdv1.ValdRelease
+	}
+	var layouts []layout
+	for _, b := range chartBuilds(t) {
+		layouts = append(layouts, layout(b))
+	}
+	build := func(vor *valdv1.ValdOperatorRelease) []*valdv1.ValdRelease {
+		vrs, err := DesiredValdReleases(Input{Release: vor}, testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vrs
+	}
+	// Blue and green active at once, as during a switch.
+	both := loadRelease(t, "full")
+	for i := range both.Spec.Infrastructure {
+		active := true
+		both.Spec.Infrastructure[i].Active = &active
+	}
+	layouts = append(layouts, layout{"blue/green switch", build(both)})
+	// A second release in the same namespace, its own clusters.
+	other := both.DeepCopy()
+	other.Name, other.UID = "other", "00000000-0000-0000-0000-0000000000ff"
+	for i := range other.Spec.Infrastructure {
+		for j := range other.Spec.Infrastructure[i].Clusters {
+			other.Spec.Infrastructure[i].Clusters[j].Name += "-other"
+		}
+	}
+	layouts = append(layouts, layout{"two releases in one namespace", append(build(both), build(other)...)})
+	// "a-b" + "c" and "a" + "b-c": one ValdRelease name, two namespaces.
+	var spread []*valdv1.ValdRelease
+	for _, nc := range [][2]string{{"a-b", "c"}, {"a", "b-c"}} {
+		vor := loadRelease(t, "pool-fallback")
+		vor.Namespace = nc[0]
+		vor.Spec.Infrastructure[0].Clusters[0].Name = nc[1]
+		spread = append(spread, build(vor)...)
+	}
+	layouts = append(layouts, layout{"one name in two namespaces", spread})
+
+	for _, l := range layouts {
+		renders := map[string][]valdchart.Resource{}
+		for _, vr := range l.vrs {
+			objs := valdchart.Objects(vr.Name, vr.Namespace, specOf(t, vr))
+			if len(objs) < 10 {
+				t.Errorf("%s: %s renders %d objects: %v", l.name, vr.Name, len(objs), objs)
+			}
+			renders[vr.Namespace+"/"+vr.Name] = objs
+		}
+		for _, c := range valdchart.Clashes(renders) {
+			t.Errorf("%s: %s is rendered by both %s and %s", l.name, c.Object, c.A, c.B)
+		}
+	}
+}
+
+// TestComponentNames: names stay within what the chart's objects allow and distinct, long
+// cluster names included.
+func TestComponentNames(t *testing.T) {
+	long := strings.Repeat("c", 61)
+	names := map[string]string{}
+	for _, cluster := range []string{"a", long, long[:60] + "d", strings.Repeat("x-", 30) + "y"} {
+		n := namesOf("ns", cluster)
+		for _, name := range []string{n.agent, n.discoverer, n.gateway, n.indexManager, n.indexCreation, n.indexSave} {
+			if len(name) > componentNameMax || strings.HasSuffix(name, "-") || strings.Contains(name, "--") {
+				t.Errorf("cluster %q: name %q (%d characters)", cluster, name, len(name))
+			}
+			if prev, dup := names[name]; dup {
+				t.Errorf("name %q for clusters %q and %q", name, prev, cluster)
+			}
+			names[name] = cluster
+		}
+	}
+	if got := componentName("vald-agent", "cluster-a"); got != "vald-agent-cluster-a" {
+		t.Errorf("short name %q", got)
+	}
+}
