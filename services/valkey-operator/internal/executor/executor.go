@@ -130,6 +130,9 @@ func (e *Executor) observe(ctx context.Context, addr string) (valkey.View, error
 	if v.Repl, err = c.ReplicationState(ctx); err != nil {
 		return valkey.View{}, err
 	}
+	if v.ShardID, err = c.ShardID(ctx); err != nil {
+		return valkey.View{}, err
+	}
 	return v, nil
 }
 

@@ -67,13 +67,19 @@ func (st *state) meet() bool {
 	for _, m := range st.members {
 		v, _ := st.s.View(m.Addr)
 		for _, o := range st.members {
-			if n, ok := v.Node(st.idOf[o.Addr]); !ok || n.Handshake || (o.Addr != m.Addr && n.Addr != o.Addr) {
+			n, ok := v.Node(st.idOf[o.Addr])
+			if !ok && !handshaking(v, o.Addr) && st.knows(o, m) {
+				// o knows m but m does not know o: m forgot it (a removed shard's node,
+				// back when the scale-in is undone), and gossip brings a forgotten node
+				// back only once the forget ban ends a minute later; a MEET does now.
+				st.add(Step{Op: Meet, On: m.Addr, Addr: o.Addr, BusPort: o.BusPort})
+			}
+			if !ok || n.Handshake || (o.Addr != m.Addr && n.Addr != o.Addr) {
 				st.plan.Wait = fmt.Sprintf("%s does not know %s yet", m.Addr, o.Addr)
-				return false
 			}
 		}
 	}
-	return true
+	return st.plan.Wait == ""
 }
 
 // configEpochs gives every member of a cluster nobody has met yet (each member knows only
@@ -108,4 +114,11 @@ func handshaking(v valkey.View, addr string) bool {
 		}
 	}
 	return false
+}
+
+// knows: member a's table lists member b, handshake finished.
+func (st *state) knows(a, b Member) bool {
+	v, _ := st.s.View(a.Addr)
+	n, ok := v.Node(st.idOf[b.Addr])
+	return ok && !n.Handshake
 }

@@ -59,8 +59,9 @@ const (
 	SetSlotNode      Op = "SetSlotNode"      // CLUSTER SETSLOT Slot NODE NodeID
 	SetSlotStable    Op = "SetSlotStable"    // CLUSTER SETSLOT Slot STABLE
 	Forget           Op = "Forget"           // CLUSTER FORGET NodeID
-	// Reset turns a replica nobody needs into an empty primary (CLUSTER RESET SOFT); it
-	// forgets every peer and is met again on the next pass.
+	// Reset turns a replica nobody needs into an empty primary (CLUSTER RESET HARD): it
+	// forgets every peer, takes a new node id and shard id, and is met again on the next
+	// pass as a new node.
 	Reset Op = "Reset"
 	// Takeover promotes the replica On of the failed primary NodeID without the cluster's
 	// agreement (CLUSTER FAILOVER TAKEOVER), for when a majority of primaries is gone.
@@ -137,6 +138,8 @@ type state struct {
 	// shardOf and preferPrimary are the members' hints, by id.
 	shardOf       map[string]string
 	preferPrimary map[string]bool
+	// shardID is each member's CLUSTER MYSHARDID, by id ("" without shard ids).
+	shardID map[string]string
 	seed          valkey.View
 	plan          Plan
 	reset         map[string]bool                      // member addresses reset in this pass
@@ -153,7 +156,7 @@ func Compute(d Desired, s valkey.Snapshot) Plan {
 	}
 	st := &state{d: d, s: s, isMem: map[string]bool{}, idOf: map[string]string{},
 		addrOf: map[string]string{}, hostOf: map[string]string{}, reset: map[string]bool{}, owners: map[string]*[valkey.SlotCount]string{},
-		shardOf: map[string]string{}, preferPrimary: map[string]bool{}}
+		shardOf: map[string]string{}, preferPrimary: map[string]bool{}, shardID: map[string]string{}}
 	st.members = append([]Member(nil), d.Members...)
 	sort.Slice(st.members, func(i, j int) bool { return st.members[i].Addr < st.members[j].Addr })
 	for _, v := range s.Views {
@@ -179,6 +182,7 @@ func Compute(d Desired, s valkey.Snapshot) Plan {
 		me, _ := v.Myself()
 		st.idOf[m.Addr], st.isMem[me.ID], st.hostOf[me.ID] = me.ID, true, m.Host
 		st.shardOf[me.ID], st.preferPrimary[me.ID] = m.Shard, m.PreferPrimary
+		st.shardID[me.ID] = v.ShardID
 	}
 	if len(st.members) == 0 {
 		return Plan{Wait: "no members"}

@@ -347,3 +347,76 @@ func TestStaleReplicationLinkRepointed(t *testing.T) {
 		t.Fatalf("plan %v wait %q for a link down towards the right address", p.Steps, p.Wait)
 	}
 }
+
+// TestScaleInUndoneAfterDrain: upstream valkey-operator #445. A 4x1 cluster scaled in to
+// 3x1 and back to 4x1 after every possible number of drain passes, down to the removed
+// primary having given its last slot away (it and its replica then follow the primary
+// that took it, as Valkey's replica migration does): each run converges on 4 shards with
+// one primary per shard id, every key in place, each shard served by the members named
+// for it.
+func TestScaleInUndoneAfterDrain(t *testing.T) {
+	all := hinted(4, 1)
+	full := Desired{Shards: 4, Replicas: 1, Members: all}
+	in := Desired{Shards: 3, Replicas: 1, Members: all[:6], MoveBatch: 512}
+	for undoAfter := 0; ; undoAfter++ {
+		c := newSim()
+		converge(t, c, full, runOpts{})
+		c.writeKeys(2)
+		drained := false
+		for pass := 0; pass < undoAfter; pass++ {
+			p := Compute(in, c.snapshot())
+			for _, s := range p.Steps {
+				if err := c.apply(s); err != nil {
+					t.Fatalf("drain pass %d: %s: %v", pass, s, err)
+				}
+			}
+			c.gossip()
+			if n := c.nodes[all[6].Addr]; n.owned() == 0 {
+				drained = true
+				break
+			}
+		}
+		converge(t, c, full, runOpts{})
+		checkConverged(t, c, full)
+		for i, m := range all {
+			n := c.nodes[m.Addr]
+			primary := n
+			if n.replicaOf != "" {
+				primary = c.byID(n.replicaOf)
+			}
+			if want := all[i/2*2].Addr; primary.addr != want {
+				t.Errorf("undone after %d passes: %s (shard %s) is served by %s, want %s", undoAfter, m.Addr, m.Shard, primary.addr, want)
+			}
+		}
+		if drained {
+			t.Logf("undone at every one of %d drain passes", undoAfter)
+			return
+		}
+	}
+}
+
+// TestSharedShardIDRepaired: two primaries sharing a shard id (what a soft reset left
+// behind, before resets were hard) are one shard to CLUSTER SHARDS. The second is drained,
+// reset for a shard id of its own and given its share of the slots again; no key is lost.
+func TestSharedShardIDRepaired(t *testing.T) {
+	all := hinted(4, 1)
+	d := Desired{Shards: 4, Replicas: 1, Members: all}
+	c := newSim()
+	converge(t, c, d, runOpts{})
+	c.writeKeys(2)
+	a, b := c.nodes[all[4].Addr], c.nodes[all[6].Addr]
+	if a.replicaOf != "" || b.replicaOf != "" {
+		t.Fatalf("the index-0 members are not primaries: %q %q", a.replicaOf, b.replicaOf)
+	}
+	b.shard = a.shard
+	for _, n := range c.nodes {
+		if n.replicaOf == b.id {
+			n.shard = a.shard
+		}
+	}
+	if Compute(d, c.snapshot()).Converged() {
+		t.Fatal("two primaries sharing a shard id counted as converged")
+	}
+	converge(t, c, d, runOpts{})
+	checkConverged(t, c, d)
+}

@@ -35,9 +35,16 @@ func (st *state) choosePrimaries() (primaries, draining []primary) {
 		}
 		p.count++
 	}
+	// Two owners sharing a shard id (a node reset soft keeps the one of the primary it
+	// followed) are one shard to CLUSTER SHARDS, and clients mapping slots from it see only
+	// one of them: the second is drained, and reset for a shard id of its own (below)
+	// before it serves again.
+	kept := map[string]bool{}
 	for _, p := range all {
-		if st.isMem[p.id] && len(primaries) < st.d.Shards {
+		sid := st.shardID[p.id]
+		if st.isMem[p.id] && len(primaries) < st.d.Shards && (sid == "" || !kept[sid]) {
 			primaries = append(primaries, *p)
+			kept[sid] = true
 		} else {
 			draining = append(draining, *p)
 		}
@@ -52,6 +59,11 @@ func (st *state) choosePrimaries() (primaries, draining []primary) {
 		v, _ := st.s.View(m.Addr)
 		me, _ := v.Myself()
 		if _, owns := byID[id]; owns || !me.Primary {
+			continue
+		}
+		if sid := st.shardID[id]; sid != "" && kept[sid] {
+			st.add(Step{Op: Reset, On: m.Addr})
+			st.reset[m.Addr] = true
 			continue
 		}
 		candidates = append(candidates, id)
@@ -136,13 +148,13 @@ func (st *state) resetSpareReplicas(primaries []primary, owners map[string]*prim
 	for _, p := range primaries {
 		kept[p.id] = 0
 	}
-	for _, m := range st.members {
+	for _, m := range st.ownShardFirst() {
 		if want == 0 {
 			return
 		}
 		v, _ := st.s.View(m.Addr)
 		me, _ := v.Myself()
-		if !me.Replica || owners[me.ID] != nil {
+		if !me.Replica || owners[me.ID] != nil || st.reset[m.Addr] {
 			continue
 		}
 		if n, ok := kept[me.PrimaryID]; ok && n < st.d.Replicas {
@@ -153,6 +165,29 @@ func (st *state) resetSpareReplicas(primaries []primary, owners map[string]*prim
 		st.reset[m.Addr] = true
 		want--
 	}
+}
+
+// ownShardFirst is the members with those following a primary of their own shard (by
+// hint) first: a shard keeps its own replicas, and the ones freed or moved are those
+// serving another shard (say a removed shard's members that followed the primary taking
+// its last slots, back when the scale-in is undone).
+func (st *state) ownShardFirst() []Member {
+	own := func(m Member) bool {
+		v, _ := st.s.View(m.Addr)
+		me, _ := v.Myself()
+		return me.Replica && m.Shard != "" && st.shardOf[me.PrimaryID] == m.Shard
+	}
+	out := slices.Clone(st.members)
+	slices.SortStableFunc(out, func(a, b Member) int {
+		switch oa, ob := own(a), own(b); {
+		case oa == ob:
+			return 0
+		case oa:
+			return -1
+		}
+		return 1
+	})
+	return out
 }
 
 func quota(i, n int) int {

@@ -15,7 +15,7 @@ func (st *state) replicas(primaries []primary) {
 		owns[id] = true
 	}
 	var free []Member
-	for _, m := range st.members {
+	for _, m := range st.ownShardFirst() {
 		id := st.idOf[m.Addr]
 		if isPrimary[id] || owns[id] || st.reset[m.Addr] {
 			continue

@@ -25,6 +25,9 @@ type simNode struct {
 	// epoch is the node's config epoch: set once before its first MEET, the greatest
 	// there is plus one after a takeover or a BUMPEPOCH.
 	epoch uint64
+	// shard is its shard id (Valkey 8): its own at start, its primary's once it
+	// replicates, kept when it is promoted; a hard reset makes a new one.
+	shard string
 }
 
 type sim struct {
@@ -49,11 +52,17 @@ func (c *sim) ensure(m Member) {
 	if _, ok := c.nodes[m.Addr]; ok {
 		return
 	}
+	c.fresh(m.Addr, m.Host)
+}
+
+// fresh starts an empty node with new node and shard ids at addr.
+func (c *sim) fresh(addr, host string) *simNode {
 	c.nextID++
-	c.nodes[m.Addr] = &simNode{id: fmt.Sprintf("%040d", c.nextID), addr: m.Addr, host: m.Host,
+	n := &simNode{id: fmt.Sprintf("%040d", c.nextID), addr: addr, host: host,
 		knows: map[string]bool{}, banned: map[string]bool{}, migrating: map[int]string{},
-		importing: map[int]string{}, keys: map[int]int{}}
-	c.ids[c.nodes[m.Addr].id] = c.nodes[m.Addr]
+		importing: map[int]string{}, keys: map[int]int{}, shard: fmt.Sprintf("s%039d", c.nextID)}
+	c.nodes[addr], c.ids[n.id] = n, n
+	return n
 }
 
 func (c *sim) byID(id string) *simNode {
@@ -118,7 +127,7 @@ func (c *sim) apply(s Step) error {
 		if p == nil || !on.knows[p.id] || p.replicaOf != "" || on.owned() > 0 || p == on {
 			return refuse("replicate %s", s.NodeID)
 		}
-		on.replicaOf = p.id
+		on.replicaOf, on.shard = p.id, p.shard
 	case SetSlotImporting:
 		if on.view[s.Slot] == on.id || !on.knows[s.NodeID] || on.replicaOf != "" {
 			return refuse("importing %d", s.Slot)
@@ -146,8 +155,19 @@ func (c *sim) apply(s Step) error {
 		if s.NodeID != on.id && !on.knows[s.NodeID] {
 			return refuse("unknown node %s", s.NodeID)
 		}
+		wasMine := on.view[s.Slot] == on.id && s.NodeID != on.id
 		on.view[s.Slot] = s.NodeID
 		delete(on.migrating, s.Slot)
+		if t := c.byID(s.NodeID); wasMine && on.owned() == 0 && t != nil && t.replicaOf == "" {
+			// A primary giving away its last slot follows the node taking it, and so do
+			// its replicas (cluster-allow-replica-migration, on by default).
+			for _, x := range c.nodes {
+				if x.replicaOf == on.id {
+					x.replicaOf, x.shard = t.id, t.shard
+				}
+			}
+			on.replicaOf, on.shard = t.id, t.shard
+		}
 		delete(on.importing, s.Slot)
 		if s.NodeID == on.id {
 			c.claim[s.Slot] = on.id
@@ -182,9 +202,9 @@ func (c *sim) apply(s Step) error {
 		if on.owned() > 0 {
 			return refuse("reset a node owning slots")
 		}
-		on.replicaOf, on.knows, on.banned = "", map[string]bool{}, map[string]bool{}
-		on.view = [valkey.SlotCount]string{}
-		on.keys = map[int]int{}
+		// A hard reset: a new node at the same address, with new node and shard ids; the
+		// old id stays listed, failed, by every node that knew it.
+		c.fresh(on.addr, on.host)
 	default:
 		return refuse("unknown op %s", s.Op)
 	}
@@ -324,6 +344,7 @@ func (c *sim) snapshot() valkey.Snapshot {
 		if x.replicaOf != "" {
 			v.Repl.Role, v.Repl.MasterLinkUp = "slave", c.byID(x.replicaOf) != nil
 		}
+		v.ShardID = x.shard
 		snap.Views = append(snap.Views, v)
 	}
 	return snap
@@ -499,6 +520,15 @@ func checkConverged(t *testing.T, c *sim, d Desired) {
 	}
 	if hi-lo > 1 {
 		t.Fatalf("unbalanced: %d..%d slots per primary", lo, hi)
+	}
+	// One primary per shard id, as CLUSTER SHARDS lists them to clients.
+	shardOwner := map[string]string{}
+	for id := range counts {
+		sh := c.byID(id).shard
+		if other, dup := shardOwner[sh]; dup {
+			t.Fatalf("primaries %s and %s share shard id %s", id, other, sh)
+		}
+		shardOwner[sh] = id
 	}
 	for _, n := range c.nodes {
 		if len(n.migrating)+len(n.importing) > 0 {

@@ -58,8 +58,13 @@ type Conn interface {
 	Failover(ctx context.Context, mode FailoverMode) error
 	// ReplicationState is INFO replication: the role and offsets failover decisions need.
 	ReplicationState(ctx context.Context) (ReplicationState, error)
-	// Reset is CLUSTER RESET SOFT: a replica becomes an empty primary knowing no peers.
+	// Reset is CLUSTER RESET HARD: a replica becomes an empty primary knowing no peers,
+	// under a new node id and (Valkey 8+) a new shard id. A soft reset keeps the shard id
+	// of the primary it followed, so once it serves slots CLUSTER SHARDS lists two
+	// primaries in one shard and clients mapping slots from it lose the second's.
 	Reset(ctx context.Context) error
+	// ShardID is CLUSTER MYSHARDID, "" where the server has no shard ids (Redis 7.0).
+	ShardID(ctx context.Context) (string, error)
 	Close()
 }
 
@@ -186,5 +191,13 @@ func (c *conn) Failover(ctx context.Context, mode FailoverMode) error {
 }
 
 func (c *conn) Reset(ctx context.Context) error {
-	return c.ok(ctx, "CLUSTER", "RESET", "SOFT")
+	return c.ok(ctx, "CLUSTER", "RESET", "HARD")
+}
+
+func (c *conn) ShardID(ctx context.Context) (string, error) {
+	id, err := c.text(ctx, "CLUSTER", "MYSHARDID")
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown subcommand") {
+		return "", nil
+	}
+	return id, err
 }

@@ -83,6 +83,9 @@ type View struct {
 	Info ClusterInfo
 	// Repl is the same member's INFO replication; zero when it was not read.
 	Repl ReplicationState
+	// ShardID is the member's CLUSTER MYSHARDID: "" where the server has no shard ids
+	// (Redis 7.0) or it was not read.
+	ShardID string
 }
 
 // ClusterInfo is what the planner needs of CLUSTER INFO.
