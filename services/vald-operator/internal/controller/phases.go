@@ -119,6 +119,13 @@ func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOp
 	if err != nil {
 		return nil, lifecycle.Result{}, err
 	}
+	msg, err := r.sharedObjectClash(ctx, vor, vrs)
+	if err != nil {
+		return nil, lifecycle.Result{}, err
+	}
+	if msg != "" {
+		return nil, lifecycle.Pending(msg), nil
+	}
 	objs := make([]client.Object, 0, len(vrs))
 	for _, vr := range vrs {
 		stampValuesHash(vr)

@@ -3,7 +3,12 @@ package resources
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"strings"
+
+	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	"github.com/opsuite/suite/api/vald/valdchart"
 )
 
 // componentNameMax keeps every name the chart derives from a component's name valid: a
@@ -56,4 +61,28 @@ func componentName(base, cluster string) string {
 // cluster name, keep "a-b" + "c" apart from "a" + "b-c".
 func clusterScopedName(base, namespace, cluster string) string {
 	return base + ":" + namespace + ":" + cluster
+}
+
+// SharedObjects returns the objects the chart renders for vr, a ValdRelease this package
+// built, whose names do not carry its cluster's names: those an overlay named, or gave back
+// to the chart's defaults. Only these can be another ValdRelease's as well.
+func SharedObjects(vr *valdv1.ValdRelease) ([]valdchart.Resource, error) {
+	var values map[string]any
+	if vr.Spec != nil {
+		if err := json.Unmarshal(vr.Spec.Raw, &values); err != nil {
+			return nil, fmt.Errorf("decoding the values of ValdRelease %s: %w", vr.Name, err)
+		}
+	}
+	n := namesOf(vr.Namespace, vr.Labels[valdv1.LabelCluster])
+	own := map[string]bool{n.agentRole: true, n.discovererRole: true, vr.Name + "-ingress": true}
+	for _, name := range []string{n.agent, n.discoverer, n.gateway, n.indexManager, n.indexCreation, n.indexSave} {
+		own[name], own[name+"-config"], own[vr.Namespace+"-"+name+"-priority"] = true, true, true
+	}
+	var out []valdchart.Resource
+	for _, o := range valdchart.Objects(vr.Name, vr.Namespace, values) {
+		if !own[o.Name] {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
