@@ -378,7 +378,7 @@ func (s *vkScenario) apiReady(ctx context.Context, want vkWant) (string, error) 
 func (s *vkScenario) waitReady(ctx context.Context, step string, timeout time.Duration, want vkWant) []string {
 	t := s.t
 	t.Helper()
-	var seen []string
+	var seen, planeSeen []string
 	var why string
 	err := poll(ctx, t, step+": Ready", timeout, func(ctx context.Context) (bool, error) {
 		if c, err := s.cluster(ctx); err == nil {
@@ -404,11 +404,15 @@ func (s *vkScenario) waitReady(ctx context.Context, step string, timeout time.Du
 		if why, err = s.dataPlane(ctx, want); err != nil {
 			return false, err
 		}
+		if why != "" && (len(planeSeen) == 0 || planeSeen[len(planeSeen)-1] != why) {
+			planeSeen = append(planeSeen, why)
+		}
 		return why == "", nil
 	})
 	if err != nil {
 		s.diagnose(ctx)
-		t.Fatalf("%s: %v\n  last seen: %s\n  states seen: %s", step, err, why, strings.Join(seen, " -> "))
+		t.Fatalf("%s: %v\n  last seen: %s\n  states seen: %s\n  data plane disagreeing with a Ready API (last 5): %s", step, err, why,
+			strings.Join(seen, " -> "), strings.Join(planeSeen[max(0, len(planeSeen)-5):], " | "))
 	}
 	return seen
 }
