@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/opsuite/suite/api/vald/valdchart"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +32,8 @@ type Reconciler struct {
 
 	mu    sync.Mutex
 	tries map[types.NamespacedName]try
+	// owners is which release has which objects installed.
+	owners owners
 }
 
 // try is the install or upgrade under way for one ValdRelease.
@@ -84,6 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, vr); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			r.owners.drop(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -93,8 +97,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Annotations: vr.GetAnnotations(), Spec: vr.Object["spec"], Status: StatusOf(vr.Object),
 		Deleting: vr.GetDeletionTimestamp() != nil, HasFinalizer: controllerutil.ContainsFinalizer(vr, Finalizer),
 	}
+	observed.Render = valdchart.Objects(observed.Name, observed.Namespace, valuesOf(observed.Spec))
+	r.owners.seed(req.NamespacedName, releasedObjects(observed.Status.DeployedRelease))
 	now := r.now()
-	plan, err := Next(observed, r.started(req.NamespacedName, vr.GetUID(), observed.Attempt(), now), now, r.DeployDelay, r.Finalizer)
+	started := r.started(req.NamespacedName, vr.GetUID(), observed.Attempt(), now)
+	plan, err := r.owners.decide(req.NamespacedName, observed.Render, func(taken []Taken) (Plan, bool, error) {
+		observed.Taken = taken
+		p, err := Next(observed, started, now, r.DeployDelay, r.Finalizer)
+		return p, p.Installed, err
+	})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -120,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Client.Update(ctx, vr); err != nil {
 			return writeFailed(err, "removing the finalizer from", req)
 		}
+		r.owners.drop(req.NamespacedName)
 		logger.Info("Uninstalled ValdRelease's release")
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil

@@ -28,6 +28,21 @@ func newVR(ns, name string, spec map[string]any, annotations map[string]string) 
 	return vr
 }
 
+// ownNames is chart values naming every component after the release, as the Vald
+// operator does, so that the ValdReleases of one test do not render the same objects.
+func ownNames(release string) map[string]any {
+	named := func() map[string]any { return map[string]any{"name": release} }
+	return map[string]any{
+		"agent": named(),
+		"discoverer": map[string]any{
+			"name": release, "serviceAccountName": release,
+			"clusterRole": named(), "clusterRoleBinding": named(),
+		},
+		"gateway": map[string]any{"lb": named()},
+		"manager": map[string]any{"index": named()},
+	}
+}
+
 func getVR(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
 	vr := newVR(ns, name, nil, nil)
@@ -232,7 +247,7 @@ func TestDeletionWaitsForTheUninstall(t *testing.T) {
 	startSimulator(t, ns)
 	ctx := context.Background()
 	for _, name := range []string{"vr", "stuck"} {
-		if err := env.Client.Create(ctx, newVR(ns, name, map[string]any{}, nil)); err != nil {
+		if err := env.Client.Create(ctx, newVR(ns, name, ownNames(name), nil)); err != nil {
 			t.Fatal(err)
 		}
 		vr, _ := waitVR(t, ns, name, "is Deployed", func(_ *unstructured.Unstructured, st Status) bool {

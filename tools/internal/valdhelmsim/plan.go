@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opsuite/suite/api/vald/valdchart"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 )
 
@@ -28,6 +30,10 @@ type Observed struct {
 	Deleting bool
 	// HasFinalizer: the object carries Finalizer.
 	HasFinalizer bool
+	// Render is what the chart renders for Spec (valdchart.Objects).
+	Render []valdchart.Resource
+	// Taken are the objects of Render another release has installed.
+	Taken []Taken
 }
 
 // Attempt names one install, upgrade or uninstall try: what it releases and whether it
@@ -49,6 +55,8 @@ type Plan struct {
 	// AddFinalizer and RemoveFinalizer change the object's finalizers; an addition is
 	// written before the status, a removal after it, as the real operator orders them.
 	AddFinalizer, RemoveFinalizer bool
+	// Installed: the try installed Render, whose objects the release now owns.
+	Installed bool
 }
 
 // Next computes the status a Helm operator would show for o at now, when the try for
@@ -85,16 +93,29 @@ func Next(o Observed, started, now time.Time, delay time.Duration, finalizer boo
 	if left := delay - now.Sub(started); left > 0 {
 		return Plan{Status: st, RequeueAfter: left}, nil
 	}
+	reason := ReasonInstallError
+	if deployed {
+		// A failure leaves the previous release deployed; Deployed keeps saying so.
+		reason = ReasonUpgradeError
+	}
 	if failing {
-		reason := ReasonInstallError
-		if deployed {
-			// The previous release stays deployed; Deployed keeps saying so.
-			reason = ReasonUpgradeError
-		}
 		st.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: reason, Message: failMsg}, now)
 		return Plan{Status: st}, nil
 	}
-	reason := ReasonInstallSuccessful
+	// Helm validates the values against the chart's schema before it renders anything.
+	if msg := schemaRefusal(o.Spec); msg != "" {
+		st.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: reason, Message: msg}, now)
+		return Plan{Status: st}, nil
+	}
+	// Then it refuses to take over an object another release owns. That can change
+	// without this release changing (the other one goes), so the try is made again, as
+	// the real operator retries a failed reconcile.
+	if len(o.Taken) > 0 {
+		msg := ownershipRefusal(types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, o.Taken[0], deployed)
+		st.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: reason, Message: msg}, now)
+		return Plan{Status: st, RequeueAfter: max(delay, time.Second)}, nil
+	}
+	reason = ReasonInstallSuccessful
 	if deployed {
 		reason = ReasonUpgradeSuccessful
 	}
@@ -105,7 +126,7 @@ func Next(o Observed, started, now time.Time, delay time.Duration, finalizer boo
 	st.Remove(ConditionReleaseFailed)
 	st.Set(Condition{Type: ConditionDeployed, Status: "True", Reason: reason, Message: DeployedMessage}, now)
 	st.DeployedRelease = &Release{Name: o.Name, Manifest: manifest}
-	return Plan{Status: st, AddFinalizer: hold}, nil
+	return Plan{Status: st, AddFinalizer: hold, Installed: true}, nil
 }
 
 // uninstall is the deletion of a release the finalizer holds: a try like any other, after
@@ -154,11 +175,27 @@ func renderManifest(o Observed) (string, error) {
 	m.APIVersion, m.Kind = "v1", "ConfigMap"
 	m.Metadata.Name, m.Metadata.Namespace = o.Name+"-vald-helm-sim", o.Namespace
 	m.Data = map[string]string{"generation": strconv.FormatInt(o.Generation, 10), "values-sha256": hex.EncodeToString(sum[:])}
+	if len(o.Render) > 0 {
+		m.Data["objects"] = encodeObjects(o.Render)
+	}
 	out, err := yaml.Marshal(m)
 	if err != nil {
 		return "", err
 	}
 	return "---\n" + manifestSource + string(out), nil
+}
+
+// releasedObjects reads the objects a deployed release installed (none for a release the
+// simulator did not render).
+func releasedObjects(r *Release) []valdchart.Resource {
+	if r == nil || !strings.Contains(r.Manifest, manifestSource) {
+		return nil
+	}
+	var m manifestObject
+	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(r.Manifest, "---\n")), &m); err != nil {
+		return nil
+	}
+	return decodeObjects(m.Data["objects"])
 }
 
 // releasedGeneration reads the generation a deployed release was made from. A release

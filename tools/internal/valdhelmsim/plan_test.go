@@ -47,7 +47,7 @@ func wantNoCond(t *testing.T, s Status, typ string) {
 func TestInstallAfterDelayThenUpgradePerGeneration(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
 	delay := 2 * time.Second
-	o := Observed{Namespace: "ns", Name: "vr", Generation: 1, Spec: map[string]any{"agent": map[string]any{"ngt": 3}}}
+	o := Observed{Namespace: "ns", Name: "vr", Generation: 1, Spec: map[string]any{"agent": map[string]any{"ngt": map[string]any{"dimension": 3}}}}
 
 	o, p := step(t, o, t0, t0, delay)
 	wantCond(t, o.Status, ConditionInitialized, "True", "", "")
@@ -75,7 +75,7 @@ func TestInstallAfterDelayThenUpgradePerGeneration(t *testing.T) {
 
 	// Generation 2: until its try ends the status still shows generation 1's release.
 	t1 := t0.Add(time.Minute)
-	o.Generation, o.Spec = 2, map[string]any{"agent": map[string]any{"ngt": 4}}
+	o.Generation, o.Spec = 2, map[string]any{"agent": map[string]any{"ngt": map[string]any{"dimension": 4}}}
 	o, p = step(t, o, t1, t1, delay)
 	wantCond(t, o.Status, ConditionDeployed, "True", ReasonInstallSuccessful, DeployedMessage)
 	if gen, _ := releasedGeneration(o.Status.DeployedRelease); gen != 1 || p.RequeueAfter != delay {

@@ -1,0 +1,138 @@
+package valdhelmsim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/opsuite/suite/api/vald/valdchart"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// What the Vald chart, played here, refuses before anything is installed: values of the
+// wrong type for the keys whose types are recorded in api/vald/valdchart (the chart's
+// values.schema.json), and objects another release owns (Helm's ownership check). The
+// objects a release renders are the ones valdchart.Objects models.
+
+// Taken is an object the render shares with another release that has it installed.
+type Taken struct {
+	Object valdchart.Resource
+	Owner  types.NamespacedName
+}
+
+// valuesOf is the ValdRelease's spec as chart values.
+func valuesOf(spec any) map[string]any {
+	values, _ := spec.(map[string]any)
+	return values
+}
+
+// schemaRefusal is Helm's error for values the chart's schema refuses; "" when they pass.
+func schemaRefusal(spec any) string {
+	if vs := valdchart.Check(valuesOf(spec)); len(vs) > 0 {
+		return valdchart.SchemaError(vs)
+	}
+	return ""
+}
+
+// ownershipRefusal is Helm's error for the first object of the render another release
+// owns, as an install (nothing deployed) or an upgrade reports it.
+func ownershipRefusal(release types.NamespacedName, t Taken, upgrade bool) string {
+	action := "install"
+	if upgrade {
+		action = "update"
+	}
+	why := fmt.Sprintf(`key "meta.helm.sh/release-name" must equal %q: current value is %q`, release.Name, t.Owner.Name)
+	if t.Owner.Name == release.Name {
+		why = fmt.Sprintf(`key "meta.helm.sh/release-namespace" must equal %q: current value is %q`, release.Namespace, t.Owner.Namespace)
+	}
+	return fmt.Sprintf("rendered manifests contain a resource that already exists. Unable to continue with %s: %s %q in namespace %q exists and cannot be imported into the current release: invalid ownership metadata; annotation validation error: %s",
+		action, t.Object.Kind, t.Object.Name, t.Object.Namespace, why)
+}
+
+// owners records which release has which objects installed, as Helm's ownership
+// annotations do on the objects themselves. A release's entry is seeded from its deployed
+// manifest the first time it is seen (a restarted simulator), replaced when a try installs
+// a render, and dropped when the release is uninstalled or gone. Claims are taken under the
+// lock together with the decision, so two releases never both install one object.
+type owners struct {
+	mu      sync.Mutex
+	byObj   map[valdchart.Resource]types.NamespacedName
+	byOwner map[types.NamespacedName][]valdchart.Resource
+}
+
+// seed records what a release's deployed manifest lists, unless the release is known.
+func (o *owners) seed(release types.NamespacedName, deployed []valdchart.Resource) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, known := o.byOwner[release]; known {
+		return
+	}
+	o.setLocked(release, deployed)
+}
+
+// drop forgets a release's objects (uninstalled, or gone).
+func (o *owners) drop(release types.NamespacedName) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.setLocked(release, nil)
+	delete(o.byOwner, release)
+}
+
+// decide runs plan under the lock with the objects of render other releases own, and
+// claims render for release when the plan installs it.
+func (o *owners) decide(release types.NamespacedName, render []valdchart.Resource, plan func(taken []Taken) (Plan, bool, error)) (Plan, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var taken []Taken
+	for _, obj := range render {
+		if owner, ok := o.byObj[obj]; ok && owner != release {
+			taken = append(taken, Taken{Object: obj, Owner: owner})
+		}
+	}
+	p, installs, err := plan(taken)
+	if err == nil && installs {
+		o.setLocked(release, render)
+	}
+	return p, err
+}
+
+func (o *owners) setLocked(release types.NamespacedName, objs []valdchart.Resource) {
+	if o.byObj == nil {
+		o.byObj = map[valdchart.Resource]types.NamespacedName{}
+		o.byOwner = map[types.NamespacedName][]valdchart.Resource{}
+	}
+	for _, obj := range o.byOwner[release] {
+		if o.byObj[obj] == release {
+			delete(o.byObj, obj)
+		}
+	}
+	o.byOwner[release] = objs
+	for _, obj := range objs {
+		if _, held := o.byObj[obj]; !held {
+			o.byObj[obj] = release
+		}
+	}
+}
+
+// encodeObjects and decodeObjects keep a render's objects in the manifest's ConfigMap,
+// one "Kind/namespace/name" a line.
+func encodeObjects(objs []valdchart.Resource) string {
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = o.Key()
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, "\n")
+}
+
+func decodeObjects(s string) []valdchart.Resource {
+	var out []valdchart.Resource
+	for _, line := range strings.Split(s, "\n") {
+		parts := strings.SplitN(line, "/", 3)
+		if len(parts) == 3 {
+			out = append(out, valdchart.Resource{Kind: parts[0], Namespace: parts[1], Name: parts[2]})
+		}
+	}
+	return out
+}

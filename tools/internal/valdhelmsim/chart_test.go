@@ -1,0 +1,124 @@
+package valdhelmsim
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opsuite/suite/api/vald/valdchart"
+	"github.com/opsuite/suite/shared/testenv"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestRefusesWrongTypes: values of the wrong type for a key whose type the chart declares
+// fail the try as Helm's schema check does (InstallError with Helm's message; UpgradeError
+// with the old release kept), and are not retried until the values change.
+func TestRefusesWrongTypes(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	var spec map[string]any
+	if err := json.Unmarshal([]byte(`{"discoverer": {"kind": "DaemonSet", "rollingUpdate": {"maxUnavailable": 1}}}`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	o := Observed{Namespace: "ns", Name: "vr", Generation: 1, Spec: spec}
+	p, err := Next(o, t0, t0.Add(time.Second), time.Second, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := p.Status.Get(ConditionReleaseFailed)
+	want := "values don't meet the specifications of the schema(s) in the following chart(s):\nvald:\n- at '/discoverer/rollingUpdate/maxUnavailable': got number, want string"
+	if failed == nil || failed.Reason != ReasonInstallError || failed.Message != want || p.Status.Get(ConditionDeployed) != nil || p.Installed || p.RequeueAfter != 0 {
+		t.Fatalf("plan %+v", p)
+	}
+
+	// Deployed with the string; a later generation with a number fails the upgrade.
+	o.Spec = map[string]any{"discoverer": map[string]any{"rollingUpdate": map[string]any{"maxUnavailable": "1"}}}
+	o.Status = p.Status
+	p, err = Next(o, t0, t0.Add(2*time.Second), time.Second, false)
+	if err != nil || !hasCond(p.Status, ConditionDeployed, "True", ReasonInstallSuccessful) || p.Status.Get(ConditionReleaseFailed) != nil {
+		t.Fatalf("plan %+v, %v", p, err)
+	}
+	o.Status, o.Generation, o.Spec = p.Status, 2, spec
+	p, err = Next(o, t0, t0.Add(4*time.Second), time.Second, false)
+	if err != nil || !hasCond(p.Status, ConditionReleaseFailed, "True", ReasonUpgradeError) || !hasCond(p.Status, ConditionDeployed, "True", ReasonInstallSuccessful) {
+		t.Fatalf("plan %+v, %v", p, err)
+	}
+}
+
+// TestRefusesOwnedObjects: a render sharing an object with another installed release fails
+// as Helm's ownership check does, naming the object and the owner, and is tried again.
+func TestRefusesOwnedObjects(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	owner := types.NamespacedName{Namespace: "a", Name: "first"}
+	crb := valdchart.Resource{Kind: "ClusterRoleBinding", Name: "discoverer"}
+	o := Observed{Namespace: "b", Name: "second", Generation: 1, Spec: map[string]any{}, Taken: []Taken{{Object: crb, Owner: owner}}}
+	p, err := Next(o, t0, t0.Add(time.Second), time.Second, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `rendered manifests contain a resource that already exists. Unable to continue with install: ClusterRoleBinding "discoverer" in namespace "" exists and cannot be imported into the current release: invalid ownership metadata; annotation validation error: key "meta.helm.sh/release-name" must equal "second": current value is "first"`
+	failed := p.Status.Get(ConditionReleaseFailed)
+	if failed == nil || failed.Reason != ReasonInstallError || failed.Message != want || p.Installed || p.RequeueAfter != time.Second {
+		t.Fatalf("plan %+v", p)
+	}
+	// The same release name in another namespace: Helm names the namespace annotation.
+	o.Name = "first"
+	p, _ = Next(o, t0, t0.Add(time.Second), time.Second, false)
+	if msg := p.Status.Get(ConditionReleaseFailed).Message; !strings.HasSuffix(msg, `key "meta.helm.sh/release-namespace" must equal "b": current value is "a"`) {
+		t.Fatalf("message %q", msg)
+	}
+	// Nothing taken: installed, and the manifest records the render.
+	o.Taken, o.Render = nil, []valdchart.Resource{crb}
+	p, _ = Next(o, t0, t0.Add(time.Second), time.Second, false)
+	if !p.Installed || !hasCond(p.Status, ConditionDeployed, "True", ReasonInstallSuccessful) {
+		t.Fatalf("plan %+v", p)
+	}
+	if got := releasedObjects(p.Status.DeployedRelease); len(got) != 1 || got[0] != crb {
+		t.Fatalf("released objects %v from %q", got, p.Status.DeployedRelease.Manifest)
+	}
+}
+
+// TestTwoReleasesOneObject: on the API server, two ValdReleases with the chart's default
+// names in one namespace: the first is Deployed, the second fails (ReleaseFailed,
+// InstallError, Helm's message naming the first), and installs once the first is gone.
+// With names of their own both deploy.
+func TestTwoReleasesOneObject(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vhs-owned-")
+	startSimulator(t, ns)
+	ctx := context.Background()
+	defaults := map[string]any{"agent": map[string]any{"ngt": map[string]any{"dimension": int64(4)}}}
+	if err := env.Client.Create(ctx, newVR(ns, "first", defaults, nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitVR(t, ns, "first", "is Deployed", func(_ *unstructured.Unstructured, st Status) bool {
+		return hasCond(st, ConditionDeployed, "True", ReasonInstallSuccessful)
+	})
+	if err := env.Client.Create(ctx, newVR(ns, "second", defaults, nil)); err != nil {
+		t.Fatal(err)
+	}
+	vr, _ := waitVR(t, ns, "second", "fails", func(_ *unstructured.Unstructured, st Status) bool {
+		return hasCond(st, ConditionReleaseFailed, "True", ReasonInstallError)
+	})
+	st := StatusOf(vr.Object)
+	msg := st.Get(ConditionReleaseFailed).Message
+	if !strings.HasPrefix(msg, "rendered manifests contain a resource that already exists. Unable to continue with install: ") || !strings.HasSuffix(msg, `must equal "second": current value is "first"`) {
+		t.Fatalf("message %q", msg)
+	}
+	if st.Get(ConditionDeployed) != nil {
+		t.Fatalf("second deployed: %s", describe(vr))
+	}
+	if err := env.Client.Create(ctx, newVR(ns, "third", ownNames("third"), nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitVR(t, ns, "third", "is Deployed", func(_ *unstructured.Unstructured, st Status) bool {
+		return hasCond(st, ConditionDeployed, "True", ReasonInstallSuccessful)
+	})
+	if err := env.Client.Delete(ctx, newVR(ns, "first", nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitVR(t, ns, "second", "is Deployed once first is uninstalled", func(_ *unstructured.Unstructured, st Status) bool {
+		return hasCond(st, ConditionDeployed, "True", ReasonInstallSuccessful) && st.Get(ConditionReleaseFailed) == nil
+	})
+}
