@@ -106,6 +106,11 @@ const (
 	// with CONFIG SET. Absent when there are none, which counts as True. False blocks the
 	// cluster's one-at-a-time progress past this node.
 	NodeConditionLiveConfigApplied = "LiveConfigApplied"
+	// NodeConditionExternalAddressAnnounced: with spec.external, the node's own Service
+	// has an address and the server announces it (cluster-announce-hostname, and
+	// cluster-preferred-endpoint-type hostname once the node knows every member's).
+	// Absent without spec.external. Our addition.
+	NodeConditionExternalAddressAnnounced = "ExternalAddressAnnounced"
 )
 
 // ValkeyNode condition reasons.
@@ -131,4 +136,18 @@ const (
 	// PersistentVolumeClaimReady=False and Ready=False: the API server refused to create
 	// the node's claim. Also the reason of the Warning event. Our addition.
 	NodeReasonPersistentVolumeClaimRefused = "PersistentVolumeClaimRefused"
+
+	// ExternalAddressAnnounced reasons.
+	NodeReasonAnnounced = "Announced"
+	// The node's Service has no address yet (the load balancer has not given one, or
+	// the pod's Kubernetes node has none).
+	NodeReasonAddressPending = "AddressPending"
+	// The node announces its address, but has yet to learn every member's, so it still
+	// sends clients to IPs.
+	NodeReasonPeersPending = "PeersPending"
+	// The server cannot announce what the mode needs (NodePort without
+	// cluster-announce-client-port); the message says what to change.
+	NodeReasonAnnounceUnsupported = "AnnounceUnsupported"
+	// CONFIG SET of the announced address failed.
+	NodeReasonAnnounceFailed = "AnnounceFailed"
 )

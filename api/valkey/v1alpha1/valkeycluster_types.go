@@ -34,6 +34,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.scheduling) || !(has(self.tolerations) || has(self.nodeSelector) || has(self.affinity))",message="scheduling is configured twice: move spec.tolerations, spec.nodeSelector and spec.affinity into spec.scheduling"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.networking) || !has(self.networking.tls)",message="TLS is configured twice: keep either spec.tls or spec.networking.tls, not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.networking) || !has(self.networking.discovery) || !has(self.networking.discovery.preferredEndpointType) || self.networking.discovery.preferredEndpointType != 'Hostname' || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="networking.discovery.preferredEndpointType Hostname needs stable pod names: use workloadType StatefulSet (the default)"
+// +kubebuilder:validation:XValidation:rule="!has(self.networking) || !has(self.networking.external) || !has(self.networking.discovery) || !has(self.networking.discovery.preferredEndpointType) || self.networking.discovery.preferredEndpointType != 'Hostname'",message="networking.external announces each node's Service address in the hostname clients are sent to, which networking.discovery.preferredEndpointType Hostname uses for the pod's DNS name: remove networking.discovery or set its preferredEndpointType to IP"
 type ValkeyClusterSpec struct {
 	// Image is the Valkey server image; empty means the operator's default.
 	// +kubebuilder:validation:MaxLength=512
@@ -332,6 +333,41 @@ type NetworkingSpec struct {
 	// TLS in upstream's newer place; equivalent to spec.tls, set only one of them.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// External gives every node a Service of its own that clients outside Kubernetes
+	// reach, and has each node announce that Service's address, so MOVED and ASK send
+	// such a client to addresses it can reach. Omitted means in-cluster access only.
+	// The path is upstream's (spec.networking.external, valkey-operator #367).
+	// +optional
+	External *ExternalSpec `json:"external,omitempty"`
+}
+
+// ExternalMode is the type of each node's own Service.
+// +kubebuilder:validation:Enum=LoadBalancer;NodePort
+type ExternalMode string
+
+const (
+	// ExternalModeLoadBalancer gives each node a LoadBalancer Service; a node announces
+	// the address the load balancer was given, on the client port.
+	ExternalModeLoadBalancer ExternalMode = "LoadBalancer"
+	// ExternalModeNodePort gives each node a NodePort Service; a node announces the
+	// address of the Kubernetes node its pod runs on and the allocated node port. It
+	// needs a server that can announce a client port apart from its own
+	// (cluster-announce-client-port); the operator reads that from the server.
+	ExternalModeNodePort ExternalMode = "NodePort"
+)
+
+// ExternalSpec is how clients outside Kubernetes reach the nodes.
+type ExternalSpec struct {
+	// Mode is the type of the per-node Services.
+	// +required
+	Mode ExternalMode `json:"mode"`
+
+	// ServiceAnnotations are put on every per-node Service, e.g. for a cloud's load
+	// balancer controller or external-dns.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	ServiceAnnotations map[string]string `json:"serviceAnnotations,omitempty"`
 }
 
 // PreferredEndpointType is valkey's cluster-preferred-endpoint-type.

@@ -137,6 +137,11 @@ type ValkeyNodeSpec struct {
 	// PodSecurityContext of the pod.
 	// +optional
 	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+
+	// External is the cluster's networking.external: the node gets a Service of its own
+	// and announces its address to clients.
+	// +optional
+	External *ExternalSpec `json:"external,omitempty"`
 }
 
 // ValkeyNodeStatus is the observed state of one member.
@@ -189,8 +194,14 @@ type ValkeyNodeStatus struct {
 	// +optional
 	Shard *int32 `json:"shard,omitempty"`
 
-	// Conditions are Ready, PersistentVolumeClaimReady, PersistentVolumeClaimSizeReady and
-	// LiveConfigApplied (see the NodeCondition* and NodeReason* constants).
+	// ExternalAddress is the host:port the node announces to clients with spec.external,
+	// once announced.
+	// +optional
+	ExternalAddress string `json:"externalAddress,omitempty"`
+
+	// Conditions are Ready, PersistentVolumeClaimReady, PersistentVolumeClaimSizeReady,
+	// LiveConfigApplied and, with spec.external, ExternalAddressAnnounced (see the
+	// NodeCondition* and NodeReason* constants).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -110,6 +110,9 @@ func ValkeyNode(c *valkeyv1.ValkeyCluster, p Position, restartHash string) *valk
 			PodSecurityContext:            c.Spec.PodSecurityContext.DeepCopy(),
 		},
 	}
+	if c.Spec.Networking != nil && c.Spec.Networking.External != nil {
+		n.Spec.External = c.Spec.Networking.External.DeepCopy()
+	}
 	for i := range c.Spec.Containers {
 		n.Spec.Containers = append(n.Spec.Containers, *c.Spec.Containers[i].DeepCopy())
 	}

@@ -80,6 +80,8 @@ const (
 
 	ManagedBy     = "valkey-operator"
 	ComponentNode = "node"
+	// ComponentExternal labels a node's own Service for clients outside Kubernetes.
+	ComponentExternal = "external"
 )
 
 // ServiceName is the cluster's headless Service.

@@ -166,6 +166,24 @@ func TestClusterAdmission(t *testing.T) {
 			c.Spec.WorkloadType = valkeyv1.WorkloadTypeDeployment
 			c.Spec.Networking = &valkeyv1.NetworkingSpec{Discovery: &valkeyv1.DiscoverySpec{PreferredEndpointType: valkeyv1.PreferredEndpointTypeHostname}}
 		}, want: "preferredEndpointType Hostname needs stable pod names"},
+		{name: "external load balancer", mutate: func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Networking = &valkeyv1.NetworkingSpec{External: &valkeyv1.ExternalSpec{Mode: valkeyv1.ExternalModeLoadBalancer,
+				ServiceAnnotations: map[string]string{"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}}}
+		}},
+		{name: "external node port with IP discovery", mutate: func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Networking = &valkeyv1.NetworkingSpec{External: &valkeyv1.ExternalSpec{Mode: valkeyv1.ExternalModeNodePort},
+				Discovery: &valkeyv1.DiscoverySpec{PreferredEndpointType: valkeyv1.PreferredEndpointTypeIP}}
+		}},
+		{name: "external without a mode", mutate: func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Networking = &valkeyv1.NetworkingSpec{External: &valkeyv1.ExternalSpec{}}
+		}, want: `spec.networking.external.mode: Unsupported value: ""`},
+		{name: "external of type ClusterIP", mutate: func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Networking = &valkeyv1.NetworkingSpec{External: &valkeyv1.ExternalSpec{Mode: "ClusterIP"}}
+		}, want: `spec.networking.external.mode: Unsupported value: "ClusterIP"`},
+		{name: "external with hostname discovery", mutate: func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Networking = &valkeyv1.NetworkingSpec{External: &valkeyv1.ExternalSpec{Mode: valkeyv1.ExternalModeLoadBalancer},
+				Discovery: &valkeyv1.DiscoverySpec{PreferredEndpointType: valkeyv1.PreferredEndpointTypeHostname}}
+		}, want: "networking.external announces each node's Service address in the hostname clients are sent to"},
 		{name: "scheduling twice", mutate: func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Scheduling = &valkeyv1.SchedulingSpec{PriorityClassName: "high"}
 			c.Spec.NodeSelector = map[string]string{"pool": "valkey"}

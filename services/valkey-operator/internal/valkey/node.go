@@ -14,6 +14,8 @@ type NodeAdmin interface {
 	ReplicationRole(ctx context.Context) (string, error)
 	// MyID is CLUSTER MYID.
 	MyID(ctx context.Context) (string, error)
+	// ClusterNodes is the member's CLUSTER NODES.
+	ClusterNodes(ctx context.Context) (View, error)
 	// ConfigSet sets every pair with one CONFIG SET, which the server applies all or
 	// nothing.
 	ConfigSet(ctx context.Context, pairs [][2]string) error

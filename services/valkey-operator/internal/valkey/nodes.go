@@ -35,8 +35,11 @@ func (r SlotRange) String() string {
 
 // Node is one line of CLUSTER NODES: a member as the answering member sees it.
 type Node struct {
-	ID        string
-	Addr      string // host:port clients use
+	ID   string
+	Addr string // host:port clients use
+	// Hostname is the hostname the node announces (cluster-announce-hostname), as the
+	// answering member knows it; "" when none.
+	Hostname  string
 	BusPort   int
 	Myself    bool
 	Primary   bool
@@ -192,6 +195,7 @@ func parseNodeLine(line string) (Node, error) {
 	// ip:port@cport[,hostname]
 	addr := f[1]
 	if i := strings.IndexByte(addr, ','); i >= 0 {
+		n.Hostname, _, _ = strings.Cut(addr[i+1:], ",")
 		addr = addr[:i]
 	}
 	if i := strings.IndexByte(addr, '@'); i >= 0 {

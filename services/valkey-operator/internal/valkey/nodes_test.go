@@ -158,7 +158,15 @@ func TestRangesAndHostname(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if me, _ := v.Myself(); me.Addr != "10.0.0.1:6379" || me.BusPort != 16379 || me.Slots[0] != (SlotRange{5, 5}) {
+	if me, _ := v.Myself(); me.Addr != "10.0.0.1:6379" || me.BusPort != 16379 || me.Hostname != "pod-0.svc" || me.Slots[0] != (SlotRange{5, 5}) {
+		t.Fatalf("myself = %+v", me)
+	}
+	// An announced IP in the hostname slot (spec.networking.external), and a later aux field.
+	v, err = ParseNodes("a", id1+" 10.0.0.1:6379@16379,127.4.0.1,x=y myself,master - 0 0 3 connected\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if me, _ := v.Myself(); me.Addr != "10.0.0.1:6379" || me.Hostname != "127.4.0.1" {
 		t.Fatalf("myself = %+v", me)
 	}
 }

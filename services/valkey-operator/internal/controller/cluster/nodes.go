@@ -23,10 +23,13 @@ type member struct {
 	addr string
 }
 
-// ready: the node's controller has seen its current spec and its pod is ready and rolled out.
+// ready: the node's controller has seen its current spec and its pod is ready and rolled
+// out; with spec.external, the server announces its address too, so no slot moves to a
+// member that outside clients could not follow a MOVED or ASK to.
 func (m member) ready() bool {
 	n := m.node
-	return m.addr != "" && n.Status.Ready && n.Status.ObservedGeneration == n.Generation
+	return m.addr != "" && n.Status.Ready && n.Status.ObservedGeneration == n.Generation &&
+		(n.Spec.External == nil || n.Status.ExternalAddress != "")
 }
 
 // outdated: the node does not hold its desired spec yet (a rolling update is due).

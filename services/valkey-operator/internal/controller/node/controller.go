@@ -116,6 +116,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -184,6 +186,9 @@ func setup(mgr ctrl.Manager, cfg Config) (*Reconciler, error) {
 		For(&valkeyv1.ValkeyNode{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&appsv1.Deployment{}).
+		// The node's own Service (spec.external): its load balancer address arrives in
+		// its status.
+		Owns(&corev1.Service{}).
 		// PVCs and pods by label: a retained PVC has no owner, a pod's owner is the workload.
 		Watches(&corev1.PersistentVolumeClaim{}, byLabel).
 		Watches(&corev1.Pod{}, byLabel).

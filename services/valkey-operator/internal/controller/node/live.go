@@ -77,7 +77,7 @@ func incarnation(pod *corev1.Pod) string {
 // talk reads the server's role and id and applies the live config and the users, on one
 // connection. Failures here never fail the pass: they are reported (condition, event) and
 // retried with back-off.
-func (r *Reconciler) talk(ctx context.Context, p *pass, pod *corev1.Pod, cfg desired) {
+func (r *Reconciler) talk(ctx context.Context, p *pass, pod *corev1.Pod, cfg desired, ext external) {
 	n := p.n
 	st := r.stateOf(n)
 	inc := incarnation(pod)
@@ -129,6 +129,7 @@ func (r *Reconciler) talk(ctx context.Context, p *pass, pod *corev1.Pod, cfg des
 			log.FromContext(ctx).Info("Reading CLUSTER MYID failed", "error", err.Error())
 		}
 		settleShutdown(ctx, conn, st, inc)
+		r.announce(ctx, p, conn, ext)
 	} else {
 		log.FromContext(ctx).Info("Connecting to the server failed", "address", r.cfg.Addr(n), "error", err.Error())
 	}

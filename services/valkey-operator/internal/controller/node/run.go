@@ -90,6 +90,11 @@ func (r *Reconciler) run(ctx context.Context, n *valkeyv1.ValkeyNode) (reconcile
 		return reconciler.Done(), err
 	}
 
+	ext, err := r.syncExternal(ctx, n, pod)
+	if err != nil {
+		return reconciler.Done(), err
+	}
+
 	n.Status.PodName, n.Status.PodIP, n.Status.NodeName = "", "", ""
 	if objs.StatefulSet != nil {
 		n.Status.PodName = resources.PodName(n.Name)
@@ -113,9 +118,15 @@ func (r *Reconciler) run(ctx context.Context, n *valkeyv1.ValkeyNode) (reconcile
 		n.Status.AppliedConfigHash = ""
 	}
 	if podOK {
-		r.talk(ctx, p, pod, cfg)
+		r.talk(ctx, p, pod, cfg, ext)
 		p.wait(r.cfg.Resync)
 	} else {
+		if ext.on {
+			// A new server announces nothing until it is told again.
+			n.Status.ExternalAddress = ""
+			p.set(cond(valkeyv1.NodeConditionExternalAddressAnnounced, false, valkeyv1.NodeReasonAddressPending,
+				"the pod is not ready to be told its address"))
+		}
 		p.wait(r.cfg.RequeueAfter)
 	}
 	return reconciler.Wait(p.after), nil
