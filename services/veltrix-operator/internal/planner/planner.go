@@ -157,11 +157,15 @@ func removalRecord(in Input, d Decision) Removal {
 }
 
 // RemovalAccepted is d once the server accepted the DELETE of d.Remove in the pass that
-// observed in: the member is leaving, its removal record starts (or is kept), and Waiting
-// reads as the next pass's will, so the condition message does not change between them.
+// observed in: the member is leaving, its removal record starts now, and Waiting reads as
+// the next pass's will, so the condition message does not change between them. A DELETE is
+// planned only while no member leaves, so a record the caller still holds for the same
+// member is an earlier removal's (it left, re-joined while its pod was deleted, and is
+// removed again, all between two passes that saw the members): keeping its start would
+// report the new removal stuck at once.
 func RemovalAccepted(in Input, d Decision) Decision {
 	d.Leaving = d.Remove
-	d.Removal = removalRecord(in, d)
+	d.Removal = Removal{Member: d.Remove, Since: in.Now}
 	d.Waiting = leavingMessage(d.Remove)
 	return d
 }
