@@ -48,6 +48,8 @@ var unexercised = map[string][]excuse{
 		{"deployments", "apps", []string{"create", "patch", "delete"}, "a ValkeyNode of workloadType Deployment runs as a Deployment, and a switch of the type prunes the other workload (node/children.go); the suite's nodes run as StatefulSets"},
 		{"statefulsets", "apps", []string{"delete"}, "as deployments: a node switched to workloadType Deployment loses its StatefulSet"},
 		{"poddisruptionbudgets", "policy", []string{"delete"}, "the PDB policy Disabled deletes the cluster's PodDisruptionBudget (cluster/infra.go pdb)"},
+		{"nodes", "", []string{"list", "watch"}, "networking.external mode NodePort reads the Kubernetes node a member's pod runs on for its address (node/external.go); the suite's cluster has load balancers, so TestValkeyExternalAccess takes mode LoadBalancer"},
+		{"services", "", []string{"delete"}, "removing networking.external prunes each member's own Service (node/external.go syncExternal)"},
 	},
 	"memgraph-operator": {
 		{"services", "", []string{"delete"}, "shared/children prunes a Service the cluster controls and no longer wants (a name an earlier operator version used; pass.go childrenOf)"},

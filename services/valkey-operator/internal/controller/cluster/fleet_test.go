@@ -17,6 +17,7 @@ import (
 	"github.com/opsuite/suite/shared/conditions"
 	"github.com/opsuite/suite/shared/testenv"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,10 +36,27 @@ type fleet struct {
 	restarts int
 	// unreachable ValkeyNodes report an address nothing listens on.
 	unreachable map[string]string
+	// specs are the specs the servers run; a change of spec.external alone restarts no
+	// pod (the node controller announces it live).
+	specs map[string]valkeyv1.ValkeyNodeSpec
+}
+
+// externalOnly: n's spec differs from the one its server runs in spec.external alone.
+func (f *fleet) externalOnly(n *valkeyv1.ValkeyNode) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old, ok := f.specs[n.Name]
+	if !ok {
+		return false
+	}
+	cur := *n.Spec.DeepCopy()
+	old.External, cur.External = nil, nil
+	return equality.Semantic.DeepEqual(old, cur)
 }
 
 func newFleet(t testing.TB, c client.Client, ns string) *fleet {
-	return &fleet{t: t, c: c, ns: ns, servers: map[string]*valkeytest.Server{}, served: map[string]int64{}, unreachable: map[string]string{}}
+	return &fleet{t: t, c: c, ns: ns, servers: map[string]*valkeytest.Server{}, served: map[string]int64{}, unreachable: map[string]string{},
+		specs: map[string]valkeyv1.ValkeyNodeSpec{}}
 }
 
 // addr is the controller's Addr: the ValkeyNode's server, once the fleet started it.
@@ -91,10 +109,13 @@ func (f *fleet) sync(ctx context.Context) {
 		switch {
 		case !ok:
 			s = valkeytest.Start(f.t)
-		case served != n.Generation:
+		case served != n.Generation && !f.externalOnly(n):
 			s.Restart()
 			f.restarts++
 		}
+		f.mu.Lock()
+		f.specs[n.Name] = *n.Spec.DeepCopy()
+		f.mu.Unlock()
 		f.mu.Lock()
 		f.servers[n.Name], f.served[n.Name] = s, n.Generation
 		f.mu.Unlock()
@@ -142,6 +163,11 @@ func (f *fleet) report(ctx context.Context, n *valkeyv1.ValkeyNode, s *valkeytes
 	// Three simulated hosts; a shard's members on different ones where possible.
 	want.Status.NodeName = fmt.Sprintf("host-%d", (n.Spec.ShardIndex+n.Spec.NodeIndex)%3)
 	want.Status.ObservedGeneration = n.Generation
+	// The node controller announces the address of the node's own Service.
+	want.Status.ExternalAddress = ""
+	if n.Spec.External != nil {
+		want.Status.ExternalAddress = s.Addr
+	}
 	conditions.Set(&want.Status.Conditions, metav1.Condition{Type: valkeyv1.NodeConditionReady, Status: metav1.ConditionTrue, Reason: valkeyv1.NodeReasonPodRunning, Message: "Pod is running"}, n.Generation)
 	if equalStatus(n.Status, want.Status) {
 		return
@@ -156,7 +182,7 @@ func equalStatus(a, b valkeyv1.ValkeyNodeStatus) bool {
 	if (ra == nil) != (rb == nil) || (ra != nil && ra.Status != rb.Status) {
 		return false
 	}
-	return a.Ready == b.Ready && a.ValkeyNodeID == b.ValkeyNodeID && a.PodIP == b.PodIP && a.NodeName == b.NodeName && a.ObservedGeneration == b.ObservedGeneration && len(a.Conditions) == len(b.Conditions)
+	return a.Ready == b.Ready && a.ValkeyNodeID == b.ValkeyNodeID && a.PodIP == b.PodIP && a.NodeName == b.NodeName && a.ObservedGeneration == b.ObservedGeneration && a.ExternalAddress == b.ExternalAddress && len(a.Conditions) == len(b.Conditions)
 }
 
 // startController runs the cluster controller against the fleet, without credentials

@@ -10,6 +10,7 @@ import (
 	"github.com/opsuite/suite/shared/children"
 	"github.com/opsuite/suite/shared/conditions"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,6 +92,11 @@ func (p *pass) nodes(ctx context.Context) (nodeSet, bool) {
 			set.missing = append(set.missing, pos)
 			continue
 		}
+		if !equality.Semantic.DeepEqual(n.Spec.External, want.Spec.External) {
+			if n, ok = p.setExternal(ctx, n, want.Spec.External); !ok {
+				return set, false
+			}
+		}
 		set.desired = append(set.desired, member{node: n, want: want, addr: p.ctl.cfg.Addr(n)})
 	}
 	for name, n := range live {
@@ -101,6 +107,29 @@ func (p *pass) nodes(ctx context.Context) (nodeSet, bool) {
 	sort.Slice(set.removed, func(i, j int) bool { return set.removed[i].node.Name < set.removed[j].node.Name })
 	p.refusedMember(set)
 	return set, true
+}
+
+// setExternal gives a member the cluster's networking.external at once, outside the
+// rolling update: the pod template does not hold it, so no pod restarts and no primary
+// owes a failover. Only that field changes: the rest of the spec waits for the roll.
+func (p *pass) setExternal(ctx context.Context, n *valkeyv1.ValkeyNode, ext *valkeyv1.ExternalSpec) (*valkeyv1.ValkeyNode, bool) {
+	cur := &valkeyv1.ValkeyNode{
+		TypeMeta:   metav1.TypeMeta{APIVersion: valkeyv1.GroupVersion.String(), Kind: "ValkeyNode"},
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Namespace: n.Namespace, Labels: resources.NodeLabels(n)},
+		Spec:       *n.Spec.DeepCopy(),
+	}
+	cur.Spec.External = ext.DeepCopy()
+	// Applied as is (not through applyOwned, whose up-to-date check cannot see a field
+	// removed): the node is the cluster's, as nodes() found.
+	err := controllerutil.SetControllerReference(p.c, cur, p.ctl.client.Scheme())
+	if err == nil {
+		err = p.ctl.apply.Apply(ctx, cur)
+	}
+	if err != nil {
+		p.fail(valkeyv1.ReasonValkeyNodeError, valkeyv1.EventValkeyNodeFailed, fmt.Sprintf("Failed to update ValkeyNode %s: %v", n.Name, err))
+		return n, false
+	}
+	return cur, true
 }
 
 // restartHash is what rolls the members when it changes: the restart-requiring config and
