@@ -44,6 +44,11 @@ func (r *Reconciler) syncExternal(ctx context.Context, n *valkeyv1.ValkeyNode, p
 		return external{}, err
 	}
 	out, err := set.Sync(ctx, []*corev1.Service{want})
+	if msg, ok := refusal(err); ok {
+		// An annotation the API server refuses, a quota on load balancers: said in the
+		// condition, tried again at the resync; the pod's status is still reported.
+		return external{on: true, pending: "the API server refused its Service: " + msg}, nil
+	}
 	if err != nil {
 		return external{}, err
 	}

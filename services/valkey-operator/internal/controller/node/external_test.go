@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
@@ -146,4 +147,25 @@ func TestExternalAnnounce(t *testing.T) {
 	testenv.WaitFor(t, "the Service deleted", func() bool {
 		return apierrors.IsNotFound(env.Client.Get(context.Background(), h.key("c-0-0-external"), &corev1.Service{}))
 	})
+}
+
+// TestExternalServiceRefused: a Service the API server refuses (here an annotation key it
+// does not accept) is said in ExternalAddressAnnounced; the node still reports its pod.
+func TestExternalServiceRefused(t *testing.T) {
+	h := start(t)
+	srv := startServer(t)
+	h.serve("c-0-0", srv)
+	h.create(h.configMap(""))
+	h.create(h.node("c-0-0", func(n *valkeyv1.ValkeyNode) {
+		n.Spec.External = &valkeyv1.ExternalSpec{Mode: valkeyv1.ExternalModeLoadBalancer, ServiceAnnotations: map[string]string{"not a key": "x"}}
+	}))
+	sts := h.statefulSet("c-0-0")
+	h.runPod("c-0-0-0", sts.Spec.Template, "rev1", true)
+	h.rollOut("c-0-0", "rev1")
+	got := h.waitNode("c-0-0", "says the Service was refused", func(n *valkeyv1.ValkeyNode) bool {
+		return externalCond(n) == "False/AddressPending" && n.Status.Ready
+	})
+	if m := condOf(got, valkeyv1.NodeConditionExternalAddressAnnounced).Message; !strings.Contains(m, "the API server refused its Service") {
+		t.Errorf("message %q", m)
+	}
 }
