@@ -247,11 +247,24 @@ func parseNodeLine(line string) (Node, error) {
 	return n, nil
 }
 
+// slotNumber parses a hash slot, refusing one outside [0, SlotCount): the planner indexes
+// its owner tables by the slots a move names.
+func slotNumber(s string) (int, error) {
+	slot, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, err
+	}
+	if slot < 0 || slot >= SlotCount {
+		return 0, fmt.Errorf("slot %d out of range", slot)
+	}
+	return slot, nil
+}
+
 func (n *Node) addSlotField(s string) error {
 	if strings.HasPrefix(s, "[") {
 		body := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
 		if i := strings.Index(body, "->-"); i >= 0 {
-			slot, err := strconv.Atoi(body[:i])
+			slot, err := slotNumber(body[:i])
 			if err != nil {
 				return fmt.Errorf("migrating slot %q: %w", s, err)
 			}
@@ -262,7 +275,7 @@ func (n *Node) addSlotField(s string) error {
 			return nil
 		}
 		if i := strings.Index(body, "-<-"); i >= 0 {
-			slot, err := strconv.Atoi(body[:i])
+			slot, err := slotNumber(body[:i])
 			if err != nil {
 				return fmt.Errorf("importing slot %q: %w", s, err)
 			}
