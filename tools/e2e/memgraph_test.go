@@ -102,7 +102,19 @@ func TestMemgraphSample(t *testing.T) {
 		if host >= 262144 {
 			want = metav1.ConditionTrue
 		}
-		got := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionNodesPrepared)
+		// The members spread over several nodes (one per host where there are nodes
+		// enough), and an agent still starting when the cluster came up leaves its node
+		// Unknown (NodeAgentUnavailable) until the operator asks again: SysctlRetry (1 min)
+		// plus up to one resync (30 s).
+		var got *metav1.Condition
+		_ = poll(ctx, t, "NodesPrepared="+string(want), 150*time.Second, func(ctx context.Context) (bool, error) {
+			cur, err := mgCluster(ctx)
+			if err != nil {
+				return transient(err)
+			}
+			got = meta.FindStatusCondition(cur.Status.Conditions, memgraphv1.ConditionNodesPrepared)
+			return got != nil && got.Status == want, nil
+		})
 		if got == nil || got.Status != want {
 			t.Errorf("NodesPrepared %+v, want %s with the host's vm.max_map_count at %d", got, want, host)
 		} else {
