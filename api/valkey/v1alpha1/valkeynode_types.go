@@ -225,6 +225,7 @@ type ValkeyNodeStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=boolean,JSONPath=`.status.ready`
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`,priority=1
 // +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.podIP`,priority=1
+// +kubebuilder:printcolumn:name="External",type=string,JSONPath=`.status.externalAddress`,priority=1,description="Address announced to clients outside Kubernetes (spec.networking.external)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValkeyNode struct {
 	metav1.TypeMeta   `json:",inline"`
