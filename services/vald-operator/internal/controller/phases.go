@@ -103,7 +103,14 @@ func clustersCreated(vor *valdv1.ValdOperatorRelease) lifecycle.Result {
 // node-pool match on, the ValdReleases of entries whose match was lost are kept as they are
 // for the grace (see holdUnmatched).
 func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOperatorRelease, st *passState) ([]client.Object, lifecycle.Result, error) {
-	in := resources.Input{Release: vor}
+	legacy, err := r.legacyNamed(ctx, vor)
+	if meta.IsNoMatchError(err) {
+		return nil, lifecycle.Pending(crdMissing), nil
+	}
+	if err != nil {
+		return nil, lifecycle.Result{}, err
+	}
+	in := resources.Input{Release: vor, Legacy: legacy}
 	if r.Options.RequireNodePoolMatch {
 		pools, err := r.matchNodePools(ctx, vor.Namespace)
 		if err != nil {
@@ -119,7 +126,7 @@ func (r *Reconciler) desiredValdReleases(ctx context.Context, vor *valdv1.ValdOp
 	if err != nil {
 		return nil, lifecycle.Result{}, err
 	}
-	msg, err := r.sharedObjectClash(ctx, vor, vrs)
+	msg, err := r.sharedObjectClash(ctx, vor, vrs, legacy)
 	if err != nil {
 		return nil, lifecycle.Result{}, err
 	}

@@ -42,6 +42,9 @@ type Input struct {
 	Release *valdv1.ValdOperatorRelease
 	// Nodes is the node-pool match; nil when REQUIRE_NODEPOOL_MATCH is off.
 	Nodes NodePools
+	// Legacy holds the names of the ValdReleases that exist without the per-cluster name
+	// keys (see LegacyNamed): they keep the chart's default names they were installed with.
+	Legacy map[string]bool
 }
 
 // Name is the name of the ValdRelease of a cluster.
@@ -81,7 +84,7 @@ func DesiredValdReleases(in Input, cfg Config) ([]*valdv1.ValdRelease, error) {
 				return nil, &Error{Message: fmt.Sprintf("Cluster name %q is used by infrastructure entries %q and %q: give each cluster its own name.", cl.Name, role, infra.Role)}
 			}
 			seen[name] = infra.Role
-			vr, values, err := desiredValdRelease(vor, infra, cl, cfg)
+			vr, values, err := desiredValdRelease(vor, infra, cl, cfg, !in.Legacy[name])
 			if err != nil {
 				return nil, err
 			}
@@ -101,6 +104,9 @@ func DesiredValdReleases(in Input, cfg Config) ([]*valdv1.ValdRelease, error) {
 	}
 	if clashes := valdchart.Clashes(renders); len(clashes) > 0 {
 		c := clashes[0]
+		if in.Legacy[c.A] || in.Legacy[c.B] {
+			return nil, &Error{Message: fmt.Sprintf("ValdReleases %q and %q would both make the Vald chart render %s, and Helm installs an object for one release only: %s (by an operator before per-cluster names), so that no agent loses its volumes. Delete the one the Vald Helm Operator could not deploy (Helm gave the objects to the other, so it holds no data): it is created again with per-cluster names. Nothing was written.", c.A, c.B, c.Object, legacyWho(in.Legacy, c.A, c.B))}
+		}
 		return nil, &Error{Message: fmt.Sprintf("ValdReleases %q and %q would both make the Vald chart render %s, and Helm installs an object for one release only: the overlay gives the clusters the same name for it; leave the components' names to the operator or make them differ per cluster. Nothing was written.", c.A, c.B, c.Object)}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -132,8 +138,12 @@ func Unmatched(in Input) []string {
 }
 
 // desiredValdRelease returns the ValdRelease of one cluster and the chart values it carries.
-func desiredValdRelease(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, cl valdv1.Cluster, cfg Config) (*valdv1.ValdRelease, map[string]any, error) {
+// Without perCluster the components keep the chart's default names (a legacy ValdRelease).
+func desiredValdRelease(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, cl valdv1.Cluster, cfg Config, perCluster bool) (*valdv1.ValdRelease, map[string]any, error) {
 	values := chartValues(vor, infra, cl, cfg)
+	if !perCluster {
+		dropNames(values)
+	}
 	if vor.Spec.VectorEngine.Vald.Overlay != nil && len(vor.Spec.VectorEngine.Vald.Overlay.Raw) > 0 {
 		var overlay map[string]any
 		if err := json.Unmarshal(vor.Spec.VectorEngine.Vald.Overlay.Raw, &overlay); err != nil {

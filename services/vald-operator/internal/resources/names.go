@@ -86,3 +86,85 @@ func SharedObjects(vr *valdv1.ValdRelease) ([]valdchart.Resource, error) {
 	}
 	return out, nil
 }
+
+// nameKeys are the chart values through which the builder names a cluster's components.
+var nameKeys = [][]string{
+	{"agent", "name"}, {"agent", "serviceAccountName"}, {"agent", "clusterRole"}, {"agent", "clusterRoleBinding"},
+	{"discoverer", "name"}, {"discoverer", "serviceAccountName"}, {"discoverer", "clusterRole"}, {"discoverer", "clusterRoleBinding"},
+	{"gateway", "lb", "name"},
+	{"manager", "index", "name"}, {"manager", "index", "creator", "name"}, {"manager", "index", "saver", "name"},
+}
+
+// LegacyNamed reports whether vr exists without any of the per-cluster name keys: an
+// operator before per-cluster names wrote it, and the chart named its components after
+// its defaults (vald-agent, ...). Such a ValdRelease keeps those names: renamed, Helm would
+// delete its objects and the agents' StatefulSet would start on new, empty volumes.
+func LegacyNamed(vr *valdv1.ValdRelease) bool {
+	if vr.Spec == nil || len(vr.Spec.Raw) == 0 {
+		return false
+	}
+	var values map[string]any
+	if err := json.Unmarshal(vr.Spec.Raw, &values); err != nil {
+		return false
+	}
+	for _, path := range nameKeys {
+		if has(values, path) {
+			return false
+		}
+	}
+	return true
+}
+
+func has(m map[string]any, path []string) bool {
+	for i, k := range path {
+		v, ok := m[k]
+		if !ok {
+			return false
+		}
+		if i == len(path)-1 {
+			return true
+		}
+		if m, ok = v.(map[string]any); !ok {
+			return false
+		}
+	}
+	return false
+}
+
+// dropNames removes the per-cluster names from values, leaving the chart's defaults: the
+// values an operator before per-cluster names built. The index jobs' maps that held only
+// a name go too.
+func dropNames(values map[string]any) {
+	for _, path := range nameKeys {
+		parent := values
+		for _, k := range path[:len(path)-1] {
+			next, ok := parent[k].(map[string]any)
+			if !ok {
+				parent = nil
+				break
+			}
+			parent = next
+		}
+		if parent != nil {
+			delete(parent, path[len(path)-1])
+		}
+	}
+	if index, ok := values["manager"].(map[string]any)["index"].(map[string]any); ok {
+		for _, job := range []string{"creator", "saver"} {
+			if j, ok := index[job].(map[string]any); ok && len(j) == 0 {
+				delete(index, job)
+			}
+		}
+	}
+}
+
+// legacyWho names the legacy ValdRelease(s) of a clash for its condition message.
+func legacyWho(legacy map[string]bool, a, b string) string {
+	switch {
+	case legacy[a] && legacy[b]:
+		return "both keep the chart's default names they were installed with"
+	case legacy[a]:
+		return fmt.Sprintf("%q keeps the chart's default names it was installed with", a)
+	}
+	return fmt.Sprintf("%q keeps the chart's default names it was installed with", b)
+}
