@@ -23,7 +23,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The e2e suite takes about 19 min on 2 cores beside the unit tests (fresh-clone CI,
 # 2026-12-04); each scenario stops a minute before this deadline.
 TEST_TIMEOUT ?= 40m
-FUZZ_TIME ?= 1m
+FUZZ_TIME ?= 30s
 
 # Tools pinned by tool directives in tools/go.mod (golangci-lint in tools/lint/go.mod),
 # built once into .cache/bin. The tests need only the runtime tools.
@@ -136,9 +136,29 @@ test-redis7: controlplane runtime-tools build sweep ## Compatibility run on Redi
 	wait $$e2e || failed="$$failed e2e"; \
 	if [ -n "$$failed" ]; then echo "FAILED on redis-server:$$failed"; exit 1; fi
 
+# Each fuzz target as <module>:<package>:<target>; `make fuzz` runs them one at a time (a
+# target's workers take every core), FUZZ_TIME each. `go test` runs their seed corpora
+# (testdata/fuzz/<target>/ and the f.Add seeds), so make test does too.
+FUZZ_TARGETS := \
+	services/valkey-operator:./internal/planner:FuzzSimulation \
+	services/valkey-operator:./internal/planner:FuzzCompute \
+	services/valkey-operator:./internal/planner:FuzzComputeFromNodes \
+	services/memgraph-operator:./internal/planner:FuzzPlan \
+	services/memgraph-operator:./internal/planner:FuzzChaos \
+	services/veltrix-operator:./internal/planner:FuzzPlan \
+	services/veltrix-operator:./internal/planner:FuzzPasses \
+	services/vald-operator:./internal/resources:FuzzDesiredValdReleases \
+	services/node-agent:./internal/server:FuzzValidatePrepare \
+	tools:./internal/bolt:FuzzUnpack \
+	tools:./internal/bolt:FuzzSession
+
 .PHONY: fuzz
-fuzz: ## Fuzz the node agent's request validation for FUZZ_TIME (make test runs its seed corpus).
-	cd services/node-agent && go test -run '^$$' -fuzz FuzzValidatePrepare -fuzztime $(FUZZ_TIME) ./internal/server
+fuzz: ## Fuzz every planner, builder and parser target for FUZZ_TIME each (30s by default), one at a time.
+	for t in $(FUZZ_TARGETS); do \
+		IFS=: read -r mod pkg name <<< "$$t"; \
+		echo "== $$mod $$pkg $$name"; \
+		(cd $$mod && go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) $$pkg) || exit 1; \
+	done
 
 .PHONY: test-e2e
 test-e2e: controlplane runtime-tools build ## End-to-end: local cluster, every chart by Helm, upgrades, leader election, uninstall (E2E_KUBECONFIG targets another cluster).
