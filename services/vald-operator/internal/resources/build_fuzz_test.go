@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand"
 	"reflect"
 	"sort"
 	"strings"
@@ -44,13 +45,15 @@ func (s *fuzzBytes) label(maxLen int) string {
 		n = maxLen - x%3 // the longest names are where truncation bites
 		n = max(n, 1)
 	}
+	// The characters come from one byte, so a name costs the script two or three.
+	r := rand.New(rand.NewSource(int64(s.next())))
 	b := make([]byte, n)
 	for i := range b {
 		set := inner
 		if i == 0 || i == n-1 {
 			set = edge
 		}
-		b[i] = set[s.next()%len(set)]
+		b[i] = set[r.Intn(len(set))]
 	}
 	return string(b)
 }
@@ -79,7 +82,7 @@ func decodeRelease(s *fuzzBytes) (*valdv1.ValdOperatorRelease, NodePools, Config
 	vor.Name, vor.Namespace = s.label(valdv1.MaxNameLength), s.label(63)
 	vor.UID, vor.Generation = "00000000-0000-0000-0000-0000000000f0", int64(s.next())
 	clusters := 0
-	for i := range s.next() % 4 {
+	for i := range 1 + s.next()%3 {
 		infra := valdv1.Infrastructure{Role: fmt.Sprintf("%s%d", s.pick("green", "blue", "Hot_1.x", "a"), i), Type: s.pick("", "kind", "eks")}
 		switch s.next() % 3 {
 		case 1:
@@ -140,6 +143,9 @@ func decodeRelease(s *fuzzBytes) (*valdv1.ValdOperatorRelease, NodePools, Config
 	cfg.PVMemoryRatio = []float64{2, 0.5, 1, 10, 100}[s.next()%5]
 	cfg.PVMinSize = resource.MustParse(s.pick("1Gi", "50Gi", "1"))
 	cfg.PVMaxSize = resource.MustParse(s.pick("0", "20Gi", "1Ti"))
+	if !cfg.PVMaxSize.IsZero() && cfg.PVMaxSize.Cmp(cfg.PVMinSize) < 0 {
+		cfg.PVMaxSize = cfg.PVMinSize // Validate refuses a cap below the minimum
+	}
 	cfg.AgentResourceFraction = []float64{0.75, 1, 0.001, 0.5}[s.next()%4]
 	cfg.IngressDomain = s.pick("", "vald.internal")
 	cfg.DiscovererKind = s.pick("Deployment", "DaemonSet")
