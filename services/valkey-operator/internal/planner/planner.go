@@ -140,10 +140,10 @@ type state struct {
 	preferPrimary map[string]bool
 	// shardID is each member's CLUSTER MYSHARDID, by id ("" without shard ids).
 	shardID map[string]string
-	seed          valkey.View
-	plan          Plan
-	reset         map[string]bool                      // member addresses reset in this pass
-	owners        map[string]*[valkey.SlotCount]string // per view address, computed once
+	seed    valkey.View
+	plan    Plan
+	reset   map[string]bool                      // member addresses reset in this pass
+	owners  map[string]*[valkey.SlotCount]string // per view address, computed once
 }
 
 // Compute plans the next pass. The snapshot must hold a view from every desired member and
