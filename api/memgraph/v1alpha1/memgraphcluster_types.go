@@ -12,6 +12,8 @@ import (
 // behave the same on a spec that never passed admission.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.auth) || has(self.auth)",message="spec.auth cannot be removed: Memgraph keeps the admin user in its data, so the operator must keep logging in; change the Secret's password instead"
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed on a live cluster: a Memgraph with Bolt TLS refuses plain Bolt, so the operator could not reach the pods not yet restarted and the roll would stall; delete the MemgraphCluster (its claims are retained by default) and create it with the setting you want, or change spec.tls.bolt.secretName to switch certificates"
+// +kubebuilder:validation:XValidation:rule="has(self.secrets) != has(self.license)",message="spec.secrets is required (name, licenseKey, organizationKey of the license Secret); spec.license is its old name, kept only until the operator moves a stored cluster's value to spec.secrets: set spec.secrets and remove spec.license"
+// +kubebuilder:validation:XValidation:rule="!has(self.license) || (oldSelf.hasValue() && has(oldSelf.value().license))",message="spec.license was renamed spec.secrets (secretName became name): set spec.secrets instead",optionalOldSelf=true
 type MemgraphClusterSpec struct {
 	// Coordinators is the number of coordinators in the Raft group: odd and at least 3,
 	// since an even count tolerates no more failures than the odd count below it.
@@ -47,8 +49,16 @@ type MemgraphClusterSpec struct {
 	// Secrets names the Secret with the enterprise license and organization name, in
 	// the HA Helm chart's vocabulary (secrets.name, licenseKey, organizationKey); Memgraph
 	// refuses high availability without both.
-	// +required
-	Secrets SecretsSpec `json:"secrets"`
+	// Required: a rule on the spec asks for exactly one of Secrets and the deprecated License.
+	// +optional
+	Secrets SecretsSpec `json:"secrets,omitzero"`
+
+	// License is Secrets' name before v1alpha1 took the HA chart's vocabulary. Deprecated:
+	// it is here only so clusters stored by an earlier operator keep their license Secret
+	// (the API server would otherwise drop it on read); the operator moves it to Secrets
+	// when it starts and new clusters cannot set it.
+	// +optional
+	License *LicenseSpec `json:"license,omitempty"`
 
 	// Auth names the Secret with Memgraph's admin user: every pod gets it as
 	// MEMGRAPH_USER/MEMGRAPH_PASSWORD and the operator logs in with it. Without it the
@@ -354,6 +364,12 @@ type StorageSpec struct {
 	// RetentionPolicy says whether the claims outlive the MemgraphCluster (Retain or
 	// Delete), and, unless RetentionPolicyWhenScaled says otherwise, the claims of the
 	// instances a scale-down retires.
+	// The schema also keeps the object {whenDeleted, whenScaled} an earlier operator stored
+	// (the API server would otherwise empty it on read); the operator rewrites it to this
+	// string when it starts, and new clusters cannot set it.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Enum=Retain;Delete
 	// +kubebuilder:default=Retain
 	// +optional
 	RetentionPolicy RetentionAction `json:"retentionPolicy,omitempty"`
@@ -373,6 +389,22 @@ type StorageSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Data RoleStorage `json:"data,omitempty"`
+}
+
+// LicenseSpec is SecretsSpec's old shape (spec.license); see MemgraphClusterSpec.License.
+type LicenseSpec struct {
+	// SecretName is SecretsSpec.Name.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+	// LicenseKey is SecretsSpec.LicenseKey.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	LicenseKey string `json:"licenseKey,omitempty"`
+	// OrganizationKey is SecretsSpec.OrganizationKey.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	OrganizationKey string `json:"organizationKey,omitempty"`
 }
 
 // RetentionAction is what happens to a claim.

@@ -10,10 +10,12 @@ import (
 	"github.com/go-logr/logr"
 	memgraphv1alpha1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/controller"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/migrate"
 	"github.com/opsuite/suite/shared/manager"
 	"github.com/opsuite/suite/shared/nodeagent"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The metrics endpoint authenticates and authorizes its callers through the API server.
@@ -31,16 +33,31 @@ func run(ctx context.Context, args []string) error {
 	return manager.Run(ctx, manager.Operator{
 		Name:    "memgraph-operator",
 		Schemes: []func(*runtime.Scheme) error{memgraphv1alpha1.AddToScheme},
-		Setup:   setup,
+		Setup: func(mgr ctrl.Manager, log logr.Logger) error {
+			return setup(ctx, mgr, log)
+		},
 		// Only the operator's own pods (their nodes are checked), not every pod; Secrets'
 		// names only, never their data.
 		ManagerOptions: controller.ManagerOptions,
 	}, args, os.Stderr)
 }
 
-// setup adds the controller. The node agent is optional: without NODE_AGENT_NAMESPACE
+// setup first moves MemgraphClusters stored by an earlier operator to the current shape
+// (see package migrate: the controller's typed cache could not read them otherwise), then
+// adds the controller. The node agent is optional: without NODE_AGENT_NAMESPACE
 // (the chart sets it with nodeAgent.enabled) vm.max_map_count is not checked.
-func setup(mgr ctrl.Manager, log logr.Logger) error {
+func setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	n, err := migrate.Run(ctx, direct)
+	if err != nil {
+		return fmt.Errorf("moving MemgraphClusters to the current shape: %w", err)
+	}
+	if n > 0 {
+		log.Info("Moved MemgraphClusters stored by an earlier operator to the current shape (spec.license to spec.secrets, storage.retentionPolicy to a string)", "clusters", n)
+	}
 	cfg := controller.Config{Registrar: controller.BoltRegistrar{}}
 	if os.Getenv(nodeagent.EnvNamespace) == "" {
 		log.Info("No node agent configured; vm.max_map_count is not checked", "env", nodeagent.EnvNamespace)

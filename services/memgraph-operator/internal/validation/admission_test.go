@@ -93,7 +93,7 @@ func TestCreateRules(t *testing.T) {
 		{name: "pull policy", mutate: func(c *mgc) { c.Spec.Image.PullPolicy = "Sometimes" },
 			want: `spec.image.pullPolicy: Unsupported value: "Sometimes"`},
 		{name: "no license secret", mutate: func(c *mgc) { c.Spec.Secrets.Name = "" },
-			want: "secrets.name must name a Secret"},
+			want: "spec.secrets is required"},
 		{name: "license secret name", mutate: func(c *mgc) { c.Spec.Secrets.Name = "My_License" },
 			want: "secrets.name must name a Secret"},
 		{name: "same license and organization key", mutate: func(c *mgc) {

@@ -78,13 +78,14 @@ func TestDocumentMinimalManifest(t *testing.T) {
 	}
 
 	// The shapes this API had before are refused by name, so a stale manifest is not
-	// half applied.
+	// half applied. (The CRD still knows them so that clusters stored before keep their
+	// values until the operator moves them: see package migrate.)
 	for _, stale := range []struct {
 		path  []string
 		value any
 		want  string
 	}{
-		{[]string{"spec", "license"}, map[string]any{"secretName": "memgraph-secrets"}, `unknown field "spec.license"`},
+		{[]string{"spec", "license"}, map[string]any{"secretName": "memgraph-secrets"}, "spec.license was renamed spec.secrets"},
 		{[]string{"spec", "storage", "retentionPolicy"}, map[string]any{"whenDeleted": "Retain"}, "spec.storage.retentionPolicy"},
 	} {
 		o := &unstructured.Unstructured{}
