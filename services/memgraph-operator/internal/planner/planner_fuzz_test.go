@@ -8,23 +8,11 @@ import (
 	"testing"
 
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
+	"github.com/opsuite/suite/shared/fuzzinput"
 )
 
-// fuzzBytes reads a fuzz input a byte at a time; past its end every read is 0.
-type fuzzBytes struct {
-	b []byte
-	i int
-}
-
-func (s *fuzzBytes) next() int {
-	if s.i >= len(s.b) {
-		return 0
-	}
-	s.i++
-	return int(s.b[s.i-1])
-}
-
-func (s *fuzzBytes) more() bool { return s.i < len(s.b) }
+// fuzzBytes reads the fuzz input: a byte per decision, 0 past its end.
+type fuzzBytes = fuzzinput.Bytes
 
 // FuzzPlan plans from arbitrary declared topologies and SHOW INSTANCES answers: up to
 // seven coordinators and six data instances, any of them retiring or draining, listed or
@@ -37,7 +25,7 @@ func FuzzPlan(f *testing.F) {
 	f.Add([]byte{5, 3, 0x18, 0x04, 4, 0x1f, 0x07, 2, 1, 2, 1, 1, 1, 0, 0, 0, 1, 0})
 	f.Add([]byte{3, 3, 0, 0x04, 1, 0x07, 0x07, 4, 1, 2, 1, 0, 1, 5, 0x02, 0})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		want, seen := decodeTopology(&fuzzBytes{b: in})
+		want, seen := decodeTopology(fuzzinput.New(in))
 		wantCopy, seenCopy := cloneDesired(want), cloneObserved(seen)
 		r := Plan(want, seen)
 		if !reflect.DeepEqual(want, wantCopy) || !reflect.DeepEqual(seen, seenCopy) {
@@ -52,8 +40,8 @@ func FuzzPlan(f *testing.F) {
 
 // decodeTopology builds a declared topology and the leader's answer from the input.
 func decodeTopology(s *fuzzBytes) (Desired, Observed) {
-	nc, nd := 1+s.next()%7, s.next()%7
-	retC, retD, drainD := s.next(), s.next(), s.next()
+	nc, nd := 1+s.Next()%7, s.Next()%7
+	retC, retD, drainD := s.Next(), s.Next(), s.Next()
 	w := desired(nc, nd, 0, 0)
 	for id := 1; id <= nc; id++ {
 		if retC&(1<<(id-1)) != 0 {
@@ -68,16 +56,16 @@ func decodeTopology(s *fuzzBytes) (Desired, Observed) {
 			w.DrainData = append(w.DrainData, dataName(i))
 		}
 	}
-	seen := Observed{Leader: memgraph.CoordinatorName(1 + s.next()%(nc+1))}
-	if x := s.next(); x&0x80 != 0 {
+	seen := Observed{Leader: memgraph.CoordinatorName(1 + s.Next()%(nc+1))}
+	if x := s.Next(); x&0x80 != 0 {
 		w.DrainCoordinators = []int{1 + x%nc}
 	}
-	listedC, listedD := s.next(), s.next()
+	listedC, listedD := s.Next(), s.Next()
 	for id := 1; id <= nc+1; id++ { // one more than declared: a member added by hand
 		if listedC&(1<<(id-1)) == 0 {
 			continue
 		}
-		x := s.next()
+		x := s.Next()
 		row := memgraph.Instance{Name: memgraph.CoordinatorName(id), CoordinatorServer: fmt.Sprintf("c-%d.svc:12000", id-1),
 			Health: []string{"up", "down"}[x%2], Role: memgraph.RoleFollower}
 		if x&2 == 0 {
@@ -93,12 +81,12 @@ func decodeTopology(s *fuzzBytes) (Desired, Observed) {
 		if listedD&(1<<i) == 0 {
 			continue
 		}
-		x := s.next()
+		x := s.Next()
 		seen.Instances = append(seen.Instances, memgraph.Instance{Name: dataName(i), BoltServer: "x:7687",
 			ManagementServer: "x:10000", Health: []string{"up", "down"}[x%2], Role: roles[(x>>1)%4]})
 	}
-	for s.more() && len(seen.Lag) < 8 {
-		i, behind := s.next()%(nd+1), int64(s.next()%3)
+	for s.More() && len(seen.Lag) < 8 {
+		i, behind := s.Next()%(nd+1), int64(s.Next()%3)
 		seen.Lag = append(seen.Lag, memgraph.Lag{Instance: dataName(i), Databases: map[string]memgraph.DatabaseLag{
 			"memgraph": {Committed: 100 - behind, Behind: behind}}})
 	}
@@ -292,57 +280,57 @@ func FuzzChaos(f *testing.F) {
 	f.Add([]byte{0, 2, 2, 1, 0, 0, 3, 0, 1, 7, 1, 0, 1, 1, 8, 1, 1, 9})
 	f.Add([]byte{0, 3, 3, 5, 1, 1, 0, 0, 2, 1, 0, 10, 11, 0, 0, 0, 1, 3, 2})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s := &fuzzBytes{b: in}
-		w := newWorld(uint64(s.next())+1, 3, 2)
+		s := fuzzinput.New(in)
+		w := newWorld(uint64(s.Next())+1, 3, 2)
 		w.liveC, w.specC = 1, 1
-		w.m.showUnknown = s.next()%2 == 1
+		w.m.showUnknown = s.Next()%2 == 1
 		w.scale(3, 2)
 		coords := []int{3, 5, 7, 9} // what admission allows: odd, 3 to 9
-		for step := 0; step < 40 && s.more(); step++ {
-			switch op := s.next() % 12; op {
+		for step := 0; step < 40 && s.More(); step++ {
+			switch op := s.Next() % 12; op {
 			case 0:
-				w.scale(coords[s.next()%4], 1+s.next()%5)
+				w.scale(coords[s.Next()%4], 1+s.Next()%5)
 			case 1, 2, 3:
 				budget := -1
-				if x := s.next(); x%2 == 1 {
+				if x := s.Next(); x%2 == 1 {
 					budget = x / 2 % 8
 				}
 				w.fuzzPass(t, budget)
 			case 4:
 				if names := w.podNames(); len(names) > 0 {
-					p := w.m.pods[names[s.next()%len(names)]]
+					p := w.m.pods[names[s.Next()%len(names)]]
 					p.up = !p.up
 				}
 			case 5:
 				if names := w.podNames(); len(names) > 0 {
-					p := w.m.pods[names[s.next()%len(names)]]
+					p := w.m.pods[names[s.Next()%len(names)]]
 					p.lagging = !p.lagging
 				}
 			case 6:
 				w.m.failover()
 			case 7:
-				w.m.write(int64(1 + s.next()%3))
+				w.m.write(int64(1 + s.Next()%3))
 			case 8: // a registration wiped by hand while the cluster has a MAIN
 				if m := w.m; len(m.regOrder) > 0 && m.main != "" {
-					if n := m.regOrder[s.next()%len(m.regOrder)]; n != m.main {
+					if n := m.regOrder[s.Next()%len(m.regOrder)]; n != m.main {
 						delete(m.reg, n)
 						m.regOrder = without(m.regOrder, n)
 					}
 				}
 			case 9: // a member removed by hand, or an election
 				ids := w.m.memberIDs(func(id int) bool { return id != w.m.leader })
-				if len(ids) > 0 && s.next()%2 == 0 {
-					delete(w.m.members, ids[s.next()%len(ids)])
+				if len(ids) > 0 && s.Next()%2 == 0 {
+					delete(w.m.members, ids[s.Next()%len(ids)])
 				} else {
 					all := w.m.memberIDs(func(int) bool { return true })
-					w.m.leader = all[s.next()%len(all)]
+					w.m.leader = all[s.Next()%len(all)]
 				}
 			case 10: // a rolling restart drains the MAIN
 				if w.m.main != "" && w.specD >= 2 {
 					w.drainD = []string{w.m.main}
 				}
 			case 11: // or the leader, or is done
-				if s.next()%2 == 0 {
+				if s.Next()%2 == 0 {
 					w.drainC = []int{w.m.leader}
 				} else {
 					w.drainC = nil

@@ -12,6 +12,7 @@ import (
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/api/vald/valdchart"
+	"github.com/opsuite/suite/shared/fuzzinput"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -20,33 +21,22 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// fuzzBytes reads a fuzz input a byte at a time; past its end every read is 0.
-type fuzzBytes struct {
-	b []byte
-	i int
-}
+// fuzzBytes reads the fuzz input: a byte per decision, 0 past its end.
+type fuzzBytes struct{ *fuzzinput.Bytes }
 
-func (s *fuzzBytes) next() int {
-	if s.i >= len(s.b) {
-		return 0
-	}
-	s.i++
-	return int(s.b[s.i-1])
-}
-
-func (s *fuzzBytes) pick(options ...string) string { return options[s.next()%len(options)] }
+func (s *fuzzBytes) pick(options ...string) string { return options[s.Next()%len(options)] }
 
 // label is a DNS label of 1 to maxLen characters: lowercase letters, digits and '-', a
 // letter or digit at both ends, as admission requires of names.
 func (s *fuzzBytes) label(maxLen int) string {
 	const inner, edge = "abcdefghijklmnopqrstuvwxyz0123456789-", "abcdefghijklmnopqrstuvwxyz0123456789"
-	n := 1 + s.next()%maxLen
-	if x := s.next(); x%4 == 0 {
+	n := 1 + s.Next()%maxLen
+	if x := s.Next(); x%4 == 0 {
 		n = maxLen - x%3 // the longest names are where truncation bites
 		n = max(n, 1)
 	}
 	// The characters come from one byte, so a name costs the script two or three.
-	r := rand.New(rand.NewSource(int64(s.next())))
+	r := rand.New(rand.NewSource(int64(s.Next())))
 	b := make([]byte, n)
 	for i := range b {
 		set := inner
@@ -64,10 +54,10 @@ func (s *fuzzBytes) quantity(options ...string) string {
 }
 
 func (s *fuzzBytes) pool() *valdv1.NodePool {
-	if s.next()%3 == 0 {
+	if s.Next()%3 == 0 {
 		return nil
 	}
-	return &valdv1.NodePool{Name: s.pick("", "pool"), Replicas: int32(1 + (s.next()<<8|s.next())%10000),
+	return &valdv1.NodePool{Name: s.pick("", "pool"), Replicas: int32(1 + (s.Next()<<8|s.Next())%10000),
 		MachineResource: valdv1.MachineResource{
 			CPU:    s.quantity("1", "4", "3500m", "1m", "128", "0.5"),
 			Memory: s.quantity("1", "16Gi", "512Mi", "1Ti", "3.5G", "100000Ki"),
@@ -80,23 +70,23 @@ func (s *fuzzBytes) pool() *valdv1.NodePool {
 func decodeRelease(s *fuzzBytes) (*valdv1.ValdOperatorRelease, NodePools, Config, int) {
 	vor := &valdv1.ValdOperatorRelease{}
 	vor.Name, vor.Namespace = s.label(valdv1.MaxNameLength), s.label(63)
-	vor.UID, vor.Generation = "00000000-0000-0000-0000-0000000000f0", int64(s.next())
+	vor.UID, vor.Generation = "00000000-0000-0000-0000-0000000000f0", int64(s.Next())
 	clusters := 0
-	for i := range 1 + s.next()%3 {
+	for i := range 1 + s.Next()%3 {
 		infra := valdv1.Infrastructure{Role: fmt.Sprintf("%s%d", s.pick("green", "blue", "Hot_1.x", "a"), i), Type: s.pick("", "kind", "eks")}
-		switch s.next() % 3 {
+		switch s.Next() % 3 {
 		case 1:
 			infra.Active = ptr.To(true)
 		case 2:
 			infra.Active = ptr.To(false)
 		}
 		names := map[string]bool{}
-		for range s.next() % 5 {
+		for range s.Next() % 5 {
 			if clusters == valdv1.MaxClusters {
 				break
 			}
 			cl := valdv1.Cluster{ID: s.pick("", "id-1", "cluster/7")}
-			if s.next()%8 != 0 {
+			if s.Next()%8 != 0 {
 				// Reused names across entries are legal at admission; the builder refuses them.
 				cl.Name = s.pick("a", "b", "c", "")
 				if cl.Name == "" {
@@ -117,48 +107,48 @@ func decodeRelease(s *fuzzBytes) (*valdv1.ValdOperatorRelease, NodePools, Config
 	e.Name = s.label(63)
 	v := &e.Vald
 	v.Defaults.LogLevel = s.pick("", "debug", "info", "warn", "error", "fatal")
-	v.Agent.NGT = valdv1.NGT{Dimension: int32(1 + (s.next()<<8|s.next())%65536),
+	v.Agent.NGT = valdv1.NGT{Dimension: int32(1 + (s.Next()<<8|s.Next())%65536),
 		DistanceType:     s.pick("", "l2", "cosine", "innerproduct", "normalizedangle"),
 		ObjectType:       s.pick("", "float", "uint8", "float16"),
-		CreationEdgeSize: int32(s.next()%2) * int32(1+s.next()%1000), SearchEdgeSize: int32(s.next()%2) * int32(1+s.next()%1000)}
-	if x := s.next() % 3; x > 0 {
+		CreationEdgeSize: int32(s.Next()%2) * int32(1+s.Next()%1000), SearchEdgeSize: int32(s.Next()%2) * int32(1+s.Next()%1000)}
+	if x := s.Next() % 3; x > 0 {
 		v.Agent.PersistentVolume = &valdv1.PersistentVolume{Enabled: x == 1, StorageClass: s.pick("", "fast-nvme", "a.b"),
 			AccessMode: s.pick("", "ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")}
 	}
-	v.Indexer = valdv1.Indexer{IndexSchedule: s.pick("", "@every 1m", "*/5 * * * *"), Concurrency: int32(s.next()%2) * int32(1+s.next()%10000),
-		Manager: s.next()%2 == 1, IndexDuration: s.pick("", "1h", "30m", "1.5h2m"), SaveDuration: s.pick("", "1h", "90s")}
-	v.Gateway = valdv1.Gateway{IndexReplica: int32(s.next() % 101), ServiceType: s.pick("", "ClusterIP", "NodePort", "LoadBalancer")}
-	if x := s.next() % 3; x > 0 {
+	v.Indexer = valdv1.Indexer{IndexSchedule: s.pick("", "@every 1m", "*/5 * * * *"), Concurrency: int32(s.Next()%2) * int32(1+s.Next()%10000),
+		Manager: s.Next()%2 == 1, IndexDuration: s.pick("", "1h", "30m", "1.5h2m"), SaveDuration: s.pick("", "1h", "90s")}
+	v.Gateway = valdv1.Gateway{IndexReplica: int32(s.Next() % 101), ServiceType: s.pick("", "ClusterIP", "NodePort", "LoadBalancer")}
+	if x := s.Next() % 3; x > 0 {
 		v.Gateway.Ingress = &valdv1.Ingress{Enabled: x == 1, Host: s.pick("", "vald.example.com", "*.example.com")}
 	}
 	v.Discoverer.Kind = s.pick("", "DaemonSet", "Deployment")
 
 	var nodes NodePools
-	if x := s.next() % 4; x > 0 {
+	if x := s.Next() % 4; x > 0 {
 		nodes = NodePools{valdv1.NodePoolTypeGeneral: x&1 == 1, valdv1.NodePoolTypeValdAgent: x&2 == 2}
 	}
 	cfg := DefaultConfig()
 	cfg.NodePoolLabelPrefix = s.pick("", "pool.opsuite.io")
 	cfg.DefaultStorageClass = s.pick("", "standard")
-	cfg.PVMemoryRatio = []float64{2, 0.5, 1, 10, 100}[s.next()%5]
+	cfg.PVMemoryRatio = []float64{2, 0.5, 1, 10, 100}[s.Next()%5]
 	cfg.PVMinSize = resource.MustParse(s.pick("1Gi", "50Gi", "1"))
 	cfg.PVMaxSize = resource.MustParse(s.pick("0", "20Gi", "1Ti"))
 	if !cfg.PVMaxSize.IsZero() && cfg.PVMaxSize.Cmp(cfg.PVMinSize) < 0 {
 		cfg.PVMaxSize = cfg.PVMinSize // Validate refuses a cap below the minimum
 	}
-	cfg.AgentResourceFraction = []float64{0.75, 1, 0.001, 0.5}[s.next()%4]
+	cfg.AgentResourceFraction = []float64{0.75, 1, 0.001, 0.5}[s.Next()%4]
 	cfg.IngressDomain = s.pick("", "vald.internal")
 	cfg.DiscovererKind = s.pick("Deployment", "DaemonSet")
 	cfg.DiscovererMaxUnavailable = intstr.Parse(s.pick("1", "3", "25%"))
 	cfg.DiscovererPDBMaxUnavailable = s.pick("", "0", "2", "50%")
 
-	overlay := s.next() % 4
+	overlay := s.Next() % 4
 	switch overlay {
 	case 1:
-		v.Overlay = &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"gateway":{"lb":{"minReplicas":%d}},"agent":{"ngt":{"dimension":null}}}`, 1+s.next())}
+		v.Overlay = &apiextensionsv1.JSON{Raw: fmt.Appendf(nil, `{"gateway":{"lb":{"minReplicas":%d}},"agent":{"ngt":{"dimension":null}}}`, 1+s.Next())}
 	case 2:
-		if s.i < len(s.b) {
-			v.Overlay = &apiextensionsv1.JSON{Raw: s.b[s.i:]}
+		if rest := s.Rest(); rest != nil {
+			v.Overlay = &apiextensionsv1.JSON{Raw: rest}
 		}
 	default:
 		overlay = 0
@@ -182,7 +172,7 @@ func FuzzDesiredValdReleases(f *testing.F) {
 	f.Add([]byte{3, 7, 7, 7, 7, 7, 1, 1, 2, 0, 1, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, '{', '"', 'a', 'g', 'e', 'n', 't', '"', ':', 'n', 'u', 'l', 'l', '}'})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		vor, nodes, cfg, overlay := decodeRelease(&fuzzBytes{b: in})
+		vor, nodes, cfg, overlay := decodeRelease(&fuzzBytes{fuzzinput.New(in)})
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("the decoder made an invalid configuration: %v", err)
 		}

@@ -10,24 +10,11 @@ import (
 	"time"
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/shared/fuzzinput"
 )
 
-// script reads a fuzz input a byte at a time; past its end every read is 0, so any input,
-// the empty one included, is a complete scenario.
-type script struct {
-	b []byte
-	i int
-}
-
-func (s *script) next() int {
-	if s.i >= len(s.b) {
-		return 0
-	}
-	s.i++
-	return int(s.b[s.i-1])
-}
-
-func (s *script) more() bool { return s.i < len(s.b) }
+// script reads the fuzz input: a byte per decision, 0 past its end.
+type script = fuzzinput.Bytes
 
 // fuzzWorld is the cluster model of sim_test.go plus the scenario's state: the members
 // the controller declares and whether the last desired shape was reached.
@@ -65,19 +52,19 @@ func FuzzSimulation(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s := &script{b: in}
+		s := fuzzinput.New(in)
 		w := &fuzzWorld{t: t, c: newSim(), spare: 200}
-		shards, replicas := 1+s.next()%4, s.next()%3
-		w.hinted = s.next()%2 == 1
-		w.rng = rand.New(rand.NewSource(int64(s.next())))
+		shards, replicas := 1+s.Next()%4, s.Next()%3
+		w.hinted = s.Next()%2 == 1
+		w.rng = rand.New(rand.NewSource(int64(s.Next())))
 		w.reshape(shards, replicas, 0, 256)
 		w.settle(false)
 		w.c.writeKeys(1)
-		for ev := 0; ev < 4 && s.more() && w.total < 120; ev++ { // bounded: the fuzzing engine kills an input running 10 s
-			switch s.next() % 5 {
+		for ev := 0; ev < 4 && s.More() && w.total < 120; ev++ { // bounded: the fuzzing engine kills an input running 10 s
+			switch s.Next() % 5 {
 			case 0, 1: // a new shape, reached or left half-way
-				shards, replicas := 1+s.next()%4, s.next()%3
-				churn, batch, interrupt, partial := s.next(), 256+16*s.next(), s.next()%2 == 1, s.next()
+				shards, replicas := 1+s.Next()%4, s.Next()%3
+				churn, batch, interrupt, partial := s.Next(), 256+16*s.Next(), s.Next()%2 == 1, s.Next()
 				w.reshape(shards, replicas, churn, batch)
 				if partial%4 == 0 {
 					w.passes(1+partial%40, interrupt)
@@ -86,15 +73,15 @@ func FuzzSimulation(f *testing.F) {
 				w.settle(interrupt)
 			case 2: // members die and come back empty at their addresses
 				w.settle(false)
-				w.kill(s, 1+s.next()%2, false)
-				w.settle(s.next()%2 == 1)
+				w.kill(s, 1+s.Next()%2, false)
+				w.settle(s.Next()%2 == 1)
 			case 3: // a member is lost for good and replaced at a new address
 				w.settle(false)
 				w.kill(s, 1, true)
-				w.settle(s.next()%2 == 1)
+				w.settle(s.Next()%2 == 1)
 			case 4:
 				w.settle(false)
-				w.c.writeKeys(1 + s.next()%3)
+				w.c.writeKeys(1 + s.Next()%3)
 			}
 		}
 		w.settle(false)
@@ -177,7 +164,7 @@ func (w *fuzzWorld) kill(s *script, n int, replace bool) {
 	deadShard := map[string]bool{} // primary id of a shard that lost a member
 	var dead []*simNode
 	for range n {
-		m := w.d.Members[s.next()%len(w.d.Members)]
+		m := w.d.Members[s.Next()%len(w.d.Members)]
 		x := c.nodes[m.Addr]
 		if x == nil {
 			continue
@@ -215,8 +202,8 @@ func (w *fuzzWorld) kill(s *script, n int, replace bool) {
 		if len(reps) == 0 {
 			w.t.Fatalf("primary %s died with no live replica; log:\n%s", x.addr, strings.Join(w.log, "\n"))
 		}
-		if 2*(primaries-deadPrimaries) > primaries && s.next()%2 == 0 {
-			c.promote(reps[s.next()%len(reps)])
+		if 2*(primaries-deadPrimaries) > primaries && s.Next()%2 == 0 {
+			c.promote(reps[s.Next()%len(reps)])
 			c.gossip()
 			w.log = append(w.log, "the cluster failed over")
 		} else {
@@ -354,7 +341,7 @@ func FuzzCompute(f *testing.F) {
 	f.Add([]byte{3, 1, 0, 7, 7, 7, 0x11, 0x22, 0x33, 0x44, 0x55})
 	f.Add([]byte{4, 2, 1, 15, 15, 15, 15, 1, 0, 0x80, 2, 3, 9, 1, 2, 0xff, 0, 64, 5, 6, 7, 8, 9, 10, 11, 12})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s := &script{b: in}
+		s := fuzzinput.New(in)
 		d, snap := decodeSnapshot(s)
 		ref := deepCopySnapshot(snap)
 		p := Compute(d, snap)
@@ -410,40 +397,40 @@ func FuzzComputeFromNodes(f *testing.F) {
 
 // decodeSnapshot builds a desired shape and a snapshot from the script.
 func decodeSnapshot(s *script) (Desired, valkey.Snapshot) {
-	n := 1 + s.next()%6
-	d := Desired{Shards: 1 + s.next()%4, Replicas: s.next() % 3, MoveBatch: s.next() % 300,
-		TakeoverAfter: time.Duration(s.next()%5-1) * 30 * time.Second}
+	n := 1 + s.Next()%6
+	d := Desired{Shards: 1 + s.Next()%4, Replicas: s.Next() % 3, MoveBatch: s.Next() % 300,
+		TakeoverAfter: time.Duration(s.Next()%5-1) * 30 * time.Second}
 	id := func(i int) string { return fmt.Sprintf("%040d", i) }
 	addr := func(i int) string { return fmt.Sprintf("10.0.0.%d:6379", i) }
-	members := s.next()
+	members := s.Next()
 	for i := range n {
 		if members&(1<<i) != 0 || i == 0 {
-			d.Members = append(d.Members, Member{Addr: addr(i), Host: fmt.Sprint(s.next() % 3),
-				Shard: fmt.Sprint(s.next() % 3), PreferPrimary: s.next()%2 == 1})
+			d.Members = append(d.Members, Member{Addr: addr(i), Host: fmt.Sprint(s.Next() % 3),
+				Shard: fmt.Sprint(s.Next() % 3), PreferPrimary: s.Next()%2 == 1})
 		}
 	}
 	snap := valkey.Snapshot{At: time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC), FailSince: map[string]time.Time{}}
-	slot := func() int { return (s.next()<<6 | s.next()) % valkey.SlotCount }
+	slot := func() int { return (s.Next()<<6 | s.Next()) % valkey.SlotCount }
 	for i := range n {
-		answers := s.next()
+		answers := s.Next()
 		if answers%5 == 0 {
 			continue // not observed
 		}
-		v := valkey.View{Addr: addr(i), ShardID: fmt.Sprintf("s%d", s.next()%4)}
-		v.Info.State = []string{"ok", "fail", ""}[s.next()%3]
-		v.Info.MyEpoch, v.Info.CurrentEpoch, v.Info.KnownNodes = uint64(s.next()%4), uint64(s.next()%6), s.next()%7
-		v.Repl.Offset = int64(s.next())
-		knows := s.next() | 1<<i
+		v := valkey.View{Addr: addr(i), ShardID: fmt.Sprintf("s%d", s.Next()%4)}
+		v.Info.State = []string{"ok", "fail", ""}[s.Next()%3]
+		v.Info.MyEpoch, v.Info.CurrentEpoch, v.Info.KnownNodes = uint64(s.Next()%4), uint64(s.Next()%6), s.Next()%7
+		v.Repl.Offset = int64(s.Next())
+		knows := s.Next() | 1<<i
 		for j := range n {
 			if knows&(1<<j) == 0 {
 				continue
 			}
-			flags := s.next()
+			flags := s.Next()
 			node := valkey.Node{ID: id(j), Addr: addr(j), Myself: j == i, Primary: flags&1 == 0, Replica: flags&1 == 1,
 				Fail: flags&2 != 0 && j != i, PFail: flags&4 != 0 && j != i, Handshake: flags&8 != 0 && j != i,
-				NoAddr: flags&16 != 0 && j != i, Connected: flags&32 == 0 || j == i, ConfigEpoch: uint64(s.next() % 5)}
+				NoAddr: flags&16 != 0 && j != i, Connected: flags&32 == 0 || j == i, ConfigEpoch: uint64(s.Next() % 5)}
 			if node.Replica {
-				node.PrimaryID = id(s.next() % n)
+				node.PrimaryID = id(s.Next() % n)
 				if node.PrimaryID == node.ID {
 					node.PrimaryID = id((j + 1) % n)
 				}
@@ -452,18 +439,18 @@ func decodeSnapshot(s *script) (Desired, valkey.Snapshot) {
 				node.ID = fmt.Sprintf("h%039d", j)
 			}
 			// Only primaries list slots; a handshake is with a stranger that owns nothing yet.
-			for range s.next() % 3 * boolInt(node.Primary && !node.Handshake) {
+			for range s.Next() % 3 * boolInt(node.Primary && !node.Handshake) {
 				a, b := slot(), slot()
 				node.Slots = append(node.Slots, valkey.SlotRange{Start: min(a, b), End: max(a, b)})
 			}
 			if j == i && flags&64 != 0 {
-				node.Migrating = map[int]string{slot(): id(s.next() % n)}
+				node.Migrating = map[int]string{slot(): id(s.Next() % n)}
 			}
 			if j == i && flags&128 != 0 {
-				node.Importing = map[int]string{slot(): id(s.next() % n)}
+				node.Importing = map[int]string{slot(): id(s.Next() % n)}
 			}
 			if node.Fail || node.PFail {
-				snap.FailSince[node.ID] = snap.At.Add(-time.Duration(s.next()) * time.Second)
+				snap.FailSince[node.ID] = snap.At.Add(-time.Duration(s.Next()) * time.Second)
 			}
 			v.Nodes = append(v.Nodes, node)
 		}

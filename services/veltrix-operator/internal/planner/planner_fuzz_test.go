@@ -8,23 +8,11 @@ import (
 	"time"
 
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
+	"github.com/opsuite/suite/shared/fuzzinput"
 )
 
-// fuzzBytes reads a fuzz input a byte at a time; past its end every read is 0.
-type fuzzBytes struct {
-	b []byte
-	i int
-}
-
-func (s *fuzzBytes) next() int {
-	if s.i >= len(s.b) {
-		return 0
-	}
-	s.i++
-	return int(s.b[s.i-1])
-}
-
-func (s *fuzzBytes) more() bool { return s.i < len(s.b) }
+// fuzzBytes reads the fuzz input: a byte per decision, 0 past its end.
+type fuzzBytes = fuzzinput.Bytes
 
 var fuzzStates = []veltrix.MemberState{veltrix.MemberActive, veltrix.MemberJoining, veltrix.MemberLeaving}
 
@@ -39,7 +27,7 @@ func FuzzPlan(f *testing.F) {
 	f.Add([]byte{1, 3, 6, 6, 1, 0x3f, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{3, 2, 4, 4, 1, 0x1b, 0, 0, 1, 0, 2, 0})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s := &fuzzBytes{b: in}
+		s := fuzzinput.New(in)
 		in0 := decodeInput(s)
 		d := Plan(in0)
 		if again := Plan(in0); !reflect.DeepEqual(d, again) {
@@ -50,26 +38,26 @@ func FuzzPlan(f *testing.F) {
 }
 
 func decodeInput(s *fuzzBytes) Input {
-	in := Input{SpecSize: int32(s.next()%9) - 1, ReplicationFactor: int32(s.next() % 6), StatefulSetReplicas: int32(s.next() % 9),
+	in := Input{SpecSize: int32(s.Next()%9) - 1, ReplicationFactor: int32(s.Next() % 6), StatefulSetReplicas: int32(s.Next() % 9),
 		PodName: podName, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	in.ReadyPods = min(int32(s.next()%10), in.StatefulSetReplicas+1)
-	if s.next()%4 != 0 {
+	in.ReadyPods = min(int32(s.Next()%10), in.StatefulSetReplicas+1)
+	if s.Next()%4 != 0 {
 		in.MemberAddr = memberAddr
 	}
-	if x := s.next(); x%8 != 0 {
+	if x := s.Next(); x%8 != 0 {
 		in.Members = []veltrix.Member{}
-		present := x | s.next()<<8
+		present := x | s.Next()<<8
 		for i := range int32(12) {
 			if present&(1<<i) != 0 {
-				in.Members = append(in.Members, veltrix.Member{ID: podName(i), Addr: memberAddr(i), State: fuzzStates[s.next()%3]})
+				in.Members = append(in.Members, veltrix.Member{ID: podName(i), Addr: memberAddr(i), State: fuzzStates[s.Next()%3]})
 			}
 		}
-		if s.next()%5 == 0 {
-			in.Members = append(in.Members, veltrix.Member{ID: "by-hand", Addr: "h:9000", State: fuzzStates[s.next()%3]})
+		if s.Next()%5 == 0 {
+			in.Members = append(in.Members, veltrix.Member{ID: "by-hand", Addr: "h:9000", State: fuzzStates[s.Next()%3]})
 		}
 	}
-	if x := s.next(); x != 0 {
-		in.Removal = Removal{Member: podName(int32(x % 12)), Since: in.Now.Add(-time.Duration(s.next()) * time.Minute)}
+	if x := s.Next(); x != 0 {
+		in.Removal = Removal{Member: podName(int32(x % 12)), Since: in.Now.Add(-time.Duration(s.Next()) * time.Minute)}
 	}
 	return in
 }
@@ -201,25 +189,25 @@ func FuzzPasses(f *testing.F) {
 	f.Add([]byte{6, 1, 3, 1, 1, 3, 30, 5, 2, 2, 0, 0, 1, 10})
 	f.Add([]byte{3, 3, 1, 0, 2, 1, 4, 0, 2, 5, 3, 1, 3, 0, 0, 0, 4, 2, 9})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s := &fuzzBytes{b: in}
-		w := newWorld(int32(1+s.next()%7), 1+s.next()%4, 0)
-		size, rf := int32(s.next()%8), int32(1+s.next()%4)
+		s := fuzzinput.New(in)
+		w := newWorld(int32(1+s.Next()%7), 1+s.Next()%4, 0)
+		size, rf := int32(s.Next()%8), int32(1+s.Next()%4)
 		var floor int32 // the most active members seen, capped at rf: never to drop below
 		unready := 0
-		for step := 0; step < 24 && s.more(); step++ {
-			switch s.next() % 6 {
+		for step := 0; step < 24 && s.More(); step++ {
+			switch s.Next() % 6 {
 			case 0:
-				size, rf = int32(s.next()%8), int32(1+s.next()%4)
+				size, rf = int32(s.Next()%8), int32(1+s.Next()%4)
 				floor = 0
 			case 1:
-				w.moveTicks = 1 + s.next()%4
+				w.moveTicks = 1 + s.Next()%4
 			case 2:
-				w.unknownEvery = []int{0, 2, 3}[s.next()%3] // 1 would never see the members
+				w.unknownEvery = []int{0, 2, 3}[s.Next()%3] // 1 would never see the members
 			case 3:
-				unready = s.next() % 3
+				unready = s.Next() % 3
 			case 4: // a member removed by hand; its pod stays, so it is to be added back
 				if len(w.members) > 0 {
-					m := w.members[s.next()%len(w.members)]
+					m := w.members[s.Next()%len(w.members)]
 					if m.State == veltrix.MemberActive {
 						w.members = slices.DeleteFunc(w.members, func(x veltrix.Member) bool { return x.ID == m.ID })
 						w.leftTicks[m.ID] = 0
@@ -227,7 +215,7 @@ func FuzzPasses(f *testing.F) {
 					}
 				}
 			}
-			for range 1 + s.next()%12 {
+			for range 1 + s.Next()%12 {
 				w.tick()
 				in := w.input(size, rf)
 				in.ReadyPods = max(0, w.replicas-int32(unready))
