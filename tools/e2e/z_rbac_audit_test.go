@@ -54,6 +54,7 @@ var unexercised = map[string][]excuse{
 	"memgraph-operator": {
 		{"services", "", []string{"delete"}, "shared/children prunes a Service the cluster controls and no longer wants (a name an earlier operator version used; pass.go childrenOf)"},
 		{"poddisruptionbudgets", "policy", []string{"delete"}, "as services, for a PodDisruptionBudget"},
+		{"memgraphclusters", "memgraph.com", []string{"get", "update"}, "the start-up migration (internal/migrate) rewrites clusters stored by the previous version (spec.license, an object retentionPolicy) and re-reads one on a conflict; the suite stores none in the old shape, TestUpgradeKeepsLicenseAndRetention covers it against the API server"},
 	},
 }
 
