@@ -8,6 +8,7 @@ import (
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestSharedObjectClash: an overlay that names an object alike in two releases of one
@@ -51,6 +52,15 @@ func TestSharedObjectClash(t *testing.T) {
 	if err := env.Client.Create(ctx, byHand); err != nil {
 		t.Fatal(err)
 	}
+	// The check reads the operator's cache; a ValdRelease the cache has not yet seen
+	// cannot be found (the Vald Helm Operator's refusal is the backstop for that window).
+	h.waitFor("the operator's cache to list by-hand", func() bool {
+		list := &valdv1.ValdReleaseList{}
+		if err := h.r.Client.List(ctx, list, client.InNamespace(h.ns)); err != nil {
+			return false
+		}
+		return strings.Contains(names(list.Items), "by-hand")
+	})
 	third := h.release("third", "c=3")
 	third.Spec.VectorEngine.Vald.Overlay = &apiextensionsv1.JSON{Raw: []byte(`{"discoverer": null}`)}
 	h.create(third)
