@@ -17,8 +17,9 @@
 //     to measure lag against. It is the registered draining instance, else the highest
 //     retiring ordinal still registered (rule 4 unregisters the retiring replicas before
 //     it demotes; a later scale-down only adds lower ordinals). If it is down, the plan
-//     waits for it. Otherwise the up survivors in declared order, then the ones
-//     registered in this pass (bootstrap).
+//     waits for it. Otherwise the up survivors in declared order; only with none, the
+//     ones registered in this pass (bootstrap), promoted after their registration. A
+//     candidate is always listed by the leader when SET INSTANCE TO MAIN is sent.
 //  4. Retirement of data instances: UNREGISTER INSTANCE of each retiring non-MAIN (only
 //     while a MAIN exists); then, when the MAIN itself is retiring and up, DEMOTE it and
 //     SET a survivor TO MAIN, whose candidates are the up survivors that SHOW REPLICATION
@@ -302,6 +303,10 @@ func Plan(want Desired, seen Observed) Result {
 	r.Commands = append(r.Commands, removeCmds...)
 	mainFirst := len(mainCmds) > 0 && !slices.Contains(registered, mainCmds[0].Candidates[0])
 	if mainFirst {
+		// Only instances the leader lists: this pass's registrations come later, or
+		// never when the leader yields, and the leader refuses a promotion of what it
+		// does not list. The next pass, with them registered, may try them.
+		mainCmds[0].Candidates = slices.DeleteFunc(mainCmds[0].Candidates, func(n string) bool { return slices.Contains(registered, n) })
 		r.Commands = append(r.Commands, mainCmds...)
 	}
 	yield = yield || (slices.Contains(want.DrainCoordinators, leaderID) && leaderID > 0)

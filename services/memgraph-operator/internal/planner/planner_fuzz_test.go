@@ -173,11 +173,10 @@ func checkPlan(t *testing.T, want Desired, seen Observed, r Result) {
 				fail("command %d: SetMain without candidates", i)
 			}
 			for _, n := range c.Candidates {
-				// A candidate is listed, or one this pass registers. The registration may
-				// come after the SetMain, or not at all when the leader yields: then the
-				// leader refuses it and Execute goes on to the next candidate.
-				if _, ok := listed[n]; !ok && (!declaredD[n] || slices.Contains(want.RetiringData, n)) {
-					fail("command %d: candidate %s is neither listed nor to be registered", i, n)
+				// A candidate is listed, or registered earlier in this plan: the leader
+				// refuses to promote what it does not list.
+				if _, ok := listed[n]; !ok && !registered[n] {
+					fail("command %d: candidate %s is neither listed nor registered before it", i, n)
 				}
 				if unregistered[n] {
 					fail("command %d: candidate %s was unregistered earlier in the plan", i, n)

@@ -63,6 +63,12 @@ func TestPlan(t *testing.T) {
 			plan: []string{"SetMain d_1,d_2"},
 		},
 		{
+			name: "no MAIN with unregistered members: SET MAIN over the listed survivor only, registrations after it",
+			want: desired(3, 3, 0, 0),
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica")},
+			plan: []string{"SetMain d_0", "RegisterInstance d_1", "RegisterInstance d_2"},
+		},
+		{
 			name:    "no MAIN and nothing up: wait",
 			want:    w32,
 			seen:    Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=unknown/down", "d_1=unknown/down")},
