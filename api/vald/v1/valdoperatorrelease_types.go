@@ -14,6 +14,10 @@ const (
 	MaxClusters          = 64
 	MaxEdgeSize          = 1000
 	MaxConcurrency       = 10000
+	// MaxGatewayReplicas bounds gateway.minReplicas and maxReplicas: a gateway fans every
+	// request out to the agents, so past one replica per agent (MaxConcurrency) more adds
+	// nothing.
+	MaxGatewayReplicas = 10000
 )
 
 // ValdOperatorReleaseSpec describes the Vald deployment a user wants across clusters: where
@@ -194,6 +198,42 @@ type Agent struct {
 	// PersistentVolume keeps the agents' index across restarts.
 	// +optional
 	PersistentVolume *PersistentVolume `json:"persistentVolume,omitempty"`
+	// MemoryLimit is the agents' memory limit, such as "24Gi". Unset, agents have none: NGT
+	// memory-maps its index, and a limit kills an agent whose index outgrew it (see the
+	// operator's README). It must be at least the memory an agent requests.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && quantity(self).isGreaterThan(quantity('0'))",message="agent.memoryLimit must be a positive quantity, such as \"24Gi\"; leave it out for no limit"
+	MemoryLimit string `json:"memoryLimit,omitempty"`
+	// TopologySpreadConstraints spread the agents' pods; unset spreads them one per node
+	// (see TopologySpread), an empty list turns spreading off.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	TopologySpreadConstraints []TopologySpread `json:"topologySpreadConstraints,omitempty"`
+}
+
+// TopologySpread is one topology spread constraint of a component's pods. The operator
+// adds the label selector (the component's pods of this cluster) and nodeTaintsPolicy
+// Honor, so nodes cordoned for a drain do not count as empty domains.
+type TopologySpread struct {
+	// MaxSkew is the largest difference in pods between two domains.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxSkew int32 `json:"maxSkew,omitempty"`
+	// TopologyKey is the node label whose values are the domains, such as
+	// kubernetes.io/hostname or topology.kubernetes.io/zone.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="topologyKey must be a node label key such as kubernetes.io/hostname or topology.kubernetes.io/zone"
+	TopologyKey string `json:"topologyKey"`
+	// WhenUnsatisfiable is DoNotSchedule (a pod waits rather than break the skew) or
+	// ScheduleAnyway (the skew is a preference).
+	// +optional
+	// +kubebuilder:validation:Enum=DoNotSchedule;ScheduleAnyway
+	WhenUnsatisfiable string `json:"whenUnsatisfiable,omitempty"`
 }
 
 // NGT configures the NGT index of the agents.
@@ -242,14 +282,28 @@ type PersistentVolume struct {
 }
 
 // Indexer configures when the index is built and saved.
+// +kubebuilder:validation:XValidation:rule="!has(self.indexSchedule) || size(self.indexSchedule) == 0 || self.indexSchedule.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]+(ns|us|ms|s|m|h))+|[^ ]+( +[^ ]+){4})$')",message="indexer.indexSchedule must be a CronJob schedule: five fields such as \"*/30 * * * *\", a macro such as @hourly, or @every 30m"
+// +kubebuilder:validation:XValidation:rule="!has(self.saveSchedule) || size(self.saveSchedule) == 0 || self.saveSchedule.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]+(ns|us|ms|s|m|h))+|[^ ]+( +[^ ]+){4})$')",message="indexer.saveSchedule must be a CronJob schedule: five fields such as \"0 * * * *\", a macro such as @hourly, or @every 1h"
 // +kubebuilder:validation:XValidation:rule="!has(self.indexDuration) || self.indexDuration.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$')",message="indexer.indexDuration must be a duration such as 30m or 1h"
 // +kubebuilder:validation:XValidation:rule="!has(self.saveDuration) || self.saveDuration.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$')",message="indexer.saveDuration must be a duration such as 30m or 1h"
 type Indexer struct {
-	// IndexSchedule is the cron schedule of the index creator and saver jobs, used when
-	// Manager is false.
+	// IndexSchedule is the cron schedule of the index creator job, and of the saver job
+	// when SaveSchedule is empty; used when Manager is false.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	IndexSchedule string `json:"indexSchedule,omitempty"`
+	// IndexSuspend suspends the index creator job (its CronJob's suspend), used when
+	// Manager is false.
+	// +optional
+	IndexSuspend bool `json:"indexSuspend,omitempty"`
+	// SaveSchedule is the cron schedule of the index saver job; empty uses IndexSchedule.
+	// Used when Manager is false.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	SaveSchedule string `json:"saveSchedule,omitempty"`
+	// SaveSuspend suspends the index saver job, used when Manager is false.
+	// +optional
+	SaveSuspend bool `json:"saveSuspend,omitempty"`
 	// Concurrency is how many agents are indexed at once; at most 10000, the most agents a
 	// pool has (nodePools.*.replicas).
 	// +optional
@@ -267,9 +321,17 @@ type Indexer struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	SaveDuration string `json:"saveDuration,omitempty"`
+	// TopologySpreadConstraints spread the index manager's pods; unset spreads them across
+	// nodes (see TopologySpread), an empty list turns spreading off.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	TopologySpreadConstraints []TopologySpread `json:"topologySpreadConstraints,omitempty"`
 }
 
-// Gateway configures the load-balancing gateway.
+// Gateway configures the load-balancing gateway. Its replicas follow the agents unless
+// minReplicas or maxReplicas is set (the operator's README gives the rule).
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="gateway.minReplicas must be at most gateway.maxReplicas"
 type Gateway struct {
 	// IndexReplica is how many agents hold each vector.
 	// +optional
@@ -283,6 +345,24 @@ type Gateway struct {
 	// Ingress exposes the gateway.
 	// +optional
 	Ingress *Ingress `json:"ingress,omitempty"`
+	// MinReplicas is the fewest gateway pods (the chart's gateway.lb.minReplicas, the
+	// autoscaler's floor); unset derives it from the agent count.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self <= 10000",message="gateway.minReplicas must be at most 10000, one gateway per agent of the largest pool"
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// MaxReplicas is the most gateway pods the autoscaler may run (the chart's
+	// gateway.lb.maxReplicas); unset derives it from the agent count.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self <= 10000",message="gateway.maxReplicas must be at most 10000, one gateway per agent of the largest pool"
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// TopologySpreadConstraints spread the gateway's pods; unset spreads them across nodes
+	// (see TopologySpread), an empty list turns spreading off.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	TopologySpreadConstraints []TopologySpread `json:"topologySpreadConstraints,omitempty"`
 }
 
 // Ingress exposes the gateway through an Ingress.
@@ -294,6 +374,12 @@ type Ingress struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self.matches('^(\\\\*\\\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="ingress.host must be a lowercase DNS name such as vald.example.com"
 	Host string `json:"host,omitempty"`
+	// Annotations of the Ingress (an ingress controller's settings), over the operator's
+	// --gateway-ingress-annotations key by key.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 316 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="ingress.annotations keys must be annotation keys: an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.'"
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // Discoverer configures the discoverer.
@@ -302,6 +388,12 @@ type Discoverer struct {
 	// +optional
 	// +kubebuilder:validation:Enum=DaemonSet;Deployment
 	Kind string `json:"kind,omitempty"`
+	// TopologySpreadConstraints spread a Deployment discoverer's pods; unset spreads them
+	// across nodes (see TopologySpread), an empty list turns spreading off.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	TopologySpreadConstraints []TopologySpread `json:"topologySpreadConstraints,omitempty"`
 }
 
 // Progress counts lifecycle phases. Both fields default to 0: status is written as a

@@ -82,6 +82,48 @@ func TestAdmission(t *testing.T) {
 		{name: "overlay not an object", mutate: func(v *valdv1.ValdOperatorRelease) {
 			v.Spec.VectorEngine.Vald.Overlay = &apiextensionsv1.JSON{Raw: []byte(`[1,2]`)}
 		}, want: "spec.vectorEngine.vald.overlay: Invalid value"},
+		// Issue 22 item 4: the fields upstream's ValdOperatorRelease has and ours gained.
+		{name: "every new field", mutate: func(v *valdv1.ValdOperatorRelease) {
+			vald := &v.Spec.VectorEngine.Vald
+			vald.Agent.MemoryLimit = "24Gi"
+			vald.Agent.TopologySpreadConstraints = []valdv1.TopologySpread{{MaxSkew: 2, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: "ScheduleAnyway"}}
+			vald.Indexer = valdv1.Indexer{IndexSchedule: "*/30 * * * *", IndexSuspend: true, SaveSchedule: "@every 1h30m", SaveSuspend: true,
+				TopologySpreadConstraints: []valdv1.TopologySpread{}}
+			vald.Gateway = valdv1.Gateway{MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](2),
+				Ingress: &valdv1.Ingress{Enabled: true, Annotations: map[string]string{"nginx.ingress.kubernetes.io/backend-protocol": "GRPC", "team": "search"}}}
+			vald.Discoverer.TopologySpreadConstraints = []valdv1.TopologySpread{{TopologyKey: "kubernetes.io/hostname"}}
+		}},
+		{name: "agent memory limit not a quantity", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.VectorEngine.Vald.Agent.MemoryLimit = "lots" },
+			want: `agent.memoryLimit must be a positive quantity, such as "24Gi"; leave it out for no limit`},
+		{name: "agent memory limit zero", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.VectorEngine.Vald.Agent.MemoryLimit = "0" },
+			want: "agent.memoryLimit must be a positive quantity"},
+		{name: "gateway minReplicas above maxReplicas", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Gateway.MinReplicas, v.Spec.VectorEngine.Vald.Gateway.MaxReplicas = ptr.To[int32](5), ptr.To[int32](4)
+		}, want: "gateway.minReplicas must be at most gateway.maxReplicas"},
+		{name: "gateway minReplicas zero", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.VectorEngine.Vald.Gateway.MinReplicas = ptr.To[int32](0) },
+			want: "minReplicas in body should be greater than or equal to 1"},
+		{name: "gateway maxReplicas above the limit", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Gateway.MaxReplicas = ptr.To[int32](valdv1.MaxGatewayReplicas + 1)
+		}, want: "gateway.maxReplicas must be at most 10000"},
+		{name: "index schedule of four fields", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.VectorEngine.Vald.Indexer.IndexSchedule = "0 * * *" },
+			want: "indexer.indexSchedule must be a CronJob schedule: five fields"},
+		{name: "save schedule with a time zone", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Indexer.SaveSchedule = "CRON_TZ=UTC 0 * * * *"
+		}, want: "indexer.saveSchedule must be a CronJob schedule"},
+		{name: "save schedule @every without a unit", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.VectorEngine.Vald.Indexer.SaveSchedule = "@every 10" },
+			want: "indexer.saveSchedule must be a CronJob schedule"},
+		{name: "topology key with a space", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Gateway.TopologySpreadConstraints = []valdv1.TopologySpread{{TopologyKey: "kubernetes.io/host name"}}
+		}, want: "topologyKey must be a node label key such as kubernetes.io/hostname"},
+		{name: "topology whenUnsatisfiable", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Agent.TopologySpreadConstraints = []valdv1.TopologySpread{{TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: "Never"}}
+		}, want: `whenUnsatisfiable: Unsupported value: "Never"`},
+		{name: "topology maxSkew negative", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Indexer.TopologySpreadConstraints = []valdv1.TopologySpread{{TopologyKey: "kubernetes.io/hostname", MaxSkew: -1}}
+		}, want: "maxSkew in body should be greater than or equal to 1"},
+		{name: "ingress annotation key with a space", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Gateway.Ingress = &valdv1.Ingress{Enabled: true, Annotations: map[string]string{"bad key": "x"}}
+		}, want: "ingress.annotations keys must be annotation keys"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
