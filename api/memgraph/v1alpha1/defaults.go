@@ -30,6 +30,11 @@ const (
 	DefaultDataTerminationGracePeriodSeconds        int64 = 1800
 	DefaultCoordinatorTerminationGracePeriodSeconds int64 = 30
 	DefaultInitialState                                   = StateInitializing
+
+	DefaultReplicationMode                       = ReplicationSync
+	DefaultInstanceDownTimeoutSec          int32 = 5
+	DefaultInstanceHealthCheckFrequencySec int32 = 1
+	DefaultSyncFailoverOnly                      = true
 )
 
 // Bounds the CRD enforces (a test pins each against the CRD's rules). MaxNameLength is the

@@ -14,6 +14,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed on a live cluster: a Memgraph with Bolt TLS refuses plain Bolt, so the operator could not reach the pods not yet restarted and the roll would stall; delete the MemgraphCluster (its claims are retained by default) and create it with the setting you want, or change spec.tls.bolt.secretName to switch certificates"
 // +kubebuilder:validation:XValidation:rule="has(self.secrets) != has(self.license)",message="spec.secrets is required (name, licenseKey, organizationKey of the license Secret); spec.license is its old name, kept only until the operator moves a stored cluster's value to spec.secrets: set spec.secrets and remove spec.license"
 // +kubebuilder:validation:XValidation:rule="!has(self.license) || (oldSelf.hasValue() && has(oldSelf.value().license))",message="spec.license was renamed spec.secrets (secretName became name): set spec.secrets instead",optionalOldSelf=true
+// +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.coordinatorSettings) || !has(self.replication.mode) || self.replication.mode != 'ASYNC' || !has(self.coordinatorSettings.syncFailoverOnly) || !self.coordinatorSettings.syncFailoverOnly || (has(self.replication.instances) && self.replication.instances.exists(i, i.mode != 'ASYNC'))",message="replication.mode ASYNC with coordinatorSettings.syncFailoverOnly true leaves an automatic failover no replica it may promote (it promotes only SYNC and STRICT_SYNC replicas): set coordinatorSettings.syncFailoverOnly to false, or give one instance SYNC or STRICT_SYNC in replication.instances"
 type MemgraphClusterSpec struct {
 	// Coordinators is the number of coordinators in the Raft group: odd and at least 3,
 	// since an even count tolerates no more failures than the odd count below it.
@@ -71,6 +72,19 @@ type MemgraphClusterSpec struct {
 	// the Secret's CA. It can be set only when the cluster is created.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// Replication is how the MAIN replicates to the data instances (REGISTER INSTANCE's
+	// mode) and so what an automatic failover may promote.
+	// +kubebuilder:default={}
+	// +optional
+	Replication ReplicationSpec `json:"replication,omitempty"`
+
+	// CoordinatorSettings are the cluster-wide settings the coordinators keep in Raft
+	// (SET COORDINATOR SETTING); the operator sets each one whose value differs from
+	// SHOW COORDINATOR SETTINGS.
+	// +kubebuilder:default={}
+	// +optional
+	CoordinatorSettings CoordinatorSettings `json:"coordinatorSettings,omitempty"`
 
 	// Storage is each role's lib and log volumes and what happens to them.
 	// +kubebuilder:default={}
@@ -156,6 +170,82 @@ type MemgraphClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	TerminationGracePeriodSeconds RoleTerminationGracePeriod `json:"terminationGracePeriodSeconds,omitempty"`
+}
+
+// ReplicationMode is REGISTER INSTANCE's replication mode, in Memgraph's words.
+// +kubebuilder:validation:Enum=SYNC;ASYNC;STRICT_SYNC
+type ReplicationMode string
+
+const (
+	// ReplicationSync: the MAIN commits, then waits for the replica (Memgraph's default).
+	// A failover may lose the last commits a down MAIN did not ship.
+	ReplicationSync ReplicationMode = "SYNC"
+	// ReplicationAsync: the MAIN does not wait; with syncFailoverOnly (the default) an
+	// automatic failover never promotes an ASYNC replica.
+	ReplicationAsync ReplicationMode = "ASYNC"
+	// ReplicationStrictSync: two-phase commit, so no failover loses a commit, but the MAIN
+	// refuses writes while a STRICT_SYNC replica is down.
+	ReplicationStrictSync ReplicationMode = "STRICT_SYNC"
+)
+
+// ReplicationSpec is the replication mode of the cluster and of single instances.
+// Memgraph refuses a cluster holding both SYNC and STRICT_SYNC replicas; ASYNC mixes with
+// either.
+// +kubebuilder:validation:XValidation:rule="!has(self.instances) || !((self.mode == 'SYNC' || self.instances.exists(i, i.mode == 'SYNC')) && (self.mode == 'STRICT_SYNC' || self.instances.exists(i, i.mode == 'STRICT_SYNC')))",message="replication mixes SYNC and STRICT_SYNC, which Memgraph refuses in one cluster: make every replication.instances[].mode ASYNC or equal to replication.mode"
+type ReplicationSpec struct {
+	// Mode of every data instance not named in Instances. Changing it re-registers each
+	// replica in turn (UNREGISTER and REGISTER INSTANCE, Memgraph has no other way); a
+	// switch between SYNC and STRICT_SYNC goes through ASYNC and moves the MAIN once.
+	// +kubebuilder:default=SYNC
+	// +optional
+	Mode ReplicationMode `json:"mode,omitempty"`
+
+	// Instances override Mode for single data instances, by ordinal (instance
+	// <cluster>_data_<ordinal>); an ordinal the cluster does not run is ignored.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=ordinal
+	// +optional
+	Instances []InstanceReplication `json:"instances,omitempty"`
+}
+
+// InstanceReplication is one data instance's replication mode.
+type InstanceReplication struct {
+	// Ordinal of the data instance's pod.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=63
+	// +required
+	Ordinal int32 `json:"ordinal"`
+	// Mode of this instance.
+	// +required
+	Mode ReplicationMode `json:"mode"`
+}
+
+// CoordinatorSettings are the coordinator settings the operator keeps, named as
+// Memgraph's SET COORDINATOR SETTING names them (instance_down_timeout_sec is
+// instanceDownTimeoutSec). Each has Memgraph's default.
+// +kubebuilder:validation:XValidation:rule="!has(self.instanceDownTimeoutSec) || !has(self.instanceHealthCheckFrequencySec) || self.instanceDownTimeoutSec >= self.instanceHealthCheckFrequencySec",message="coordinatorSettings.instanceDownTimeoutSec must be at least instanceHealthCheckFrequencySec: an instance is down after a whole timeout without a successful check, so a shorter timeout declares healthy instances down between two checks"
+type CoordinatorSettings struct {
+	// InstanceDownTimeoutSec is how long a data instance may fail its health checks before
+	// the coordinators count it down; a MAIN down that long is failed over.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=5
+	// +optional
+	InstanceDownTimeoutSec int32 `json:"instanceDownTimeoutSec,omitempty"`
+
+	// InstanceHealthCheckFrequencySec is the period of the leader's health checks.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=1
+	// +optional
+	InstanceHealthCheckFrequencySec int32 `json:"instanceHealthCheckFrequencySec,omitempty"`
+
+	// SyncFailoverOnly keeps ASYNC replicas out of an automatic failover, which then
+	// promotes only a SYNC or STRICT_SYNC replica (SET INSTANCE TO MAIN is not limited).
+	// +kubebuilder:default=true
+	// +optional
+	SyncFailoverOnly *bool `json:"syncFailoverOnly,omitempty"`
 }
 
 // RoleAffinity is both roles' affinity.

@@ -362,7 +362,13 @@ func defaulted(secret string) memgraphv1.MemgraphClusterSpec {
 			Bolt: memgraphv1.DefaultBoltPort, Management: memgraphv1.DefaultManagementPort, Coordinator: memgraphv1.DefaultCoordinatorPort,
 			Replication: memgraphv1.DefaultReplicationPort, Metrics: memgraphv1.DefaultMetricsPort,
 		},
-		Probes: memgraphv1.RoleProbes{Coordinators: probes, Data: probes},
+		Probes:      memgraphv1.RoleProbes{Coordinators: probes, Data: probes},
+		Replication: memgraphv1.ReplicationSpec{Mode: memgraphv1.DefaultReplicationMode},
+		CoordinatorSettings: memgraphv1.CoordinatorSettings{
+			InstanceDownTimeoutSec:          memgraphv1.DefaultInstanceDownTimeoutSec,
+			InstanceHealthCheckFrequencySec: memgraphv1.DefaultInstanceHealthCheckFrequencySec,
+			SyncFailoverOnly:                ptr.To(memgraphv1.DefaultSyncFailoverOnly),
+		},
 	}
 }
 
@@ -443,6 +449,10 @@ func TestCRDFileDefaults(t *testing.T) {
 		{[]string{"ports.metrics"}, num(def("ports", "properties", "metrics")), memgraphv1.DefaultMetricsPort},
 		{[]string{"storage.retentionPolicy"}, str(def("storage", "properties", "retentionPolicy")), string(memgraphv1.DefaultRetention)},
 		{[]string{"terminationGracePeriodSeconds.coordinators"}, int64(num(def("terminationGracePeriodSeconds", "properties", "coordinators"))), memgraphv1.DefaultCoordinatorTerminationGracePeriodSeconds},
+		{[]string{"replication.mode"}, str(def("replication", "properties", "mode")), string(memgraphv1.DefaultReplicationMode)},
+		{[]string{"coordinatorSettings.instanceDownTimeoutSec"}, num(def("coordinatorSettings", "properties", "instanceDownTimeoutSec")), memgraphv1.DefaultInstanceDownTimeoutSec},
+		{[]string{"coordinatorSettings.instanceHealthCheckFrequencySec"}, num(def("coordinatorSettings", "properties", "instanceHealthCheckFrequencySec")), memgraphv1.DefaultInstanceHealthCheckFrequencySec},
+		{[]string{"coordinatorSettings.syncFailoverOnly"}, def("coordinatorSettings", "properties", "syncFailoverOnly"), memgraphv1.DefaultSyncFailoverOnly},
 		{[]string{"terminationGracePeriodSeconds.data"}, int64(num(def("terminationGracePeriodSeconds", "properties", "data"))), memgraphv1.DefaultDataTerminationGracePeriodSeconds},
 	}
 	for _, role := range []string{"coordinators", "data"} {
@@ -522,6 +532,10 @@ func full(ns string) *memgraphv1.MemgraphCluster {
 				RetentionPolicyWhenScaled: ptr.To(memgraphv1.RetentionDelete),
 				Coordinators:              role, Data: role,
 			},
+			Replication: memgraphv1.ReplicationSpec{Mode: memgraphv1.ReplicationStrictSync,
+				Instances: []memgraphv1.InstanceReplication{{Ordinal: 2, Mode: memgraphv1.ReplicationAsync}}},
+			CoordinatorSettings: memgraphv1.CoordinatorSettings{InstanceDownTimeoutSec: 7, InstanceHealthCheckFrequencySec: 2,
+				SyncFailoverOnly: ptr.To(false)},
 			ClusterDomain: "k8s.example.org",
 			Ports:         memgraphv1.PortsSpec{Bolt: 7688, Management: 10001, Coordinator: 12001, Replication: 20001, Metrics: 9092},
 			Probes:        memgraphv1.RoleProbes{Coordinators: probes, Data: probes},
