@@ -69,6 +69,22 @@ $(BIN)/.dev-stamp: tools/go.mod tools/go.sum tools/lint/go.mod tools/lint/go.sum
 runtime-tools: $(BIN)/.runtime-stamp ## Build the tools tests and the demo run (helm, grpcurl, kwok).
 tools: runtime-tools $(BIN)/.dev-stamp ## Build every pinned tool (also controller-gen, buf, golangci-lint).
 
+# versitygw (posix backend), the S3 server the backup tests start and the local cluster
+# runs, pinned in tools/objectstore/go.mod (a module outside go.work, like tools/k8s) and
+# built once into .cache/bin (about 3 minutes of CPU cold); a changed pin rebuilds it.
+OBJECTSTORE_VERSION := $(shell awk '$$1 == "github.com/versity/versitygw" {print $$2; exit}' tools/objectstore/go.mod)
+
+$(BIN)/versitygw: tools/objectstore/go.mod tools/objectstore/go.sum
+	@mkdir -p $(BIN)
+	cd tools/objectstore && GOWORK=off go build -trimpath -ldflags "-s -w -X main.Version=$(OBJECTSTORE_VERSION)" -o $@ github.com/versity/versitygw/cmd/versitygw
+
+.PHONY: objectstore
+objectstore: $(BIN)/versitygw ## Build the S3 server (versitygw) the backup tests and the local cluster run, once.
+
+# `make up` builds it too, for the object store the local cluster is to run (issue 25);
+# tools/local/Makefile.inc defines up.
+up: objectstore
+
 .PHONY: controlplane
 controlplane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl once into .cache/k8s.
 	tools/build-controlplane.sh
@@ -116,7 +132,7 @@ sweep: ## Kill control-plane processes orphaned by killed test runs.
 UNIT_PKGS := $(foreach m,$(filter-out tools/e2e,$(MODULES)),./$(m)/...)
 
 .PHONY: test
-test: controlplane runtime-tools build sweep ## Unit, integration and end-to-end tests of every module (builds the control plane on first use).
+test: controlplane runtime-tools objectstore build sweep ## Unit, integration and end-to-end tests of every module (builds the control plane on first use).
 	@# The e2e suite spends most of its time waiting on its cluster (about 15% of two
 	@# cores): it runs beside the unit and integration tests, not after them. Without -v,
 	@# go test prints each package's output whole when it ends, so the two do not mix.
@@ -130,7 +146,7 @@ test: controlplane runtime-tools build sweep ## Unit, integration and end-to-end
 # run for what depends on the server most: the executor package (real clusters formed,
 # rebalanced, failed over) and the end-to-end Valkey scenario on redis images.
 .PHONY: test-redis7
-test-redis7: controlplane runtime-tools build sweep ## Compatibility run on Redis 7.0 (VALKEY_SERVER=redis-server): the Valkey executor package and the e2e Valkey scenario.
+test-redis7: controlplane runtime-tools objectstore build sweep ## Compatibility run on Redis 7.0 (VALKEY_SERVER=redis-server): the Valkey executor package and the e2e Valkey scenario.
 	(cd tools/e2e && VALKEY_SERVER=redis-server go test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestInstall$$|TestValkeyScenario$$' .) & e2e=$$!; \
 	failed=""; (cd services/valkey-operator && VALKEY_SERVER=redis-server go test -count=1 -timeout $(TEST_TIMEOUT) ./internal/executor/) || failed=" executor"; \
 	wait $$e2e || failed="$$failed e2e"; \
@@ -161,14 +177,14 @@ fuzz: ## Fuzz every planner, builder and parser target for FUZZ_TIME each (30s b
 	done
 
 .PHONY: test-e2e
-test-e2e: controlplane runtime-tools build ## End-to-end: local cluster, every chart by Helm, upgrades, leader election, uninstall (E2E_KUBECONFIG targets another cluster).
+test-e2e: controlplane runtime-tools objectstore build ## End-to-end: local cluster, every chart by Helm, upgrades, leader election, uninstall (E2E_KUBECONFIG targets another cluster).
 	cd tools/e2e && go test -count=1 -v -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: bench
-bench: controlplane runtime-tools build ## Benchmarks (speed and memory targets), then VeltrixDB's time to Ready on a 10-node local cluster.
+bench: controlplane runtime-tools objectstore build ## Benchmarks (speed and memory targets), then VeltrixDB's time to Ready on a 10-node local cluster.
 	for m in $(filter-out tools/e2e,$(MODULES)); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done
 	cd tools/e2e && E2E_GENERAL_NODES=8 go test -count=1 -run 'TestInstall$$' -bench VeltrixTimeToReady -benchtime 1x -timeout 30m .
 
 .PHONY: demo
-demo: controlplane runtime-tools build up ## Start the local cluster, install every chart, apply the samples, watch them (Ctrl-C stops).
+demo: controlplane runtime-tools objectstore build up ## Start the local cluster, install every chart, apply the samples, watch them (Ctrl-C stops).
 	cd tools && GOWORK=off go build -o $(ROOT)/.cache/bin/demo ./cmd/demo && $(ROOT)/.cache/bin/demo --repo $(ROOT) $(DEMO_FLAGS)
