@@ -5,6 +5,9 @@
 //	localcluster up [flags]      start in the background, return once ready
 //	localcluster down [--keep]   stop everything, remove the cluster's files
 //	localcluster status          print whether the cluster runs and its processes' memory
+//	localcluster outage [--for 20s]
+//	                             stop kube-apiserver and etcd for a while, then start them
+//	                             again on their data; returns once the API server is ready
 package main
 
 import (
@@ -17,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/opsuite/suite/tools/internal/localcluster"
 )
@@ -33,11 +37,12 @@ type options struct {
 	lbCIDR                                    string
 	portBase, general, agent, instance, disks int
 	keep, noRunner                            bool
+	outage                                    time.Duration
 }
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: localcluster up|down|status [flags]")
+		return errors.New("usage: localcluster up|down|status|outage [flags]")
 	}
 	if handled, err := localcluster.Dispatch(args); handled {
 		return err
@@ -57,6 +62,7 @@ func run(args []string) error {
 	fs.StringVar(&opts.lbCIDR, "load-balancer-cidr", "", "loopback pool of LoadBalancer Services' addresses (default 127.(4+4*instance).0.0/16)")
 	fs.BoolVar(&opts.noRunner, "no-runner", false, "simulate every pod; run no processes")
 	fs.BoolVar(&opts.keep, "keep", false, "down: keep state, logs and kubeconfig")
+	fs.DurationVar(&opts.outage, "for", 20*time.Second, "outage: how long kube-apiserver and etcd stay stopped")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -105,6 +111,19 @@ func run(args []string) error {
 			o = saved
 		}
 		return localcluster.Down(o, opts.keep, os.Stdout)
+	case "outage":
+		saved, err := localcluster.LoadOptions(o.Dir)
+		if err != nil {
+			return fmt.Errorf("no cluster in %s: %w", o.Dir, err)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		unreachable, err := localcluster.ControlPlaneOutage(ctx, saved, opts.outage)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("kube-apiserver and etcd stopped for %s; the API server was unreachable for %s\n", opts.outage, unreachable.Round(100*time.Millisecond))
+		return nil
 	case "status":
 		saved, err := localcluster.LoadOptions(o.Dir)
 		if err != nil {

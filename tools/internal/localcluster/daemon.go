@@ -210,18 +210,82 @@ func RunDaemon(o Options) error {
 	}
 	log.Info("Cluster ready", "after", time.Since(begin).Round(time.Millisecond), "kubeconfig", o.Kubeconfig())
 
-	exited := make(chan *process, len(procs))
+	exited := make(chan *process, 2*len(procs))
+	watch := func(p *process) { go func() { <-p.done; exited <- p }() }
 	for _, p := range procs {
-		go func() { <-p.done; exited <- p }()
+		watch(p)
 	}
-	select {
-	case <-ctx.Done():
-		log.Info("Stopping cluster")
-		return nil
-	case p := <-exited:
-		return fmt.Errorf("%s exited (%w); see %s", p.name, p.err, filepath.Join(o.LogDir(), p.name+".log"))
-	case <-runnerStopped: // never ready when the runner is disabled (nil channel)
-		return fmt.Errorf("process runner stopped: %w", runnerErr)
+	outages := make(chan os.Signal, 1)
+	signal.Notify(outages, syscall.SIGUSR1)
+	defer signal.Stop(outages)
+	stopped := map[*process]bool{} // stopped on purpose by an outage
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("Stopping cluster")
+			return nil
+		case p := <-exited:
+			if stopped[p] {
+				delete(stopped, p)
+				continue
+			}
+			return fmt.Errorf("%s exited (%w); see %s", p.name, p.err, filepath.Join(o.LogDir(), p.name+".log"))
+		case <-runnerStopped: // never ready when the runner is disabled (nil channel)
+			return fmt.Errorf("process runner stopped: %w", runnerErr)
+		case <-outages:
+			d, err := o.readOutage()
+			if err != nil {
+				log.Warn("Ignoring SIGUSR1", "err", err)
+				continue
+			}
+			log.Info("Control-plane outage: stopping kube-apiserver and etcd", "for", d)
+			for _, p := range []*process{apiserver, etcd} {
+				stopped[p] = true
+				p.stop(10 * time.Second)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(d):
+			}
+			restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			etcd, apiserver, err = o.restartControlPlane(restartCtx, plain, admin, procs)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("restarting after the outage: %w", err)
+			}
+			watch(etcd)
+			watch(apiserver)
+			log.Info("Control plane back", "after", d)
+		}
+	}
+}
+
+// restartControlPlane starts etcd and kube-apiserver again on their data and replaces them
+// in procs (so that the daemon's exit stops the new ones).
+func (o *Options) restartControlPlane(ctx context.Context, plain, admin *http.Client, procs []*process) (etcd, apiserver *process, err error) {
+	etcd, err = o.startProcess("etcd", filepath.Join(o.BinDir, "etcd"), o.etcdArgs())
+	if err != nil {
+		return nil, nil, err
+	}
+	replace(procs, etcd)
+	if err := waitHTTP(ctx, plain, fmt.Sprintf("http://127.0.0.1:%d/health", o.EtcdClientPort()), etcd); err != nil {
+		return etcd, nil, err
+	}
+	apiserver, err = o.startProcess("kube-apiserver", filepath.Join(o.BinDir, "kube-apiserver"), o.apiserverArgs())
+	if err != nil {
+		return etcd, nil, err
+	}
+	replace(procs, apiserver)
+	return etcd, apiserver, waitHTTP(ctx, admin, o.APIServerURL()+"/readyz", apiserver)
+}
+
+// replace puts p in place of the process of the same name.
+func replace(procs []*process, p *process) {
+	for i := range procs {
+		if procs[i].name == p.name {
+			procs[i] = p
+		}
 	}
 }
 

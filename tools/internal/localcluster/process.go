@@ -25,7 +25,7 @@ func (o *Options) startProcess(name, binary string, args []string) (*process, er
 	if _, err := os.Stat(binary); err != nil {
 		return nil, fmt.Errorf("%s: binary missing: %w", name, err)
 	}
-	logf, err := os.OpenFile(filepath.Join(o.LogDir(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	logf, err := os.OpenFile(filepath.Join(o.LogDir(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // appended: an outage restarts etcd and kube-apiserver
 	if err != nil {
 		return nil, err
 	}
