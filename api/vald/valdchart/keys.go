@@ -57,6 +57,10 @@ var (
 // placement is what every workload of the chart declares for its pods' placement.
 var placement = map[string]Key{"nodeSelector": openO, "tolerations": openA}
 
+// spread is what the long-running workloads declare besides: a list of Kubernetes
+// topology spread constraints (the index CronJobs have none).
+var spread = map[string]Key{"topologySpreadConstraints": openA}
+
 // Keys holds the declared type of every key the operator writes, by dotted path. A key the
 // builder starts writing needs an entry here first: its test fails on a key without one.
 var Keys = merge(
@@ -113,11 +117,13 @@ var Keys = merge(
 		"gateway.lb.enabled":                      boolK,
 		"gateway.lb.serviceType":                  str,
 		"gateway.lb.minReplicas":                  integ,
+		"gateway.lb.maxReplicas":                  integ,
 		"gateway.lb.gateway_config":               obj,
 		"gateway.lb.gateway_config.index_replica": integ,
 		"gateway.lb.ingress":                      obj,
 		"gateway.lb.ingress.enabled":              boolK,
 		"gateway.lb.ingress.host":                 str,
+		"gateway.lb.ingress.annotations":          openO,
 
 		"manager":               obj,
 		"manager.index":         obj,
@@ -132,15 +138,20 @@ var Keys = merge(
 	fields("discoverer", placement),
 	fields("gateway.lb", placement),
 	fields("manager.index", placement),
+	fields("agent", spread),
+	fields("discoverer", spread),
+	fields("gateway.lb", spread),
+	fields("manager.index", spread),
 	indexJob("manager.index.creator"),
 	indexJob("manager.index.saver"),
 )
 
-// indexJob is what the chart declares of the index creation and save CronJobs.
+// indexJob is what the chart declares of the index creation and save CronJobs: suspend
+// is the CronJob's, and the jobs have a placement of their own (not manager.index's).
 func indexJob(path string) map[string]Key {
-	return merge(map[string]Key{path: obj}, fields(path, map[string]Key{
-		"name": str, "enabled": boolK, "schedule": str, "concurrency": integ,
-	}))
+	return merge(map[string]Key{path: obj}, fields(path, merge(map[string]Key{
+		"name": str, "enabled": boolK, "schedule": str, "concurrency": integ, "suspend": boolK,
+	}, placement)))
 }
 
 func merge(ms ...map[string]Key) map[string]Key {

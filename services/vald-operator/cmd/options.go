@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/opsuite/suite/services/vald-operator/internal/controller"
+	"github.com/opsuite/suite/services/vald-operator/internal/resources"
 	"github.com/opsuite/suite/shared/envflag"
 )
 
@@ -53,7 +54,28 @@ func operatorFlags(fs *flag.FlagSet, o *controller.Options, pprofAddr *string, g
 		"Rolling-update maxUnavailable of a DaemonSet discoverer (the Vald chart's discoverer.rollingUpdate.maxUnavailable), a number or a percentage ($DISCOVERER_MAX_UNAVAILABLE).")
 	env.String(&b.DiscovererPDBMaxUnavailable, "discoverer-pdb-max-unavailable", "DISCOVERER_PDB_MAX_UNAVAILABLE",
 		"maxUnavailable of the discoverer's PodDisruptionBudget (the Vald chart's discoverer.maxUnavailable), a number or a percentage; empty keeps the chart's default ($DISCOVERER_PDB_MAX_UNAVAILABLE).")
-	return func() error { return errors.Join(env.Err(), o.Validate()) }
+	env.Int(&b.GatewayAgentsPerReplica, "gateway-agents-per-replica", "GATEWAY_AGENTS_PER_REPLICA",
+		"Agents one gateway replica serves: the gateway's minReplicas is ceil(agents / this), its maxReplicas one per agent, both within --gateway-min-replicas and --gateway-max-replicas, unless a release sets them ($GATEWAY_AGENTS_PER_REPLICA).")
+	env.Int(&b.GatewayMinReplicas, "gateway-min-replicas", "GATEWAY_MIN_REPLICAS",
+		"Lower bound of the derived gateway replicas ($GATEWAY_MIN_REPLICAS).")
+	env.Int(&b.GatewayMaxReplicas, "gateway-max-replicas", "GATEWAY_MAX_REPLICAS",
+		"Upper bound of the derived gateway replicas ($GATEWAY_MAX_REPLICAS).")
+	var annotations, defaults string
+	env.String(&annotations, "gateway-ingress-annotations", "GATEWAY_INGRESS_ANNOTATIONS",
+		"Annotations of every enabled gateway ingress, a JSON or YAML object of strings; a release's ingress.annotations win key by key ($GATEWAY_INGRESS_ANNOTATIONS).")
+	env.String(&defaults, "default-valdrelease-values", "DEFAULT_VALDRELEASE_VALUES",
+		"Cluster-wide ValdRelease template: a JSON or YAML object of Vald chart values every ValdRelease carries under what the operator generates and the release's overlay ($DEFAULT_VALDRELEASE_VALUES).")
+	return func() error {
+		var errs []error
+		var err error
+		if b.GatewayIngressAnnotations, err = resources.ParseAnnotations(annotations); err != nil {
+			errs = append(errs, err)
+		}
+		if b.DefaultValues, err = resources.ParseDefaultValues(defaults); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(append(errs, env.Err(), o.Validate())...)
+	}
 }
 
 // Client rate limits of this operator: each release costs three writes (two applies and a

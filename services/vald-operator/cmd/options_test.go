@@ -32,7 +32,9 @@ func TestDefaults(t *testing.T) {
 	if o.RequeueAfter != 30*time.Second || o.RequireNodePoolMatch || o.Build.NodePoolLabelPrefix != "" ||
 		o.Build.DefaultAccessMode != "ReadWriteOnce" || o.Build.PVMinSize.String() != "1Gi" || o.Build.DiscovererKind != "Deployment" ||
 		!o.RequireDeployed || o.HelmStatusWait != 2*time.Minute || o.CRDPollInterval != 10*time.Second ||
-		o.NodePoolLossGrace != 10*time.Minute || o.Build.DiscovererPDBMaxUnavailable != "" || o.MaxConcurrentReconciles != 16 {
+		o.NodePoolLossGrace != 10*time.Minute || o.Build.DiscovererPDBMaxUnavailable != "" || o.MaxConcurrentReconciles != 16 ||
+		o.Build.GatewayAgentsPerReplica != 2 || o.Build.GatewayMinReplicas != 2 || o.Build.GatewayMaxReplicas != 100 ||
+		o.Build.GatewayIngressAnnotations != nil || o.Build.DefaultValues != nil {
 		t.Errorf("defaults %+v", o)
 	}
 }
@@ -43,8 +45,11 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"DEFAULT_STORAGE_CLASS": "fast", "PV_MIN_SIZE": "5Gi", "REQUEUE_AFTER": "5s",
 		"GATEWAY_SERVICE_TYPE": "LoadBalancer", "DISCOVERER_KIND": "DaemonSet", "DISCOVERER_MAX_UNAVAILABLE": "25%",
 		"DISCOVERER_PDB_MAX_UNAVAILABLE": "1", "NODEPOOL_LOSS_GRACE": "1m", "CRD_POLL_INTERVAL": "3s",
+		"GATEWAY_AGENTS_PER_REPLICA": "4", "GATEWAY_MIN_REPLICAS": "3", "GATEWAY_MAX_REPLICAS": "50",
+		"GATEWAY_INGRESS_ANNOTATIONS": `{"nginx.ingress.kubernetes.io/backend-protocol": "GRPC"}`,
+		"DEFAULT_VALDRELEASE_VALUES":  "defaults:\n  image: {tag: v1.8.0}\n",
 	}
-	o, err := parse(t, env, "--requeue-after=2s", "--pv-min-size=3Gi")
+	o, err := parse(t, env, "--requeue-after=2s", "--pv-min-size=3Gi", "--gateway-max-replicas=40")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,18 +57,24 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	if !o.RequireNodePoolMatch || b.NodePoolLabelPrefix != "pool.example.com" || b.DefaultStorageClass != "fast" ||
 		o.RequeueAfter != 2*time.Second || b.PVMinSize.String() != "3Gi" || b.GatewayServiceType != "LoadBalancer" ||
 		b.DiscovererKind != "DaemonSet" || b.DiscovererMaxUnavailable.String() != "25%" || b.DiscovererPDBMaxUnavailable != "1" ||
-		o.NodePoolLossGrace != time.Minute || o.CRDPollInterval != 3*time.Second {
+		o.NodePoolLossGrace != time.Minute || o.CRDPollInterval != 3*time.Second ||
+		b.GatewayAgentsPerReplica != 4 || b.GatewayMinReplicas != 3 || b.GatewayMaxReplicas != 40 ||
+		b.GatewayIngressAnnotations["nginx.ingress.kubernetes.io/backend-protocol"] != "GRPC" ||
+		b.DefaultValues["defaults"].(map[string]any)["image"].(map[string]any)["tag"] != "v1.8.0" {
 		t.Errorf("options %+v", o)
 	}
 }
 
 func TestInvalid(t *testing.T) {
-	env := map[string]string{"REQUIRE_NODEPOOL_MATCH": "maybe", "PV_MIN_SIZE": "lots", "NODEPOOL_LOSS_GRACE": "-1s", "HELM_STATUS_WAIT": "0s"}
-	_, err := parse(t, env, "--requeue-after=0s", "--gateway-service-type=ExternalName")
+	env := map[string]string{"REQUIRE_NODEPOOL_MATCH": "maybe", "PV_MIN_SIZE": "lots", "NODEPOOL_LOSS_GRACE": "-1s", "HELM_STATUS_WAIT": "0s",
+		"GATEWAY_MIN_REPLICAS": "few", "GATEWAY_INGRESS_ANNOTATIONS": "[a]", "DEFAULT_VALDRELEASE_VALUES": `{"agent": {"name": "x"}}`}
+	_, err := parse(t, env, "--requeue-after=0s", "--gateway-service-type=ExternalName", "--gateway-max-replicas=20000")
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, want := range []string{"$REQUIRE_NODEPOOL_MATCH", "$PV_MIN_SIZE", "requeue interval", "gateway service type", "node-pool loss grace", "helm status wait"} {
+	for _, want := range []string{"$REQUIRE_NODEPOOL_MATCH", "$PV_MIN_SIZE", "requeue interval", "gateway service type", "node-pool loss grace", "helm status wait",
+		"$GATEWAY_MIN_REPLICAS", "gateway ingress annotations must be an object of strings", "gateway replicas bounds 2..20000",
+		"default ValdRelease values set agent.name"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

@@ -47,6 +47,68 @@ func TestRefusesWrongTypes(t *testing.T) {
 	}
 }
 
+// TestNewKeysTyped: the keys the operator writes since issue 22 item 4 pass with the types
+// the chart declares and are refused, naming each, with any other; the Kubernetes objects
+// inside the open ones (spread constraints, annotations, placement) are not looked into.
+func TestNewKeysTyped(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	try := func(values string) *Plan {
+		t.Helper()
+		var spec map[string]any
+		if err := json.Unmarshal([]byte(values), &spec); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Next(Observed{Namespace: "ns", Name: "vr", Generation: 1, Spec: spec}, t0, t0.Add(time.Second), time.Second, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	good := try(`{
+		"agent": {"resources": {"requests": {"memory": "24Gi"}, "limits": {"memory": "28Gi"}},
+			"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor"}]},
+		"discoverer": {"topologySpreadConstraints": []},
+		"gateway": {"lb": {"minReplicas": 3, "maxReplicas": 6, "topologySpreadConstraints": [{"maxSkew": 1}],
+			"ingress": {"enabled": true, "annotations": {"team": "search"}}}},
+		"manager": {"index": {"topologySpreadConstraints": [],
+			"creator": {"suspend": true, "schedule": "@every 6h", "nodeSelector": {"type": "general"}, "tolerations": [{"key": "type"}]},
+			"saver": {"suspend": false, "nodeSelector": {}, "tolerations": []}}}
+	}`)
+	if !hasCond(good.Status, ConditionDeployed, "True", ReasonInstallSuccessful) {
+		t.Fatalf("the keys' chart types refused: %+v", good.Status)
+	}
+	bad := try(`{
+		"agent": {"topologySpreadConstraints": {"maxSkew": 1}},
+		"discoverer": {"topologySpreadConstraints": "spread"},
+		"gateway": {"lb": {"maxReplicas": "6", "topologySpreadConstraints": 1, "ingress": {"annotations": ["team=search"]}}},
+		"manager": {"index": {"topologySpreadConstraints": {},
+			"creator": {"suspend": "true", "nodeSelector": [], "tolerations": {}},
+			"saver": {"suspend": 1, "nodeSelector": "general", "tolerations": "general"}}}
+	}`)
+	failed := bad.Status.Get(ConditionReleaseFailed)
+	if failed == nil {
+		t.Fatalf("wrong types installed: %+v", bad.Status)
+	}
+	for _, want := range []string{
+		"at '/agent/topologySpreadConstraints': got object, want array",
+		"at '/discoverer/topologySpreadConstraints': got string, want array",
+		"at '/gateway/lb/maxReplicas': got string, want integer",
+		"at '/gateway/lb/topologySpreadConstraints': got number, want array",
+		"at '/gateway/lb/ingress/annotations': got array, want object",
+		"at '/manager/index/topologySpreadConstraints': got object, want array",
+		"at '/manager/index/creator/suspend': got string, want boolean",
+		"at '/manager/index/creator/nodeSelector': got array, want object",
+		"at '/manager/index/creator/tolerations': got object, want array",
+		"at '/manager/index/saver/suspend': got number, want boolean",
+		"at '/manager/index/saver/nodeSelector': got string, want object",
+		"at '/manager/index/saver/tolerations': got string, want array",
+	} {
+		if !strings.Contains(failed.Message, want) {
+			t.Errorf("refusal %q does not name %s", failed.Message, want)
+		}
+	}
+}
+
 // TestRefusesOwnedObjects: a render sharing an object with another installed release fails
 // as Helm's ownership check does, naming the object and the owner, and is tried again.
 func TestRefusesOwnedObjects(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -140,9 +141,16 @@ func Unmatched(in Input) []string {
 // desiredValdRelease returns the ValdRelease of one cluster and the chart values it carries.
 // Without perCluster the components keep the chart's default names (a legacy ValdRelease).
 func desiredValdRelease(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, cl valdv1.Cluster, cfg Config, perCluster bool) (*valdv1.ValdRelease, map[string]any, error) {
-	values := chartValues(vor, infra, cl, cfg)
+	values, err := chartValues(vor, infra, cl, cfg, perCluster)
+	if err != nil {
+		return nil, nil, err
+	}
 	if !perCluster {
 		dropNames(values)
+	}
+	// The operator-wide template goes under what the release generates, the overlay over it.
+	if len(cfg.DefaultValues) > 0 {
+		values = Merge(runtime.DeepCopyJSON(cfg.DefaultValues), values)
 	}
 	if vor.Spec.VectorEngine.Vald.Overlay != nil && len(vor.Spec.VectorEngine.Vald.Overlay.Raw) > 0 {
 		var overlay map[string]any
@@ -183,7 +191,9 @@ func desiredValdRelease(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastruc
 }
 
 // chartValues maps the release to Vald Helm chart values (see the README's mapping table).
-func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, cl valdv1.Cluster, cfg Config) map[string]any {
+// Without perCluster the components keep the chart's default names, which the pods'
+// topology spread selectors then name.
+func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, cl valdv1.Cluster, cfg Config, perCluster bool) (map[string]any, error) {
 	v := vor.Spec.VectorEngine.Vald
 	general := infra.NodePools.General
 	agentPool, agentPoolType := infra.NodePools.Agent, valdv1.NodePoolTypeValdAgent
@@ -203,6 +213,11 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 	setInt(ngt, "creation_edge_size", v.Agent.NGT.CreationEdgeSize)
 	setInt(ngt, "search_edge_size", v.Agent.NGT.SearchEdgeSize)
 	names := namesOf(vor.Namespace, cl.Name)
+	release := Name(vor.Namespace, cl.Name)
+	pods := names
+	if !perCluster {
+		pods = chartDefaultNames
+	}
 	agent := map[string]any{
 		"ngt":                ngt,
 		"name":               names.agent,
@@ -210,16 +225,35 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 		"clusterRole":        map[string]any{"name": names.agentRole},
 		"clusterRoleBinding": map[string]any{"name": names.agentRole},
 	}
-	var agentMemory *resource.Quantity
+	var (
+		agentMemory *resource.Quantity
+		agents      int32
+		res         map[string]any
+	)
 	if agentPool != nil {
+		agents = agentPool.Replicas
 		agent["minReplicas"] = agentPool.Replicas
 		agent["maxReplicas"] = agentPool.Replicas
-		if res := agentResources(agentPool.MachineResource, cfg.AgentResourceFraction); res != nil {
-			agent["resources"] = res
-		}
+		res = agentRequests(agentPool.MachineResource, cfg.AgentResourceFraction)
 		agentMemory = quantity(agentPool.MachineResource.Memory)
 		placeOn(agent, vor.Namespace, agentPoolType, cfg)
 	}
+	if limit := quantity(v.Agent.MemoryLimit); limit != nil {
+		if res == nil {
+			res = map[string]any{}
+		}
+		requests, _ := res["requests"].(map[string]any)
+		if requested, ok := requests["memory"].(string); ok {
+			if r := resource.MustParse(requested); limit.Cmp(r) < 0 {
+				return nil, &Error{Message: fmt.Sprintf("spec.vectorEngine.vald.agent.memoryLimit %s is below the %s an agent of infrastructure entry %q requests (its node's memory × %v): raise the limit, remove it, or lower --agent-resource-fraction.", limit.String(), r.String(), infra.Role, cfg.AgentResourceFraction)}
+			}
+		}
+		res["limits"] = map[string]any{"memory": limit.String()}
+	}
+	if res != nil {
+		agent["resources"] = res
+	}
+	spread(agent, v.Agent.TopologySpreadConstraints, pods.agent, release, "DoNotSchedule")
 	if pv := v.Agent.PersistentVolume; pv != nil {
 		if pv.Enabled {
 			size := PVSize(agentMemory, cfg)
@@ -252,11 +286,25 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 			host = cl.Name + "." + cfg.IngressDomain
 		}
 		setString(in, "host", host)
+		annotations := map[string]any{}
+		for k, a := range cfg.GatewayIngressAnnotations {
+			annotations[k] = a
+		}
+		for k, a := range ing.Annotations {
+			annotations[k] = a
+		}
+		if len(annotations) > 0 {
+			in["annotations"] = annotations
+		}
 		lb["ingress"] = in
+	}
+	if minR, maxR, ok := GatewayReplicas(agents, v.Gateway, cfg); ok {
+		lb["minReplicas"], lb["maxReplicas"] = minR, maxR
 	}
 	if general != nil {
 		placeOn(lb, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
 	}
+	spread(lb, v.Gateway.TopologySpreadConstraints, pods.gateway, release, "ScheduleAnyway")
 	values["gateway"] = map[string]any{"lb": lb}
 
 	// Discoverer.
@@ -282,6 +330,10 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 	if general != nil {
 		placeOn(disc, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
 	}
+	// A DaemonSet has one pod per node already.
+	if disc["kind"] == "Deployment" {
+		spread(disc, v.Discoverer.TopologySpreadConstraints, pods.discoverer, release, "ScheduleAnyway")
+	}
 	values["discoverer"] = disc
 
 	// Index manager, or scheduled creator and saver jobs.
@@ -298,19 +350,90 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 		setString(indexer, "auto_save_index_wait_duration", v.Indexer.SaveDuration)
 		setInt(indexer, "concurrency", v.Indexer.Concurrency)
 		index["indexer"] = indexer
+		spread(index, v.Indexer.TopologySpreadConstraints, pods.indexManager, release, "ScheduleAnyway")
 	} else {
-		for _, job := range []string{"creator", "saver"} {
-			j := index[job].(map[string]any)
+		jobs := []struct {
+			key, schedule string
+			suspend       bool
+		}{
+			{"creator", v.Indexer.IndexSchedule, v.Indexer.IndexSuspend},
+			{"saver", firstNonEmpty(v.Indexer.SaveSchedule, v.Indexer.IndexSchedule), v.Indexer.SaveSuspend},
+		}
+		for _, job := range jobs {
+			j := index[job.key].(map[string]any)
 			j["enabled"] = true
-			setString(j, "schedule", v.Indexer.IndexSchedule)
+			j["suspend"] = job.suspend
+			setString(j, "schedule", job.schedule)
 			setInt(j, "concurrency", v.Indexer.Concurrency)
+			// The jobs' pods are placed by their own keys, not manager.index's.
+			if general != nil {
+				placeOn(j, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
+			}
 		}
 	}
 	if general != nil {
 		placeOn(index, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
 	}
 	values["manager"] = map[string]any{"index": index}
-	return values
+	return values, nil
+}
+
+// GatewayReplicas is the gateway's minReplicas and maxReplicas (the autoscaler's range) for
+// a cluster of agents agents: minReplicas ceil(agents / GatewayAgentsPerReplica) and
+// maxReplicas one gateway per agent, each within [GatewayMinReplicas, GatewayMaxReplicas]
+// and maxReplicas at least minReplicas. A release's gateway.minReplicas or maxReplicas
+// replaces the derived value, and the other one moves to keep min <= max. ok is false
+// when there is nothing to write: no pool gives the agents and the release sets neither.
+func GatewayReplicas(agents int32, gw valdv1.Gateway, cfg Config) (minR, maxR int32, ok bool) {
+	if agents <= 0 && gw.MinReplicas == nil && gw.MaxReplicas == nil {
+		return 0, 0, false
+	}
+	per := int32(max(cfg.GatewayAgentsPerReplica, 1))
+	lo, hi := int32(cfg.GatewayMinReplicas), int32(cfg.GatewayMaxReplicas) // Validate keeps them within int32
+	minR = clamp((max(agents, 0)+per-1)/per, lo, hi)
+	maxR = clamp(agents, minR, hi)
+	switch {
+	case gw.MinReplicas != nil && gw.MaxReplicas != nil:
+		minR, maxR = *gw.MinReplicas, *gw.MaxReplicas
+	case gw.MinReplicas != nil:
+		minR = *gw.MinReplicas
+		maxR = max(maxR, minR)
+	case gw.MaxReplicas != nil:
+		maxR = *gw.MaxReplicas
+		minR = min(minR, maxR)
+	}
+	return minR, maxR, true
+}
+
+func clamp(v, lo, hi int32) int32 { return min(max(v, lo), hi) }
+
+// spread sets a component's topology spread constraints: the release's, or without any
+// one per node (DefaultTopologyKey, maxSkew 1, whenUnsatisfiable as given); an empty list
+// writes none. Each selects the component's pods of this ValdRelease (the chart labels them
+// app=<component name> and app.kubernetes.io/instance=<ValdRelease name>), and honours
+// taints, so a node cordoned for a drain (tainted unschedulable) is no empty domain that
+// would hold a pod back.
+func spread(component map[string]any, constraints []valdv1.TopologySpread, name, release, whenUnsatisfiable string) {
+	if constraints == nil {
+		constraints = []valdv1.TopologySpread{{MaxSkew: 1, TopologyKey: DefaultTopologyKey, WhenUnsatisfiable: whenUnsatisfiable}}
+	}
+	if len(constraints) == 0 {
+		return
+	}
+	out := make([]any, 0, len(constraints))
+	for _, c := range constraints {
+		out = append(out, map[string]any{
+			"maxSkew":           max(c.MaxSkew, 1),
+			"topologyKey":       c.TopologyKey,
+			"whenUnsatisfiable": firstNonEmpty(c.WhenUnsatisfiable, whenUnsatisfiable),
+			"nodeTaintsPolicy":  "Honor",
+			"labelSelector": map[string]any{"matchLabels": map[string]any{
+				"app":                        name,
+				"app.kubernetes.io/instance": release,
+			}},
+		})
+	}
+	component["topologySpreadConstraints"] = out
 }
 
 // placeOn pins a component to a node pool: a node selector on the pool labels and a
@@ -328,10 +451,11 @@ func placeOn(component map[string]any, namespace string, pool valdv1.NodePoolTyp
 	}}
 }
 
-// agentResources requests a fraction of the node's CPU and memory and limits memory to the
-// request, so an agent is never killed for using what it asked for.
-func agentResources(m valdv1.MachineResource, fraction float64) map[string]any {
-	requests, limits := map[string]any{}, map[string]any{}
+// agentRequests requests a fraction of the node's CPU and memory. It sets no limit: NGT
+// memory-maps its index, which grows past any request as vectors come in, and a memory
+// limit would have the kernel kill the agent for it; the request keeps one agent per node.
+func agentRequests(m valdv1.MachineResource, fraction float64) map[string]any {
+	requests := map[string]any{}
 	if cpu := quantity(m.CPU); cpu != nil {
 		milli := int64(math.Floor(float64(cpu.MilliValue()) * fraction))
 		requests["cpu"] = resource.NewMilliQuantity(max(milli, 1), resource.DecimalSI).String()
@@ -339,17 +463,12 @@ func agentResources(m valdv1.MachineResource, fraction float64) map[string]any {
 	if memory := quantity(m.Memory); memory != nil {
 		const mi = 1 << 20
 		mib := int64(math.Floor(float64(memory.Value()) * fraction / mi))
-		q := resource.NewQuantity(max(mib, 1)*mi, resource.BinarySI).String()
-		requests["memory"], limits["memory"] = q, q
+		requests["memory"] = resource.NewQuantity(max(mib, 1)*mi, resource.BinarySI).String()
 	}
 	if len(requests) == 0 {
 		return nil
 	}
-	res := map[string]any{"requests": requests}
-	if len(limits) > 0 {
-		res["limits"] = limits
-	}
-	return res
+	return map[string]any{"requests": requests}
 }
 
 // PVSize is the size of an agent's volume: memory × PVMemoryRatio rounded up to a whole

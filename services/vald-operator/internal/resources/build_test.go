@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -43,6 +44,9 @@ type goldenCase struct {
 	golden, input string
 	config        func(*Config)
 	nodes         NodePools
+	// afterLegacy marks a case added after per-cluster names: testdata/legacy has no
+	// golden file of it.
+	afterLegacy bool
 }
 
 // goldenCases are the builds the golden files hold; the chart tests walk them too.
@@ -66,6 +70,14 @@ func goldenCases() []goldenCase {
 		}},
 		{golden: "discoverer-deployment-pdb", input: "pool-fallback", config: func(c *Config) { c.DiscovererPDBMaxUnavailable = "50%" }},
 		{golden: "nodepool-match", input: "full", nodes: NodePools{valdv1.NodePoolTypeGeneral: true, valdv1.NodePoolTypeValdAgent: true}},
+		{golden: "tuned", input: "tuned", afterLegacy: true, config: func(c *Config) {
+			c.GatewayAgentsPerReplica, c.GatewayMinReplicas, c.GatewayMaxReplicas = 4, 1, 3
+			c.GatewayIngressAnnotations = map[string]string{"nginx.ingress.kubernetes.io/backend-protocol": "GRPC", "team": "platform"}
+			c.DefaultValues = map[string]any{
+				"defaults": map[string]any{"image": map[string]any{"tag": "v1.8.0"}, "logging": map[string]any{"level": "info", "format": "json"}},
+				"gateway":  map[string]any{"lb": map[string]any{"minReplicas": float64(7), "ingress": map[string]any{"host": "template.example.com"}}},
+			}
+		}},
 	}
 }
 
@@ -282,13 +294,146 @@ func TestConfigValidate(t *testing.T) {
 	bad.GatewayServiceType = "ExternalName"
 	bad.DiscovererKind = "StatefulSet"
 	bad.DiscovererPDBMaxUnavailable = "half"
+	bad.GatewayAgentsPerReplica = 0
+	bad.GatewayMinReplicas, bad.GatewayMaxReplicas = 5, 4
 	err := bad.Validate()
 	if err == nil {
 		t.Fatal("want errors")
 	}
-	for _, want := range []string{"label prefix", "access mode", "memory ratio", "maximum size", "resource fraction", "service type", "discoverer kind", "PodDisruptionBudget maxUnavailable"} {
+	for _, want := range []string{"label prefix", "access mode", "memory ratio", "maximum size", "resource fraction", "service type", "discoverer kind", "PodDisruptionBudget maxUnavailable", "gateway agents per replica", "gateway replicas bounds 5..4"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
+	}
+}
+
+// TestGatewayReplicas: minReplicas ceil(agents / per replica), maxReplicas one per agent,
+// both within the operator's bounds; a release's own value replaces the derived one and
+// moves the other to keep min <= max.
+func TestGatewayReplicas(t *testing.T) {
+	i := func(v int32) *int32 { return &v }
+	cfg := DefaultConfig() // 2 agents per replica, bounds 2..100
+	cases := []struct {
+		agents      int32
+		gw          valdv1.Gateway
+		cfg         func(*Config)
+		min, max    int32
+		ok          bool
+		description string
+	}{
+		{agents: 0, description: "no pool, nothing set: the chart's defaults"},
+		{agents: 1, min: 2, max: 2, ok: true, description: "one agent: the lower bound"},
+		{agents: 6, min: 3, max: 6, ok: true, description: "ceil(6/2), one per agent"},
+		{agents: 7, min: 4, max: 7, ok: true, description: "ceil(7/2)"},
+		{agents: 500, min: 100, max: 100, ok: true, description: "both capped"},
+		{agents: 150, min: 75, max: 100, ok: true, description: "max capped"},
+		{agents: 10, cfg: func(c *Config) { c.GatewayAgentsPerReplica = 4 }, min: 3, max: 10, ok: true, description: "ceil(10/4)"},
+		{agents: 6, gw: valdv1.Gateway{MinReplicas: i(5)}, min: 5, max: 6, ok: true, description: "min set, max derived"},
+		{agents: 6, gw: valdv1.Gateway{MinReplicas: i(9)}, min: 9, max: 9, ok: true, description: "min set above the derived max"},
+		{agents: 6, gw: valdv1.Gateway{MaxReplicas: i(2)}, min: 2, max: 2, ok: true, description: "max set below the derived min"},
+		{agents: 6, gw: valdv1.Gateway{MinReplicas: i(1), MaxReplicas: i(200)}, min: 1, max: 200, ok: true, description: "both set, bounds ignored"},
+		{agents: 0, gw: valdv1.Gateway{MinReplicas: i(4)}, min: 4, max: 4, ok: true, description: "no pool, min set"},
+	}
+	for _, tc := range cases {
+		c := cfg
+		if tc.cfg != nil {
+			tc.cfg(&c)
+		}
+		minR, maxR, ok := GatewayReplicas(tc.agents, tc.gw, c)
+		if minR != tc.min || maxR != tc.max || ok != tc.ok {
+			t.Errorf("%s: GatewayReplicas(%d) = %d, %d, %v; want %d, %d, %v", tc.description, tc.agents, minR, maxR, ok, tc.min, tc.max, tc.ok)
+		}
+	}
+}
+
+// TestAgentMemoryLimit: agents have no memory limit unless the release sets one (NGT
+// memory-maps its index); a limit below the agent's request fails the build, naming both.
+func TestAgentMemoryLimit(t *testing.T) {
+	limits := func(vor *valdv1.ValdOperatorRelease) (any, error) {
+		vrs, err := DesiredValdReleases(Input{Release: vor}, testConfig())
+		if err != nil {
+			return nil, err
+		}
+		res, _ := specOf(t, vrs[0])["agent"].(map[string]any)["resources"].(map[string]any)
+		return res["limits"], nil
+	}
+	vor := loadRelease(t, "full")
+	if got, err := limits(vor); err != nil || got != nil {
+		t.Errorf("no memoryLimit: limits %v, %v; want none", got, err)
+	}
+	vor.Spec.VectorEngine.Vald.Agent.MemoryLimit = "30Gi"
+	if got, err := limits(vor); err != nil || !reflect.DeepEqual(got, map[string]any{"memory": "30Gi"}) {
+		t.Errorf("memoryLimit 30Gi: limits %v, %v", got, err)
+	}
+	vor.Spec.VectorEngine.Vald.Agent.MemoryLimit = "20Gi" // the agent requests 24Gi of its 32Gi node
+	_, err := limits(vor)
+	var berr *Error
+	if !errors.As(err, &berr) || !strings.Contains(berr.Message, "memoryLimit 20Gi is below the 24Gi an agent of infrastructure entry \"green\" requests") {
+		t.Errorf("memoryLimit below the request: %v", err)
+	}
+	pool := loadRelease(t, "pool-fallback")
+	pool.Spec.Infrastructure[0].NodePools.General.MachineResource = valdv1.MachineResource{}
+	pool.Spec.VectorEngine.Vald.Agent.MemoryLimit = "1Gi" // no request to compare with
+	if got, err := limits(pool); err != nil || !reflect.DeepEqual(got, map[string]any{"memory": "1Gi"}) {
+		t.Errorf("memoryLimit without a pool memory: limits %v, %v", got, err)
+	}
+}
+
+// TestDefaultValues: the cluster-wide template is read from YAML or JSON, refused when the
+// Vald chart would refuse it or when it names components, and goes under the generated
+// values and the overlay.
+func TestDefaultValues(t *testing.T) {
+	v, err := ParseDefaultValues("agent:\n  image: {tag: v1.8.0}\ngateway:\n  lb: {minReplicas: 9, hpa: {targetCPUUtilizationPercentage: 70}}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.DefaultValues = v
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("template refused: %v", err)
+	}
+	vor := loadRelease(t, "full") // overlay gateway.lb.minReplicas: 2
+	vrs, err := DesiredValdReleases(Input{Release: vor}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := specOf(t, vrs[0])
+	lb := values["gateway"].(map[string]any)["lb"].(map[string]any)
+	if values["agent"].(map[string]any)["image"] == nil || lb["hpa"] == nil || lb["minReplicas"] != float64(2) || lb["maxReplicas"] != float64(6) {
+		t.Errorf("template keys lost or winning: agent %v, gateway.lb %v", values["agent"], lb)
+	}
+	if _, err := ParseDefaultValues("[1, 2]"); err == nil {
+		t.Error("a list accepted as the template")
+	}
+	if none, err := ParseDefaultValues(" "); err != nil || none != nil {
+		t.Errorf("empty template: %v, %v", none, err)
+	}
+	for text, want := range map[string]string{
+		`{"gateway": {"lb": {"minReplicas": "3"}}}`:               "at '/gateway/lb/minReplicas': got string, want integer",
+		`{"agent": {"name": "vald-agent"}}`:                       "default ValdRelease values set agent.name: component names are the operator's",
+		`{"manager": {"index": {"creator": {"suspend": "yes"}}}}`: "at '/manager/index/creator/suspend': got string, want boolean",
+	} {
+		bad := testConfig()
+		if bad.DefaultValues, err = ParseDefaultValues(text); err != nil {
+			t.Fatal(err)
+		}
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("template %s: %v, want %q", text, err, want)
+		}
+	}
+}
+
+func TestParseAnnotations(t *testing.T) {
+	a, err := ParseAnnotations(`{"nginx.ingress.kubernetes.io/backend-protocol": "GRPC"}`)
+	if err != nil || a["nginx.ingress.kubernetes.io/backend-protocol"] != "GRPC" {
+		t.Errorf("annotations %v, %v", a, err)
+	}
+	if _, err := ParseAnnotations(`{"a": {"b": 1}}`); err == nil {
+		t.Error("an annotation that is no string accepted")
+	}
+	bad := testConfig()
+	bad.GatewayIngressAnnotations = map[string]string{"bad key": "x"}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `gateway ingress annotation key "bad key"`) {
+		t.Errorf("bad key: %v", err)
 	}
 }

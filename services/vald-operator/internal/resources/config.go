@@ -3,13 +3,23 @@
 package resources
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+
+	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	"github.com/opsuite/suite/api/vald/valdchart"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
 )
+
+// DefaultTopologyKey is the topology key of the spread every component gets when its
+// release sets none: one domain per node.
+const DefaultTopologyKey = "kubernetes.io/hostname"
 
 // Config is the operator-wide configuration the builder applies where a release leaves a
 // field empty. Every field comes from a flag whose default is an environment variable.
@@ -46,6 +56,20 @@ type Config struct {
 	// PodDisruptionBudget (the Vald chart's discoverer.maxUnavailable), for either kind;
 	// empty leaves the chart's default.
 	DiscovererPDBMaxUnavailable string
+	// GatewayAgentsPerReplica is how many agents one gateway replica serves: the
+	// gateway's minReplicas is ceil(agents / this) (see GatewayReplicas).
+	GatewayAgentsPerReplica int
+	// GatewayMinReplicas and GatewayMaxReplicas bound the derived gateway replicas; the
+	// maximum is at most valdv1.MaxGatewayReplicas, as a release's own values are.
+	GatewayMinReplicas int
+	GatewayMaxReplicas int
+	// GatewayIngressAnnotations are the annotations of every enabled gateway ingress; a
+	// release's ingress.annotations win key by key.
+	GatewayIngressAnnotations map[string]string
+	// DefaultValues is the cluster-wide ValdRelease template: Vald chart values every
+	// ValdRelease carries under what the operator generates (which wins key by key) and
+	// the release's overlay (which wins over both). It may not set the component names.
+	DefaultValues map[string]any
 }
 
 // DefaultConfig is the configuration without flags or environment.
@@ -58,7 +82,40 @@ func DefaultConfig() Config {
 		GatewayServiceType:       "ClusterIP",
 		DiscovererKind:           "Deployment",
 		DiscovererMaxUnavailable: intstr.FromInt32(1),
+		GatewayAgentsPerReplica:  2,
+		GatewayMinReplicas:       2,
+		GatewayMaxReplicas:       100,
 	}
+}
+
+// ParseDefaultValues reads the cluster-wide ValdRelease template: a YAML or JSON object of
+// Vald chart values; empty is none.
+func ParseDefaultValues(s string) (map[string]any, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	raw, err := yaml.YAMLToJSON([]byte(s))
+	if err != nil {
+		return nil, fmt.Errorf("default ValdRelease values are not YAML or JSON: %w", err)
+	}
+	var values map[string]any
+	if err := json.Unmarshal(raw, &values); err != nil || values == nil {
+		return nil, errors.New("default ValdRelease values must be an object of Vald chart values, such as {\"agent\": {\"image\": {\"tag\": \"v1.8.0\"}}}")
+	}
+	return values, nil
+}
+
+// ParseAnnotations reads annotations given as a YAML or JSON object of strings; empty is
+// none.
+func ParseAnnotations(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out map[string]string
+	if err := yaml.UnmarshalStrict([]byte(s), &out); err != nil {
+		return nil, fmt.Errorf("gateway ingress annotations must be an object of strings, such as {\"nginx.ingress.kubernetes.io/backend-protocol\": \"GRPC\"}: %w", err)
+	}
+	return out, nil
 }
 
 // Validate reports every invalid field at once.
@@ -107,6 +164,34 @@ func (c Config) Validate() error {
 		pdb := intstr.Parse(c.DiscovererPDBMaxUnavailable)
 		if v, err := intstr.GetScaledValueFromIntOrPercent(&pdb, 100, true); err != nil || v < 0 {
 			errs = append(errs, fmt.Errorf("discoverer PodDisruptionBudget maxUnavailable %q must be a number or percentage, at least 0", c.DiscovererPDBMaxUnavailable))
+		}
+	}
+	if c.GatewayAgentsPerReplica < 1 || c.GatewayAgentsPerReplica > valdv1.MaxConcurrency {
+		errs = append(errs, fmt.Errorf("gateway agents per replica %d must be at least 1 and at most %d, the most agents a pool has", c.GatewayAgentsPerReplica, valdv1.MaxConcurrency))
+	}
+	if c.GatewayMinReplicas < 1 || c.GatewayMaxReplicas < c.GatewayMinReplicas || c.GatewayMaxReplicas > valdv1.MaxGatewayReplicas {
+		errs = append(errs, fmt.Errorf("gateway replicas bounds %d..%d: the minimum must be at least 1, the maximum at least the minimum and at most %d", c.GatewayMinReplicas, c.GatewayMaxReplicas, valdv1.MaxGatewayReplicas))
+	}
+	for k := range c.GatewayIngressAnnotations {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("gateway ingress annotation key %q: %v", k, msgs))
+		}
+	}
+	errs = append(errs, validateDefaultValues(c.DefaultValues))
+	return errors.Join(errs...)
+}
+
+// validateDefaultValues refuses a template the Vald chart would refuse (a key of the wrong
+// type) or that names components: the names are the operator's, per cluster (a template
+// name would give every ValdRelease the same objects, and rename a legacy one).
+func validateDefaultValues(values map[string]any) error {
+	var errs []error
+	for _, v := range valdchart.Check(values) {
+		errs = append(errs, fmt.Errorf("default ValdRelease values: %s", v.Error()))
+	}
+	for _, path := range nameKeys {
+		if has(values, path) {
+			errs = append(errs, fmt.Errorf("default ValdRelease values set %s: component names are the operator's, per cluster; remove it", strings.Join(path, ".")))
 		}
 	}
 	return errors.Join(errs...)

@@ -43,6 +43,17 @@ func namesOf(namespace, cluster string) chartNames {
 	}
 }
 
+// chartDefaultNames are the component names the chart gives without name keys, those of
+// a legacy ValdRelease (LegacyNamed); the roles are not pod names and stay empty.
+var chartDefaultNames = chartNames{
+	agent:         "vald-agent",
+	discoverer:    "vald-discoverer",
+	gateway:       "vald-lb-gateway",
+	indexManager:  "vald-manager-index",
+	indexCreation: "vald-index-creation",
+	indexSave:     "vald-index-save",
+}
+
 // componentName is <base>-<cluster>, or, when longer than componentNameMax, the cluster's
 // name cut short and followed by a hash of it, so names stay distinct.
 func componentName(base, cluster string) string {
