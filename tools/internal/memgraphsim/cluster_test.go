@@ -522,7 +522,7 @@ func TestStrictSyncRefusesWhatAReplicaCannotConfirm(t *testing.T) {
 		mustRun(t, l, strings.Replace(registerQuery(fmt.Sprintf("instance_%d", i), p, testenv.FreePortBelowEphemeral(t)), " WITH CONFIG", " AS STRICT_SYNC WITH CONFIG", 1))
 	}
 	_, err := run(t, l, registerQuery("instance_2", tc.data[2], testenv.FreePortBelowEphemeral(t)))
-	if err == nil || !strings.Contains(err.Error(), "SYNC and STRICT_SYNC") {
+	if err == nil || !strings.Contains(err.Error(), ErrStrictSyncAndSync) {
 		t.Fatalf("registering a SYNC replica beside STRICT_SYNC ones: %v", err)
 	}
 	mustRun(t, l, "SET INSTANCE instance_0 TO MAIN")

@@ -45,6 +45,8 @@ func (cc *coordConn) Run(_ context.Context, q bolt.Query) (*bolt.Result, error) 
 		return &bolt.Result{Fields: []string{"name", "bolt_server", "coordinator_server", "management_server", "role"}, Records: rows, Type: "r"}, nil
 	case KindShowReplicationLag:
 		return &bolt.Result{Fields: []string{"instance_name", "data_info"}, Records: rows, Type: "r"}, nil
+	case KindShowCoordinatorSettings:
+		return &bolt.Result{Fields: []string{"setting_name", "setting_value"}, Records: rows, Type: "r"}, nil
 	}
 	return &bolt.Result{Type: "s"}, nil
 }

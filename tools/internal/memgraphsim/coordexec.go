@@ -26,6 +26,7 @@ const (
 	ErrNoStorage            = "Coordinators don't have storage!"
 	ErrCoordinatorInTx      = "Managing coordinators is not allowed in multicommand transactions"
 	ErrForwardFailed        = "Request forwarded to the leader but leader failed with request processing!"
+	ErrStrictSyncAndSync    = "Cluster cannot consists of both STRICT_SYNC and SYNC replicas. The valid cluster consists of either STRICT_SYNC and ASYNC or SYNC and ASYNC replicas."
 	ErrRegisterDemoteFailed = "Couldn't register replica instance because setting instance to replica failed! Check logs on replica to find out more info!"
 )
 
@@ -74,6 +75,9 @@ func (c *coordinator) exec(cmd Command, text string) ([][]any, error) {
 	switch cmd.Kind {
 	case KindShowInstance:
 		return [][]any{c.showInstance()}, nil
+	case KindShowCoordinatorSettings:
+		// Memgraph 3.12 answers from the coordinator's own Raft state.
+		return c.settingsRows(), nil
 	case KindShowInstances:
 		if c.waitReady() {
 			return c.showInstancesAsLeader(), nil
@@ -166,6 +170,8 @@ func (c *coordinator) leaderExec(cmd Command) ([][]any, error) {
 			return nil, failure("Instance %s failed to demote to replica.", cmd.Name)
 		}
 		return nil, c.apply(fsmCommand{Op: "demote", Name: cmd.Name})
+	case KindSetCoordinatorSetting:
+		return nil, c.setSetting(cmd)
 	case KindYieldLeadership:
 		if err := c.raft.LeadershipTransfer().Error(); err != nil {
 			return nil, failure("Couldn't yield leadership: %s", err.Error())
@@ -277,7 +283,7 @@ func (c *coordinator) register(st clusterState, cmd Command) error {
 		case other.ReplicationServer == inst.ReplicationServer:
 			return failure("Couldn't register replica instance since instance with such replication server already exists!")
 		case (other.Mode == "sync" && inst.Mode == "strict_sync") || (other.Mode == "strict_sync" && inst.Mode == "sync"):
-			return failure("Couldn't register replica instance since SYNC and STRICT_SYNC replicas can't be mixed in one cluster!")
+			return failure(ErrStrictSyncAndSync)
 		}
 	}
 	req := request{Op: "demote", Name: inst.Name, Epoch: st.Epoch, ReplicationServer: inst.ReplicationServer}
@@ -377,7 +383,7 @@ func (c *coordinator) coordinatorRows(st clusterState, asLeader bool) [][]any {
 				health = "down"
 				if seen {
 					last = now.Sub(ok).Milliseconds()
-					if now.Sub(ok) < c.opts.InstanceDownTimeout {
+					if now.Sub(ok) < c.downTimeout() {
 						health = "up"
 					}
 				}

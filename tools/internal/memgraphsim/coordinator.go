@@ -226,11 +226,12 @@ func (c *coordinator) waitReady() bool {
 // healthLoop checks every instance each interval while leader, then reconciles roles.
 func (c *coordinator) healthLoop() {
 	defer c.wg.Done()
-	t := time.NewTicker(c.opts.HealthCheckInterval)
-	defer t.Stop()
 	for {
+		// instance_health_check_frequency_sec may change at any time.
+		t := time.NewTimer(c.checkInterval())
 		select {
 		case <-c.stop:
+			t.Stop()
 			return
 		case <-t.C:
 		}
@@ -247,7 +248,7 @@ func (c *coordinator) healthLoop() {
 }
 
 func (c *coordinator) checkTimeout() time.Duration {
-	return min(c.opts.HealthCheckInterval, time.Second)
+	return min(c.checkInterval(), time.Second)
 }
 
 func (c *coordinator) checkHealth() {
@@ -271,7 +272,7 @@ func (c *coordinator) checkHealth() {
 				h.role, h.writable, h.committed, h.epoch = resp.Role, resp.Writable, resp.Committed, resp.Epoch
 				return
 			}
-			if !h.down && now.Sub(h.lastOK) >= c.opts.InstanceDownTimeout {
+			if !h.down && now.Sub(h.lastOK) >= c.downTimeout() {
 				h.down = true
 				c.log.Warn("Instance is down", "instance", inst.Name, "error", err)
 				c.ilog.record(Event{Instance: inst.Name, Role: RoleDown, ObservedBy: c.name()})
@@ -306,7 +307,7 @@ func (c *coordinator) checkHealth() {
 			if !seen {
 				last = c.readySince
 			}
-			if !c.coordDown[id] && now.Sub(last) >= c.opts.InstanceDownTimeout {
+			if !c.coordDown[id] && now.Sub(last) >= c.downTimeout() {
 				// A killed coordinator writes nothing itself; without this line the log
 				// would show it leading forever.
 				c.coordDown[id] = true
@@ -440,13 +441,10 @@ type failoverCandidate struct {
 	committed uint64
 }
 
-// moreUpToDate orders failover candidates: SYNC and STRICT_SYNC before ASYNC, then the
-// higher commit count, then, of equals, the smaller name in byte order (Memgraph collects
-// the candidates in a std::map keyed by name and keeps the first of equals).
+// moreUpToDate orders failover candidates: the higher commit count, then, of equals, the
+// smaller name in byte order (Memgraph collects the candidates in a std::map keyed by name
+// and keeps the first of equals). Which replicas are candidates at all is failoverLocked's.
 func (a failoverCandidate) moreUpToDate(b failoverCandidate) bool {
-	if aa, ba := a.inst.Mode == "async", b.inst.Mode == "async"; aa != ba {
-		return ba
-	}
 	if a.committed != b.committed {
 		return a.committed > b.committed
 	}
@@ -456,16 +454,24 @@ func (a failoverCandidate) moreUpToDate(b failoverCandidate) bool {
 // failoverLocked records the most up-to-date alive replica as MAIN and promotes it. As
 // Memgraph's coordinator does (GetInstanceForFailover), it asks every replica it counts
 // alive for its commit count at this moment rather than trusting the last health check,
-// and leaves out one that does not answer; moreUpToDate then picks (ASYNC replicas only
-// when no SYNC or STRICT_SYNC one answered).
+// and leaves out one that does not answer, an ASYNC replica while sync_failover_only is
+// true (the default: then a cluster of ASYNC replicas never fails over), and one more
+// than max_failover_replica_lag transactions behind the MAIN's last known count;
+// moreUpToDate then picks.
 func (c *coordinator) failoverLocked(st clusterState) error {
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
 		cands []failoverCandidate
 	)
+	syncOnly, maxLag := c.failoverRules(st)
+	mainHealth, _ := c.alive(st.Main)
 	for _, inst := range st.Instances {
 		if inst.Name == st.Main {
+			continue
+		}
+		if syncOnly && inst.Mode == "async" {
+			c.log.Info("Failover: ASYNC replica left out (sync_failover_only)", "instance", inst.Name)
 			continue
 		}
 		if _, up := c.alive(inst.Name); !up {
@@ -477,6 +483,10 @@ func (c *coordinator) failoverLocked(st clusterState) error {
 			resp, err := c.opts.call(context.Background(), inst.ManagementServer, request{Op: "health"}, c.checkTimeout())
 			if err != nil {
 				c.log.Warn("Failover: replica did not report its commit count; left out", "instance", inst.Name, "error", err)
+				return
+			}
+			if mainHealth.committed > resp.Committed && mainHealth.committed-resp.Committed > maxLag {
+				c.log.Info("Failover: replica too far behind (max_failover_replica_lag)", "instance", inst.Name)
 				return
 			}
 			mu.Lock()

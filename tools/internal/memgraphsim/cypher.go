@@ -18,9 +18,11 @@ const (
 	KindUnregisterInstance
 	KindSetMain
 	KindDemote
+	KindSetCoordinatorSetting
 	KindYieldLeadership
 	KindShowInstances
 	KindShowInstance
+	KindShowCoordinatorSettings
 	KindShowReplicationLag
 	KindShowReplicationRole
 	KindShowReplicas
@@ -40,6 +42,8 @@ type Command struct {
 	Name string
 	// Mode is REGISTER INSTANCE's replication mode: "sync", "async" or "strict_sync".
 	Mode string
+	// Setting and SettingValue are SET COORDINATOR SETTING's name and value.
+	Setting, SettingValue string
 	// Config is the WITH CONFIG map.
 	Config map[string]string
 	// Nodes are CREATE's node patterns.
@@ -71,6 +75,7 @@ func (c Command) Verb() string {
 		KindAddCoordinator: "ADD COORDINATOR", KindRemoveCoordinator: "REMOVE COORDINATOR",
 		KindRegisterInstance: "REGISTER INSTANCE", KindUnregisterInstance: "UNREGISTER INSTANCE",
 		KindSetMain: "SET INSTANCE TO MAIN", KindDemote: "DEMOTE INSTANCE", KindYieldLeadership: "YIELD LEADERSHIP",
+		KindSetCoordinatorSetting: "SET COORDINATOR SETTING", KindShowCoordinatorSettings: "SHOW COORDINATOR SETTINGS",
 		KindShowInstances: "SHOW INSTANCES", KindShowInstance: "SHOW INSTANCE", KindShowReplicationLag: "SHOW REPLICATION LAG",
 		KindShowReplicationRole: "SHOW REPLICATION ROLE", KindShowReplicas: "SHOW REPLICAS", KindShowStorageInfo: "SHOW STORAGE INFO",
 		KindCreate: "CREATE", KindCount: "MATCH", KindMatchReturn: "MATCH", KindReturnLiteral: "RETURN",
@@ -387,6 +392,23 @@ func (p *parser) command() (Command, error) {
 	case p.kw("UNREGISTER", "INSTANCE"):
 		n, err := p.name()
 		return Command{Kind: KindUnregisterInstance, Name: n}, err
+	case p.kw("SET", "COORDINATOR", "SETTING"):
+		// Memgraph takes both as string literals.
+		c := Command{Kind: KindSetCoordinatorSetting}
+		name, value := p.next(), token{}
+		if name.kind != 's' {
+			return c, fmt.Errorf("Setting name should be a string literal")
+		}
+		if p.kw("TO") {
+			value = p.next()
+		}
+		if value.kind != 's' {
+			return c, fmt.Errorf("Setting value should be a string literal")
+		}
+		c.Setting, c.SettingValue = name.text, value.text
+		return c, nil
+	case p.kw("SHOW", "COORDINATOR", "SETTINGS"):
+		return Command{Kind: KindShowCoordinatorSettings}, nil
 	case p.kw("SET", "INSTANCE"):
 		n, err := p.name()
 		if err == nil && !p.kw("TO", "MAIN") {

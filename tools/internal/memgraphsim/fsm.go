@@ -35,6 +35,9 @@ type clusterState struct {
 	Main         string               `json:"main"`
 	// Epoch is raised by every promotion (Memgraph's main UUID).
 	Epoch uint64 `json:"epoch"`
+	// Settings are the coordinator settings SET COORDINATOR SETTING changed; one never
+	// set has its default (settingDefaults).
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 func (s clusterState) instance(name string) (dataMeta, bool) {
@@ -53,17 +56,24 @@ func (s clusterState) clone() clusterState {
 		c.Coordinators[k] = v
 	}
 	c.Instances = slices.Clone(s.Instances)
+	if s.Settings != nil {
+		c.Settings = make(map[string]string, len(s.Settings))
+		for k, v := range s.Settings {
+			c.Settings[k] = v
+		}
+	}
 	return c
 }
 
 // fsmCommand is one Raft log entry.
 type fsmCommand struct {
-	Op       string    `json:"op"` // coord_meta, coord_remove, register, unregister, set_main, demote
+	Op       string    `json:"op"` // coord_meta, coord_remove, register, unregister, set_main, demote, setting
 	ID       int       `json:"id,omitempty"`
 	Coord    coordMeta `json:"coord,omitzero"`
 	Instance dataMeta  `json:"instance,omitzero"`
 	Name     string    `json:"name,omitempty"`
 	Epoch    uint64    `json:"epoch,omitempty"`
+	Value    string    `json:"value,omitempty"`
 }
 
 // fsm applies commands; validation happens on the leader before a command is proposed, so
@@ -114,6 +124,11 @@ func applyCommand(s *clusterState, c fsmCommand) {
 		if s.Main == c.Name {
 			s.Main = ""
 		}
+	case "setting":
+		if s.Settings == nil {
+			s.Settings = map[string]string{}
+		}
+		s.Settings[c.Name] = c.Value
 	}
 }
 
