@@ -210,11 +210,12 @@ type Agent struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
-	TopologySpreadConstraints []TopologySpread `json:"topologySpreadConstraints,omitempty"`
+	TopologySpreadConstraints *[]TopologySpread `json:"topologySpreadConstraints,omitempty"`
 }
 
-// TopologySpread is one topology spread constraint of a component's pods. The operator
-// adds the label selector (the component's pods of this cluster) and nodeTaintsPolicy
+// TopologySpread is one topology spread constraint of a component's pods. The lists of
+// them are pointers so that a Go client tells the default (nil, left out) from no
+// spreading (a pointer to an empty list, sent as []). The operator adds the label selector (the component's pods of this cluster) and nodeTaintsPolicy
 // Honor, so nodes cordoned for a drain do not count as empty domains.
 type TopologySpread struct {
 	// MaxSkew is the largest difference in pods between two domains.
@@ -326,7 +327,7 @@ type Indexer struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
-	TopologySpreadConstraints []TopologySpread `json:"topologySpreadConstraints,omitempty"`
+	TopologySpreadConstraints *[]TopologySpread `json:"topologySpreadConstraints,omitempty"`
 }
 
 // Gateway configures the load-balancing gateway. Its replicas follow the agents unless
@@ -362,7 +363,7 @@ type Gateway struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
-	TopologySpreadConstraints []TopologySpread `json:"topologySpreadConstraints,omitempty"`
+	TopologySpreadConstraints *[]TopologySpread `json:"topologySpreadConstraints,omitempty"`
 }
 
 // Ingress exposes the gateway through an Ingress.
@@ -393,7 +394,7 @@ type Discoverer struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
-	TopologySpreadConstraints []TopologySpread `json:"topologySpreadConstraints,omitempty"`
+	TopologySpreadConstraints *[]TopologySpread `json:"topologySpreadConstraints,omitempty"`
 }
 
 // Progress counts lifecycle phases. Both fields default to 0: status is written as a

@@ -21,8 +21,12 @@ func (in *Agent) DeepCopyInto(out *Agent) {
 	}
 	if in.TopologySpreadConstraints != nil {
 		in, out := &in.TopologySpreadConstraints, &out.TopologySpreadConstraints
-		*out = make([]TopologySpread, len(*in))
-		copy(*out, *in)
+		*out = new([]TopologySpread)
+		if **in != nil {
+			in, out := *in, *out
+			*out = make([]TopologySpread, len(*in))
+			copy(*out, *in)
+		}
 	}
 }
 
@@ -71,8 +75,12 @@ func (in *Discoverer) DeepCopyInto(out *Discoverer) {
 	*out = *in
 	if in.TopologySpreadConstraints != nil {
 		in, out := &in.TopologySpreadConstraints, &out.TopologySpreadConstraints
-		*out = make([]TopologySpread, len(*in))
-		copy(*out, *in)
+		*out = new([]TopologySpread)
+		if **in != nil {
+			in, out := *in, *out
+			*out = make([]TopologySpread, len(*in))
+			copy(*out, *in)
+		}
 	}
 }
 
@@ -106,8 +114,12 @@ func (in *Gateway) DeepCopyInto(out *Gateway) {
 	}
 	if in.TopologySpreadConstraints != nil {
 		in, out := &in.TopologySpreadConstraints, &out.TopologySpreadConstraints
-		*out = make([]TopologySpread, len(*in))
-		copy(*out, *in)
+		*out = new([]TopologySpread)
+		if **in != nil {
+			in, out := *in, *out
+			*out = make([]TopologySpread, len(*in))
+			copy(*out, *in)
+		}
 	}
 }
 
@@ -126,8 +138,12 @@ func (in *Indexer) DeepCopyInto(out *Indexer) {
 	*out = *in
 	if in.TopologySpreadConstraints != nil {
 		in, out := &in.TopologySpreadConstraints, &out.TopologySpreadConstraints
-		*out = make([]TopologySpread, len(*in))
-		copy(*out, *in)
+		*out = new([]TopologySpread)
+		if **in != nil {
+			in, out := *in, *out
+			*out = make([]TopologySpread, len(*in))
+			copy(*out, *in)
+		}
 	}
 }
 

@@ -86,12 +86,12 @@ func TestAdmission(t *testing.T) {
 		{name: "every new field", mutate: func(v *valdv1.ValdOperatorRelease) {
 			vald := &v.Spec.VectorEngine.Vald
 			vald.Agent.MemoryLimit = "24Gi"
-			vald.Agent.TopologySpreadConstraints = []valdv1.TopologySpread{{MaxSkew: 2, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: "ScheduleAnyway"}}
+			vald.Agent.TopologySpreadConstraints = &[]valdv1.TopologySpread{{MaxSkew: 2, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: "ScheduleAnyway"}}
 			vald.Indexer = valdv1.Indexer{IndexSchedule: "*/30 * * * *", IndexSuspend: true, SaveSchedule: "@every 1h30m", SaveSuspend: true,
-				TopologySpreadConstraints: []valdv1.TopologySpread{}}
+				TopologySpreadConstraints: &[]valdv1.TopologySpread{}}
 			vald.Gateway = valdv1.Gateway{MinReplicas: ptr.To[int32](2), MaxReplicas: ptr.To[int32](2),
 				Ingress: &valdv1.Ingress{Enabled: true, Annotations: map[string]string{"nginx.ingress.kubernetes.io/backend-protocol": "GRPC", "team": "search"}}}
-			vald.Discoverer.TopologySpreadConstraints = []valdv1.TopologySpread{{TopologyKey: "kubernetes.io/hostname"}}
+			vald.Discoverer.TopologySpreadConstraints = &[]valdv1.TopologySpread{{TopologyKey: "kubernetes.io/hostname"}}
 		}},
 		{name: "agent memory limit not a quantity", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.VectorEngine.Vald.Agent.MemoryLimit = "lots" },
 			want: `agent.memoryLimit must be a positive quantity, such as "24Gi"; leave it out for no limit`},
@@ -113,13 +113,13 @@ func TestAdmission(t *testing.T) {
 		{name: "save schedule @every without a unit", mutate: func(v *valdv1.ValdOperatorRelease) { v.Spec.VectorEngine.Vald.Indexer.SaveSchedule = "@every 10" },
 			want: "indexer.saveSchedule must be a CronJob schedule"},
 		{name: "topology key with a space", mutate: func(v *valdv1.ValdOperatorRelease) {
-			v.Spec.VectorEngine.Vald.Gateway.TopologySpreadConstraints = []valdv1.TopologySpread{{TopologyKey: "kubernetes.io/host name"}}
+			v.Spec.VectorEngine.Vald.Gateway.TopologySpreadConstraints = &[]valdv1.TopologySpread{{TopologyKey: "kubernetes.io/host name"}}
 		}, want: "topologyKey must be a node label key such as kubernetes.io/hostname"},
 		{name: "topology whenUnsatisfiable", mutate: func(v *valdv1.ValdOperatorRelease) {
-			v.Spec.VectorEngine.Vald.Agent.TopologySpreadConstraints = []valdv1.TopologySpread{{TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: "Never"}}
+			v.Spec.VectorEngine.Vald.Agent.TopologySpreadConstraints = &[]valdv1.TopologySpread{{TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: "Never"}}
 		}, want: `whenUnsatisfiable: Unsupported value: "Never"`},
 		{name: "topology maxSkew negative", mutate: func(v *valdv1.ValdOperatorRelease) {
-			v.Spec.VectorEngine.Vald.Indexer.TopologySpreadConstraints = []valdv1.TopologySpread{{TopologyKey: "kubernetes.io/hostname", MaxSkew: -1}}
+			v.Spec.VectorEngine.Vald.Indexer.TopologySpreadConstraints = &[]valdv1.TopologySpread{{TopologyKey: "kubernetes.io/hostname", MaxSkew: -1}}
 		}, want: "maxSkew in body should be greater than or equal to 1"},
 		{name: "ingress annotation key with a space", mutate: func(v *valdv1.ValdOperatorRelease) {
 			v.Spec.VectorEngine.Vald.Gateway.Ingress = &valdv1.Ingress{Enabled: true, Annotations: map[string]string{"bad key": "x"}}

@@ -413,9 +413,10 @@ func clamp(v, lo, hi int32) int32 { return min(max(v, lo), hi) }
 // app=<component name> and app.kubernetes.io/instance=<ValdRelease name>), and honours
 // taints, so a node cordoned for a drain (tainted unschedulable) is no empty domain that
 // would hold a pod back.
-func spread(component map[string]any, constraints []valdv1.TopologySpread, name, release, whenUnsatisfiable string) {
-	if constraints == nil {
-		constraints = []valdv1.TopologySpread{{MaxSkew: 1, TopologyKey: DefaultTopologyKey, WhenUnsatisfiable: whenUnsatisfiable}}
+func spread(component map[string]any, set *[]valdv1.TopologySpread, name, release, whenUnsatisfiable string) {
+	constraints := []valdv1.TopologySpread{{MaxSkew: 1, TopologyKey: DefaultTopologyKey, WhenUnsatisfiable: whenUnsatisfiable}}
+	if set != nil {
+		constraints = *set
 	}
 	if len(constraints) == 0 {
 		return
