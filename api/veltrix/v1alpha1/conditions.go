@@ -61,3 +61,44 @@ const (
 	// Block PersistentVolume points at (a PV's path cannot change).
 	ReasonVolumeDeviceMoved = "VolumeDeviceMoved"
 )
+
+// Lost nodes: the condition, its reasons, the annotations that act by hand and the
+// replacement states of status.lostNodes.
+const (
+	// ConditionMemberLost (negative polarity) is True while a member's node is lost (or
+	// NotReady within the grace period) and the member is not replaced yet.
+	ConditionMemberLost = "MemberLost"
+	// ConditionDisksReturned (negative polarity) is True while a lost node is back with
+	// prepared disks the cluster does not use.
+	ConditionDisksReturned = "DisksReturned"
+
+	ReasonNoMemberLost = "NoMemberLost"
+	// ReasonNodeNotReady: a member's node is NotReady, within spec.lostNodes.gracePeriod.
+	ReasonNodeNotReady = "NodeNotReady"
+	// ReasonReplacementManual: a member is lost and spec.lostNodes.replace is Manual.
+	ReasonReplacementManual = "ReplacementManual"
+	// ReasonReplacementRefused: replacing the lost member now could lose data.
+	ReasonReplacementRefused = "ReplacementRefused"
+	// ReasonReplacing: the lost member is being replaced on another node.
+	ReasonReplacing = "Replacing"
+	// ReasonReplaced: every lost member was replaced.
+	ReasonReplaced = "Replaced"
+	// ReasonNoDisksReturned: no lost node came back with disks.
+	ReasonNoDisksReturned = "NoDisksReturned"
+	// ReasonDisksReturned: a lost node came back with prepared disks that are not used.
+	ReasonDisksReturned = "DisksReturned"
+
+	// AnnotationReplaceMember on a VeltrixCluster names a lost member (its pod) to replace
+	// now, with spec.lostNodes.replace Manual. The operator removes it once acted on.
+	AnnotationReplaceMember = "veltrix.io/replace-member"
+	// AnnotationReofferNode on a VeltrixCluster names a lost node whose disks may be used
+	// again: the node leaves status.lostNodes. The operator removes it once acted on.
+	AnnotationReofferNode = "veltrix.io/reoffer-node"
+
+	// LostNodeDeleted and LostNodeNotReady are status.lostNodes[].reason.
+	LostNodeDeleted  = "Deleted"
+	LostNodeNotReady = "NotReady"
+	// ReplacementReplacing and ReplacementReplaced are status.lostNodes[].replacement.
+	ReplacementReplacing = "Replacing"
+	ReplacementReplaced  = "Replaced"
+)

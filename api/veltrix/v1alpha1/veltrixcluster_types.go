@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +27,7 @@ const (
 	DefaultReclaimPolicy                    = ReclaimRetain
 	DefaultNVMeOnly                         = true
 	DefaultURingBridge                      = URingBridgeDisabled
+	DefaultLostNodeReplace                  = LostNodeReplaceManual
 )
 
 // MinVersion is the oldest server version the operator runs: online membership (--join,
@@ -285,6 +288,53 @@ type VeltrixClusterSpec struct {
 	// not used.
 	// +optional
 	IndexMapFallback bool `json:"indexMapFallback,omitempty"`
+
+	// LostNodes says what happens to a member whose node is lost: deleted, or NotReady for
+	// longer than gracePeriod, while it holds the member's local volumes. Manual (the
+	// default) reports it and waits for the annotation veltrix.io/replace-member=<pod>;
+	// Automatic replaces the member on another prepared node, its data copied from the
+	// other replicas.
+	// +kubebuilder:default={replace:Manual}
+	// +optional
+	LostNodes LostNodesSpec `json:"lostNodes,omitempty"`
+}
+
+// LostNodeReplacement says whether a member of a lost node is replaced without a person.
+// +kubebuilder:validation:Enum=Manual;Automatic
+type LostNodeReplacement string
+
+const (
+	// LostNodeReplaceManual reports the lost member (condition MemberLost) and replaces it
+	// once the cluster carries the annotation veltrix.io/replace-member=<pod>.
+	LostNodeReplaceManual LostNodeReplacement = "Manual"
+	// LostNodeReplaceAutomatic replaces the lost member as soon as it is safe.
+	LostNodeReplaceAutomatic LostNodeReplacement = "Automatic"
+)
+
+// DefaultLostNodeGracePeriod is how long a member's node may be NotReady before it is lost.
+const DefaultLostNodeGracePeriod = 10 * time.Minute
+
+// LostNodesSpec is the policy for members whose node is lost.
+type LostNodesSpec struct {
+	// Replace is Manual (report, replace on the annotation veltrix.io/replace-member) or
+	// Automatic (replace once the node is lost and the other members serve).
+	// +kubebuilder:default=Manual
+	// +optional
+	Replace LostNodeReplacement `json:"replace,omitempty"`
+
+	// GracePeriod is how long a member's node may be NotReady (its Ready condition False
+	// or Unknown) before it counts as lost; a deleted node is lost at once. Default 10m.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="lostNodes.gracePeriod must be a duration between 0s and 168h such as 10m: a node NotReady longer than it counts as lost"
+	// +optional
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+}
+
+// GracePeriodOrDefault is GracePeriod, or DefaultLostNodeGracePeriod when unset.
+func (l *LostNodesSpec) GracePeriodOrDefault() time.Duration {
+	if l.GracePeriod == nil {
+		return DefaultLostNodeGracePeriod
+	}
+	return l.GracePeriod.Duration
 }
 
 // RawVLogSpec splits each disk into an XFS partition (keys and WAL) and a raw one (values).
@@ -400,6 +450,32 @@ type MemberRemoval struct {
 	StartedAt metav1.Time `json:"startedAt"`
 }
 
+// LostNode is a node lost while it held a member's volumes.
+type LostNode struct {
+	// Node is the Kubernetes node's name.
+	Node string `json:"node"`
+	// Reason is Deleted or NotReady.
+	Reason string `json:"reason"`
+	// Since is when the operator found the node lost.
+	Since metav1.Time `json:"since"`
+	// Member is the member (pod) whose volumes were on the node.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// Disks are the filesystem UUIDs of the node's disks the member's volumes were on.
+	// +listType=set
+	// +optional
+	Disks []string `json:"disks,omitempty"`
+	// Replacement is Replacing while the member is being replaced, Replaced once its new
+	// pod serves on another node, empty before it started.
+	// +optional
+	Replacement string `json:"replacement,omitempty"`
+	// ReturnedDisks are the prepared disks (filesystem UUIDs) the node's agent reports since
+	// the node came back; they are not used until the node is offered again.
+	// +listType=set
+	// +optional
+	ReturnedDisks []string `json:"returnedDisks,omitempty"`
+}
+
 // VeltrixClusterStatus is the observed state of a VeltrixCluster.
 type VeltrixClusterStatus struct {
 	// ObservedGeneration is the generation the status was computed from.
@@ -449,6 +525,18 @@ type VeltrixClusterStatus struct {
 	// limit holds across operator restarts. Unset when no member is leaving.
 	// +optional
 	MemberRemoval *MemberRemoval `json:"memberRemoval,omitempty"`
+
+	// LostNodes are the nodes found lost (deleted, or NotReady past
+	// spec.lostNodes.gracePeriod) while they held a member's volumes, with the member and
+	// the disks (by filesystem UUID) its volumes were on. A node stays listed after its
+	// member was replaced, so that its disks are recognised if it comes back: they are
+	// reported, never made into volumes again, until the annotation
+	// veltrix.io/reoffer-node=<node> offers them again.
+	// +listType=map
+	// +listMapKey=node
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	LostNodes []LostNode `json:"lostNodes,omitempty"`
 
 	// Members are the members in the server's membership.
 	// +listType=map

@@ -45,7 +45,7 @@ const Name = "veltrixcluster-controller"
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=services;configmaps;secrets;serviceaccounts,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;watch;create;patch;delete
@@ -185,9 +185,10 @@ func (ctl *Controller) forget(key types.NamespacedName, uid types.UID) {
 	delete(ctl.state, uid)
 }
 
-// Summary is how the cluster's conditions read: MaxMapCountLow is an issue when True.
+// Summary is how the cluster's conditions read: MaxMapCountLow, MemberLost and
+// DisksReturned are issues when True.
 func Summary() []conditions.SummaryOption {
-	return []conditions.SummaryOption{conditions.NegativePolarity(veltrixv1.ConditionMaxMapCountLow)}
+	return []conditions.SummaryOption{conditions.NegativePolarity(veltrixv1.ConditionMaxMapCountLow, veltrixv1.ConditionMemberLost, veltrixv1.ConditionDisksReturned)}
 }
 
 // Setup adds the controller to mgr.

@@ -42,6 +42,8 @@ type pass struct {
 	topology *veltrix.Cluster
 	// versionUnsupported: spec.version is older than online membership; nothing is written.
 	versionUnsupported bool
+	// lost is the lost-member decision (nil before it was made).
+	lost *planner.LostDecision
 }
 
 // run is the reconciler's pass over c.
@@ -77,6 +79,9 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	p.sts = live
+	if err := p.observeLost(ctx); err != nil {
+		return 0, err
+	}
 	if err := p.prepareDisks(ctx); err != nil {
 		return 0, err
 	}
@@ -96,6 +101,9 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	}
 	if !p.namespacedChildren(ctx) {
 		return p.ctl.cfg.Backoff, nil
+	}
+	if err := p.replaceLost(ctx); err != nil {
+		return 0, err
 	}
 	if err := p.members(ctx); err != nil {
 		return 0, err

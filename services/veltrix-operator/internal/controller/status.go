@@ -65,6 +65,10 @@ func (p *pass) updateStatus() {
 	if p.admin != nil {
 		set(serviceMonitorCondition(p.serviceMonitorMissing))
 	}
+	if p.lost != nil {
+		set(p.lost.MemberLost)
+		set(p.lost.DisksReturned)
+	}
 	set(replicationCondition(p.ready, c.Spec.ReplicationFactor))
 	ready := p.readyCondition()
 	set(ready)
@@ -262,6 +266,16 @@ func (p *pass) readyCondition() metav1.Condition {
 		return cond(metav1.ConditionFalse, veltrixv1.ReasonDisksNotPrepared, "no node has its disks prepared: see the DisksPrepared condition")
 	case p.tokenMissing != "":
 		return cond(metav1.ConditionFalse, veltrixv1.ReasonAdminTokenMissing, p.tokenMissing)
+	}
+	// A lost member is the cause to report while it is: False when a person has to act,
+	// Unknown while it is replaced or its node's grace period runs.
+	if l := p.lost; l != nil && l.Blocking() {
+		switch l.MemberLost.Reason {
+		case veltrixv1.ReasonReplacementManual, veltrixv1.ReasonReplacementRefused:
+			return cond(metav1.ConditionFalse, l.MemberLost.Reason, l.MemberLost.Message)
+		default:
+			return cond(metav1.ConditionUnknown, l.MemberLost.Reason, l.MemberLost.Message)
+		}
 	}
 	// Members without disks cannot start: that is the cause to report, whatever else waits.
 	if p.ready < desired && usable < int(desired) {

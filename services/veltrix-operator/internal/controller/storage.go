@@ -39,7 +39,15 @@ func (p *pass) prepareDisks(ctx context.Context) error {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	prefix := p.ctl.cfg.PoolLabelPrefix
-	order := disks.Order(disks.Candidates(p.c, nodes.Items, prefix), disks.KeepUsed(p.c, nodes.Items, prefix, p.c.Status.Nodes))
+	// Lost nodes are neither prepared nor kept: their volumes go with the replacement, and
+	// a lost node that comes back has its disks offered again only by hand.
+	lost := p.excludedNodes()
+	var order []string
+	for _, n := range disks.Order(disks.Candidates(p.c, nodes.Items, prefix), disks.KeepUsed(p.c, nodes.Items, prefix, p.c.Status.Nodes)) {
+		if !contains(lost, n) {
+			order = append(order, n)
+		}
+	}
 	res := disks.Prepare(ctx, p.ctl.cfg.Agents, p.c, order, p.ctl.cfg.PVRoot, wanted)
 	var lookupErr error
 	disks.RefuseVolumesElsewhere(&res, func(d resources.Disk) string {
@@ -61,7 +69,7 @@ func (p *pass) prepareDisks(ctx context.Context) error {
 	// Nodes used before keep their place while their agent is away (not asked this pass, or
 	// unreachable): their volumes hold data.
 	for _, n := range p.c.Status.Nodes {
-		if !contains(used, n) && p.problemOf(n) == disks.ProblemUnreachable {
+		if !contains(used, n) && !contains(lost, n) && p.problemOf(n) == disks.ProblemUnreachable {
 			used = append(used, n)
 		}
 	}

@@ -39,6 +39,7 @@ type Agent interface {
 	PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDisksRequest) (*nodeagentv1.PrepareDisksResponse, error)
 	ReleaseDisks(ctx context.Context, req *nodeagentv1.ReleaseDisksRequest) (*nodeagentv1.ReleaseDisksResponse, error)
 	EnsureSysctl(ctx context.Context, req *nodeagentv1.EnsureSysctlRequest) (*nodeagentv1.EnsureSysctlResponse, error)
+	GetNodeReport(ctx context.Context, req *nodeagentv1.GetNodeReportRequest) (*nodeagentv1.GetNodeReportResponse, error)
 }
 
 // Agents hands out the agent of a node.
@@ -442,6 +443,37 @@ func Release(ctx context.Context, agents Agents, c *veltrixv1.VeltrixCluster, no
 func (r Result) Problems() bool {
 	for _, n := range r.Nodes {
 		if n.Problem != ProblemNone || n.SysctlProblem != ProblemNone {
+			return true
+		}
+	}
+	return false
+}
+
+// PreparedFor lists the filesystem UUIDs of the disks a node's agent reports prepared for
+// the cluster (under its PV path), or among known; it reads the report and changes nothing
+// on the node. ok is false when the agent did not answer.
+func PreparedFor(ctx context.Context, agent Agent, c *veltrixv1.VeltrixCluster, pvRoot string, known []string) (uuids []string, ok bool) {
+	r, err := agent.GetNodeReport(ctx, &nodeagentv1.GetNodeReportRequest{})
+	if err != nil {
+		return nil, false
+	}
+	prefix := resources.PVPath(pvRoot, c, 0)
+	for _, p := range r.GetPrepared() {
+		u := p.GetFilesystemUuid()
+		if u == "" {
+			continue
+		}
+		if strings.HasPrefix(p.GetPvPath(), prefix) || slicesContains(known, u) {
+			uuids = append(uuids, u)
+		}
+	}
+	sort.Strings(uuids)
+	return uuids, true
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
 			return true
 		}
 	}

@@ -359,6 +359,10 @@ func (batchAgent) ReleaseDisks(context.Context, *nodeagentv1.ReleaseDisksRequest
 	return &nodeagentv1.ReleaseDisksResponse{}, nil
 }
 
+func (batchAgent) GetNodeReport(context.Context, *nodeagentv1.GetNodeReportRequest) (*nodeagentv1.GetNodeReportResponse, error) {
+	return &nodeagentv1.GetNodeReportResponse{}, nil
+}
+
 func (batchAgent) EnsureSysctl(_ context.Context, req *nodeagentv1.EnsureSysctlRequest) (*nodeagentv1.EnsureSysctlResponse, error) {
 	return &nodeagentv1.EnsureSysctlResponse{Status: &nodeagentv1.SysctlStatus{Name: req.GetName(), Value: req.GetMinimum(), Minimum: req.GetMinimum(), Met: true}}, nil
 }

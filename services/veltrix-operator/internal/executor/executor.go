@@ -109,3 +109,24 @@ func SearchReady(ctx context.Context, admin veltrix.Admin, textAddr string) (boo
 	}
 	return v == "1", nil
 }
+
+// ForceRemove removes member id at once (DELETE ...?force=true), asking the first of
+// addrs that answers the member list; a member already gone is done. The member's data is
+// not moved: only for a member whose disks are lost, once its co-owners hold the copies.
+func ForceRemove(ctx context.Context, admin veltrix.Admin, addrs []string, id string) error {
+	members, addr, err := readMembers(ctx, admin, addrs)
+	if err != nil {
+		return err
+	}
+	present := false
+	for _, m := range members {
+		present = present || m.ID == id
+	}
+	if !present {
+		return nil
+	}
+	if err := admin.ForceRemoveMember(ctx, addr, id); err != nil && !errors.Is(err, veltrix.ErrNotFound) {
+		return err
+	}
+	return nil
+}

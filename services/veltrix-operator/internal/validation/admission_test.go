@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/shared/testenv"
@@ -74,6 +75,7 @@ func TestDefaultsMatchConstants(t *testing.T) {
 		Mode:                       veltrixv1.DefaultMode,
 		Net:                        veltrixv1.DefaultNet,
 		URingBridge:                veltrixv1.DefaultURingBridge,
+		LostNodes:                  veltrixv1.LostNodesSpec{Replace: veltrixv1.DefaultLostNodeReplace},
 	}
 	if !equality.Semantic.DeepEqual(got.Spec, want) {
 		t.Errorf("defaulted spec\n got %+v\nwant %+v", got.Spec, want)
@@ -92,6 +94,17 @@ func TestCreateRules(t *testing.T) {
 		want string // "" accepts
 	}{
 		{name: "defaults", spec: func(*veltrixv1.VeltrixClusterSpec) {}},
+		{name: "lost nodes replaced automatically after 2m", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.LostNodes = veltrixv1.LostNodesSpec{Replace: veltrixv1.LostNodeReplaceAutomatic, GracePeriod: &metav1.Duration{Duration: 2 * time.Minute}}
+		}},
+		{name: "lost nodes grace period negative", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.LostNodes.GracePeriod = &metav1.Duration{Duration: -time.Second}
+		}, want: "lostNodes.gracePeriod must be a duration between 0s and 168h"},
+		{name: "lost nodes grace period above a week", spec: func(s *veltrixv1.VeltrixClusterSpec) {
+			s.LostNodes.GracePeriod = &metav1.Duration{Duration: 200 * time.Hour}
+		}, want: "lostNodes.gracePeriod must be a duration between 0s and 168h"},
+		{name: "lost nodes unknown policy", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.LostNodes.Replace = "Sometimes" },
+			want: `spec.lostNodes.replace: Unsupported value: "Sometimes"`},
 		{name: "size below replicationFactor", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Size, s.ReplicationFactor = 2, 3 },
 			want: "size must be at least replicationFactor"},
 		{name: "size equal to replicationFactor", spec: func(s *veltrixv1.VeltrixClusterSpec) { s.Size, s.ReplicationFactor = 1, 1 }},
@@ -314,6 +327,9 @@ func TestSamplesApply(t *testing.T) {
 			}
 			if want.URingBridge == "" {
 				want.URingBridge = veltrixv1.DefaultURingBridge
+			}
+			if want.LostNodes.Replace == "" {
+				want.LostNodes.Replace = veltrixv1.DefaultLostNodeReplace
 			}
 			if want.DiskSelector.NVMeOnly == nil {
 				want.DiskSelector.NVMeOnly = ptr.To(veltrixv1.DefaultNVMeOnly)

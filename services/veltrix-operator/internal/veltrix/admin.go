@@ -44,6 +44,10 @@ type Admin interface {
 	// RemoveMember is DELETE /admin/cluster/members/<id>: it starts the removal (the
 	// member is then leaving until its data moved); ErrRefused when the server declines.
 	RemoveMember(ctx context.Context, addr, id string) error
+	// ForceRemoveMember is DELETE /admin/cluster/members/<id>?force=true: the member goes
+	// at once, without moving its data (its co-owners copy its partitions again); for a
+	// member whose node and disks are lost. ErrNotFound when it is no member.
+	ForceRemoveMember(ctx context.Context, addr, id string) error
 	// Checkpoint is POST /admin/checkpoint.
 	Checkpoint(ctx context.Context, addr string) error
 	// Info is the text protocol's INFO line as key=value pairs.
@@ -128,6 +132,14 @@ func (c *Client) RemoveMember(ctx context.Context, addr, id string) error {
 		return errors.New("veltrix: RemoveMember needs a member id")
 	}
 	return c.do(ctx, http.MethodDelete, addr, "/admin/cluster/members/"+url.PathEscape(id), nil, nil)
+}
+
+// ForceRemoveMember is DELETE /admin/cluster/members/<id>?force=true.
+func (c *Client) ForceRemoveMember(ctx context.Context, addr, id string) error {
+	if id == "" {
+		return errors.New("veltrix: ForceRemoveMember needs a member id")
+	}
+	return c.do(ctx, http.MethodDelete, addr, "/admin/cluster/members/"+url.PathEscape(id)+"?force=true", nil, nil)
 }
 
 // Checkpoint is POST /admin/checkpoint.

@@ -445,6 +445,22 @@ func (s *Server) Start() {
 	s.start()
 }
 
+// StartFresh starts a stopped process again on its ports with an empty data dir, as a
+// member's pod made anew on another node's blank disk: it keeps its id and --join.
+func (s *Server) StartFresh() {
+	s.c.t.Helper()
+	if s.Running() {
+		s.c.t.Fatalf("veltrixtest: %s is already running", s.ID)
+	}
+	if err := os.RemoveAll(s.dataDir()); err != nil {
+		s.c.t.Fatalf("veltrixtest: %v", err)
+	}
+	if err := os.MkdirAll(s.dataDir(), 0o755); err != nil {
+		s.c.t.Fatalf("veltrixtest: %v", err)
+	}
+	s.start()
+}
+
 // signal sends sig and waits up to timeout for the exit; it returns how the process ended.
 func (s *Server) signal(sig syscall.Signal, timeout time.Duration) error {
 	p := s.current()
