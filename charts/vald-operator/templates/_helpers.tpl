@@ -1,7 +1,8 @@
 {{/*
 The operator's configuration as container env (config.<ENV>, the defaults of its flags); an
 empty value keeps the operator's built-in default and is not passed. GOMEMLIMIT and GOGC come
-from goMemLimit and goGC. A YAML list for
+from goMemLimit and goGC, DEFAULT_VALDRELEASE_VALUES and GATEWAY_INGRESS_ANNOTATIONS (JSON)
+from defaultValdReleaseValues and gatewayIngressAnnotations. A YAML list for
 opsuite-lib.deployment's env.
 */}}
 {{- define "vald-operator.configEnv" -}}
@@ -12,6 +13,14 @@ opsuite-lib.deployment's env.
 {{- with .Values.goGC }}
 - name: GOGC
   value: {{ . | quote }}
+{{- end }}
+{{- with .Values.defaultValdReleaseValues }}
+- name: DEFAULT_VALDRELEASE_VALUES
+  value: {{ toJson . | quote }}
+{{- end }}
+{{- with .Values.gatewayIngressAnnotations }}
+- name: GATEWAY_INGRESS_ANNOTATIONS
+  value: {{ toJson . | quote }}
 {{- end }}
 {{- range $name, $value := .Values.config }}
 {{- if ne (toString $value) "" }}

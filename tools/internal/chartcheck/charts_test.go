@@ -594,10 +594,37 @@ func TestValdChartPassesOperatorConfiguration(t *testing.T) {
 			t.Errorf("env %s = %q, want %q", k, got[k], v)
 		}
 	}
-	if _, set := got["DEFAULT_STORAGE_CLASS"]; set {
-		t.Error("an empty config value was passed to the operator")
+	for _, k := range []string{"DEFAULT_STORAGE_CLASS", "DEFAULT_VALDRELEASE_VALUES", "GATEWAY_INGRESS_ANNOTATIONS"} {
+		if _, set := got[k]; set {
+			t.Errorf("an empty value was passed to the operator as %s", k)
+		}
 	}
 	if _, err := h.template("vald-operator", "charts/vald-operator", "--set", "config.REQUIRE_NODEPOOL=true"); err == nil {
 		t.Error("a misspelt configuration key was accepted")
+	}
+
+	// The cluster-wide ValdRelease template and the ingress annotations are objects in the
+	// chart's values, passed as JSON.
+	out, err = h.template("vald-operator", "charts/vald-operator",
+		"--set-json", `defaultValdReleaseValues={"defaults":{"image":{"tag":"v1.8.0"}},"gateway":{"lb":{"hpa":{"enabled":true}}}}`,
+		"--set-json", `gatewayIngressAnnotations={"nginx.ingress.kubernetes.io/backend-protocol":"GRPC"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep = into[appsv1.Deployment](t, mustFind(t, decode(t, out), "Deployment", "vald-operator"))
+	got = map[string]string{}
+	for _, e := range dep.Spec.Template.Spec.Containers[0].Env {
+		got[e.Name] = e.Value
+	}
+	for k, v := range map[string]string{
+		"DEFAULT_VALDRELEASE_VALUES":  `{"defaults":{"image":{"tag":"v1.8.0"}},"gateway":{"lb":{"hpa":{"enabled":true}}}}`,
+		"GATEWAY_INGRESS_ANNOTATIONS": `{"nginx.ingress.kubernetes.io/backend-protocol":"GRPC"}`,
+	} {
+		if got[k] != v {
+			t.Errorf("env %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if _, err := h.template("vald-operator", "charts/vald-operator", "--set-json", `gatewayIngressAnnotations={"a":1}`); err == nil {
+		t.Error("an annotation that is no string was accepted")
 	}
 }
