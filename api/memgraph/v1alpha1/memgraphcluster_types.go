@@ -177,13 +177,13 @@ type MemgraphClusterSpec struct {
 type ReplicationMode string
 
 const (
-	// ReplicationSync: the MAIN commits, then waits for the replica (Memgraph's default).
+	// ReplicationSync is SYNC: the MAIN commits, then waits for the replica (Memgraph's default).
 	// A failover may lose the last commits a down MAIN did not ship.
 	ReplicationSync ReplicationMode = "SYNC"
-	// ReplicationAsync: the MAIN does not wait; with syncFailoverOnly (the default) an
+	// ReplicationAsync is ASYNC: the MAIN does not wait; with syncFailoverOnly (the default) an
 	// automatic failover never promotes an ASYNC replica.
 	ReplicationAsync ReplicationMode = "ASYNC"
-	// ReplicationStrictSync: two-phase commit, so no failover loses a commit, but the MAIN
+	// ReplicationStrictSync is STRICT_SYNC: two-phase commit, so no failover loses a commit, but the MAIN
 	// refuses writes while a STRICT_SYNC replica is down.
 	ReplicationStrictSync ReplicationMode = "STRICT_SYNC"
 )

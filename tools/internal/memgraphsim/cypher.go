@@ -397,13 +397,15 @@ func (p *parser) command() (Command, error) {
 		c := Command{Kind: KindSetCoordinatorSetting}
 		name, value := p.next(), token{}
 		if name.kind != 's' {
-			return c, fmt.Errorf("Setting name should be a string literal")
+			return c, fmt.Errorf("Setting name should be a string literal") //nolint:staticcheck // Memgraph's text
+
 		}
 		if p.kw("TO") {
 			value = p.next()
 		}
 		if value.kind != 's' {
-			return c, fmt.Errorf("Setting value should be a string literal")
+			return c, fmt.Errorf("Setting value should be a string literal") //nolint:staticcheck // Memgraph's text
+
 		}
 		c.Setting, c.SettingValue = name.text, value.text
 		return c, nil

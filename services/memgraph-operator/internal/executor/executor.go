@@ -111,15 +111,41 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 		}
 		// Refused (no MAIN to ask): without lag the planner moves no MAIN, it waits.
 	}
+	if len(want.Settings) > 0 {
+		// Refused or unreadable (an older Memgraph): the planner sets nothing.
+		if settings, err := ldr.sess.CoordinatorSettings(ctx); err == nil {
+			seen.Settings = settings
+		}
+	}
+	seen.Replicas = replicasOfMain(ctx, d, ldr.rows)
 	plan := planner.Plan(want, seen)
-	rep := planner.Execute(plan.Commands, func(_ planner.Command, a planner.Attempt) error {
-		return ldr.sess.Exec(ctx, a.Cypher)
-	})
+	run := func(_ planner.Command, a planner.Attempt) error { return ldr.sess.Exec(ctx, a.Cypher) }
+	rep := planner.Execute(plan.Commands, run)
 	for _, a := range rep.Executed {
 		out.Executed = append(out.Executed, a.Cypher)
 	}
 	if err := ctx.Err(); err != nil {
 		return out, err
+	}
+	if rep.ModeBlocked {
+		// The MAIN's own registered mode refused a replica's: plan again on what the
+		// leader holds now, handing the MAIN over (with proof it is caught up).
+		again := planner.Observed{Leader: ldr.name, MainBlocksMode: true}
+		if rows, err := ldr.sess.ShowInstances(ctx); err == nil {
+			again.Instances = rows
+			if lag, err := ldr.sess.ReplicationLag(ctx); err == nil {
+				again.Lag, out.Lag = lag, lag
+			}
+			again.Replicas = replicasOfMain(ctx, d, rows)
+			plan = planner.Plan(want, again)
+			rep = planner.Execute(plan.Commands, run)
+			for _, a := range rep.Executed {
+				out.Executed = append(out.Executed, a.Cypher)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
 	}
 	if len(out.Executed) > 0 {
 		// Re-read so status and the shrink decision rest on what the leader holds now.
@@ -185,6 +211,28 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 		out.Converged = true
 	}
 	return out, nil
+}
+
+// replicasOfMain is the MAIN's SHOW REPLICAS (the registered modes), nil when there is
+// no up MAIN or it does not answer.
+func replicasOfMain(ctx context.Context, d memgraph.Dialer, rows []memgraph.Instance) []memgraph.Replica {
+	m, ok := memgraph.MainOf(rows)
+	if !ok || !m.Up() || m.BoltServer == "" {
+		return nil
+	}
+	sess, err := d.Dial(ctx, m.BoltServer)
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = sess.Close(context.WithoutCancel(ctx)) }()
+	reps, err := sess.Replicas(ctx)
+	if err != nil {
+		return nil
+	}
+	if reps == nil {
+		reps = []memgraph.Replica{}
+	}
+	return reps
 }
 
 // downMembers names the declared members, retiring ones aside, that the leader's

@@ -206,7 +206,7 @@ func TestReregistrationAfterUnregisterByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	outs = converge(t, ctx, cl.Desired(nil, nil))
-	want := memgraph.RegisterInstance(replica, cl.Data[replica].Bolt, cl.Data[replica].Mgmt, cl.Data[replica].Repl)
+	want := memgraph.RegisterInstance(replica, "", cl.Data[replica].Bolt, cl.Data[replica].Mgmt, cl.Data[replica].Repl)
 	if got := executed(outs); !slices.Equal(got, []string{want}) {
 		t.Errorf("executed %q, want only %q", got, want)
 	}

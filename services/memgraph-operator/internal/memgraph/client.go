@@ -32,6 +32,10 @@ type Session interface {
 	ReplicationLag(ctx context.Context) ([]Lag, error)
 	// ReplicationRole runs SHOW REPLICATION ROLE on a data instance ("main" or "replica").
 	ReplicationRole(ctx context.Context) (string, error)
+	// CoordinatorSettings runs SHOW COORDINATOR SETTINGS on a coordinator.
+	CoordinatorSettings(ctx context.Context) (map[string]string, error)
+	// Replicas runs SHOW REPLICAS on a data instance (the MAIN lists its replicas).
+	Replicas(ctx context.Context) ([]Replica, error)
 	// Exec runs one admin command (built by this package's builders) and discards its rows.
 	Exec(ctx context.Context, cypher string) error
 	// Query runs a read or write query with its values inlined and returns its rows.
@@ -283,6 +287,14 @@ func (s *boltSession) ShowInstances(ctx context.Context) ([]Instance, error) {
 
 func (s *boltSession) ReplicationLag(ctx context.Context) ([]Lag, error) {
 	return queryParsed(ctx, s, ShowReplicationLagQuery, ParseLag)
+}
+
+func (s *boltSession) CoordinatorSettings(ctx context.Context) (map[string]string, error) {
+	return queryParsed(ctx, s, ShowCoordinatorSettingsQuery, ParseCoordinatorSettings)
+}
+
+func (s *boltSession) Replicas(ctx context.Context) ([]Replica, error) {
+	return queryParsed(ctx, s, ShowReplicasQuery, ParseReplicas)
 }
 
 // queryParsed runs a read query and parses its rows; a parse failure is KindProtocol.

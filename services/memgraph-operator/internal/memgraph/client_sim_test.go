@@ -47,7 +47,7 @@ func TestClientAgainstSimulator(t *testing.T) {
 
 	steps := []string{
 		memgraph.AddCoordinator(1, coord.Bolt, coord.Coord, coord.Mgmt),
-		memgraph.RegisterInstance(name, data.Bolt, data.Mgmt, data.Repl),
+		memgraph.RegisterInstance(name, "", data.Bolt, data.Mgmt, data.Repl),
 		memgraph.SetInstanceToMain(name),
 	}
 	for _, q := range steps {
@@ -72,7 +72,7 @@ func TestClientAgainstSimulator(t *testing.T) {
 		memgraph.DemoteInstance("nope"):                                 memgraph.RefusalNoSuchInstance,
 		memgraph.UnregisterInstance(name):                               memgraph.RefusalAliveMain,
 		memgraph.RemoveCoordinator(1):                                   memgraph.RefusalLeaderRemoval,
-		memgraph.RegisterInstance(name, "a:1", "b:2", "c:3"):            memgraph.RefusalInstanceExists,
+		memgraph.RegisterInstance(name, "", "a:1", "b:2", "c:3"):        memgraph.RefusalInstanceExists,
 		memgraph.AddCoordinator(1, coord.Bolt, coord.Coord, coord.Mgmt): memgraph.RefusalCoordinatorExists,
 		"CREATE (:X)": memgraph.RefusalCoordinatorOnly,
 	} {
@@ -182,8 +182,8 @@ func TestDriverRoutingAgainstSimulator(t *testing.T) {
 	})
 	for _, q := range []string{
 		memgraph.AddCoordinator(1, coord.Bolt, coord.Coord, coord.Mgmt),
-		memgraph.RegisterInstance("d_0", main.Bolt, main.Mgmt, main.Repl),
-		memgraph.RegisterInstance("d_1", replica.Bolt, replica.Mgmt, replica.Repl),
+		memgraph.RegisterInstance("d_0", "", main.Bolt, main.Mgmt, main.Repl),
+		memgraph.RegisterInstance("d_1", "", replica.Bolt, replica.Mgmt, replica.Repl),
 		memgraph.SetInstanceToMain("d_0"),
 	} {
 		if err := c.Exec(ctx, q); err != nil {

@@ -154,6 +154,9 @@ const (
 	RefusalInTransaction
 	// RefusalNoLeader: the coordinator is not the leader and knows none to forward to.
 	RefusalNoLeader
+	// RefusalModeMix: REGISTER INSTANCE would put SYNC and STRICT_SYNC replicas in one
+	// cluster.
+	RefusalModeMix
 )
 
 var refusalNames = [...]string{
@@ -164,7 +167,7 @@ var refusalNames = [...]string{
 	RefusalRaftWrite: "raft-write", RefusalNotLeader: "not-leader",
 	RefusalReplicaWrite: "replica-write", RefusalCoordinatorOnly: "coordinator-only",
 	RefusalNotCoordinator: "not-coordinator", RefusalInTransaction: "in-transaction",
-	RefusalNoLeader: "no-leader",
+	RefusalNoLeader: "no-leader", RefusalModeMix: "mode-mix",
 }
 
 func (r Refusal) String() string {
@@ -180,6 +183,7 @@ var refusalPatterns = []struct {
 	fragment string
 	refusal  Refusal
 }{
+	{"both strict_sync and sync replicas", RefusalModeMix},
 	{"already a main instance", RefusalMainExists},
 	{"no instance with such name", RefusalNoSuchInstance},
 	{"alive main instance can't be unregistered", RefusalAliveMain},

@@ -81,7 +81,7 @@ func TestClassifyDriverErrors(t *testing.T) {
 		t.Errorf("Error() = %q", err)
 	}
 	// Inlined values stay out of the error text.
-	reg := classify(addr, RegisterInstance("d_1", "secret-host:1", "m:2", "r:3"), io.EOF)
+	reg := classify(addr, RegisterInstance("d_1", "", "secret-host:1", "m:2", "r:3"), io.EOF)
 	if strings.Contains(reg.Error(), "secret-host") {
 		t.Errorf("Error() carries the config: %q", reg)
 	}

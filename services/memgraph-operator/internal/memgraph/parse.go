@@ -66,6 +66,47 @@ func ParseLag(rows []map[string]any) ([]Lag, error) {
 	return out, nil
 }
 
+// ParseCoordinatorSettings reads SHOW COORDINATOR SETTINGS rows into name -> value.
+func ParseCoordinatorSettings(rows []map[string]any) (map[string]string, error) {
+	out := make(map[string]string, len(rows))
+	for i, r := range rows {
+		name, err := stringCol(r, "setting_name")
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		value, err := stringCol(r, "setting_value")
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		out[name] = value
+	}
+	return out, nil
+}
+
+// ParseReplicas reads SHOW REPLICAS rows: name and sync_mode ("sync", "async",
+// "strict_sync"), the mode returned upper-cased as REGISTER INSTANCE spells it.
+func ParseReplicas(rows []map[string]any) ([]Replica, error) {
+	out := make([]Replica, 0, len(rows))
+	for i, r := range rows {
+		name, err := stringCol(r, "name")
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		mode, err := stringCol(r, "sync_mode")
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		mode = strings.ToUpper(mode)
+		switch mode {
+		case ModeSync, ModeAsync, ModeStrictSync:
+		default:
+			return nil, fmt.Errorf("row %d: sync_mode %q", i, mode)
+		}
+		out = append(out, Replica{Name: name, Mode: mode})
+	}
+	return out, nil
+}
+
 func stringCol(r map[string]any, col string) (string, error) {
 	v, ok := r[col]
 	if !ok {

@@ -76,3 +76,29 @@ func TestParseLag(t *testing.T) {
 		t.Error("ParseLag accepted a non-integer count")
 	}
 }
+
+func TestParseCoordinatorSettingsAndReplicas(t *testing.T) {
+	settings, err := ParseCoordinatorSettings([]map[string]any{
+		{"setting_name": "sync_failover_only", "setting_value": "true"},
+		{"setting_name": "instance_down_timeout_sec", "setting_value": "5"},
+	})
+	if err != nil || settings["sync_failover_only"] != "true" || settings["instance_down_timeout_sec"] != "5" || len(settings) != 2 {
+		t.Errorf("settings %v, %v", settings, err)
+	}
+	if _, err := ParseCoordinatorSettings([]map[string]any{{"setting_name": "x", "setting_value": int64(5)}}); err == nil {
+		t.Error("a non-string value parsed")
+	}
+	reps, err := ParseReplicas([]map[string]any{
+		{"name": "d_1", "sync_mode": "strict_sync"}, {"name": "d_2", "sync_mode": "async"}, {"name": "d_3", "sync_mode": "sync"},
+	})
+	want := []Replica{{Name: "d_1", Mode: ModeStrictSync}, {Name: "d_2", Mode: ModeAsync}, {Name: "d_3", Mode: ModeSync}}
+	if err != nil || len(reps) != 3 || reps[0] != want[0] || reps[1] != want[1] || reps[2] != want[2] {
+		t.Errorf("replicas %v, %v", reps, err)
+	}
+	if _, err := ParseReplicas([]map[string]any{{"name": "d_1", "sync_mode": "semi"}}); err == nil {
+		t.Error("an unknown sync_mode parsed")
+	}
+	if got := ClassifyRefusal("Cluster cannot consists of both STRICT_SYNC and SYNC replicas. The valid cluster consists of either STRICT_SYNC and ASYNC or SYNC and ASYNC replicas."); got != RefusalModeMix {
+		t.Errorf("mix refusal classified %v", got)
+	}
+}

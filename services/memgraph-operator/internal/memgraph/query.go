@@ -11,6 +11,11 @@ const (
 	ShowInstanceQuery        = "SHOW INSTANCE"
 	ShowReplicationLagQuery  = "SHOW REPLICATION LAG"
 	ShowReplicationRoleQuery = "SHOW REPLICATION ROLE"
+	// ShowCoordinatorSettingsQuery lists the coordinators' settings (setting_name,
+	// setting_value), both strings.
+	ShowCoordinatorSettingsQuery = "SHOW COORDINATOR SETTINGS"
+	// ShowReplicasQuery on the MAIN lists its replicas with their sync_mode.
+	ShowReplicasQuery = "SHOW REPLICAS"
 	// YieldLeadershipQuery asks the leader to step down; the election names the successor.
 	YieldLeadershipQuery = "YIELD LEADERSHIP"
 	// ReloadBoltTLSQuery makes an instance (either role) read its --bolt-cert-file and
@@ -32,13 +37,34 @@ func RemoveCoordinator(id int) string {
 	return "REMOVE COORDINATOR " + strconv.Itoa(id)
 }
 
-// RegisterInstance registers a data instance as a SYNC replica (no mode clause: mixing
-// SYNC and STRICT_SYNC is refused, and ASYNC would let a failover lose commits).
-func RegisterInstance(name, boltServer, managementServer, replicationServer string) string {
-	return "REGISTER INSTANCE " + QuoteName(name) + " WITH CONFIG {" +
+// Replication modes as REGISTER INSTANCE spells them (SHOW REPLICAS writes them in
+// lower case).
+const (
+	ModeSync       = "SYNC"
+	ModeAsync      = "ASYNC"
+	ModeStrictSync = "STRICT_SYNC"
+)
+
+// RegisterInstance registers a data instance as a replica of mode (ModeSync, ModeAsync or
+// ModeStrictSync; empty is SYNC, Memgraph's default, written without a clause).
+func RegisterInstance(name, mode, boltServer, managementServer, replicationServer string) string {
+	clause := ""
+	switch mode {
+	case ModeAsync:
+		clause = " AS ASYNC"
+	case ModeStrictSync:
+		clause = " AS STRICT_SYNC"
+	}
+	return "REGISTER INSTANCE " + QuoteName(name) + clause + " WITH CONFIG {" +
 		configEntry("bolt_server", boltServer) + ", " +
 		configEntry("management_server", managementServer) + ", " +
 		configEntry("replication_server", replicationServer) + "}"
+}
+
+// SetCoordinatorSetting is SET COORDINATOR SETTING; Memgraph takes name and value as
+// string literals.
+func SetCoordinatorSetting(name, value string) string {
+	return "SET COORDINATOR SETTING " + QuoteString(name) + " TO " + QuoteString(value)
 }
 
 // UnregisterInstance is UNREGISTER INSTANCE; Memgraph refuses it for an alive MAIN.

@@ -110,3 +110,16 @@ func (l Lag) CaughtUp() bool {
 func (l Lag) String() string {
 	return fmt.Sprintf("%s%v", l.Instance, l.Databases)
 }
+
+// Replica is one row of SHOW REPLICAS on the MAIN: a replica's registered name and its
+// mode (ModeSync, ModeAsync or ModeStrictSync).
+type Replica struct {
+	Name string
+	Mode string
+}
+
+// ModeConflicts says whether replicas of modes a and b cannot be in one cluster:
+// Memgraph refuses SYNC together with STRICT_SYNC.
+func ModeConflicts(a, b string) bool {
+	return (a == ModeSync && b == ModeStrictSync) || (a == ModeStrictSync && b == ModeSync)
+}

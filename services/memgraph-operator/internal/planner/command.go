@@ -18,10 +18,11 @@ const (
 	UnregisterInstance
 	RemoveCoordinator
 	YieldLeadership
+	SetCoordinatorSetting
 )
 
 var kindNames = [...]string{"", "AddCoordinator", "RegisterInstance", "SetMain", "DemoteInstance",
-	"UnregisterInstance", "RemoveCoordinator", "YieldLeadership"}
+	"UnregisterInstance", "RemoveCoordinator", "YieldLeadership", "SetCoordinatorSetting"}
 
 func (k Kind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
@@ -43,6 +44,12 @@ type Command struct {
 	// Fallback is the MAIN this plan demoted, tried after every candidate: it restores
 	// service but means the handover failed, so the pass must stop there.
 	Fallback string
+	// FallbackMode is RegisterInstance's second try when Memgraph refuses Instance.Mode
+	// for mixing SYNC and STRICT_SYNC (the MAIN's own registered mode, which nothing
+	// shows, is the one in the way); "" tries nothing else.
+	FallbackMode string
+	// Setting is SetCoordinatorSetting's name and value.
+	Setting Setting
 }
 
 // Attempt is one query a command may send.
@@ -50,6 +57,8 @@ type Attempt struct {
 	Target   string // instance or coordinator name
 	Cypher   string
 	Fallback bool // the demoted MAIN restored as a last resort
+	// ModeFallback: RegisterInstance's FallbackMode, tried after a mode-mix refusal.
+	ModeFallback bool
 }
 
 // Attempts lists the queries of the command: one, except SetMain's candidates in order.
@@ -64,8 +73,18 @@ func (c Command) Attempts() []Attempt {
 			out = append(out, Attempt{Target: c.Fallback, Cypher: memgraph.SetInstanceToMain(c.Fallback), Fallback: true})
 		}
 		return out
+	case RegisterInstance:
+		out := []Attempt{{Target: c.Instance.Name, Cypher: c.Cypher()}}
+		if c.FallbackMode != "" && c.FallbackMode != modeOrSync(c.Instance.Mode) {
+			d := c.Instance
+			out = append(out, Attempt{Target: d.Name, ModeFallback: true,
+				Cypher: memgraph.RegisterInstance(d.Name, c.FallbackMode, d.BoltServer, d.ManagementServer, d.ReplicationServer)})
+		}
+		return out
 	case AddCoordinator, RemoveCoordinator:
 		return []Attempt{{Target: memgraph.CoordinatorName(c.Coordinator.ID), Cypher: c.Cypher()}}
+	case SetCoordinatorSetting:
+		return []Attempt{{Target: c.Setting.Name, Cypher: c.Cypher()}}
 	case YieldLeadership:
 		return []Attempt{{Cypher: c.Cypher()}}
 	}
@@ -81,7 +100,7 @@ func (c Command) Cypher() string {
 		return memgraph.AddCoordinator(k.ID, k.BoltServer, k.CoordinatorServer, k.ManagementServer)
 	case RegisterInstance:
 		d := c.Instance
-		return memgraph.RegisterInstance(d.Name, d.BoltServer, d.ManagementServer, d.ReplicationServer)
+		return memgraph.RegisterInstance(d.Name, d.Mode, d.BoltServer, d.ManagementServer, d.ReplicationServer)
 	case SetMain:
 		if a := c.Attempts(); len(a) > 0 {
 			return a[0].Cypher
@@ -95,6 +114,8 @@ func (c Command) Cypher() string {
 		return memgraph.RemoveCoordinator(c.Coordinator.ID)
 	case YieldLeadership:
 		return memgraph.YieldLeadershipQuery
+	case SetCoordinatorSetting:
+		return memgraph.SetCoordinatorSetting(c.Setting.Name, c.Setting.Value)
 	}
 	return ""
 }
@@ -112,8 +133,27 @@ func (c Command) String() string {
 		return s
 	case YieldLeadership:
 		return c.Kind.String()
+	case SetCoordinatorSetting:
+		return c.Kind.String() + " " + c.Setting.Name + "=" + c.Setting.Value
+	case RegisterInstance:
+		s := c.Kind.String() + " " + c.Instance.Name
+		if m := modeOrSync(c.Instance.Mode); m != memgraph.ModeSync {
+			s += " AS " + m
+		}
+		if c.FallbackMode != "" {
+			s += " (or " + c.FallbackMode + ")"
+		}
+		return s
 	}
 	return c.Kind.String() + " " + c.Instance.Name
+}
+
+// modeOrSync is mode with "" read as SYNC, Memgraph's default.
+func modeOrSync(mode string) string {
+	if mode == "" {
+		return memgraph.ModeSync
+	}
+	return mode
 }
 
 func joinNames(ns []string) string { return strings.Join(ns, ",") }

@@ -15,13 +15,18 @@ type Report struct {
 	FellBack bool
 	// Yielded: the pass ended with YIELD LEADERSHIP; the leader is being re-elected.
 	Yielded bool
+	// ModeBlocked: Memgraph refused a registration's mode for mixing SYNC and
+	// STRICT_SYNC although no replica the plan knew of was in the way, so the MAIN's own
+	// registered mode is (Observed.MainBlocksMode); the pass stopped after the fallback.
+	ModeBlocked bool
 }
 
 // Execute runs a plan's commands in order through run, with the rules that make a pass
 // safe to stop anywhere: the first error ends the pass (a later command's premise may
 // no longer hold), except that SetMain goes on to its next candidate when one is refused
-// for any reason but an existing MAIN; a fallback promotion ends the pass; YIELD
-// LEADERSHIP ends it. It does no I/O of its own: run does.
+// for any reason but an existing MAIN, and RegisterInstance goes on to its FallbackMode
+// when the mode is refused for mixing (and then ends the pass: ModeBlocked); a fallback
+// promotion ends the pass; YIELD LEADERSHIP ends it. It does no I/O of its own: run does.
 func Execute(cmds []Command, run func(Command, Attempt) error) Report {
 	var rep Report
 	for i := range cmds {
@@ -35,9 +40,16 @@ func Execute(cmds []Command, run func(Command, Attempt) error) Report {
 					rep.FellBack = true
 					return rep
 				}
+				if a.ModeFallback {
+					rep.ModeBlocked = true
+					return rep
+				}
 				break
 			}
 			last := j == len(attempts)-1
+			if c.Kind == RegisterInstance && !last && memgraph.RefusalOf(err) == memgraph.RefusalModeMix {
+				continue
+			}
 			if c.Kind == SetMain && !last && memgraph.IsRefused(err) &&
 				memgraph.RefusalOf(err) != memgraph.RefusalMainExists {
 				continue

@@ -10,7 +10,10 @@
 //  1. ADD COORDINATOR for every declared, non-retiring coordinator the leader does not
 //     list with its bolt_server (a fresh coordinator lists itself with none): the
 //     leader's own entry first.
-//  2. REGISTER INSTANCE (SYNC) for every declared, non-retiring data instance not listed.
+//  2. REGISTER INSTANCE for every declared, non-retiring data instance not listed, in its
+//     declared mode; as ASYNC when a listed replica's mode forbids that one (SYNC and
+//     STRICT_SYNC never mix), and falling back to ASYNC when Memgraph refuses the mode
+//     because of the MAIN's (rule 7 corrects both later).
 //  3. With no MAIN listed: SET INSTANCE TO MAIN over candidates tried in order. A MAIN the
 //     operator demoted (a pass killed between DEMOTE and SET MAIN) is restored: the one
 //     copy nothing can be ahead of, while no survivor can be proven current without a MAIN
@@ -29,6 +32,15 @@
 //  5. REMOVE COORDINATOR of each retiring coordinator still a member, never the leader;
 //     when the leader retires (or drains), YIELD LEADERSHIP ends the plan: its successor
 //     is elected, so the next pass re-observes under it.
+//  6. SET COORDINATOR SETTING for each declared setting whose value SHOW COORDINATOR
+//     SETTINGS shows otherwise (before a yield; a setting not listed is left alone).
+//  7. With an up MAIN and no retirement, promotion or registration in the plan, the first
+//     replica whose mode in the MAIN's SHOW REPLICAS is not the declared one is
+//     unregistered and registered again (last), through ASYNC where SYNC and STRICT_SYNC
+//     would meet. The MAIN's own registered mode shows nowhere; when Memgraph refuses a
+//     registration because of it, the executor plans again with MainBlocksMode and the
+//     MAIN is handed over as in rule 4 (caught-up replicas, those whose mode opposes no
+//     declared one first) so that it can be re-registered as a replica.
 //
 // Draining (Desired.DrainData, DrainCoordinators) is retirement without the removal, for
 // rolling restarts: a draining MAIN is handed over by rule 4 and stays registered, is no
@@ -74,7 +86,14 @@ type DataInstance struct {
 	BoltServer        string
 	ManagementServer  string
 	ReplicationServer string
+	// Mode is the replication mode to register it with: memgraph.ModeSync (or ""),
+	// ModeAsync or ModeStrictSync.
+	Mode string
 }
+
+// Setting is one coordinator setting, named and spelled as SET COORDINATOR SETTING takes
+// it.
+type Setting struct{ Name, Value string }
 
 // Desired is the declared topology: every live pod of both StatefulSets (retiring ones
 // included, so they can be found and handed off) and which of them are retiring.
@@ -96,6 +115,8 @@ type Desired struct {
 	// ReadLag asks executor.Reconcile to read SHOW REPLICATION LAG on every pass
 	// (Outcome.Lag), e.g. to wait for a restarted replica to catch up; Plan ignores it.
 	ReadLag bool
+	// Settings are the coordinator settings to keep (rule 6).
+	Settings []Setting
 }
 
 // Observed is what the leader showed at the start of the pass.
@@ -106,6 +127,15 @@ type Observed struct {
 	// Lag is SHOW REPLICATION LAG, needed only when NeedsLag says so; without it a
 	// retiring MAIN is not moved.
 	Lag []memgraph.Lag
+	// Settings is SHOW COORDINATOR SETTINGS; nil when it was not read (rule 6 waits).
+	Settings map[string]string
+	// Replicas is the MAIN's SHOW REPLICAS, the only place a registered mode shows; nil
+	// when it was not read (rule 7 waits).
+	Replicas []memgraph.Replica
+	// MainBlocksMode: Memgraph refused a registration for mixing SYNC and STRICT_SYNC
+	// with no listed replica in the way (Report.ModeBlocked), so the MAIN's own
+	// registered mode is; rule 7 hands the MAIN over so that it can be re-registered.
+	MainBlocksMode bool
 }
 
 // Result is one pass's plan.
@@ -185,7 +215,12 @@ func Plan(want Desired, seen Observed) Result {
 		addCmds = append(addCmds, Command{Kind: AddCoordinator, Coordinator: c})
 	}
 
-	// 2. Data instances to register.
+	// 2. Data instances to register, in their mode unless a listed replica's mode (or one
+	// this pass registers) forbids it, then ASYNC until rule 7 can change it.
+	modes := map[string]string{} // registered mode by name, as far as known
+	for _, r := range seen.Replicas {
+		modes[r.Name] = r.Mode
+	}
 	var registered []string // names registered by this pass
 	for _, d := range want.Data {
 		if retiringD[d.Name] {
@@ -194,7 +229,15 @@ func Plan(want Desired, seen Observed) Result {
 		if _, ok := data[d.Name]; ok {
 			continue
 		}
-		registerCmds = append(registerCmds, Command{Kind: RegisterInstance, Instance: d})
+		cmd := Command{Kind: RegisterInstance, Instance: d}
+		cmd.Instance.Mode = modeOrSync(d.Mode)
+		if conflictsWith(modes, d.Name, cmd.Instance.Mode) {
+			cmd.Instance.Mode = memgraph.ModeAsync
+		} else if cmd.Instance.Mode != memgraph.ModeAsync {
+			cmd.FallbackMode = memgraph.ModeAsync
+		}
+		modes[d.Name] = cmd.Instance.Mode
+		registerCmds = append(registerCmds, cmd)
 		registered = append(registered, d.Name)
 	}
 
@@ -275,8 +318,13 @@ func Plan(want Desired, seen Observed) Result {
 				retireCmds = append(retireCmds, Command{Kind: UnregisterInstance, Instance: DataInstance{Name: n}})
 			}
 		}
-		if retiringD[main.Name] || drainD[main.Name] {
-			retireCmds, r.Waiting = handOver(retireCmds, r.Waiting, main, want, data, seen.Lag)
+		switch {
+		case retiringD[main.Name] || drainD[main.Name]:
+			retireCmds, r.Waiting = handOver(retireCmds, r.Waiting, main, want, data, seen)
+		case seen.MainBlocksMode:
+			// 7. The MAIN's registered mode forbids a replica's: move the MAIN to a
+			// replica whose mode does not, so that rule 7 can re-register it.
+			retireCmds, r.Waiting = handOver(retireCmds, r.Waiting, main, want, data, seen)
 		}
 	}
 
@@ -315,6 +363,16 @@ func Plan(want Desired, seen Observed) Result {
 		yield = false
 		r.Waiting = append(r.Waiting, fmt.Sprintf(waitNoSuccessor, memgraph.CoordinatorName(leaderID)))
 	}
+	// 6. Coordinator settings that differ from SHOW COORDINATOR SETTINGS. One the
+	// coordinators do not list (an older Memgraph) is left alone: setting it would be
+	// refused on every pass.
+	if seen.Settings != nil {
+		for _, st := range want.Settings {
+			if v, ok := seen.Settings[st.Name]; ok && v != st.Value {
+				r.Commands = append(r.Commands, Command{Kind: SetCoordinatorSetting, Setting: st})
+			}
+		}
+	}
 	if yield {
 		// Additions wait for the next leader: one refused here would keep the yield,
 		// which must come last, from ever being sent.
@@ -326,18 +384,82 @@ func Plan(want Desired, seen Observed) Result {
 	if !mainFirst {
 		r.Commands = append(r.Commands, mainCmds...)
 	}
+	// 7. One replica whose registered mode is not the declared one, when nothing else
+	// moves the membership this pass.
+	if hasMain && main.Up() && len(retireCmds)+len(registerCmds)+len(mainCmds) == 0 {
+		r.Commands = append(r.Commands, modeChange(want, data, main.Name, retiringD, drainD, seen.Replicas)...)
+	}
 	return r
+}
+
+// modeChange re-registers the first declared replica whose registered mode (SHOW
+// REPLICAS) differs from its declared one: UNREGISTER, then REGISTER in the new mode, or
+// in its old one again if Memgraph refuses the new for mixing SYNC and STRICT_SYNC.
+// Memgraph has no other way to change a mode. Toward SYNC or STRICT_SYNC it goes through
+// ASYNC while another replica holds the opposite mode, and while no other replica holds
+// the new one (the MAIN, whose mode nothing shows, may hold the opposite); an ASYNC
+// replica then tries the new mode with ASYNC to fall back on, and that refusal is what
+// tells the executor to move the MAIN (Observed.MainBlocksMode).
+func modeChange(want Desired, data map[string]memgraph.Instance, main string,
+	retiring, draining map[string]bool, replicas []memgraph.Replica) []Command {
+	if replicas == nil {
+		return nil
+	}
+	modes := make(map[string]string, len(replicas))
+	for _, r := range replicas {
+		modes[r.Name] = r.Mode
+	}
+	for _, d := range want.Data {
+		now, listed := modes[d.Name]
+		wantMode := modeOrSync(d.Mode)
+		if _, ok := data[d.Name]; !ok || !listed || d.Name == main || retiring[d.Name] || draining[d.Name] || now == wantMode {
+			continue
+		}
+		held := false // another replica already holds wantMode: the MAIN cannot oppose it
+		for n, m := range modes {
+			held = held || (n != d.Name && m == wantMode)
+		}
+		target, fallback := wantMode, now
+		switch {
+		case conflictsWith(modes, d.Name, wantMode):
+			if now == memgraph.ModeAsync {
+				continue // waits for the replicas in the way
+			}
+			target = memgraph.ModeAsync
+		case wantMode == memgraph.ModeAsync || held:
+		case now != memgraph.ModeAsync:
+			target = memgraph.ModeAsync
+		}
+		reg := d
+		reg.Mode = target
+		return []Command{
+			{Kind: UnregisterInstance, Instance: DataInstance{Name: d.Name}},
+			{Kind: RegisterInstance, Instance: reg, FallbackMode: fallback},
+		}
+	}
+	return nil
+}
+
+// conflictsWith says whether a registered instance other than name holds a mode Memgraph
+// refuses next to mode.
+func conflictsWith(modes map[string]string, name, mode string) bool {
+	for n, m := range modes {
+		if n != name && memgraph.ModeConflicts(m, mode) {
+			return true
+		}
+	}
+	return false
 }
 
 // handOver moves MAIN off a retiring or draining instance: DEMOTE, SET a caught-up
 // survivor TO MAIN (the demoted MAIN last), UNREGISTER the demoted one if it retires.
 func handOver(cmds []Command, waiting []string, main memgraph.Instance, want Desired,
-	data map[string]memgraph.Instance, lag []memgraph.Lag) ([]Command, []string) {
+	data map[string]memgraph.Instance, seen Observed) ([]Command, []string) {
 	if !main.Up() {
 		return cmds, append(waiting, fmt.Sprintf(waitRetiringMainDown, main.Name))
 	}
-	caughtUp := make(map[string]bool, len(lag))
-	for _, l := range lag {
+	caughtUp := make(map[string]bool, len(seen.Lag))
+	for _, l := range seen.Lag {
 		caughtUp[l.Instance] = l.CaughtUp()
 	}
 	departing := make(map[string]bool, len(want.RetiringData)+len(want.DrainData))
@@ -355,6 +477,21 @@ func handOver(cmds []Command, waiting []string, main memgraph.Instance, want Des
 	if len(candidates) == 0 {
 		return cmds, append(waiting, fmt.Sprintf(waitNoCaughtUpSurvivor, main.Name))
 	}
+	// A candidate whose registered mode opposes a declared one would be in the way of
+	// rule 7 once MAIN: the others first.
+	modes := make(map[string]string, len(seen.Replicas))
+	for _, r := range seen.Replicas {
+		modes[r.Name] = r.Mode
+	}
+	opposes := func(n string) bool {
+		for _, d := range want.Data {
+			if memgraph.ModeConflicts(modes[n], modeOrSync(d.Mode)) {
+				return true
+			}
+		}
+		return false
+	}
+	slices.SortStableFunc(candidates, func(a, b string) int { return boolRank(opposes(a)) - boolRank(opposes(b)) })
 	cmds = append(cmds,
 		Command{Kind: DemoteInstance, Instance: DataInstance{Name: main.Name}},
 		Command{Kind: SetMain, Candidates: candidates, Fallback: main.Name})

@@ -25,14 +25,14 @@ func TestPlan(t *testing.T) {
 			want: w32,
 			seen: Observed{Leader: "coordinator_1", Instances: fresh},
 			plan: []string{"AddCoordinator coordinator_1", "AddCoordinator coordinator_2", "AddCoordinator coordinator_3",
-				"RegisterInstance d_0", "RegisterInstance d_1", "SetMain d_0,d_1"},
+				"RegisterInstance d_0 (or ASYNC)", "RegisterInstance d_1 (or ASYNC)", "SetMain d_0,d_1"},
 		},
 		{
 			name: "leader's own entry first when it is not the lowest id",
 			want: w32,
 			seen: Observed{Leader: "coordinator_2", Instances: []memgraph.Instance{{Name: "coordinator_2", Role: "leader", Health: "up"}}},
 			plan: []string{"AddCoordinator coordinator_2", "AddCoordinator coordinator_1", "AddCoordinator coordinator_3",
-				"RegisterInstance d_0", "RegisterInstance d_1", "SetMain d_0,d_1"},
+				"RegisterInstance d_0 (or ASYNC)", "RegisterInstance d_1 (or ASYNC)", "SetMain d_0,d_1"},
 		},
 		{
 			name: "converged: nothing to write",
@@ -48,7 +48,7 @@ func TestPlan(t *testing.T) {
 			name: "re-registration after UNREGISTER by hand; the MAIN is left alone",
 			want: w32,
 			seen: Observed{Leader: "coordinator_2", Instances: view(w32, 2, ids(1, 2, 3), "d_0=main")},
-			plan: []string{"RegisterInstance d_1"},
+			plan: []string{"RegisterInstance d_1 (or ASYNC)"},
 		},
 		{
 			name: "re-add a lost coordinator",
@@ -66,7 +66,7 @@ func TestPlan(t *testing.T) {
 			name: "no MAIN with unregistered members: SET MAIN over the listed survivor only, registrations after it",
 			want: desired(3, 3, 0, 0),
 			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=replica")},
-			plan: []string{"SetMain d_0", "RegisterInstance d_1", "RegisterInstance d_2"},
+			plan: []string{"SetMain d_0", "RegisterInstance d_1 (or ASYNC)", "RegisterInstance d_2 (or ASYNC)"},
 		},
 		{
 			name:    "no MAIN and nothing up: wait",
@@ -78,7 +78,7 @@ func TestPlan(t *testing.T) {
 			name: "scale up both roles",
 			want: desired(5, 3, 0, 0),
 			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=main", "d_1=replica")},
-			plan: []string{"AddCoordinator coordinator_4", "AddCoordinator coordinator_5", "RegisterInstance d_2"},
+			plan: []string{"AddCoordinator coordinator_4", "AddCoordinator coordinator_5", "RegisterInstance d_2 (or ASYNC)"},
 		},
 		{
 			name: "data scale-down, MAIN on a survivor: unregister the retiring replica",
@@ -278,7 +278,7 @@ func TestPlan(t *testing.T) {
 			name: "grow data while shrinking coordinators",
 			want: desired(5, 3, 2, 0),
 			seen: Observed{Leader: "coordinator_1", Instances: view(desired(5, 3, 2, 0), 1, ids(1, 2, 3, 4, 5), "d_0=main", "d_1=replica")},
-			plan: []string{"RemoveCoordinator coordinator_4", "RemoveCoordinator coordinator_5", "RegisterInstance d_2"},
+			plan: []string{"RemoveCoordinator coordinator_4", "RemoveCoordinator coordinator_5", "RegisterInstance d_2 (or ASYNC)"},
 		},
 	}
 	for _, c := range cases {

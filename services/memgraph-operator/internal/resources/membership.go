@@ -40,11 +40,15 @@ func DesiredMembership(c *memgraphv1.MemgraphCluster, liveCoordinators, liveData
 			BoltServer:        addr(RoleData, ordinal, p.Bolt),
 			ManagementServer:  addr(RoleData, ordinal, p.Management),
 			ReplicationServer: addr(RoleData, ordinal, p.Replication),
+			Mode:              string(c.Spec.Replication.ModeOf(ordinal)),
 		}
 		m.Data = append(m.Data, d)
 		if ordinal >= DataInstances(c) {
 			m.RetiringData = append(m.RetiringData, d.Name)
 		}
+	}
+	for _, st := range c.Spec.CoordinatorSettings.Settings() {
+		m.Settings = append(m.Settings, planner.Setting{Name: st.Name, Value: st.Value})
 	}
 	return m
 }

@@ -350,9 +350,28 @@ func TestDesiredMembership(t *testing.T) {
 	wantData := planner.DataInstance{Name: "demo_data_0",
 		BoltServer:        "demo-data-0.demo-data.db.svc.example.org:17687",
 		ManagementServer:  "demo-data-0.demo-data.db.svc.example.org:11000",
-		ReplicationServer: "demo-data-0.demo-data.db.svc.example.org:21000"}
+		ReplicationServer: "demo-data-0.demo-data.db.svc.example.org:21000", Mode: "SYNC"}
 	if m.Data[0] != wantData {
 		t.Errorf("data %+v, want %+v", m.Data[0], wantData)
+	}
+	wantSettings := []planner.Setting{{Name: "instance_down_timeout_sec", Value: "5"},
+		{Name: "instance_health_check_frequency_sec", Value: "1"}, {Name: "sync_failover_only", Value: "true"}}
+	if !slices.Equal(m.Settings, wantSettings) {
+		t.Errorf("settings %v, want %v", m.Settings, wantSettings)
+	}
+	// Modes and settings come from the spec: the cluster's mode, an instance's own, the
+	// settings as Memgraph spells them.
+	c2 := tuned()
+	c2.Spec.Replication = memgraphv1.ReplicationSpec{Mode: memgraphv1.ReplicationStrictSync,
+		Instances: []memgraphv1.InstanceReplication{{Ordinal: 1, Mode: memgraphv1.ReplicationAsync}}}
+	c2.Spec.CoordinatorSettings = memgraphv1.CoordinatorSettings{InstanceDownTimeoutSec: 9, InstanceHealthCheckFrequencySec: 2, SyncFailoverOnly: ptr.To(false)}
+	m2 := DesiredMembership(c2, 1, 3)
+	if got := []string{m2.Data[0].Mode, m2.Data[1].Mode, m2.Data[2].Mode}; !slices.Equal(got, []string{"STRICT_SYNC", "ASYNC", "STRICT_SYNC"}) {
+		t.Errorf("modes %v", got)
+	}
+	if want := []planner.Setting{{Name: "instance_down_timeout_sec", Value: "9"},
+		{Name: "instance_health_check_frequency_sec", Value: "2"}, {Name: "sync_failover_only", Value: "false"}}; !slices.Equal(m2.Settings, want) {
+		t.Errorf("settings %v, want %v", m2.Settings, want)
 	}
 	if got := DataInstanceName("my.graph-x", 3); got != "my_graph_x_data_3" {
 		t.Errorf("DataInstanceName = %q", got)
