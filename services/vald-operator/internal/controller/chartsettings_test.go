@@ -2,7 +2,6 @@ package controller
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"testing"
 
@@ -110,5 +109,5 @@ func TestChartSettingsThroughAPIServer(t *testing.T) {
 
 func show(v any) string {
 	b, _ := json.Marshal(v)
-	return fmt.Sprintf("%s", b)
+	return string(b)
 }
