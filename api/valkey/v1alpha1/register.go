@@ -6,5 +6,6 @@ func knownTypes() []runtime.Object {
 	return []runtime.Object{
 		&ValkeyCluster{}, &ValkeyClusterList{},
 		&ValkeyNode{}, &ValkeyNodeList{},
+		&ValkeyBackup{}, &ValkeyBackupList{},
 	}
 }

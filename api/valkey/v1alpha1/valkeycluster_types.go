@@ -162,6 +162,10 @@ type ValkeyClusterSpec struct {
 	// its primary, which first hands its slots to an in-sync replica.
 	// +optional
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
+	// Backup is where ValkeyBackups of this cluster are stored. Not in upstream.
+	// +optional
+	Backup *BackupConfiguration `json:"backup,omitempty"`
 }
 
 // RolloutSpec tunes rolling updates.
