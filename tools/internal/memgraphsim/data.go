@@ -17,7 +17,7 @@ import (
 // Memgraph's error texts for data instances.
 const (
 	ErrWriteOnReplica      = "Write queries are forbidden on the replica instance."
-	ErrWriteOnReadOnlyMain = "Write queries currently forbidden on the main instance. The cluster is in the process of setting up a new main instance, please retry the query later on."
+	ErrWriteOnReadOnlyMain = "Write queries currently forbidden on the main instance. Either the cluster is in read-only mode, or a new main instance is being set up. Please retry the query later on if this is transient."
 	// ErrSyncReplica is returned for a transaction a SYNC replica did not confirm: it is
 	// committed on the MAIN all the same, and the replica catches up later.
 	ErrSyncReplica = "Replication Exception: At least one SYNC replica has not confirmed committing last transaction. Check the status of the replicas using 'SHOW REPLICAS' query."
@@ -100,8 +100,12 @@ func newDataInstance(opts Options, ilog *invariantLog, log *slog.Logger) (*dataI
 	if err != nil {
 		return nil, err
 	}
+	// Every instance starts as a MAIN; under HA (a management port) it refuses writes until
+	// a coordinator promotes it, whether it is fresh or restored a MAIN from disk, as
+	// Memgraph 3.12's ReplicationState does (writing_enabled_ false while part of an HA
+	// cluster): a pod that just started is never a second writable MAIN.
 	d := &dataInstance{opts: opts, store: store, auth: auth, ilog: ilog, log: log, links: map[string]*replicaLink{},
-		st: replState{Role: RoleMain}, writable: true, stop: make(chan struct{})}
+		st: replState{Role: RoleMain}, writable: !opts.IsHA(), stop: make(chan struct{})}
 	d.pauseReplicationTo(opts.PauseReplicationTo...)
 	if opts.RestoreReplication {
 		var st replState
