@@ -48,6 +48,22 @@ func (s *fuzzBytes) label(maxLen int) string {
 	return string(b)
 }
 
+// spread is nil (the default), an empty list (none) or constraints admission accepts.
+func (s *fuzzBytes) spread() *[]valdv1.TopologySpread {
+	switch s.Next() % 3 {
+	case 0:
+		return nil
+	case 1:
+		return &[]valdv1.TopologySpread{}
+	}
+	out := []valdv1.TopologySpread{}
+	for range 1 + s.Next()%3 {
+		out = append(out, valdv1.TopologySpread{MaxSkew: int32(s.Next() % 4), TopologyKey: s.pick("kubernetes.io/hostname", "topology.kubernetes.io/zone", "rack"),
+			WhenUnsatisfiable: s.pick("", "DoNotSchedule", "ScheduleAnyway")})
+	}
+	return &out
+}
+
 // quantity is a positive quantity or "".
 func (s *fuzzBytes) quantity(options ...string) string {
 	return s.pick(append([]string{""}, options...)...)
@@ -122,6 +138,24 @@ func decodeRelease(s *fuzzBytes) (*valdv1.ValdOperatorRelease, NodePools, Config
 		v.Gateway.Ingress = &valdv1.Ingress{Enabled: x == 1, Host: s.pick("", "vald.example.com", "*.example.com")}
 	}
 	v.Discoverer.Kind = s.pick("", "DaemonSet", "Deployment")
+	// Issue 22 item 4: spread, memory limit, gateway replicas, index jobs, annotations.
+	v.Agent.MemoryLimit = s.quantity("1Gi", "64Gi", "2Ti")
+	v.Agent.TopologySpreadConstraints, v.Gateway.TopologySpreadConstraints = s.spread(), s.spread()
+	v.Discoverer.TopologySpreadConstraints, v.Indexer.TopologySpreadConstraints = s.spread(), s.spread()
+	v.Indexer.IndexSuspend, v.Indexer.SaveSuspend = s.Next()%2 == 1, s.Next()%2 == 1
+	v.Indexer.SaveSchedule = s.pick("", "@hourly", "0 */6 * * *")
+	switch s.Next() % 4 {
+	case 1:
+		v.Gateway.MinReplicas = ptr.To(int32(1 + s.Next()%50))
+	case 2:
+		v.Gateway.MaxReplicas = ptr.To(int32(1 + s.Next()%50))
+	case 3:
+		minR := int32(1 + s.Next()%50)
+		v.Gateway.MinReplicas, v.Gateway.MaxReplicas = &minR, ptr.To(minR+int32(s.Next()%50)) // admission keeps min <= max
+	}
+	if v.Gateway.Ingress != nil && s.Next()%2 == 1 {
+		v.Gateway.Ingress.Annotations = map[string]string{"team": s.pick("search", "")}
+	}
 
 	var nodes NodePools
 	if x := s.Next() % 4; x > 0 {
@@ -141,6 +175,16 @@ func decodeRelease(s *fuzzBytes) (*valdv1.ValdOperatorRelease, NodePools, Config
 	cfg.DiscovererKind = s.pick("Deployment", "DaemonSet")
 	cfg.DiscovererMaxUnavailable = intstr.Parse(s.pick("1", "3", "25%"))
 	cfg.DiscovererPDBMaxUnavailable = s.pick("", "0", "2", "50%")
+	cfg.GatewayAgentsPerReplica = []int{2, 1, 7, 10000}[s.Next()%4]
+	cfg.GatewayMinReplicas = []int{2, 1, 5}[s.Next()%3]
+	cfg.GatewayMaxReplicas = cfg.GatewayMinReplicas + []int{98, 0, 9995}[s.Next()%3]
+	if s.Next()%2 == 1 {
+		cfg.GatewayIngressAnnotations = map[string]string{"team": "platform", "nginx.ingress.kubernetes.io/backend-protocol": "GRPC"}
+	}
+	if s.Next()%2 == 1 {
+		cfg.DefaultValues = map[string]any{"defaults": map[string]any{"image": map[string]any{"tag": "v1.8.0"}},
+			"gateway": map[string]any{"lb": map[string]any{"minReplicas": float64(9), "ingress": map[string]any{"host": "t.example.com"}}}}
+	}
 
 	overlay := s.Next() % 4
 	switch overlay {
@@ -217,6 +261,9 @@ func checkBuildError(t *testing.T, vor *valdv1.ValdOperatorRelease, admitted []v
 	if overlay != 0 || len(admitted) == 0 {
 		return
 	}
+	if vor.Spec.VectorEngine.Vald.Agent.MemoryLimit != "" && strings.Contains(be.Message, "memoryLimit") {
+		return // below the request: the request comes from the pool, which admission does not relate
+	}
 	seen := map[string]bool{}
 	for _, cl := range admitted {
 		if cl.Name == "" || len(Name(vor.Namespace, cl.Name)) > MaxNameLength || seen[cl.Name] {
@@ -275,6 +322,9 @@ func checkReleases(t *testing.T, vor *valdv1.ValdOperatorRelease, admitted []val
 				t.Fatalf("%s: key %s is not one the chart declares", vr.Name, path)
 			}
 		})
+		if lb, _ := values["gateway"].(map[string]any)["lb"].(map[string]any); lb["maxReplicas"] != nil && lb["minReplicas"].(float64) > lb["maxReplicas"].(float64) {
+			t.Fatalf("%s: gateway minReplicas %v above maxReplicas %v", vr.Name, lb["minReplicas"], lb["maxReplicas"])
+		}
 		if len(objs) < 10 {
 			t.Fatalf("%s renders %d objects: %v", vr.Name, len(objs), objs)
 		}
