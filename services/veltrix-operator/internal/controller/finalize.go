@@ -140,6 +140,13 @@ func (ctl *Controller) reclaim(ctx context.Context, c *veltrixv1.VeltrixCluster,
 		return 0, fmt.Errorf("listing the volumes: %w", err)
 	}
 	nodes := append([]string(nil), c.Status.Nodes...)
+	// A lost node that came back holds disks prepared for the cluster too; one still gone
+	// is not asked (its agent could never answer, and the deletion would wait for it).
+	for _, l := range c.Status.LostNodes {
+		if len(l.ReturnedDisks) > 0 && !contains(nodes, l.Node) {
+			nodes = append(nodes, l.Node)
+		}
+	}
 	for i := range pvs.Items {
 		pv := &pvs.Items[i]
 		if n := resources.VolumeNode(pv); n != "" && !contains(nodes, n) {

@@ -70,6 +70,12 @@ func (p *pass) observeLost(ctx context.Context) error {
 	d := planner.PlanLost(in)
 	p.lost = &d
 	c.Status.LostNodes = d.Lost
+	if n := d.Reoffered; n != "" && !contains(c.Status.Nodes, n) {
+		// Its disks are the cluster's again: asked among the used nodes, and released
+		// with reclaim policy Delete.
+		c.Status.Nodes = append(c.Status.Nodes, n)
+		sort.Strings(c.Status.Nodes)
+	}
 	return p.clearLostAnnotations(ctx, d)
 }
 

@@ -239,6 +239,7 @@ func TestLostNodeReplaced(t *testing.T) {
 	ctx := context.Background()
 	r := newLostRig(t, "lostauto", func(c *veltrixv1.VeltrixCluster) {
 		c.Spec.LostNodes = veltrixv1.LostNodesSpec{Replace: veltrixv1.LostNodeReplaceAutomatic}
+		c.Spec.ReclaimPolicy = veltrixv1.ReclaimDelete
 	})
 	const keys = 200
 	conn := r.sims.Server(0).Conn()
@@ -316,11 +317,30 @@ func TestLostNodeReplaced(t *testing.T) {
 	}
 	r.annotate(veltrixv1.AnnotationReofferNode, lostNode)
 	condition(t, r.c, veltrixv1.ConditionDisksReturned, metav1.ConditionFalse, veltrixv1.ReasonNoDisksReturned)
-	testenv.Eventually(t, 30*time.Second, "the node unlisted and the annotation gone", func() (bool, string) {
+	testenv.Eventually(t, 30*time.Second, "the node unlisted, used again, and the annotation gone", func() (bool, string) {
 		live := r.live()
 		_, annotated := live.Annotations[veltrixv1.AnnotationReofferNode]
-		return len(live.Status.LostNodes) == 0 && !annotated, fmt.Sprintf("lostNodes %+v, annotations %v", live.Status.LostNodes, live.Annotations)
+		return len(live.Status.LostNodes) == 0 && !annotated && contains(live.Status.Nodes, lostNode),
+			fmt.Sprintf("lostNodes %+v, nodes %v, annotations %v", live.Status.LostNodes, live.Status.Nodes, live.Annotations)
 	})
+
+	// Its disk is the cluster's again: reclaim policy Delete releases it with the others.
+	if err := env.Client.Delete(ctx, r.live()); err != nil {
+		t.Fatal(err)
+	}
+	for o := range int32(3) { // the StatefulSet's pods, which no controller deletes here
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.c.Namespace, Name: resources.PodName(r.c, o)}}
+		if err := env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, 60*time.Second, "the cluster gone", func() (bool, string) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(r.c), &veltrixv1.VeltrixCluster{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if p := r.f.prepared(t, lostNode); len(p) != 0 {
+		t.Errorf("the re-offered node still has %d prepared disks after reclaim policy Delete", len(p))
+	}
 }
 
 // TestLostNodeManual: with the default policy (Manual) a member whose node stays NotReady

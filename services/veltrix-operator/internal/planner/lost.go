@@ -102,6 +102,9 @@ type LostDecision struct {
 	// ClearReplace and ClearReoffer: the annotation was acted on (or names nothing it could
 	// act on) and is to be removed.
 	ClearReplace, ClearReoffer bool
+	// Reoffered is the node the annotation took off the list ("" when none): its disks are
+	// the cluster's again, like those of any node it uses.
+	Reoffered string
 	// MemberLost and DisksReturned are the conditions (no generation; the caller sets it).
 	MemberLost, DisksReturned metav1.Condition
 }
@@ -135,6 +138,7 @@ func PlanLost(in LostInput) LostDecision {
 			d.ClearReoffer = true
 			if i >= 0 {
 				records = slices.Delete(records, i, i+1)
+				d.Reoffered = node
 			}
 		}
 	}

@@ -55,6 +55,7 @@ func TestPlanLost(t *testing.T) {
 		disks      string // DisksReturned reason
 		clearRepl  bool
 		clearOffer bool
+		reoffered  string
 	}{
 		{name: "all nodes ready", in: lostInput(func(*LostInput) {}),
 			reason: veltrixv1.ReasonNoMemberLost, status: metav1.ConditionFalse, disks: veltrixv1.ReasonNoDisksReturned},
@@ -130,7 +131,7 @@ func TestPlanLost(t *testing.T) {
 			in.Members[2] = PlacedMember{Pod: "vx-2", Node: "node-d", Disks: []string{"ud"}, Serving: true}
 			in.Reported = map[string][]string{"node-c": {"uc"}}
 			in.ReofferRequested = "node-c"
-		}), reason: veltrixv1.ReasonNoMemberLost, status: metav1.ConditionFalse, disks: veltrixv1.ReasonNoDisksReturned, clearOffer: true},
+		}), reason: veltrixv1.ReasonNoMemberLost, status: metav1.ConditionFalse, disks: veltrixv1.ReasonNoDisksReturned, clearOffer: true, reoffered: "node-c"},
 		{name: "not re-offered while its member is replaced", in: lostInput(func(in *LostInput) {
 			delete(in.Nodes, "node-c")
 			in.Lost = []veltrixv1.LostNode{replacing}
@@ -165,6 +166,9 @@ func TestPlanLost(t *testing.T) {
 			}
 			if tc.disks != "" && d.DisksReturned.Reason != tc.disks {
 				t.Errorf("DisksReturned %s (%s), want %s", d.DisksReturned.Reason, d.DisksReturned.Message, tc.disks)
+			}
+			if d.Reoffered != tc.reoffered {
+				t.Errorf("Reoffered %q, want %q", d.Reoffered, tc.reoffered)
 			}
 			if d.ClearReplace != tc.clearRepl || d.ClearReoffer != tc.clearOffer {
 				t.Errorf("clear replace %v reoffer %v, want %v %v", d.ClearReplace, d.ClearReoffer, tc.clearRepl, tc.clearOffer)
