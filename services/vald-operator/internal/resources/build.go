@@ -253,7 +253,7 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 	if res != nil {
 		agent["resources"] = res
 	}
-	spread(agent, v.Agent.TopologySpreadConstraints, pods.agent, release, "DoNotSchedule")
+	spread(agent, v.Agent.TopologySpreadConstraints, pods.agent, release, AgentWhenUnsatisfiable)
 	if pv := v.Agent.PersistentVolume; pv != nil {
 		if pv.Enabled {
 			size := PVSize(agentMemory, cfg)
@@ -304,7 +304,7 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 	if general != nil {
 		placeOn(lb, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
 	}
-	spread(lb, v.Gateway.TopologySpreadConstraints, pods.gateway, release, "ScheduleAnyway")
+	spread(lb, v.Gateway.TopologySpreadConstraints, pods.gateway, release, DefaultComponentWhenUnsatisfiable)
 	values["gateway"] = map[string]any{"lb": lb}
 
 	// Discoverer.
@@ -332,7 +332,7 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 	}
 	// A DaemonSet has one pod per node already.
 	if disc["kind"] == "Deployment" {
-		spread(disc, v.Discoverer.TopologySpreadConstraints, pods.discoverer, release, "ScheduleAnyway")
+		spread(disc, v.Discoverer.TopologySpreadConstraints, pods.discoverer, release, DefaultComponentWhenUnsatisfiable)
 	}
 	values["discoverer"] = disc
 
@@ -350,7 +350,7 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 		setString(indexer, "auto_save_index_wait_duration", v.Indexer.SaveDuration)
 		setInt(indexer, "concurrency", v.Indexer.Concurrency)
 		index["indexer"] = indexer
-		spread(index, v.Indexer.TopologySpreadConstraints, pods.indexManager, release, "ScheduleAnyway")
+		spread(index, v.Indexer.TopologySpreadConstraints, pods.indexManager, release, DefaultComponentWhenUnsatisfiable)
 	} else {
 		jobs := []struct {
 			key, schedule string

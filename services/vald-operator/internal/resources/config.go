@@ -17,9 +17,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// DefaultTopologyKey is the topology key of the spread every component gets when its
-// release sets none: one domain per node.
-const DefaultTopologyKey = "kubernetes.io/hostname"
+// The spread every component gets when its release sets none: one domain per node,
+// maxSkew 1. Agents must not share a node (neither has a memory limit, see agentRequests),
+// so a pod waits rather than break the skew; for the other components it is a preference,
+// so a gateway still starts on a pool short of nodes.
+const (
+	DefaultTopologyKey                = "kubernetes.io/hostname"
+	AgentWhenUnsatisfiable            = "DoNotSchedule"
+	DefaultComponentWhenUnsatisfiable = "ScheduleAnyway"
+)
 
 // Config is the operator-wide configuration the builder applies where a release leaves a
 // field empty. Every field comes from a flag whose default is an environment variable.
