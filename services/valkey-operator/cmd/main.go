@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	valkeyv1alpha1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	"github.com/opsuite/suite/services/valkey-operator/internal/connect"
+	backupcontroller "github.com/opsuite/suite/services/valkey-operator/internal/controller/backup"
 	clustercontroller "github.com/opsuite/suite/services/valkey-operator/internal/controller/cluster"
 	nodecontroller "github.com/opsuite/suite/services/valkey-operator/internal/controller/node"
 	"github.com/opsuite/suite/services/valkey-operator/internal/handover"
@@ -68,6 +69,9 @@ func setup(mgr ctrl.Manager, _ logr.Logger, namespaces []string) error {
 	c := connect.CacheThenAPI(mgr.GetClient(), mgr.GetAPIReader())
 	if err := clustercontroller.Setup(mgr, clustercontroller.Config{Namespaces: namespaces}); err != nil {
 		return fmt.Errorf("ValkeyCluster controller: %w", err)
+	}
+	if err := backupcontroller.Setup(mgr, backupcontroller.Config{}); err != nil {
+		return fmt.Errorf("ValkeyBackup controller: %w", err)
 	}
 	return nodecontroller.Setup(mgr, nodecontroller.Config{
 		// The pods install the preStop hand-over from the operator's own image (the chart
