@@ -14,6 +14,13 @@ const (
 	ConditionNodesPrepared = "NodesPrepared"
 )
 
+// RoleAssignedGate is the readiness gate of data-instance pods: the operator sets it True
+// once the Raft leader's SHOW INSTANCES shows the instance up as MAIN or replica, that is
+// once the coordinators have given it its role, and False while it is unregistered, down
+// or of unknown role. Until then the pod is not Ready: a rolling update waits for it and
+// it counts as unavailable.
+const RoleAssignedGate = "memgraph.com/role-assigned"
+
 // Condition reasons named by the product document; stable, since users wait on them.
 const (
 	ReasonConverged                    = "Converged"

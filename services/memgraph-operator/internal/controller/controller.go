@@ -47,6 +47,7 @@ const Name = "memgraphcluster-controller"
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Registrar brings the cluster's HA membership towards want: one call per pass, only when
@@ -83,6 +84,10 @@ type Registration struct {
 	// CoordinatorsBehind names the coordinators whose own view of the cluster did not
 	// match the leader's this pass (not caught up with the Raft log, or not answering).
 	CoordinatorsBehind []string
+	// DataRoles are the data instances the leader's SHOW INSTANCES shows up, by name, with
+	// their role (main or replica); nil when no leader answered this pass, and then the
+	// role-assigned gates are left as they are.
+	DataRoles map[string]string
 }
 
 // SysctlChecker asks a node's agent for vm.max_map_count against a minimum (raising it

@@ -73,7 +73,16 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	}
 	p.checkNodes(ctx)
 	for _, r := range roles {
-		if msg := notReady(p.sts[r], r); msg != "" {
+		msg := notReady(p.sts[r], r)
+		if msg != "" && r == resources.RoleData {
+			// Data pods are not Ready before the registration gives them a role
+			// (rolegate.go): that they run is what the registration waits for.
+			var err error
+			if msg, err = p.dataPodsRunning(ctx); err != nil {
+				return 0, err
+			}
+		}
+		if msg != "" {
 			p.notReady = append(p.notReady, msg)
 		}
 	}
@@ -119,6 +128,9 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 		return cfg.Poll, nil
 	}
 	p.reg = &reg
+	if err := p.roleGates(ctx); err != nil {
+		return 0, err
+	}
 	if err := p.syncCredentials(ctx, creds); err != nil {
 		return 0, err
 	}

@@ -54,9 +54,15 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 			}
 		}
 	}
+	if out.Leader != "" && out.Instances != nil {
+		r.DataRoles = map[string]string{}
+	}
 	for _, i := range out.Instances {
 		if i.Name == out.Main && out.Main != "" {
 			r.MainBolt = i.BoltServer
+		}
+		if r.DataRoles != nil && !i.IsCoordinator() && i.Up() && (i.Role == memgraph.RoleMain || i.Role == memgraph.RoleReplica) {
+			r.DataRoles[i.Name] = i.Role
 		}
 		if i.IsCoordinator() {
 			r.Coordinators++

@@ -82,7 +82,15 @@ func claim(name string, labels map[string]string, size *resource.Quantity, defSi
 
 func podSpec(c *memgraphv1.MemgraphCluster, r Role) corev1.PodSpec {
 	p := placement(c, r)
+	var gates []corev1.PodReadinessGate
+	if r == RoleData {
+		// Ready only once the coordinators gave the instance its role (the operator sets
+		// the gate from the leader's SHOW INSTANCES): a just-started MAIN refuses writes
+		// until promoted, and a roll must not go on before the instance serves again.
+		gates = []corev1.PodReadinessGate{{ConditionType: memgraphv1.RoleAssignedGate}}
+	}
 	return corev1.PodSpec{
+		ReadinessGates:                gates,
 		Affinity:                      p.Affinity,
 		NodeSelector:                  p.NodeSelector,
 		Tolerations:                   p.Tolerations,
