@@ -1,12 +1,16 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestChartSettingsThroughAPIServer runs the settings of issue 22 item 4 through the API
@@ -82,6 +86,31 @@ func TestChartSettingsThroughAPIServer(t *testing.T) {
 	}
 	if tsc, _ := at(v, "discoverer", "topologySpreadConstraints").([]any); len(tsc) != 1 {
 		t.Errorf("discoverer spread %s, want the default one", show(tsc))
+	}
+
+	// What the chart copies into the pods' spec is valid Kubernetes: a pod carrying each
+	// component's spread, placement and the agent's resources passes the API server's
+	// validation (dry run), its labels those the chart gives (which the selectors match).
+	for _, c := range []struct{ path, name string }{{"agent", "vald-agent-a"}, {"discoverer", "vald-discoverer-a"}, {"manager.index.creator", "vald-index-creation-a"}} {
+		component, _ := at(v, strings.Split(c.path, ".")...).(map[string]any)
+		podSpec := map[string]any{"containers": []any{map[string]any{"name": "c", "image": "i", "resources": component["resources"]}}}
+		for _, k := range []string{"topologySpreadConstraints", "nodeSelector", "tolerations"} {
+			if component[k] != nil {
+				podSpec[k] = component[k]
+			}
+		}
+		raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"name": "p", "namespace": h.ns,
+			"labels": map[string]any{"app": c.name, "app.kubernetes.io/instance": name}}, "spec": podSpec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{}
+		if err := json.Unmarshal(raw, pod); err != nil {
+			t.Fatalf("%s: not a pod spec: %v", c.path, err)
+		}
+		if err := env.Client.Create(context.Background(), pod, client.DryRunAll); err != nil {
+			t.Errorf("%s: a pod with the component's values is refused: %v", c.path, err)
+		}
 	}
 
 	// A limit the release sets is written; removed from the release, it goes.
