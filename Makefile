@@ -122,9 +122,13 @@ lint: tools check-generated ## golangci-lint in every module, buf lint/format/br
 images: build ## One OCI image per service in dist/images (layout and tarball), tagged with the chart's appVersion.
 	cd tools && SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) GOWORK=off go run ./cmd/images -revision $$(git rev-parse HEAD)
 
+# tools/e2e/partition_test.go's partitionComment.
+PARTITION_COMMENT := opsuite-e2e-partition
+
 .PHONY: sweep
-sweep: ## Kill control-plane processes orphaned by killed test runs.
+sweep: ## Kill control-plane processes orphaned by killed test runs; remove the e2e suite's leftover partition rules.
 	cd shared && go run ./testenv/cmd/sweep
+	@if command -v iptables >/dev/null; then iptables -S OUTPUT | grep -e '--comment $(PARTITION_COMMENT)' | sed 's/^-A /-D /' | while read -r rule; do iptables $$rule; done; fi
 
 # Every module's packages but the e2e suite's, as one `go test` over the workspace: one
 # module's test builds and runs overlap another's (a loop per module waited for each

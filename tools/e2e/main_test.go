@@ -290,7 +290,9 @@ func setup() (teardown func(), err error) {
 	o.Nodes = localcluster.DefaultNodes("default", general, e2eAgentNodes, o.NodeIPPrefix)
 	// A port base of the suite's own, below the kernel's ephemeral range (32768-60999
 	// here), where outgoing connections of the busy host could hold one of the ports.
-	o.PortBase = defaultPortBase
+	// Instances use ports of their own too: a run's ports are free while its control plane
+	// is stopped (a control-plane outage), and another run must not take them then.
+	o.PortBase = defaultPortBase + 10*(instance-defaultInstance)
 	if v := os.Getenv("E2E_PORT_BASE"); v != "" {
 		if o.PortBase, err = strconv.Atoi(v); err != nil {
 			return cleanWork, fmt.Errorf("E2E_PORT_BASE=%q: %w", v, err)

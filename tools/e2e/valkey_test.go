@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -189,8 +190,11 @@ func TestValkeyScenario(t *testing.T) {
 	s.step(ctx, "kill the operator in the middle of a rebalance to 4x1", 4*time.Minute, vkWant{4, 1, vkImageNew, ""}, s.scaleAndKillOperator,
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventSlotsRebalancing, valkeyv1.EventClusterReady)
 
+	s.step(ctx, "restart the control plane in the middle of a rebalance to 5x1", 5*time.Minute, vkWant{5, 1, vkImageNew, ""}, s.scaleAndRestartControlPlane,
+		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventSlotsRebalancing, valkeyv1.EventClusterReady)
+
 	sum := s.stopWriter()
-	s.steady(ctx, 30*time.Second)
+	s.steady(ctx, 30*time.Second, vkWant{5, 1, vkImageNew, ""})
 
 	t.Logf("writer: %d writes acknowledged, %d refused, longest outage %.2fs, %d lost, %d unreadable; its summary:\n%s",
 		sum.Acked, sum.Refused, sum.LongestOutageSeconds, sum.Lost, sum.Unreadable, sum.raw)
@@ -224,6 +228,7 @@ type vkScenario struct {
 	allowWarnings bool
 
 	writer      *exec.Cmd
+	writerRate  int // writes per second; 0 is 100
 	writerStart time.Time
 	writerOut   bytes.Buffer
 	writerLog   string
@@ -790,11 +795,69 @@ func (s *vkScenario) scaleAndKillOperator(ctx context.Context) error {
 	if err := s.patch(`{"spec":{"shards":4}}`)(ctx); err != nil {
 		return err
 	}
-	newPrimary := s.name + "-3-0"
-	share := 16384 / 4
+	how, done, err := s.awaitRebalanceStarted(ctx, begin, 4)
+	if err != nil {
+		return err
+	}
+	op := serviceByName("valkey-operator")
+	ps, err := readyPods(ctx, op)
+	if err != nil || len(ps) == 0 {
+		return fmt.Errorf("no ready operator pod to kill (%w):\n%s", err, describePods(ctx, op))
+	}
+	for _, p := range ps {
+		if err := env.client.CoreV1().Pods(op.namespace()).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			return err
+		}
+		t.Logf("deleted operator pod %s (grace 0) mid-rebalance: %s", p.Name, how)
+	}
+	if done {
+		t.Errorf("the rebalance had already finished when the operator was killed (%s): the kill proves nothing", how)
+	}
+	killed := map[types.UID]bool{}
+	for _, p := range ps {
+		killed[p.UID] = true
+	}
+	return poll(ctx, t, "a new operator pod Ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		ready, err := readyPods(ctx, op)
+		if err != nil {
+			return transient(err)
+		}
+		for _, p := range ready {
+			if !killed[p.UID] {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// scaleAndRestartControlPlane scales out to 5 shards and, once slots move to the new
+// shard, stops kube-apiserver and etcd for 20 s: the operator (which loses its lease and
+// restarts) must finish the reshard from what it finds, the writer losing nothing.
+func (s *vkScenario) scaleAndRestartControlPlane(ctx context.Context) error {
+	begin := time.Now()
+	if err := s.patch(`{"spec":{"shards":5}}`)(ctx); err != nil {
+		return err
+	}
+	how, done, err := s.awaitRebalanceStarted(ctx, begin, 5)
+	if err != nil {
+		return err
+	}
+	if done {
+		s.t.Errorf("the rebalance had already finished before the outage (%s): the outage proves nothing", how)
+	}
+	s.t.Logf("control-plane outage mid-rebalance: %s", how)
+	return controlPlaneOutage(ctx, s.t, 20*time.Second)
+}
+
+// awaitRebalanceStarted waits until the newest shard's primary (of shards) owns a slot
+// or is importing one, or SlotsRebalancing was emitted since begin; done says whether it
+// already owned its whole share.
+func (s *vkScenario) awaitRebalanceStarted(ctx context.Context, begin time.Time, shards int) (how string, done bool, err error) {
+	newPrimary := fmt.Sprintf("%s-%d-0", s.name, shards-1)
+	share := 16384 / shards
 	var owned int
-	var how string
-	err := pollEvery(ctx, 100*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
+	err = pollEvery(ctx, 100*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		u, err := env.dyn.Resource(vknGVR).Namespace(s.ns).Get(ctx, newPrimary, metav1.GetOptions{})
 		if err != nil {
 			return transient(err) // not created yet
@@ -832,38 +895,9 @@ func (s *vkScenario) scaleAndKillOperator(ctx context.Context) error {
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("no slot moved to %s within 2 minutes of the scale: %w", newPrimary, err)
+		return "", false, fmt.Errorf("no slot moved to %s within 2 minutes of the scale: %w", newPrimary, err)
 	}
-	op := serviceByName("valkey-operator")
-	ps, err := readyPods(ctx, op)
-	if err != nil || len(ps) == 0 {
-		return fmt.Errorf("no ready operator pod to kill (%w):\n%s", err, describePods(ctx, op))
-	}
-	for _, p := range ps {
-		if err := env.client.CoreV1().Pods(op.namespace()).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-			return err
-		}
-		t.Logf("deleted operator pod %s (grace 0) mid-rebalance: %s", p.Name, how)
-	}
-	if owned >= share {
-		t.Errorf("the rebalance had already finished when the operator was killed (%s): the kill proves nothing", how)
-	}
-	killed := map[types.UID]bool{}
-	for _, p := range ps {
-		killed[p.UID] = true
-	}
-	return poll(ctx, t, "a new operator pod Ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		ready, err := readyPods(ctx, op)
-		if err != nil {
-			return transient(err)
-		}
-		for _, p := range ready {
-			if !killed[p.UID] {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	return how, owned >= share, nil
 }
 
 // transient lets a poll go on after an error that may pass (a busy apiserver, a member
@@ -889,7 +923,7 @@ func pollEvery(ctx context.Context, every, timeout time.Duration, cond func(cont
 // steady pokes the Ready cluster with an annotation (a reconcile with nothing to do) and
 // then watches it for d: no event about it or its nodes may appear; status writes are
 // reported.
-func (s *vkScenario) steady(ctx context.Context, d time.Duration) {
+func (s *vkScenario) steady(ctx context.Context, d time.Duration, want vkWant) {
 	t := s.t
 	begin := time.Now() // events carry microseconds: the previous step's are before this
 	out, err := kubectl(ctx, "annotate", "vkc", s.name, "-n", s.ns, "--overwrite", "e2e.opsuite.io/poke="+time.Now().UTC().Format(time.RFC3339))
@@ -925,7 +959,7 @@ func (s *vkScenario) steady(ctx context.Context, d time.Duration) {
 	if c, err := s.cluster(ctx); err == nil && c.ResourceVersion != rv {
 		t.Logf("steady cluster: the ValkeyCluster was written during those %s (resourceVersion %s -> %s)", d, rv, c.ResourceVersion)
 	}
-	if w, err := s.apiReady(ctx, vkWant{4, 1, vkImageNew, ""}); err != nil || w != "" {
+	if w, err := s.apiReady(ctx, want); err != nil || w != "" {
 		t.Errorf("the cluster left Ready while steady: %s %v", w, err)
 	}
 }
@@ -972,7 +1006,11 @@ func (s *vkScenario) startWriter(ctx context.Context, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.writer = exec.Command(bin, "run", "-seeds-file", s.seeds, "-user", s.user, "-acked", filepath.Join(dir, "acked"), "-rate", "100")
+	rate := s.writerRate
+	if rate == 0 {
+		rate = 100
+	}
+	s.writer = exec.Command(bin, "run", "-seeds-file", s.seeds, "-user", s.user, "-acked", filepath.Join(dir, "acked"), "-rate", strconv.Itoa(rate))
 	s.writer.Env = append(os.Environ(), "VALKEY_PASSWORD="+s.password)
 	s.writer.Stdout, s.writer.Stderr = &s.writerOut, logf
 	if err := s.writer.Start(); err != nil {

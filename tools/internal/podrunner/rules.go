@@ -66,11 +66,14 @@ func DefaultImageRules(binDir string) []ImageRule {
 			ExtraArgs: extra, ListenFlags: ListenFlagsOpsuite, User: images.User}
 	}
 	// Both images carry both executable names (Valkey installs redis-* links; the operator
-	// runs valkey-server whatever spec.image is).
+	// runs valkey-server whatever spec.image is). A pod's own network namespace would make
+	// the server's outbound connections (cluster bus, replication) come from the pod's
+	// address; here they share the host's, so bind-source-addr says so (a partition
+	// between two pods' addresses then cuts both ways).
 	server := func(image, binary, user string) ImageRule {
 		return ImageRule{Image: image, Binary: binary,
 			Commands:  []string{"redis-server", "valkey-server", "docker-entrypoint.sh"},
-			ExtraArgs: []string{"--bind", "$(POD_IP)"}, User: user, WorkingDir: "/data"}
+			ExtraArgs: []string{"--bind", "$(POD_IP)", "--bind-source-addr", "$(POD_IP)"}, User: user, WorkingDir: "/data"}
 	}
 	const valkeyServer, redisServer = "/usr/bin/valkey-server", "/usr/bin/redis-server"
 	agent := opsuite("ghcr.io/opsuite/node-agent", "--allow-loop-devices", "--device-allow=$("+NodeDevicesVar+")")

@@ -74,6 +74,8 @@ type Runner struct {
 	cfg   Config
 	rules Rules
 	log   *slog.Logger
+	// stopped is Run's ctx.Done(): retries of API writes end with the runner.
+	stopped <-chan struct{}
 
 	pods     corelisters.PodLister
 	nodes    corelisters.NodeLister
@@ -139,6 +141,7 @@ func (r *Runner) Managed(pod *corev1.Pod) bool {
 // Run watches the cluster until ctx ends, then stops every process it started. synced is
 // closed once the caches are filled.
 func (r *Runner) Run(ctx context.Context, synced chan<- struct{}) error {
+	r.stopped = ctx.Done()
 	factory := informers.NewSharedInformerFactory(r.cfg.Client, 0)
 	podInf := factory.Core().V1().Pods().Informer()
 	nodeInf := factory.Core().V1().Nodes().Informer()
@@ -299,14 +302,30 @@ func (r *Runner) volumeGone(pv *corev1.PersistentVolume) {
 	r.log.Info("Removed the directory of a deleted volume", "volume", pv.Name)
 }
 
+// deletePod removes a pod whose processes are gone (grace 0), as the kubelet does once a
+// deleted pod's containers stopped. Like the kubelet it retries until the API server
+// takes it: a pod left Terminating after an API outage would never go, and its
+// StatefulSet would wait for it for ever.
 func (r *Runner) deletePod(ctx context.Context, pod *corev1.Pod) {
 	zero := int64(0)
-	err := r.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: &zero,
-		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
-	})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		r.log.Warn("Failed to delete pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	wait := 500 * time.Millisecond
+	for {
+		err := r.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: &zero,
+			Preconditions:      &metav1.Preconditions{UID: &pod.UID},
+		})
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return
+		}
+		r.log.Warn("Failed to delete pod; retrying", "pod", pod.Namespace+"/"+pod.Name, "err", err, "after", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.stopped:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
 	}
 }
 

@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// partitionComment marks every iptables rule the suite adds, so that a run killed before
+// it healed its partitions leaves rules `make sweep` can find and remove.
+const partitionComment = "opsuite-e2e-partition"
+
+// A netPartition drops every packet between one pod address and a set of others, both
+// ways, on the host's loopback (pods are processes on their own 127.x addresses; the runner
+// makes the servers' outbound connections come from their pod address). It heals itself
+// after at most its bound, at the test's end, or when healed by hand.
+type netPartition struct {
+	t      *testing.T
+	rules  [][]string
+	once   sync.Once
+	timer  *time.Timer
+	begin  time.Time
+	lasted time.Duration
+}
+
+// partitionPods cuts a off from every address in others for at most bound (loopback
+// addresses only, by the suite's rules).
+func partitionPods(t *testing.T, a string, others []string, bound time.Duration) *netPartition {
+	t.Helper()
+	if _, err := exec.LookPath("iptables"); err != nil {
+		t.Fatalf("a network partition needs iptables (apt-get install iptables; .ci/apt-packages.txt lists it): %v", err)
+	}
+	for _, ip := range append([]string{a}, others...) {
+		if !strings.HasPrefix(ip, "127.") {
+			t.Fatalf("partition of %s: the suite only partitions loopback addresses", ip)
+		}
+	}
+	p := &netPartition{t: t}
+	for _, o := range others {
+		p.rules = append(p.rules, []string{"-s", a, "-d", o}, []string{"-s", o, "-d", a})
+	}
+	p.begin = time.Now()
+	for _, r := range p.rules {
+		if out, err := exec.Command("iptables", append(append([]string{"-I", "OUTPUT"}, r...), "-j", "DROP", "-m", "comment", "--comment", partitionComment)...).CombinedOutput(); err != nil {
+			p.heal()
+			t.Fatalf("iptables -I OUTPUT %v: %v\n%s", r, err, out)
+		}
+	}
+	p.timer = time.AfterFunc(bound, func() { p.heal() })
+	t.Cleanup(func() { p.heal() })
+	t.Logf("partitioned %s from %s (at most %s)", a, strings.Join(others, ","), bound)
+	return p
+}
+
+// heal removes the partition's rules (once) and returns how long it lasted.
+func (p *netPartition) heal() time.Duration {
+	p.once.Do(func() {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		for _, r := range p.rules {
+			if out, err := exec.Command("iptables", append(append([]string{"-D", "OUTPUT"}, r...), "-j", "DROP", "-m", "comment", "--comment", partitionComment)...).CombinedOutput(); err != nil {
+				p.t.Errorf("removing partition rule %v: %v\n%s", r, err, out)
+			}
+		}
+		p.lasted = time.Since(p.begin)
+	})
+	return p.lasted
+}
