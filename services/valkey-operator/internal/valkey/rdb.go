@@ -56,7 +56,12 @@ func StreamRDB(ctx context.Context, addr string, o Options, consume func(io.Read
 	}
 	var nc = raw
 	if o.TLS != nil {
-		nc = tls.Client(raw, o.TLS.Clone())
+		cfg := o.TLS.Clone()
+		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+			// As valkey-go does: the certificate must name the address dialled.
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		nc = tls.Client(raw, cfg)
 	}
 	defer func() { _ = nc.Close() }()
 	// Cancelling ctx unblocks a read or write in progress.

@@ -3,10 +3,12 @@ package valkey_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -209,5 +211,35 @@ func TestStreamRDBRefusals(t *testing.T) {
 	cancel()
 	if _, err := valkey.StreamRDB(ctx, s.Addr, valkey.Options{}, func(io.Reader) error { return nil }); err == nil {
 		t.Fatal("a cancelled context still streamed")
+	}
+}
+
+// Over TLS, as a user with a password (the operator's way into a secure cluster).
+func TestStreamRDBOverTLSWithACL(t *testing.T) {
+	ca := testenv.NewCA(t, "valkey ca")
+	files := ca.WriteFiles(t, t.TempDir(), "127.0.0.1")
+	tlsPort := testenv.FreePort(t)
+	const user, pass = "operator", "s3cret-op"
+	s := valkeytest.Start(t, "--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", files.Cert, "--tls-key-file", files.Key,
+		"--tls-ca-cert-file", files.CA, "--tls-auth-clients", "no",
+		"--user", user, "on", ">"+pass, "~*", "&*", "+@all")
+	want := oneNodeCluster(t, s, 300)
+	o := valkey.Options{Username: user, Password: pass, TLS: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}}
+	var buf bytes.Buffer
+	info, err := valkey.StreamRDB(context.Background(), fmt.Sprintf("127.0.0.1:%d", tlsPort), o, func(r io.Reader) error {
+		_, err := io.Copy(&buf, r)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Keys != 300 || info.Bytes != int64(buf.Len()) {
+		t.Fatalf("over TLS: %+v", info)
+	}
+	loadAndRead(t, buf.Bytes(), want)
+	// Plain text on the TLS port is no snapshot.
+	o.TLS = nil
+	if _, err := valkey.StreamRDB(context.Background(), fmt.Sprintf("127.0.0.1:%d", tlsPort), o, func(io.Reader) error { return nil }); err == nil {
+		t.Fatal("plain text on the TLS port streamed")
 	}
 }
