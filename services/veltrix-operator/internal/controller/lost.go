@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/disks"
@@ -133,19 +134,12 @@ func (p *pass) memberClaims(ctx context.Context) (map[string][]corev1.Persistent
 	out := map[string][]corev1.PersistentVolumeClaim{}
 	for _, pvc := range list.Items {
 		for _, t := range templates {
-			if pod, ok := cutPrefix(pvc.Name, t+"-"); ok {
+			if pod, ok := strings.CutPrefix(pvc.Name, t+"-"); ok && pod != "" {
 				out[pod] = append(out[pod], pvc)
 			}
 		}
 	}
 	return out, nil
-}
-
-func cutPrefix(s, prefix string) (string, bool) {
-	if len(s) > len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):], true
-	}
-	return "", false
 }
 
 // volume reads a PersistentVolume of the cluster; nil when name is "" or it is gone.

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -463,19 +464,10 @@ func PreparedFor(ctx context.Context, agent Agent, c *veltrixv1.VeltrixCluster, 
 		if u == "" {
 			continue
 		}
-		if strings.HasPrefix(p.GetPvPath(), prefix) || slicesContains(known, u) {
+		if strings.HasPrefix(p.GetPvPath(), prefix) || slices.Contains(known, u) {
 			uuids = append(uuids, u)
 		}
 	}
 	sort.Strings(uuids)
 	return uuids, true
-}
-
-func slicesContains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
