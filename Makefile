@@ -167,6 +167,7 @@ FUZZ_TARGETS := \
 	services/memgraph-operator:./internal/planner:FuzzChaos \
 	services/veltrix-operator:./internal/planner:FuzzPlan \
 	services/veltrix-operator:./internal/planner:FuzzPasses \
+	services/veltrix-operator:./internal/planner:FuzzPlanLost \
 	services/vald-operator:./internal/resources:FuzzDesiredValdReleases \
 	services/node-agent:./internal/server:FuzzValidatePrepare \
 	tools:./internal/bolt:FuzzUnpack \
