@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -393,3 +395,81 @@ func TestBackupFromPrimaryAndWaits(t *testing.T) {
 		return n == 1, fmt.Sprintf("%d BackupFromPrimary events, want 1", n)
 	})
 }
+
+// A shard whose snapshot breaks off is tried again and the backup completes, counting the
+// attempts; one that never gets through fails the backup, which leaves no object behind.
+func TestBackupRetriesThenFails(t *testing.T) {
+	servers := valkeytest.StartN(t, 3)
+	formCluster(t, servers, 3, 0)
+	writeKeys(t, servers[0].Addr, 100)
+	srv := objectstoretest.Start(t)
+	store := srv.Store(t, "backups", "")
+	c := env.Client
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, c, "backup")
+	newCluster(t, c, ns, "cache", srv)
+
+	// The stream of shard 1's member breaks after 1 kB: once for "flaky", always for "broken".
+	var mu sync.Mutex
+	breaks := map[string]int{}
+	cut := servers[1].Addr
+	env.StartManager(t, func(mgr ctrl.Manager) error {
+		return backup.Setup(mgr, backup.Config{
+			Operator:   "backup-test-retry-" + ns,
+			Members:    func(context.Context, *valkeyv1.ValkeyCluster) ([]string, error) { return addrs(servers), nil },
+			Options:    func(context.Context, *valkeyv1.ValkeyCluster) (valkey.Options, error) { return valkey.Options{}, nil },
+			Poll:       500 * time.Millisecond,
+			RetryDelay: 10 * time.Millisecond,
+			Stream: func(ctx context.Context, addr string, o valkey.Options, consume func(io.Reader) error) (valkey.RDBInfo, error) {
+				return valkey.StreamRDB(ctx, addr, o, func(r io.Reader) error {
+					mu.Lock()
+					backupName := currentBackup
+					fail := addr == cut && (backupName == "broken" || breaks[backupName] == 0)
+					if fail {
+						breaks[backupName]++
+					}
+					mu.Unlock()
+					if fail {
+						r = io.MultiReader(io.LimitReader(r, 1000), errReader{})
+					}
+					return consume(r)
+				})
+			},
+		})
+	}, testenv.InNamespaces(ns))
+
+	for _, name := range []string{"flaky", "broken"} {
+		mu.Lock()
+		currentBackup = name
+		mu.Unlock()
+		b := &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: valkeyv1.ValkeyBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}}}
+		if err := c.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if name == "flaky" {
+			got := waitReason(t, c, b, metav1.ConditionTrue, valkeyv1.BackupReasonBackupCompleted, 60*time.Second)
+			if got.Status.Attempts != 4 || len(got.Status.Shards) != 3 {
+				t.Fatalf("attempts %d (want 4: one retry), shards %d", got.Status.Attempts, len(got.Status.Shards))
+			}
+			if objs, err := store.List(ctx, got.Status.Path+"/"); err != nil || len(objs) != 4 {
+				t.Fatalf("the retried backup stored %v (%v), want 3 RDBs and the manifest", objs, err)
+			}
+			continue
+		}
+		got := waitReason(t, c, b, metav1.ConditionFalse, valkeyv1.BackupReasonUploadFailed, 60*time.Second)
+		if got.Status.Phase != valkeyv1.BackupPhaseFailed || got.Status.StoppedAt == nil || len(got.Status.Shards) != 0 || breaks["broken"] != 3 {
+			t.Fatalf("failed backup: %+v, %d breaks", got.Status, breaks["broken"])
+		}
+		if objs, err := store.List(ctx, path.Join("team-a", backup.Layout(got))+"/"); err != nil || len(objs) != 0 {
+			t.Fatalf("a failed backup left %v (%v)", objs, err)
+		}
+	}
+}
+
+// currentBackup is the backup TestBackupRetriesThenFails is taking.
+var currentBackup string
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset by the test") }
