@@ -416,6 +416,36 @@ func TestMemgraphSample(t *testing.T) {
 	if c, err := mgCluster(ctx); err != nil || c.Status.Main == "memgraph_demo_data_2" || c.Status.Main == "" {
 		t.Errorf("after the retirement with the operator killed: %s (err %v)", mgDescribe(c), err)
 	}
+
+	// The same retirement with kube-apiserver and etcd stopped for 20 s as soon as the
+	// operator demoted the MAIN: the operator loses its lease and restarts; it finishes
+	// the retirement from what the coordinators and the API show.
+	plane.write(ctx, t, "data 2 -> 3 before the outage")
+	mgScale(ctx, t, "data 2 -> 3 before the outage", `{"spec":{"dataInstances":3}}`, 3, 3, 4*time.Minute)
+	plane.check(ctx, t, "data 2 -> 3 before the outage", 3, 3)
+	mgParkMain(ctx, t, 3, "memgraph_demo_data_2")
+	plane.write(ctx, t, "control plane restarted mid-retirement")
+	mgScale(ctx, t, "data 3 -> 2 with the control plane restarted", `{"spec":{"dataInstances":2}}`, 3, 2, 5*time.Minute, func(ctx context.Context) error {
+		// Polled fast: the handover takes a moment, and the outage should find the
+		// retirement in the middle (the StatefulSet not yet lowered).
+		err := pollEvery(ctx, 50*time.Millisecond, 2*time.Minute, func(ctx context.Context) (bool, error) {
+			_, rows, _ := mgLeaderView(ctx, 3)
+			for _, r := range rows {
+				if r.Role == "main" && r.Name != "memgraph_demo_data_2" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return err
+		}
+		return controlPlaneOutage(ctx, t, 20*time.Second)
+	})
+	plane.check(ctx, t, "control plane restarted mid-retirement", 3, 2)
+	if c, err := mgCluster(ctx); err != nil || c.Status.Main == "memgraph_demo_data_2" || c.Status.Main == "" {
+		t.Errorf("after the retirement with the control plane restarted: %s (err %v)", mgDescribe(c), err)
+	}
 }
 
 // mgParkMain makes instance the MAIN, as an administrator could on the leader: DEMOTE

@@ -107,6 +107,22 @@ func TestVeltrixSample(t *testing.T) {
 	last := began
 	for _, o := range []int{4, 3} {
 		id := fmt.Sprintf("%s-%d", vxName, o)
+		if o == 3 {
+			// The second removal meets a control-plane outage: moves slowed so that it is
+			// still leaving when kube-apiserver and etcd stop for 20 s; the operator loses
+			// its lease and restarts, and must lower the StatefulSet once the member is gone.
+			vxSetMoveRate(ctx, t, token, 4, 200)
+			err := pollEvery(ctx, 50*time.Millisecond, 3*time.Minute, func(ctx context.Context) (bool, error) {
+				return vxMemberState(ctx, admin, token, id) == "leaving", nil
+			})
+			if err != nil {
+				t.Fatalf("%s never seen leaving: %v", id, err)
+			}
+			if err := controlPlaneOutage(ctx, t, 20*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			vxSetMoveRate(ctx, t, token, 4, 1000)
+		}
 		err := poll(ctx, t, id+" gone from the membership", 4*time.Minute, func(ctx context.Context) (bool, error) {
 			// Unanswered (member 0 restarting, say): not gone, ask again.
 			members, err := vxMembers(ctx, admin, token)
@@ -448,6 +464,28 @@ func vxMemberState(ctx context.Context, admin, token, id string) string {
 		return ""
 	}
 	return members[id]
+}
+
+// vxSetMoveRate sets the simulator's data-movement rate (keys per second) on members
+// 0..n-1 through its fault knob.
+func vxSetMoveRate(ctx context.Context, t *testing.T, token string, n, rate int) {
+	t.Helper()
+	for o := range n {
+		body := strings.NewReader(fmt.Sprintf(`{"move_rate":%d}`, rate))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+vxAdminAddr(ctx, t, o)+"/admin/sim/faults", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("setting move_rate %d on member %d: %v", rate, o, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("setting move_rate %d on member %d: %s", rate, o, resp.Status)
+		}
+	}
 }
 
 // vxKillOperator SIGKILLs the veltrix-operator's process; the local cluster restarts it in
