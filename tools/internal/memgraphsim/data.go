@@ -56,6 +56,11 @@ type dataInstance struct {
 	mu       sync.Mutex
 	st       replState
 	writable bool
+	// awaitingMain: a replica restored from disk under HA follows no MAIN until a
+	// coordinator names the current one (Memgraph resets the restored replica's MAIN UUID
+	// and waits for SwapMainUUID); until then it refuses every replication stream and its
+	// health answers report no epoch, so the leader sends it the current one.
+	awaitingMain bool
 	replSrv  *rpcServer
 	links    map[string]*replicaLink
 
@@ -115,6 +120,7 @@ func newDataInstance(opts Options, ilog *invariantLog, log *slog.Logger) (*dataI
 			// A MAIN restored under HA refuses writes until a coordinator confirms it: the
 			// cluster may have failed over while this process was away.
 			d.writable = st.Role != RoleMain || !opts.IsHA()
+			d.awaitingMain = st.Role == RoleReplica && opts.IsHA()
 			if st.Name != "" {
 				d.ilog.record(Event{Instance: st.Name, Role: st.Role, Epoch: st.Epoch, Writable: d.writable && st.Role == RoleMain})
 			}
@@ -212,7 +218,11 @@ func (d *dataInstance) handleManagement(req request) response {
 	case "health":
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		return response{Role: d.st.Role, Writable: d.writable, Committed: d.store.Committed(), Epoch: d.st.Epoch}
+		epoch := d.st.Epoch
+		if d.awaitingMain {
+			epoch = 0
+		}
+		return response{Role: d.st.Role, Writable: d.writable, Committed: d.store.Committed(), Epoch: epoch}
 	case "demote":
 		return d.demote(req)
 	case "promote":
@@ -236,6 +246,7 @@ func (d *dataInstance) demote(req request) response {
 	d.st.Replicas = nil
 	d.links = map[string]*replicaLink{}
 	d.setRoleLocked(req.Name, RoleReplica, req.Epoch, false)
+	d.awaitingMain = false
 	if err := d.persistLocked(); err != nil {
 		return errResponse(err)
 	}
@@ -248,6 +259,7 @@ func (d *dataInstance) promote(req request) response {
 	if req.Epoch < d.st.Epoch {
 		return response{Error: fmt.Sprintf("stale epoch %d, instance is at %d", req.Epoch, d.st.Epoch)}
 	}
+	d.awaitingMain = false
 	if d.replSrv != nil {
 		d.replSrv.Close()
 		d.replSrv = nil
@@ -314,6 +326,10 @@ func (d *dataInstance) handleReplication(req request) response {
 	if d.st.Role != RoleReplica {
 		d.mu.Unlock()
 		return response{Error: "instance is not a replica"}
+	}
+	if d.awaitingMain {
+		d.mu.Unlock()
+		return response{Error: "replica restarted and follows no main until a coordinator names one"}
 	}
 	if req.Epoch < d.st.Epoch {
 		epoch := d.st.Epoch

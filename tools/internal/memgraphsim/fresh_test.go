@@ -40,3 +40,34 @@ func TestFreshHADataInstanceRefusesWrites(t *testing.T) {
 		t.Errorf("write on the replica: %v", err)
 	}
 }
+
+// TestRestartedReplicaWaitsForTheCoordinators: a replica restored from disk under HA
+// follows no MAIN until a coordinator names the current one, as Memgraph resets a
+// restored replica's MAIN UUID: with the coordinators stopped it refuses even the MAIN of
+// its own epoch, and once they are back it is told the epoch and catches up.
+func TestRestartedReplicaWaitsForTheCoordinators(t *testing.T) {
+	tc := newTestCluster(t, 1, 2)
+	tc.bootstrap()
+	main, replica := tc.data[0], tc.data[1]
+	mustRun(t, main, `CREATE (:Person)`)
+	testenv.EventuallyTrue(t, 5*time.Second, "the replica caught up", func() bool { return count(t, replica, "Person") == 1 })
+	epoch := tc.coords[0].srv.coord.fsm.state().Epoch
+
+	tc.stop(tc.coords[0])
+	tc.stop(replica)
+	tc.start(replica)
+	if resp := replica.srv.data.handleReplication(request{Op: "ping", Epoch: epoch}); !strings.Contains(resp.Error, "follows no main") {
+		t.Fatalf("a restarted replica answered its MAIN's ping before any coordinator spoke: %+v", resp)
+	}
+	if h := replica.srv.data.handleManagement(request{Op: "health"}); h.Role != RoleReplica || h.Epoch != 0 {
+		t.Errorf("a restarted replica reports %+v, want a replica of no epoch", h)
+	}
+	// The MAIN commits (its SYNC replica does not confirm), and the replica stays behind.
+	_, _ = run(t, main, `CREATE (:Person)`)
+	if n := count(t, replica, "Person"); n != 1 {
+		t.Errorf("the restarted replica took a write without a coordinator: %d nodes", n)
+	}
+
+	tc.start(tc.coords[0])
+	testenv.EventuallyTrue(t, 15*time.Second, "the replica told its MAIN and caught up", func() bool { return count(t, replica, "Person") == 2 })
+}
