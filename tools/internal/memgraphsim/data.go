@@ -61,8 +61,8 @@ type dataInstance struct {
 	// and waits for SwapMainUUID); until then it refuses every replication stream and its
 	// health answers report no epoch, so the leader sends it the current one.
 	awaitingMain bool
-	replSrv  *rpcServer
-	links    map[string]*replicaLink
+	replSrv      *rpcServer
+	links        map[string]*replicaLink
 
 	// writeMu serialises commits, so replicas see transactions in commit order.
 	writeMu sync.Mutex
