@@ -31,8 +31,11 @@ func ControlPlaneOutage(ctx context.Context, o Options, d time.Duration) (time.D
 		return 0, fmt.Errorf("outage of %s: want more than 0 and at most %s", d, MaxOutage)
 	}
 	pid, err := readPidFile(o.daemonPidFile())
-	if err != nil || !alive(pid) {
-		return 0, fmt.Errorf("no running cluster daemon in %s: %v", o.Dir, err)
+	if err != nil {
+		return 0, fmt.Errorf("no running cluster daemon in %s: %w", o.Dir, err)
+	}
+	if !alive(pid) {
+		return 0, fmt.Errorf("no running cluster daemon in %s: process %d is gone", o.Dir, pid)
 	}
 	client, err := o.httpClient()
 	if err != nil {
