@@ -63,3 +63,26 @@ const (
 	// ReasonNodeAgentUnavailable: the node agent could not be asked on some node.
 	ReasonNodeAgentUnavailable = "NodeAgentUnavailable"
 )
+
+// ConditionRestored is a cluster with spec.bootstrap: True once the first data instance
+// started from the backup's snapshot, False with the reason it has not (yet). A cluster
+// without spec.bootstrap has no such condition.
+const ConditionRestored = "Restored"
+
+// Reasons of the Restored condition.
+const (
+	// ReasonRestored: the snapshot was verified and the first data instance loaded it.
+	ReasonRestored = "Restored"
+	// ReasonRestoreInProgress: the snapshot was verified; the pods download and load it.
+	ReasonRestoreInProgress = "RestoreInProgress"
+	// ReasonBackupNotFound: spec.bootstrap.backup names no MemgraphBackup here.
+	ReasonBackupNotFound = "BackupNotFound"
+	// ReasonBackupNotCompleted: the MemgraphBackup is not Completed (a partial backup is
+	// never restored).
+	ReasonBackupNotCompleted = "BackupNotCompleted"
+	// ReasonBackupUnreadable: the manifest or a file could not be read from the store.
+	ReasonBackupUnreadable = "BackupUnreadable"
+	// ReasonBackupCorrupted: a stored file does not match the manifest's size or SHA-256;
+	// no pod is created, nothing is written, the backup stays as it is.
+	ReasonBackupCorrupted = "BackupCorrupted"
+)

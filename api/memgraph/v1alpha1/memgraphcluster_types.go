@@ -15,6 +15,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.secrets) != has(self.license)",message="spec.secrets is required (name, licenseKey, organizationKey of the license Secret); spec.license is its old name, kept only until the operator moves a stored cluster's value to spec.secrets: set spec.secrets and remove spec.license"
 // +kubebuilder:validation:XValidation:rule="!has(self.license) || (oldSelf.hasValue() && has(oldSelf.value().license))",message="spec.license was renamed spec.secrets (secretName became name): set spec.secrets instead",optionalOldSelf=true
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.coordinatorSettings) || !has(self.replication.mode) || self.replication.mode != 'ASYNC' || !has(self.coordinatorSettings.syncFailoverOnly) || !self.coordinatorSettings.syncFailoverOnly || (has(self.replication.instances) && self.replication.instances.exists(i, i.mode != 'ASYNC'))",message="replication.mode ASYNC with coordinatorSettings.syncFailoverOnly true leaves an automatic failover no replica it may promote (it promotes only SYNC and STRICT_SYNC replicas): set coordinatorSettings.syncFailoverOnly to false, or give one instance SYNC or STRICT_SYNC in replication.instances"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap is set when a cluster is created and never added or removed: a restore into a cluster that already holds data would overwrite it; create a new MemgraphCluster with spec.bootstrap.backup instead"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || has(self.backup)",message="spec.bootstrap needs spec.backup.objectStore: the restore reads the backup from that store with its credentials"
 type MemgraphClusterSpec struct {
 	// Coordinators is the number of coordinators in the Raft group: odd and at least 3,
 	// since an even count tolerates no more failures than the odd count below it.
@@ -170,6 +172,16 @@ type MemgraphClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	TerminationGracePeriodSeconds RoleTerminationGracePeriod `json:"terminationGracePeriodSeconds,omitempty"`
+
+	// Backup is where MemgraphBackups of this cluster are stored; setting it adds the
+	// backup agent sidecar to the data-instance pods (a roll). Not in upstream.
+	// +optional
+	Backup *BackupConfiguration `json:"backup,omitempty"`
+
+	// Bootstrap starts a new cluster from a backup. Set at creation only.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bootstrap is immutable: create a new cluster to restore another backup"
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 }
 
 // ReplicationMode is REGISTER INSTANCE's replication mode, in Memgraph's words.
