@@ -10,6 +10,8 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vr;vrs,categories=opsuite
+// +kubebuilder:printcolumn:name="Deployed",type=string,JSONPath=`.status.conditions[?(@.type=="Deployed")].status`,description="The Vald Helm Operator's Deployed condition"
+// +kubebuilder:printcolumn:name="Release",type=string,JSONPath=`.status.deployedRelease.name`,priority=1,description="The Helm release the Vald Helm Operator installed"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValdRelease struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -226,6 +226,8 @@ type ValkeyBackupStatus struct {
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.size`,description="Stored bytes"
+// +kubebuilder:printcolumn:name="Keys",type=integer,JSONPath=`.status.keys`,priority=1,description="Keys stored"
+// +kubebuilder:printcolumn:name="Stopped",type=date,JSONPath=`.status.stoppedAt`,description="When the backup completed or failed"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValkeyBackup struct {
 	metav1.TypeMeta   `json:",inline"`

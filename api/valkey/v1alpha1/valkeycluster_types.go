@@ -452,6 +452,7 @@ type ValkeyClusterStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the cluster is in that state"
 // +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`,description="Desired shards"
 // +kubebuilder:printcolumn:name="Ready Shards",type=integer,JSONPath=`.status.readyShards`,description="Shards with a primary and all their replicas"
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1,description="What the cluster is doing or waiting for"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValkeyCluster struct {
 	metav1.TypeMeta   `json:",inline"`
