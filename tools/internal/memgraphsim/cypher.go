@@ -31,6 +31,13 @@ const (
 	KindCount
 	KindMatchReturn
 	KindReturnLiteral
+	KindCountEdges
+	KindCreateSnapshot
+	KindShowSnapshots
+	KindLockDataDirectory
+	KindUnlockDataDirectory
+	KindDataDirectoryLockStatus
+	KindShowVersion
 )
 
 // Command is one parsed query.
@@ -48,6 +55,8 @@ type Command struct {
 	Config map[string]string
 	// Nodes are CREATE's node patterns.
 	Nodes []NodePattern
+	// Edges are CREATE's relationships between its nodes.
+	Edges []EdgePattern
 	// Label filters MATCH; empty matches every node.
 	Label string
 	// Column is the returned column's name.
@@ -78,7 +87,9 @@ func (c Command) Verb() string {
 		KindSetCoordinatorSetting: "SET COORDINATOR SETTING", KindShowCoordinatorSettings: "SHOW COORDINATOR SETTINGS",
 		KindShowInstances: "SHOW INSTANCES", KindShowInstance: "SHOW INSTANCE", KindShowReplicationLag: "SHOW REPLICATION LAG",
 		KindShowReplicationRole: "SHOW REPLICATION ROLE", KindShowReplicas: "SHOW REPLICAS", KindShowStorageInfo: "SHOW STORAGE INFO",
-		KindCreate: "CREATE", KindCount: "MATCH", KindMatchReturn: "MATCH", KindReturnLiteral: "RETURN",
+		KindCreate: "CREATE", KindCount: "MATCH", KindMatchReturn: "MATCH", KindReturnLiteral: "RETURN", KindCountEdges: "MATCH",
+		KindCreateSnapshot: "CREATE SNAPSHOT", KindShowSnapshots: "SHOW SNAPSHOTS", KindLockDataDirectory: "LOCK DATA DIRECTORY",
+		KindUnlockDataDirectory: "UNLOCK DATA DIRECTORY", KindDataDirectoryLockStatus: "DATA DIRECTORY LOCK STATUS", KindShowVersion: "SHOW VERSION",
 	}[c.Kind]
 }
 
@@ -155,7 +166,7 @@ func lex(q string) ([]token, error) {
 			}
 			toks = append(toks, token{'p', string(r[i+1 : j])})
 			i = j
-		case strings.ContainsRune("(){}[]:,;.*", c):
+		case strings.ContainsRune("(){}[]:,;.*-><", c):
 			toks = append(toks, token{byte(c), string(c)})
 			i++
 		default:
@@ -434,19 +445,20 @@ func (p *parser) command() (Command, error) {
 		return Command{Kind: KindShowReplicas}, nil
 	case p.kw("SHOW", "STORAGE", "INFO"):
 		return Command{Kind: KindShowStorageInfo}, nil
+	case p.kw("CREATE", "SNAPSHOT"):
+		return Command{Kind: KindCreateSnapshot}, nil
+	case p.kw("SHOW", "SNAPSHOTS"):
+		return Command{Kind: KindShowSnapshots}, nil
+	case p.kw("LOCK", "DATA", "DIRECTORY"):
+		return Command{Kind: KindLockDataDirectory}, nil
+	case p.kw("UNLOCK", "DATA", "DIRECTORY"):
+		return Command{Kind: KindUnlockDataDirectory}, nil
+	case p.kw("DATA", "DIRECTORY", "LOCK", "STATUS"):
+		return Command{Kind: KindDataDirectoryLockStatus}, nil
+	case p.kw("SHOW", "VERSION"):
+		return Command{Kind: KindShowVersion}, nil
 	case p.kw("CREATE"):
-		c := Command{Kind: KindCreate}
-		for {
-			_, n, err := p.nodePattern()
-			if err != nil {
-				return c, err
-			}
-			c.Nodes = append(c.Nodes, n)
-			if p.peek().kind != ',' {
-				return c, nil
-			}
-			p.next()
-		}
+		return p.create()
 	case p.kw("MATCH"):
 		return p.match()
 	case p.kw("RETURN"):
@@ -461,6 +473,92 @@ func (p *parser) command() (Command, error) {
 		return c, err
 	}
 	return Command{}, fmt.Errorf("unsupported query starting at %q", p.peek().text)
+}
+
+// create reads "CREATE <path>, <path>, ..." where a path is a node pattern, optionally
+// followed by "-[:TYPE {k: v}]->(node)" steps; a bare "(a)" names a node created earlier
+// in the same CREATE.
+func (p *parser) create() (Command, error) {
+	c := Command{Kind: KindCreate}
+	vars := map[string]int{}
+	node := func() (int, error) {
+		v, n, err := p.nodePattern()
+		if err != nil {
+			return 0, err
+		}
+		if i, ok := vars[v]; ok && v != "" {
+			if len(n.Labels) > 0 || len(n.Props) > 0 {
+				return 0, fmt.Errorf("variable %q is already declared", v)
+			}
+			return i, nil
+		}
+		c.Nodes = append(c.Nodes, n)
+		if v != "" {
+			vars[v] = len(c.Nodes) - 1
+		}
+		return len(c.Nodes) - 1, nil
+	}
+	for {
+		from, err := node()
+		if err != nil {
+			return c, err
+		}
+		for p.peek().kind == '-' {
+			p.next()
+			e, err := p.relPattern()
+			if err != nil {
+				return c, err
+			}
+			if e.Type == "" {
+				return c, fmt.Errorf("a relationship created needs exactly one type")
+			}
+			if _, err := p.expect('-'); err != nil {
+				return c, err
+			}
+			if _, err := p.expect('>'); err != nil {
+				return c, fmt.Errorf("only directed relationships (->) are supported")
+			}
+			to, err := node()
+			if err != nil {
+				return c, err
+			}
+			e.From, e.To = from, to
+			c.Edges = append(c.Edges, e)
+			from = to
+		}
+		if p.peek().kind != ',' {
+			return c, nil
+		}
+		p.next()
+	}
+}
+
+// relPattern reads "[r:TYPE {k: v}]" (variable, type and properties optional).
+func (p *parser) relPattern() (EdgePattern, error) {
+	var e EdgePattern
+	if _, err := p.expect('['); err != nil {
+		return e, err
+	}
+	if p.peek().kind == 'i' {
+		p.next()
+	}
+	if p.peek().kind == ':' {
+		p.next()
+		t, err := p.name()
+		if err != nil {
+			return e, err
+		}
+		e.Type = t
+	}
+	if p.peek().kind == '{' {
+		m, err := p.mapLiteral()
+		if err != nil {
+			return e, err
+		}
+		e.Props = m
+	}
+	_, err := p.expect(']')
+	return e, err
 }
 
 func (p *parser) intValue() (int, error) {
@@ -480,6 +578,9 @@ func (p *parser) match() (Command, error) {
 	variable, n, err := p.nodePattern()
 	if err != nil {
 		return Command{}, err
+	}
+	if p.peek().kind == '-' {
+		return p.matchEdges(n)
 	}
 	if len(n.Labels) > 1 || len(n.Props) > 0 {
 		return Command{}, fmt.Errorf("MATCH supports one label and no property filter")
@@ -510,6 +611,61 @@ func (p *parser) match() (Command, error) {
 			return c, fmt.Errorf("RETURN must name the matched node")
 		}
 	}
+	if p.kw("AS") {
+		c.Column, err = p.name()
+	}
+	return c, err
+}
+
+// matchEdges reads the rest of "MATCH ()-[r[:TYPE]]->() RETURN count(r) [AS c]": edges
+// are counted only, by type, with no filter on their ends.
+func (p *parser) matchEdges(from NodePattern) (Command, error) {
+	p.next()
+	if len(from.Labels) > 0 || len(from.Props) > 0 {
+		return Command{}, fmt.Errorf("MATCH on relationships supports no node filter")
+	}
+	if _, err := p.expect('['); err != nil {
+		return Command{}, err
+	}
+	variable := ""
+	if p.peek().kind == 'i' {
+		variable = p.next().text
+	}
+	c := Command{Kind: KindCountEdges}
+	if p.peek().kind == ':' {
+		p.next()
+		t, err := p.name()
+		if err != nil {
+			return c, err
+		}
+		c.Label = t
+	}
+	for _, k := range []byte{']', '-', '>'} {
+		if _, err := p.expect(k); err != nil {
+			return c, err
+		}
+	}
+	_, to, err := p.nodePattern()
+	if err != nil {
+		return c, err
+	}
+	if len(to.Labels) > 0 || len(to.Props) > 0 {
+		return c, fmt.Errorf("MATCH on relationships supports no node filter")
+	}
+	if !p.kw("RETURN") || !p.kw("count") {
+		return c, fmt.Errorf("MATCH on relationships supports RETURN count(r) only")
+	}
+	if _, err := p.expect('('); err != nil {
+		return c, err
+	}
+	arg := p.next()
+	if arg.kind != '*' && (arg.kind != 'i' || arg.text != variable) {
+		return c, fmt.Errorf("count(%s) does not name the matched relationship", arg.text)
+	}
+	if _, err := p.expect(')'); err != nil {
+		return c, err
+	}
+	c.Column = "count(" + arg.text + ")"
 	if p.kw("AS") {
 		c.Column, err = p.name()
 	}

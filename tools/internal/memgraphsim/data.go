@@ -64,6 +64,9 @@ type dataInstance struct {
 	replSrv      *rpcServer
 	links        map[string]*replicaLink
 
+	// dirLocked is LOCK DATA DIRECTORY's state: while set, no snapshot is removed.
+	dirLocked bool
+
 	// writeMu serialises commits, so replicas see transactions in commit order.
 	writeMu sync.Mutex
 	mgmt    *rpcServer
@@ -348,7 +351,7 @@ func (d *dataInstance) handleReplication(req request) response {
 	case "ping":
 		return response{Committed: d.store.Committed()}
 	case "append":
-		committed, ok, err := d.store.Append(req.Prev, req.Nodes)
+		committed, ok, err := d.store.Append(req.Prev, req.Nodes, req.Edges)
 		if err != nil {
 			return errResponse(err)
 		}
@@ -401,11 +404,11 @@ func (d *dataInstance) callReplica(spec replicaSpec, req request) (response, err
 
 // send brings one replica up to date with the MAIN: the new transaction when the replica
 // holds everything before it, else a snapshot.
-func (d *dataInstance) send(l *replicaLink, epoch, prev uint64, nodes []StoredNode) error {
+func (d *dataInstance) send(l *replicaLink, epoch, prev uint64, nodes []StoredNode, edges []StoredEdge) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.synced && nodes != nil {
-		resp, err := d.callReplica(l.spec, request{Op: "append", Epoch: epoch, Prev: prev, Nodes: nodes})
+		resp, err := d.callReplica(l.spec, request{Op: "append", Epoch: epoch, Prev: prev, Nodes: nodes, Edges: edges})
 		if err != nil {
 			l.synced, l.failedAt = false, time.Now()
 			return err
@@ -451,7 +454,7 @@ func (d *dataInstance) catchUpLoop() {
 			behind := !l.synced || l.acked != committed
 			l.mu.Unlock()
 			if behind {
-				if err := d.send(l, epoch, 0, nil); err != nil {
+				if err := d.send(l, epoch, 0, nil, nil); err != nil {
 					d.log.Debug("Replica catch-up failed", "replica", l.spec.Name, "error", err)
 				}
 			}
@@ -465,7 +468,7 @@ func (d *dataInstance) catchUpLoop() {
 // replication exception); the replica is caught up in the background. A STRICT_SYNC
 // replica that cannot be reached refuses the transaction before it commits anywhere (a
 // reachability check stands in for Memgraph's two-phase commit).
-func (d *dataInstance) commit(patterns []NodePattern) ([]StoredNode, error) {
+func (d *dataInstance) commit(w Write) ([]StoredNode, error) {
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
 	d.mu.Lock()
@@ -485,7 +488,7 @@ func (d *dataInstance) commit(patterns []NodePattern) ([]StoredNode, error) {
 			return nil, failure(ErrStrictSyncReplica)
 		}
 	}
-	created, committed, err := d.store.Commit(patterns)
+	created, edges, committed, err := d.store.CommitWrite(w)
 	if err != nil {
 		return nil, err
 	}
@@ -496,7 +499,7 @@ func (d *dataInstance) commit(patterns []NodePattern) ([]StoredNode, error) {
 		recovering := !l.synced && time.Since(l.failedAt) < time.Second
 		l.mu.Unlock()
 		if l.spec.Mode == "async" {
-			go func() { _ = d.send(l, epoch, committed-1, created) }()
+			go func() { _ = d.send(l, epoch, committed-1, created, edges) }()
 			continue
 		}
 		if recovering {
@@ -506,7 +509,7 @@ func (d *dataInstance) commit(patterns []NodePattern) ([]StoredNode, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := d.send(l, epoch, committed-1, created); err != nil {
+			if err := d.send(l, epoch, committed-1, created, edges); err != nil {
 				unconfirmed.Store(true)
 				d.log.Warn("Replica did not confirm a SYNC transaction", "replica", l.spec.Name, "error", err)
 			}
@@ -517,6 +520,17 @@ func (d *dataInstance) commit(patterns []NodePattern) ([]StoredNode, error) {
 		return created, failure(ErrSyncReplica)
 	}
 	return created, nil
+}
+
+// createSnapshot writes the graph as it is now (no commit runs meanwhile: it holds the
+// write lock) to a new snapshot file.
+func (d *dataInstance) createSnapshot() (SnapshotFile, error) {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	d.mu.Lock()
+	epoch, locked := d.st.Epoch, d.dirLocked
+	d.mu.Unlock()
+	return writeSnapshot(d.opts.DataDirectory, epoch, d.store.Snapshot(), time.Now(), d.opts.SnapshotRetention, locked)
 }
 
 // role returns the current role for queries.

@@ -19,7 +19,7 @@ type dataConn struct {
 	// user is who logged in ("" while the instance has no users).
 	user    string
 	inTx    bool
-	pending []NodePattern
+	pending Write
 }
 
 var _ bolt.Conn = (*dataConn)(nil)
@@ -70,9 +70,9 @@ func (c *dataConn) Run(_ context.Context, q bolt.Query) (*bolt.Result, error) {
 		if q.InTx {
 			return nil, failure(ErrInfoInTx)
 		}
-		vertices, committed := c.d.store.Stats()
+		vertices, edges, committed := c.d.store.Stats()
 		rows := [][]any{
-			{"name", "memgraph"}, {"vertex_count", vertices}, {"edge_count", int64(0)},
+			{"name", "memgraph"}, {"vertex_count", vertices}, {"edge_count", edges},
 			{"average_degree", 0.0}, {"storage_mode", "IN_MEMORY_TRANSACTIONAL"},
 			{"isolation_level", "SNAPSHOT_ISOLATION"}, {"durability", "sim"},
 			{"committed_transactions", int64(committed)},
@@ -81,8 +81,18 @@ func (c *dataConn) Run(_ context.Context, q bolt.Query) (*bolt.Result, error) {
 	case KindCreate:
 		return c.create(cmd, q.InTx)
 	case KindCount:
-		n := c.d.store.Count(cmd.Label, c.pending)
+		n := c.d.store.Count(cmd.Label, c.pending.Nodes)
 		return &bolt.Result{Fields: []string{cmd.Column}, Records: [][]any{{n}}, Type: "r"}, nil
+	case KindCountEdges:
+		n := c.d.store.CountEdges(cmd.Label, c.pending.Edges)
+		return &bolt.Result{Fields: []string{cmd.Column}, Records: [][]any{{n}}, Type: "r"}, nil
+	case KindCreateSnapshot, KindShowSnapshots, KindLockDataDirectory, KindUnlockDataDirectory, KindDataDirectoryLockStatus:
+		if q.InTx {
+			return nil, failure("%s is not allowed in multicommand transactions.", cmd.Verb())
+		}
+		return c.durability(cmd)
+	case KindShowVersion:
+		return &bolt.Result{Fields: []string{"version"}, Records: [][]any{{Version}}, Type: "r"}, nil
 	case KindMatchReturn:
 		var rows [][]any
 		for _, n := range c.d.store.Match(cmd.Label) {
@@ -96,27 +106,72 @@ func (c *dataConn) Run(_ context.Context, q bolt.Query) (*bolt.Result, error) {
 }
 
 func (c *dataConn) create(cmd Command, inTx bool) (*bolt.Result, error) {
-	stats := createStats(cmd.Nodes)
+	stats := createStats(cmd.Nodes, cmd.Edges)
 	if c.d.role() == RoleReplica {
 		return nil, failure(ErrWriteOnReplica)
 	}
 	if inTx {
-		c.pending = append(c.pending, cmd.Nodes...)
+		base := len(c.pending.Nodes)
+		c.pending.Nodes = append(c.pending.Nodes, cmd.Nodes...)
+		for _, e := range cmd.Edges {
+			e.From, e.To = e.From+base, e.To+base
+			c.pending.Edges = append(c.pending.Edges, e)
+		}
 		return &bolt.Result{Type: "w", Stats: stats}, nil
 	}
-	if _, err := c.d.commit(cmd.Nodes); err != nil {
+	if _, err := c.d.commit(Write{Nodes: cmd.Nodes, Edges: cmd.Edges}); err != nil {
 		return nil, err
 	}
 	return &bolt.Result{Type: "w", Stats: stats}, nil
 }
 
-func createStats(nodes []NodePattern) map[string]any {
+// durability serves CREATE SNAPSHOT, SHOW SNAPSHOTS and the data directory lock.
+func (c *dataConn) durability(cmd Command) (*bolt.Result, error) {
+	d := c.d
+	switch cmd.Kind {
+	case KindCreateSnapshot:
+		f, err := d.createSnapshot()
+		if err != nil {
+			return nil, failure("Failed to create snapshot: %s", err.Error())
+		}
+		d.log.Info("Snapshot created", "path", f.Path, "timestamp", f.Committed)
+		return &bolt.Result{Fields: []string{"path"}, Records: [][]any{{f.Path}}, Type: "s"}, nil
+	case KindShowSnapshots:
+		rows, err := snapshotRows(d.opts.DataDirectory)
+		if err != nil {
+			return nil, failure("%s", err.Error())
+		}
+		return &bolt.Result{Fields: []string{"path", "timestamp", "creation_time", "size"}, Records: rows, Type: "r"}, nil
+	case KindLockDataDirectory, KindUnlockDataDirectory:
+		d.mu.Lock()
+		d.dirLocked = cmd.Kind == KindLockDataDirectory
+		d.mu.Unlock()
+		return &bolt.Result{Type: "s"}, nil
+	}
+	d.mu.Lock()
+	locked := d.dirLocked
+	d.mu.Unlock()
+	status := "unlocked"
+	if locked {
+		status = "locked"
+	}
+	return &bolt.Result{Fields: []string{"lock_status"}, Records: [][]any{{status}}, Type: "r"}, nil
+}
+
+func createStats(nodes []NodePattern, edges []EdgePattern) map[string]any {
 	var labels, props int64
 	for _, n := range nodes {
 		labels += int64(len(n.Labels))
 		props += int64(len(n.Props))
 	}
-	return map[string]any{"nodes-created": int64(len(nodes)), "labels-added": labels, "properties-set": props}
+	for _, e := range edges {
+		props += int64(len(e.Props))
+	}
+	stats := map[string]any{"nodes-created": int64(len(nodes)), "labels-added": labels, "properties-set": props}
+	if len(edges) > 0 {
+		stats["relationships-created"] = int64(len(edges))
+	}
+	return stats
 }
 
 func (c *dataConn) showReplicas() (*bolt.Result, error) {
@@ -145,14 +200,14 @@ func (c *dataConn) showReplicas() (*bolt.Result, error) {
 }
 
 func (c *dataConn) Begin(string, string) error {
-	c.inTx, c.pending = true, nil
+	c.inTx, c.pending = true, Write{}
 	return nil
 }
 
 func (c *dataConn) Commit() (string, error) {
 	pending := c.pending
-	c.inTx, c.pending = false, nil
-	if len(pending) == 0 {
+	c.inTx, c.pending = false, Write{}
+	if len(pending.Nodes) == 0 {
 		return "", nil
 	}
 	if _, err := c.d.commit(pending); err != nil {
@@ -162,7 +217,7 @@ func (c *dataConn) Commit() (string, error) {
 }
 
 func (c *dataConn) Rollback() error {
-	c.inTx, c.pending = false, nil
+	c.inTx, c.pending = false, Write{}
 	return nil
 }
 

@@ -55,7 +55,13 @@ type Options struct {
 	User, Password string
 	// Licensed is true when both license env vars are set.
 	Licensed bool
+	// SnapshotRetention is --storage-snapshot-retention-count: the snapshots kept.
+	SnapshotRetention int
 }
+
+// Version is what SHOW VERSION answers: the Memgraph release the simulator follows, marked
+// as the simulator's.
+const Version = "3.12.1-sim"
 
 // IsCoordinator says whether the process runs as a coordinator.
 func (o Options) IsCoordinator() bool { return o.CoordinatorID > 0 && o.CoordinatorPort > 0 }
@@ -120,7 +126,8 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 	for _, name := range []string{"storage-wal-enabled", "storage-snapshot-on-exit", "storage-properties-on-edges", "telemetry-enabled"} {
 		fs.Bool(name, false, "ignored")
 	}
-	for _, name := range []string{"storage-snapshot-interval-sec", "storage-snapshot-retention-count", "storage-wal-file-size-kib", "query-execution-timeout-sec", "metrics-port", "monitoring-port"} {
+	fs.IntVar(&o.SnapshotRetention, "storage-snapshot-retention-count", DefaultSnapshotRetention, "snapshots kept")
+	for _, name := range []string{"storage-snapshot-interval-sec", "storage-wal-file-size-kib", "query-execution-timeout-sec", "metrics-port", "monitoring-port"} {
 		fs.Int(name, 0, "ignored")
 	}
 	for _, name := range []string{"experimental-enabled", "log-file", "nuraft-log-file", "storage-mode", "metrics-address", "monitoring-address", "memory-limit", "query-modules-directory"} {

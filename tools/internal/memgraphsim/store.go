@@ -19,21 +19,47 @@ type StoredNode struct {
 	Props  map[string]any `json:"props,omitempty"`
 }
 
-// graph is the persisted content of a data instance: its nodes and the number of
+// StoredEdge is one relationship of the graph, between two stored nodes.
+type StoredEdge struct {
+	ID    int64          `json:"id"`
+	Type  string         `json:"type"`
+	From  int64          `json:"from"`
+	To    int64          `json:"to"`
+	Props map[string]any `json:"props,omitempty"`
+}
+
+// graph is the persisted content of a data instance: its nodes and edges and the number of
 // transactions committed into it (Memgraph's commit timestamp stand-in, which replication
 // lag and failover candidate choice compare).
 type graph struct {
-	Nodes     []StoredNode `json:"nodes"`
-	NextID    int64        `json:"next_id"`
-	Committed uint64       `json:"committed"`
+	Nodes      []StoredNode `json:"nodes"`
+	Edges      []StoredEdge `json:"edges,omitempty"`
+	NextID     int64        `json:"next_id"`
+	NextEdgeID int64        `json:"next_edge_id,omitempty"`
+	Committed  uint64       `json:"committed"`
+}
+
+// Write is one write transaction: new nodes, and edges between them (From and To index
+// Nodes).
+type Write struct {
+	Nodes []NodePattern
+	Edges []EdgePattern
+}
+
+// EdgePattern is one "-[:TYPE {k: v}]->" of CREATE between two nodes of the same write.
+type EdgePattern struct {
+	Type     string
+	Props    map[string]any
+	From, To int
 }
 
 // Store is a data instance's graph, written through to one file in the data directory on
 // every commit, so a restarted instance recovers it (--data-recovery-on-startup).
 type Store struct {
-	mu   sync.RWMutex
-	path string
-	g    graph
+	mu     sync.RWMutex
+	path   string
+	g      graph
+	loaded string
 }
 
 const storeFile = "sim-graph.json"
@@ -45,16 +71,42 @@ func OpenStore(dir string, recover bool) (*Store, error) {
 	if !recover {
 		return s, nil
 	}
-	if err := readJSON(s.path, &s.g); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	switch err := readJSON(s.path, &s.g); {
+	case errors.Is(err, fs.ErrNotExist):
+		// No current state: start from the newest snapshot that reads whole, as Memgraph
+		// recovers from its snapshots directory (a restore puts one there).
+		snap, ok, err := newestSnapshot(dir)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			s.g = snap.Graph
+			s.loaded = snap.Name
+		}
+	case err != nil:
 		return nil, err
 	}
-	for i := range s.g.Nodes {
-		for k, v := range s.g.Nodes[i].Props {
-			s.g.Nodes[i].Props[k] = fromJSONValue(v)
-		}
-	}
+	s.g.normalize()
 	return s, nil
 }
+
+// normalize turns the JSON numbers of properties back into Go values.
+func (g *graph) normalize() {
+	for i := range g.Nodes {
+		for k, v := range g.Nodes[i].Props {
+			g.Nodes[i].Props[k] = fromJSONValue(v)
+		}
+	}
+	for i := range g.Edges {
+		for k, v := range g.Edges[i].Props {
+			g.Edges[i].Props[k] = fromJSONValue(v)
+		}
+	}
+}
+
+// LoadedSnapshot is the snapshot file the store was recovered from at open ("" when it
+// was the current state file or nothing).
+func (s *Store) LoadedSnapshot() string { return s.loaded }
 
 // Committed is the number of committed write transactions.
 func (s *Store) Committed() uint64 {
@@ -76,6 +128,24 @@ func (s *Store) Count(label string, pending []NodePattern) int64 {
 	}
 	for _, p := range pending {
 		if hasLabel(p.Labels, label) {
+			n++
+		}
+	}
+	return n
+}
+
+// CountEdges counts edges of type typ ("" = all), plus those of an open transaction.
+func (s *Store) CountEdges(typ string, pending []EdgePattern) int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var n int64
+	for _, e := range s.g.Edges {
+		if typ == "" || e.Type == typ {
+			n++
+		}
+	}
+	for _, e := range pending {
+		if typ == "" || e.Type == typ {
 			n++
 		}
 	}
@@ -107,29 +177,45 @@ func hasLabel(labels []string, label string) bool {
 	return false
 }
 
-// Commit applies one write transaction locally and returns the nodes it created and the
-// new commit count.
+// Commit applies one write transaction of nodes only; see CommitWrite.
 func (s *Store) Commit(patterns []NodePattern) ([]StoredNode, uint64, error) {
+	nodes, _, committed, err := s.CommitWrite(Write{Nodes: patterns})
+	return nodes, committed, err
+}
+
+// CommitWrite applies one write transaction locally and returns the nodes and edges it
+// created and the new commit count.
+func (s *Store) CommitWrite(w Write) ([]StoredNode, []StoredEdge, uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	created := make([]StoredNode, 0, len(patterns))
-	for _, p := range patterns {
+	created := make([]StoredNode, 0, len(w.Nodes))
+	for _, p := range w.Nodes {
 		created = append(created, StoredNode{ID: s.g.NextID + int64(len(created)), Labels: p.Labels, Props: p.Props})
+	}
+	edges := make([]StoredEdge, 0, len(w.Edges))
+	for _, e := range w.Edges {
+		if e.From < 0 || e.From >= len(created) || e.To < 0 || e.To >= len(created) {
+			return nil, nil, 0, fmt.Errorf("edge %q joins a node outside its transaction", e.Type)
+		}
+		edges = append(edges, StoredEdge{ID: s.g.NextEdgeID + int64(len(edges)), Type: e.Type,
+			From: created[e.From].ID, To: created[e.To].ID, Props: e.Props})
 	}
 	next := s.g
 	next.Nodes = append(append([]StoredNode(nil), s.g.Nodes...), created...)
+	next.Edges = append(append([]StoredEdge(nil), s.g.Edges...), edges...)
 	next.NextID += int64(len(created))
+	next.NextEdgeID += int64(len(edges))
 	next.Committed++
 	if err := writeJSON(s.path, next); err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	s.g = next
-	return created, next.Committed, nil
+	return created, edges, next.Committed, nil
 }
 
 // Append applies a transaction replicated from the MAIN when it follows directly on what
 // this store holds (prev == Committed); ok=false asks the MAIN for a snapshot instead.
-func (s *Store) Append(prev uint64, nodes []StoredNode) (committed uint64, ok bool, err error) {
+func (s *Store) Append(prev uint64, nodes []StoredNode, edges []StoredEdge) (committed uint64, ok bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prev != s.g.Committed {
@@ -137,9 +223,15 @@ func (s *Store) Append(prev uint64, nodes []StoredNode) (committed uint64, ok bo
 	}
 	next := s.g
 	next.Nodes = append(append([]StoredNode(nil), s.g.Nodes...), nodes...)
+	next.Edges = append(append([]StoredEdge(nil), s.g.Edges...), edges...)
 	for _, n := range nodes {
 		if n.ID >= next.NextID {
 			next.NextID = n.ID + 1
+		}
+	}
+	for _, e := range edges {
+		if e.ID >= next.NextEdgeID {
+			next.NextEdgeID = e.ID + 1
 		}
 	}
 	next.Committed++
@@ -156,6 +248,7 @@ func (s *Store) Snapshot() graph {
 	defer s.mu.RUnlock()
 	g := s.g
 	g.Nodes = append([]StoredNode(nil), s.g.Nodes...)
+	g.Edges = append([]StoredEdge(nil), s.g.Edges...)
 	return g
 }
 
@@ -163,11 +256,7 @@ func (s *Store) Snapshot() graph {
 func (s *Store) Replace(g graph) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range g.Nodes {
-		for k, v := range g.Nodes[i].Props {
-			g.Nodes[i].Props[k] = fromJSONValue(v)
-		}
-	}
+	g.normalize()
 	if err := writeJSON(s.path, g); err != nil {
 		return err
 	}
@@ -176,10 +265,10 @@ func (s *Store) Replace(g graph) error {
 }
 
 // Stats are the figures SHOW STORAGE INFO reports.
-func (s *Store) Stats() (vertices int64, committed uint64) {
+func (s *Store) Stats() (vertices, edges int64, committed uint64) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return int64(len(s.g.Nodes)), s.g.Committed
+	return int64(len(s.g.Nodes)), int64(len(s.g.Edges)), s.g.Committed
 }
 
 // writeJSON replaces path atomically (temp file, fsync, rename) so a crash leaves either

@@ -36,14 +36,14 @@ func TestStorePersistsAndReplicates(t *testing.T) {
 
 	// A replica appends what follows on its own history and asks for a snapshot otherwise.
 	replica, _ := OpenStore(t.TempDir(), true)
-	if _, ok, _ := replica.Append(1, created); ok {
+	if _, ok, _ := replica.Append(1, created, nil); ok {
 		t.Fatal("a replica at 0 appended a transaction that follows 1")
 	}
 	if err := replica.Replace(s.Snapshot()); err != nil {
 		t.Fatal(err)
 	}
 	next := []StoredNode{{ID: 2, Labels: []string{"Person"}}}
-	if c, ok, err := replica.Append(1, next); err != nil || !ok || c != 2 {
+	if c, ok, err := replica.Append(1, next, nil); err != nil || !ok || c != 2 {
 		t.Fatalf("append after the snapshot: %d %v %v", c, ok, err)
 	}
 	if replica.Count("Person", []NodePattern{{Labels: []string{"Person"}}}) != 3 {

@@ -33,6 +33,7 @@ type request struct {
 	// Replication stream.
 	Prev  uint64       `json:"prev,omitempty"`
 	Nodes []StoredNode `json:"nodes,omitempty"`
+	Edges []StoredEdge `json:"edges,omitempty"`
 	Graph *graph       `json:"graph,omitempty"`
 	// Auth is the MAIN's user store (system replication).
 	Auth *authData `json:"auth,omitempty"`
