@@ -127,7 +127,7 @@ func Start(t testing.TB, o Options) *Agent {
 	a.Restart()
 	gs := server.NewGRPCServer(a.svc, policy, credentials.NewTLS(&tls.Config{
 		Certificates: []tls.Certificate{pki.Cert}, MinVersion: tls.VersionTLS12,
-	}), server.NewHealth())
+	}), server.NewHealth(), nil)
 	go func() { _ = gs.Serve(a.lis) }()
 	t.Cleanup(func() {
 		gs.Stop()

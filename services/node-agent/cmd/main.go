@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,6 +25,9 @@ import (
 	"github.com/opsuite/suite/services/node-agent/internal/kube"
 	"github.com/opsuite/suite/services/node-agent/internal/server"
 	"github.com/opsuite/suite/services/node-agent/internal/tlscert"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +55,7 @@ func main() {
 type options struct {
 	listen           string
 	healthListen     string
+	metricsListen    string
 	tlsCert, tlsKey  string
 	tlsSignerName    string
 	tlsTTL           time.Duration
@@ -79,6 +84,7 @@ func parseOptions(args []string, output io.Writer) (options, error) {
 	fs.SetOutput(output)
 	fs.StringVar(&o.listen, "listen", ":7443", "TCP address of the gRPC listener")
 	fs.StringVar(&o.healthListen, "health-listen", "", "plaintext address serving only grpc.health.v1, for kubelet probes (empty: none)")
+	fs.StringVar(&o.metricsListen, "metrics-bind-address", "", "plaintext HTTP address serving Prometheus metrics at /metrics: the agent's gRPC calls and disks (empty: none)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate of the listener (required; read again when it changes)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of the listener (required)")
 	fs.StringVar(&o.tlsSignerName, "tls-signer-name", "", "instead of --tls-cert and --tls-key: a key made at start and a certificate naming <node>.<this name> from the node-agent signer (CSR API), renewed before it expires")
@@ -240,15 +246,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := server.NewMetrics(reg)
 	srv, err := server.New(server.Options{
 		NodeName: o.nodeName, Version: version, PoolLabelPrefix: o.poolLabelPrefix,
 		AgentRoot: o.agentRoot, PVRoot: o.pvRoot, StateFile: o.stateFile,
 		AllowRaiseSysctl: o.allowRaiseSysctl, AllowLoopDevices: o.allowLoopDevices,
 		SysctlMinimums: map[string]int64{"vm.max_map_count": o.maxMapCount},
+		Metrics:        metrics,
 	}, h, &kube.NodeLabels{Client: client, NodeName: o.nodeName, TTL: 30 * time.Second}, log)
 	if err != nil {
 		return err
 	}
+	reg.MustRegister(srv.Collector())
 
 	// A device that cannot be restored is reported missing; the agent still serves the rest.
 	if err := srv.Restore(ctx); err != nil {
@@ -265,7 +276,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	hs := server.NewHealth()
 	gs := server.NewGRPCServer(srv, policy, credentials.NewTLS(&tls.Config{
 		GetCertificate: cert.GetCertificate, MinVersion: tls.VersionTLS12,
-	}), hs)
+	}), hs, metrics)
 	lis, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
@@ -279,7 +290,29 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		servers = append(servers, served{server.NewHealthOnlyServer(hs), hl})
 	}
-	log.Info("Serving", "address", lis.Addr().String(), "healthAddress", o.healthListen, "node", o.nodeName, "version", version)
+	if o.metricsListen != "" {
+		ml, err := net.Listen("tcp", o.metricsListen)
+		if err != nil {
+			for _, s := range servers {
+				s.lis.Close()
+			}
+			return fmt.Errorf("listening for metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := hsrv.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("Serving metrics failed", "err", err)
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = hsrv.Shutdown(sctx)
+		}()
+	}
+	log.Info("Serving", "address", lis.Addr().String(), "healthAddress", o.healthListen, "metricsAddress", o.metricsListen, "node", o.nodeName, "version", version)
 	err = serve(ctx, servers, o.shutdownTimeout, hs.Shutdown)
 	log.Info("Stopped")
 	return err

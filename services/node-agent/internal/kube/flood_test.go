@@ -168,7 +168,7 @@ func floodAgent(t *testing.T, limits auth.PeerLimits, wantExhausted bool) {
 	pki := nodeagenttest.MustPKI(t, "node-agent.flood.svc")
 	gs := server.NewGRPCServer(reportOnly{}, policy, credentials.NewTLS(&tls.Config{
 		Certificates: []tls.Certificate{pki.Cert}, MinVersion: tls.VersionTLS12,
-	}), server.NewHealth())
+	}), server.NewHealth(), nil)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

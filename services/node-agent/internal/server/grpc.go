@@ -18,10 +18,15 @@ func NewHealth() *health.Server {
 	return hs
 }
 
-// NewGRPCServer wires the service with health, reflection and the auth policy.
-func NewGRPCServer(srv nodeagentv1.NodeAgentServer, policy auth.Policy, creds credentials.TransportCredentials, hs *health.Server) *grpc.Server {
+// NewGRPCServer wires the service with health, reflection and the auth policy; m (nil:
+// none) counts every unary call, refused ones too.
+func NewGRPCServer(srv nodeagentv1.NodeAgentServer, policy auth.Policy, creds credentials.TransportCredentials, hs *health.Server, m *Metrics) *grpc.Server {
+	unary := []grpc.UnaryServerInterceptor{policy.Unary()}
+	if m != nil {
+		unary = append([]grpc.UnaryServerInterceptor{m.Unary()}, unary...)
+	}
 	gs := grpc.NewServer(grpc.Creds(creds),
-		grpc.ChainUnaryInterceptor(policy.Unary()), grpc.ChainStreamInterceptor(policy.Stream()))
+		grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(policy.Stream()))
 	nodeagentv1.RegisterNodeAgentServer(gs, srv)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)

@@ -57,7 +57,7 @@ func serveAgent(t testing.TB, srv *server.Server, pki *nodeagenttest.PKI) string
 		t.Fatal(err)
 	}
 	gs := server.NewGRPCServer(srv, auth.Policy{Authn: testTokens, Authz: testTokens},
-		credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pki.Cert}}), server.NewHealth())
+		credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pki.Cert}}), server.NewHealth(), nil)
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	return lis.Addr().String()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/services/node-agent/internal/host"
@@ -37,7 +38,12 @@ func (s *Server) PrepareDisks(ctx context.Context, req *nodeagentv1.PrepareDisks
 	}
 	resp := &nodeagentv1.PrepareDisksResponse{}
 	for _, r := range recs {
+		began := time.Now()
 		done, err := s.prepareOne(ctx, r.FSUUID)
+		s.opts.Metrics.diskOp("prepare", err)
+		if err == nil {
+			s.opts.Metrics.prepared(time.Since(began))
+		}
 		if err != nil {
 			return nil, err
 		}

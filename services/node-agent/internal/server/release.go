@@ -36,6 +36,9 @@ func (s *Server) ReleaseDisks(ctx context.Context, req *nodeagentv1.ReleaseDisks
 	resp := &nodeagentv1.ReleaseDisksResponse{}
 	for _, key := range keys {
 		r, released, err := s.releaseOne(ctx, key, req.GetWipe(), wipeMethod(req.GetWipeMethod()))
+		if err != nil || released {
+			s.opts.Metrics.diskOp("release", err)
+		}
 		if err != nil {
 			return nil, err
 		}

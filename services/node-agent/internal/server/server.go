@@ -78,6 +78,8 @@ type Options struct {
 	AllowLoopDevices bool
 	// SysctlMinimums are reported in every node report.
 	SysctlMinimums map[string]int64
+	// Metrics counts disk operations (nil: none).
+	Metrics *Metrics
 }
 
 // Server is the NodeAgent service.
