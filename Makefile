@@ -171,7 +171,9 @@ FUZZ_TARGETS := \
 	services/vald-operator:./internal/resources:FuzzDesiredValdReleases \
 	services/node-agent:./internal/server:FuzzValidatePrepare \
 	tools:./internal/bolt:FuzzUnpack \
-	tools:./internal/bolt:FuzzSession
+	tools:./internal/bolt:FuzzSession \
+	shared:./backupschedule:FuzzSchedule \
+	shared:./backupschedule:FuzzPrune
 
 .PHONY: fuzz
 fuzz: ## Fuzz every planner, builder and parser target for FUZZ_TIME each (30s by default), one at a time.
