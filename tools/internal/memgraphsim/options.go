@@ -19,7 +19,9 @@ import (
 
 // Options are Memgraph's flags that the simulator honours, plus its own knobs.
 type Options struct {
-	BoltPort            int
+	BoltPort int
+	// MetricsPort serves /metrics in the Prometheus text format (0: none); see metrics.go.
+	MetricsPort         int
 	BoltAddress         string
 	ManagementPort      int
 	CoordinatorPort     int
@@ -107,6 +109,7 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 	fs := flag.NewFlagSet("memgraph-sim", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&o.BoltPort, "bolt-port", 7687, "Bolt port")
+	fs.IntVar(&o.MetricsPort, "metrics-port", 0, "port of the metrics endpoint, /metrics in the Prometheus text format (0: none)")
 	fs.StringVar(&o.BoltAddress, "bolt-address", "0.0.0.0", "host every listener binds")
 	fs.IntVar(&o.ManagementPort, "management-port", 0, "management server port (HA)")
 	fs.IntVar(&o.CoordinatorPort, "coordinator-port", 0, "Raft port of a coordinator")
@@ -127,7 +130,7 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 		fs.Bool(name, false, "ignored")
 	}
 	fs.IntVar(&o.SnapshotRetention, "storage-snapshot-retention-count", DefaultSnapshotRetention, "snapshots kept")
-	for _, name := range []string{"storage-snapshot-interval-sec", "storage-wal-file-size-kib", "query-execution-timeout-sec", "metrics-port", "monitoring-port"} {
+	for _, name := range []string{"storage-snapshot-interval-sec", "storage-wal-file-size-kib", "query-execution-timeout-sec", "monitoring-port"} {
 		fs.Int(name, 0, "ignored")
 	}
 	for _, name := range []string{"experimental-enabled", "log-file", "nuraft-log-file", "storage-mode", "metrics-address", "monitoring-address", "memory-limit", "query-modules-directory"} {

@@ -37,6 +37,7 @@ type Server struct {
 	log   *slog.Logger
 	ilog  *invariantLog
 	bolt  net.Listener
+	mets  *metricsServer
 	coord *coordinator
 	data  *dataInstance
 	done  chan error
@@ -90,6 +91,13 @@ func Start(ctx context.Context, opts Options, log *slog.Logger) (*Server, error)
 	} else {
 		log.Warn("Using non-secure Bolt connection (without SSL)")
 	}
+	if opts.MetricsPort > 0 {
+		if s.mets, err = startMetrics(s, opts.Addr(opts.MetricsPort)); err != nil {
+			s.bolt.Close()
+			s.closeEngine()
+			return nil, err
+		}
+	}
 	go func() { s.done <- bolt.Serve(ctx, ln, newConn) }()
 	log.Info("Memgraph simulator started", "bolt", s.bolt.Addr().String(), "coordinator", opts.IsCoordinator(), "tls", certs != nil)
 	return s, nil
@@ -103,6 +111,7 @@ func (s *Server) Done() <-chan error { return s.done }
 
 // Close stops serving and releases the data directory.
 func (s *Server) Close() error {
+	s.mets.close()
 	err := s.bolt.Close()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
