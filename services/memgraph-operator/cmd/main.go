@@ -10,7 +10,9 @@ import (
 	"github.com/go-logr/logr"
 	memgraphv1alpha1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/controller"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/controller/backup"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/migrate"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/snapshot"
 	"github.com/opsuite/suite/shared/manager"
 	"github.com/opsuite/suite/shared/nodeagent"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +24,10 @@ import (
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
+// EnvOperatorImage names the operator's own image (the chart sets it): data-instance pods
+// run it as the backup agent sidecar and the restore init container.
+const EnvOperatorImage = "MEMGRAPH_OPERATOR_IMAGE"
+
 func main() {
 	if err := run(ctrl.SetupSignalHandler(), os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "memgraph-operator:", err)
@@ -30,6 +36,16 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
+	// The subcommands data-instance pods run: the backup agent sidecar and the restore
+	// init container (package snapshot).
+	if len(args) > 0 {
+		switch args[0] {
+		case snapshot.CommandAgent:
+			return snapshot.AgentCommand(ctx, args[1:], os.Stderr)
+		case snapshot.CommandRestore:
+			return snapshot.RestoreCommand(ctx, args[1:], os.Getenv, os.Stderr)
+		}
+	}
 	return manager.Run(ctx, manager.Operator{
 		Name:    "memgraph-operator",
 		Schemes: []func(*runtime.Scheme) error{memgraphv1alpha1.AddToScheme},
@@ -58,7 +74,10 @@ func setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
 	if n > 0 {
 		log.Info("Moved MemgraphClusters stored by an earlier operator to the current shape (spec.license to spec.secrets, storage.retentionPolicy to a string)", "clusters", n)
 	}
-	cfg := controller.Config{Registrar: controller.BoltRegistrar{}}
+	cfg := controller.Config{Registrar: controller.BoltRegistrar{}, OperatorImage: os.Getenv(EnvOperatorImage)}
+	if cfg.OperatorImage == "" {
+		log.Info("The operator's image is not set; spec.backup and spec.bootstrap add no backup agent or restore container", "env", EnvOperatorImage)
+	}
 	if os.Getenv(nodeagent.EnvNamespace) == "" {
 		log.Info("No node agent configured; vm.max_map_count is not checked", "env", nodeagent.EnvNamespace)
 	} else {
@@ -74,6 +93,9 @@ func setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
 	}
 	if err := controller.Setup(mgr, cfg); err != nil {
 		return fmt.Errorf("MemgraphCluster controller: %w", err)
+	}
+	if err := backup.Setup(mgr, backup.Config{}); err != nil {
+		return fmt.Errorf("MemgraphBackup controller: %w", err)
 	}
 	return nil
 }

@@ -122,6 +122,10 @@ type Config struct {
 	SysctlRecheck time.Duration
 	// SysctlRetry is how soon a node found unmet, or whose agent did not answer, is asked again.
 	SysctlRetry time.Duration
+	// OperatorImage is the operator's own image, which data-instance pods run as the backup
+	// agent sidecar and the restore init container; empty leaves them out (spec.backup
+	// and spec.bootstrap then do nothing).
+	OperatorImage string
 }
 
 func (cfg *Config) defaults() {

@@ -46,6 +46,8 @@ type pass struct {
 	creds credentialsFinding
 	// volumes is what the volume resize step found.
 	volumes volumeFinding
+	// restore is what the bootstrap step found (spec.bootstrap).
+	restore restoreFinding
 }
 
 // run is the reconciler's pass over c.
@@ -65,6 +67,10 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	cfg := p.ctl.cfg
 	if err := p.applyChildren(ctx); err != nil {
 		return 0, err
+	}
+	if p.restoreBlocked() {
+		// Nothing is created until the backup is there and checked (Restored says why).
+		return cfg.Poll, nil
 	}
 	if p.volumes.replacing {
 		// A StatefulSet is being replaced for its claim templates: act on a complete
@@ -198,6 +204,15 @@ func (p *pass) applyChildren(ctx context.Context) error {
 			live[r] = sts
 		}
 	}
+	if err := p.bootstrap(ctx, live[resources.RoleData]); err != nil {
+		return err
+	}
+	if p.restoreBlocked() {
+		return nil
+	}
+	if err := p.ensureAgentToken(ctx); err != nil {
+		return err
+	}
 	if err := p.resizeVolumes(ctx, live); err != nil {
 		return err
 	}
@@ -249,6 +264,9 @@ func (p *pass) applyChildren(ctx context.Context) error {
 // StatefulSet (resizeVolumes) and reaches it when it is created again.
 func (p *pass) desiredStatefulSet(r resources.Role, replicas int32, live *appsv1.StatefulSet) *appsv1.StatefulSet {
 	sts := resources.StatefulSet(p.c, r, replicas)
+	if r == resources.RoleData {
+		resources.WithBackup(sts, p.c, resources.BackupOptions{Image: p.ctl.cfg.OperatorImage, Restore: p.restore.source})
+	}
 	if live != nil {
 		sts.Spec.VolumeClaimTemplates = nil
 		for _, t := range live.Spec.VolumeClaimTemplates {

@@ -40,6 +40,9 @@ func (p *pass) writeStatus() {
 	workloads := strings.Join(p.notReady, ", ")
 
 	switch {
+	case p.restoreBlocked():
+		set(memgraphv1.ConditionConverged, metav1.ConditionFalse, p.restore.reason, p.restore.msg)
+		set(memgraphv1.ConditionReady, metav1.ConditionFalse, p.restore.reason, p.restore.msg)
 	case len(p.sts) < len(roles):
 		// The children could not be written; the error is returned and retried.
 	case p.volumes.replacing:
@@ -77,6 +80,7 @@ func (p *pass) writeStatus() {
 	p.setNodesPrepared(set)
 	p.setCredentialsSynced(set)
 	p.setVolumesResized(set)
+	p.setRestored(set)
 	st.State, st.Reason = summarize(st.Conditions)
 }
 
@@ -178,7 +182,8 @@ func (p *pass) setNodesPrepared(set setFunc) {
 var stateRules = []conditions.StateOption{
 	conditions.Settling(memgraphv1.ConditionConverged, memgraphv1.ConditionUpdated),
 	conditions.InProgress(memgraphv1.ReasonWorkloadsNotReady, memgraphv1.ReasonRegistrationInProgress,
-		memgraphv1.ReasonRetirementInProgress, memgraphv1.ReasonLeadershipTransferInProgress),
+		memgraphv1.ReasonRetirementInProgress, memgraphv1.ReasonLeadershipTransferInProgress,
+		memgraphv1.ReasonBackupNotCompleted, memgraphv1.ReasonBackupUnreadable, memgraphv1.ReasonRestoreInProgress),
 	conditions.DegradedReasons(memgraphv1.ReasonNoMain, memgraphv1.ReasonNoCoordinatorLeader, memgraphv1.ReasonCoordinatorUnreachable),
 }
 

@@ -161,12 +161,16 @@ func (c *Cluster) StartCoordinator(id int) *Process {
 	return p
 }
 
+// DataDirOf is the data directory the data instance name has, or will have once started
+// (a test restores into it first).
+func (c *Cluster) DataDirOf(name string) string { return filepath.Join(c.dir, name) }
+
 // StartData starts a data instance (HA-managed: it has a management port).
 func (c *Cluster) StartData(name string) *Process {
 	c.t.Helper()
 	ports := c.portsFor(name)
 	p := &Process{Name: name, Bolt: hostPort(ports.Bolt), Mgmt: hostPort(ports.Mgmt), Repl: hostPort(ports.Peer),
-		DataDir: filepath.Join(c.dir, name)}
+		DataDir: c.DataDirOf(name)}
 	p.args = []string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(ports.Bolt),
 		"--management-port=" + strconv.Itoa(ports.Mgmt), "--data-directory=" + p.DataDir,
 		"--sim-invariant-log=" + c.InvariantLog, "--also-log-to-stderr", "--log-level=INFO"}
