@@ -81,6 +81,20 @@ $(BIN)/versitygw: tools/objectstore/go.mod tools/objectstore/go.sum
 .PHONY: objectstore
 objectstore: $(BIN)/versitygw ## Build the S3 server (versitygw) the backup tests and the local cluster run, once.
 
+# Prometheus, the server the e2e suite's TestMonitoring runs against the local cluster (it
+# scrapes the operators and node agents and evaluates the charts' dashboards and alerts),
+# pinned in tools/prometheus/go.mod (outside go.work) and built once into .cache/bin: tag
+# remove_all_sd (static targets only, which the test writes), no builtinassets (no web UI,
+# the HTTP API only). About 6 minutes of CPU cold (2026-12-05); a changed pin rebuilds it.
+PROMETHEUS_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2; exit}' tools/prometheus/go.mod)
+
+$(BIN)/prometheus: tools/prometheus/go.mod tools/prometheus/go.sum
+	@mkdir -p $(BIN)
+	cd tools/prometheus && GOWORK=off go build -trimpath -tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION)" -o $@ github.com/prometheus/prometheus/cmd/prometheus
+
+.PHONY: prometheus
+prometheus: $(BIN)/prometheus ## Build the Prometheus server TestMonitoring (e2e) runs, once.
+
 # `make up` builds it too, for the object store the local cluster is to run (issue 25);
 # tools/local/Makefile.inc defines up.
 up: objectstore
@@ -96,11 +110,12 @@ build: ## Build the five static binaries, the simulators (tools/cmd/*-sim) and b
 	for s in $(SIMULATORS) $(CLIENTS); do (cd tools && CGO_ENABLED=0 go build -trimpath -o $(ROOT)/bin/$$s ./cmd/$$s); done
 
 .PHONY: generate
-generate: tools ## Regenerate deepcopy, CRDs, RBAC, protobuf code and chart copies.
+generate: tools ## Regenerate deepcopy, CRDs, RBAC, protobuf code, the charts' dashboards and chart copies.
 	controller-gen object:headerFile="" paths=./api/...
 	controller-gen crd paths=./api/... output:crd:dir=./deploy/crds
 	for s in $(OPERATORS); do controller-gen rbac:roleName=$$s paths=./services/$$s/... output:rbac:dir=./deploy/rbac/$$s; done
 	buf generate
+	cd tools && go run ./cmd/dashboards -charts ../charts
 	if [ -x charts/sync.sh ]; then charts/sync.sh; fi
 
 .PHONY: check-generated
@@ -136,7 +151,7 @@ sweep: ## Kill control-plane processes orphaned by killed test runs; remove the 
 UNIT_PKGS := $(foreach m,$(filter-out tools/e2e,$(MODULES)),./$(m)/...)
 
 .PHONY: test
-test: controlplane runtime-tools objectstore build sweep ## Unit, integration and end-to-end tests of every module (builds the control plane on first use).
+test: controlplane runtime-tools objectstore prometheus build sweep ## Unit, integration and end-to-end tests of every module (builds the control plane on first use).
 	@# The e2e suite spends most of its time waiting on its cluster (about 15% of two
 	@# cores): it runs beside the unit and integration tests, not after them. Without -v,
 	@# go test prints each package's output whole when it ends, so the two do not mix.

@@ -62,6 +62,10 @@ spec:
   endpoints:
     - port: metrics
       path: /metrics
+      # The per-object series carry the object's own namespace label (README "Metrics of
+      # the objects"); without this Prometheus renames it exported_namespace and the
+      # charts' dashboards and alerts would see the operator's namespace instead.
+      honorLabels: true
       # The endpoint serves HTTPS with a self-signed certificate to authorized tokens.
       scheme: https
       bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
