@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"crypto/tls"
 	nodeagentv1 "github.com/opsuite/suite/proto/nodeagent/v1"
 	"github.com/opsuite/suite/services/node-agent/internal/auth"
 	"github.com/opsuite/suite/services/node-agent/internal/server"
@@ -18,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"net"
 )
 
 // TestMetrics runs the agent's gRPC stack with its metrics on a real loop device and
