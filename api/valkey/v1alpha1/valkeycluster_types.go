@@ -31,6 +31,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.persistence) || !has(self.persistence)",message="persistence cannot be added to a running cluster: create a new cluster with persistence"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(oldSelf.persistence) || quantity(self.persistence.size).compareTo(quantity(oldSelf.persistence.size)) >= 0",message="persistence.size can only grow (a PVC cannot shrink): set it back to at least its previous value"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(oldSelf.persistence) || (has(self.persistence.storageClassName) == has(oldSelf.persistence.storageClassName) && (!has(self.persistence.storageClassName) || self.persistence.storageClassName == oldSelf.persistence.storageClassName))",message="persistence.storageClassName is immutable (existing PVCs cannot move to another class): set it back to its previous value"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap can be set only when the cluster is created (a restore never writes over a running cluster's data): create a new cluster with spec.bootstrap"
 // +kubebuilder:validation:XValidation:rule="!has(self.scheduling) || !(has(self.tolerations) || has(self.nodeSelector) || has(self.affinity))",message="scheduling is configured twice: move spec.tolerations, spec.nodeSelector and spec.affinity into spec.scheduling"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.networking) || !has(self.networking.tls)",message="TLS is configured twice: keep either spec.tls or spec.networking.tls, not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.networking) || !has(self.networking.discovery) || !has(self.networking.discovery.preferredEndpointType) || self.networking.discovery.preferredEndpointType != 'Hostname' || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="networking.discovery.preferredEndpointType Hostname needs stable pod names: use workloadType StatefulSet (the default)"
@@ -166,6 +167,12 @@ type ValkeyClusterSpec struct {
 	// Backup is where ValkeyBackups of this cluster are stored. Not in upstream.
 	// +optional
 	Backup *BackupConfiguration `json:"backup,omitempty"`
+
+	// Bootstrap starts a new cluster from a backup (bootstrap.recovery); set at creation
+	// only, never changed. Not in upstream.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bootstrap is immutable: it says how the cluster started; create a new cluster to restore another backup"
+	// +optional
+	Bootstrap *BootstrapConfiguration `json:"bootstrap,omitempty"`
 }
 
 // RolloutSpec tunes rolling updates.
@@ -426,8 +433,12 @@ type ValkeyClusterStatus struct {
 	// +optional
 	ReadyShards int32 `json:"readyShards,omitempty"`
 
-	// Conditions are Ready, Progressing, Degraded, ClusterFormed, SlotsAssigned and
-	// ConfigurationWarning (see the Condition* and Reason* constants).
+	// Restore is the progress of spec.bootstrap.recovery.
+	// +optional
+	Restore *RestoreStatus `json:"restore,omitempty"`
+
+	// Conditions are Ready, Progressing, Degraded, ClusterFormed, SlotsAssigned,
+	// Restored (with spec.bootstrap) and ConfigurationWarning (see the Condition* and Reason* constants).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

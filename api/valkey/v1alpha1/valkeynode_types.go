@@ -119,6 +119,16 @@ type ValkeyNodeSpec struct {
 	// +optional
 	UsersACLSecretName string `json:"usersACLSecretName,omitempty"`
 
+	// RestoreSecretName, set on the members of a cluster bootstrapped from a backup, names
+	// the Secret the pod's restore-rdb init container reads (optional keys: the shard's
+	// object and checksum, the store's keys). While the Secret has an entry for the node's
+	// shard, a node whose data directory is empty starts with that RDB; the cluster
+	// deletes the Secret once the restore completed, so a pod that comes back empty later
+	// never loads the old backup. Fixed at creation, so the pod template never changes.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	RestoreSecretName string `json:"restoreSecretName,omitempty"`
+
 	// Containers merged into the pod's containers by name.
 	// +kubebuilder:validation:MaxItems=16
 	// +optional

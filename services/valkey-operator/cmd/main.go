@@ -15,6 +15,7 @@ import (
 	nodecontroller "github.com/opsuite/suite/services/valkey-operator/internal/controller/node"
 	"github.com/opsuite/suite/services/valkey-operator/internal/handover"
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
+	"github.com/opsuite/suite/services/valkey-operator/internal/restore"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/shared/manager"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,6 +46,8 @@ func run(ctx context.Context, args []string) error {
 			return handover.Install(args[1:])
 		case handover.CommandHandover:
 			return handover.Command(ctx, args[1:], os.Stderr)
+		case restore.Command:
+			return restore.Run(ctx, args[1:], os.Getenv, os.Stderr)
 		}
 	}
 	var namespaces []string

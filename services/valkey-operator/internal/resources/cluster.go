@@ -113,6 +113,11 @@ func ValkeyNode(c *valkeyv1.ValkeyCluster, p Position, restartHash string) *valk
 	if c.Spec.Networking != nil && c.Spec.Networking.External != nil {
 		n.Spec.External = c.Spec.Networking.External.DeepCopy()
 	}
+	if c.Spec.Bootstrap != nil && p.Index == 0 {
+		// Fixed for the node's life: the restore Secret, not the pod template, says
+		// whether there is anything to load.
+		n.Spec.RestoreSecretName = RestoreSecretName(c.Name)
+	}
 	for i := range c.Spec.Containers {
 		n.Spec.Containers = append(n.Spec.Containers, *c.Spec.Containers[i].DeepCopy())
 	}

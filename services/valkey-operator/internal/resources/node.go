@@ -181,6 +181,9 @@ func podTemplate(n *valkeyv1.ValkeyNode, o NodeOptions) corev1.PodTemplateSpec {
 		server.VolumeMounts = append(server.VolumeMounts, mount)
 		server.Lifecycle = hook
 	}
+	if init, ok := restoreInit(n, o); ok {
+		inits = append(inits, init)
+	}
 	containers := []corev1.Container{server}
 	if s.Exporter.Enabled {
 		containers = append(containers, exporter(n, o, tlsSecret != ""))

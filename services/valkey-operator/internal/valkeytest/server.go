@@ -64,6 +64,28 @@ func Start(t testing.TB, extra ...string) *Server {
 	return s
 }
 
+// StartPrepared is Start with prepare run on the empty data directory before the server
+// starts, as a pod's init container runs before its server (a restore's RDB).
+func StartPrepared(t testing.TB, prepare func(dir string) error, extra ...string) *Server {
+	t.Helper()
+	bin := Bins(t)
+	s := &Server{Port: testenv.FreePort(t), BusPort: testenv.FreePort(t), Dir: t.TempDir(), t: t, bin: bin, extra: extra}
+	s.Addr = fmt.Sprintf("127.0.0.1:%d", s.Port)
+	if err := prepare(s.Dir); err != nil {
+		t.Fatalf("preparing %s: %v", s.Dir, err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			if b, err := os.ReadFile(s.logFile()); err == nil {
+				t.Logf("%s log tail:\n%s", s.Addr, tail(string(b), 1500))
+			}
+		}
+	})
+	s.start()
+	return s
+}
+
 // StartN starts n servers.
 func StartN(t testing.TB, n int, extra ...string) []*Server {
 	out := make([]*Server, n)
