@@ -16,14 +16,15 @@ import (
 // plain `kubectl get` shows them). A kind in deploy/crds missing here fails the test, so a
 // new kind gets its columns decided.
 var wantColumns = map[string][]string{
-	"VeltrixCluster":      {"Size", "Ready", "Version", "State", "Reason", "Age"},
-	"ValkeyCluster":       {"State", "Reason", "Shards", "Ready Shards", "Age"},
-	"ValkeyNode":          {"Role", "Shard", "Ready", "Age"},
-	"ValkeyBackup":        {"Cluster", "Phase", "Size", "Stopped", "Age"},
-	"MemgraphCluster":     {"State", "Reason", "Coordinators", "Data", "Main", "Leader", "Age"},
-	"ValdOperatorRelease": {"Phase", "Progress", "Status", "Age"},
-	"ValdRelease":         {"Deployed", "Age"},
-	"MemgraphBackup":      {"Cluster", "Phase", "Size", "Age"},
+	"VeltrixCluster":        {"Size", "Ready", "Version", "State", "Reason", "Age"},
+	"ValkeyCluster":         {"State", "Reason", "Shards", "Ready Shards", "Age"},
+	"ValkeyNode":            {"Role", "Shard", "Ready", "Age"},
+	"ValkeyBackup":          {"Cluster", "Phase", "Size", "Stopped", "Age"},
+	"MemgraphCluster":       {"State", "Reason", "Coordinators", "Data", "Main", "Leader", "Age"},
+	"ValdOperatorRelease":   {"Phase", "Progress", "Status", "Age"},
+	"ValdRelease":           {"Deployed", "Age"},
+	"MemgraphBackup":        {"Cluster", "Phase", "Size", "Age"},
+	"ValkeyScheduledBackup": {"Cluster", "Schedule", "Last Backup", "Next", "Age"},
 }
 
 // readCRDs parses every CRD in deploy/crds.
@@ -130,7 +131,7 @@ func resolve(s *apiextensionsv1.JSONSchemaProps, path string) string {
 			filter := rest[1:end]
 			rest = rest[end+1:]
 			if s.Type != "array" || s.Items == nil || s.Items.Schema == nil {
-				if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
+				if preservesUnknown(s) {
 					return ""
 				}
 				return "[" + filter + "] on a field that is not an array"
@@ -139,7 +140,7 @@ func resolve(s *apiextensionsv1.JSONSchemaProps, path string) string {
 			if strings.HasPrefix(filter, "?(@.") {
 				field, _, _ := strings.Cut(strings.TrimPrefix(filter, "?(@."), "=")
 				field = strings.TrimRight(field, "!<> ")
-				if _, ok := s.Properties[field]; !ok && !(s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields) {
+				if _, ok := s.Properties[field]; !ok && !preservesUnknown(s) {
 					return "the filter names " + field + ", which the items do not have"
 				}
 			}
@@ -153,7 +154,7 @@ func resolve(s *apiextensionsv1.JSONSchemaProps, path string) string {
 			rest = rest[end:]
 			next, ok := s.Properties[field]
 			if !ok {
-				if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
+				if preservesUnknown(s) {
 					return ""
 				}
 				return "no field " + field
@@ -164,6 +165,10 @@ func resolve(s *apiextensionsv1.JSONSchemaProps, path string) string {
 		}
 	}
 	return ""
+}
+
+func preservesUnknown(s *apiextensionsv1.JSONSchemaProps) bool {
+	return s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
 }
 
 // TestResolve makes sure the walker can fail: a column naming a field that is not there.
