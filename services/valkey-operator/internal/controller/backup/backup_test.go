@@ -21,6 +21,7 @@ import (
 	"github.com/opsuite/suite/services/valkey-operator/internal/controller/backup"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkeytest"
+	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/objectstore/objectstoretest"
 	"github.com/opsuite/suite/shared/testenv"
 	"go.uber.org/zap/zapcore"
@@ -30,6 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 var env *testenv.Env
@@ -455,6 +457,7 @@ func TestBackupRetriesThenFails(t *testing.T) {
 			if objs, err := store.List(ctx, got.Status.Path+"/"); err != nil || len(objs) != 4 {
 				t.Fatalf("the retried backup stored %v (%v), want 3 RDBs and the manifest", objs, err)
 			}
+			wantBackupState(t, "backup-test-retry-"+ns, ns, name, valkeyv1.BackupPhaseCompleted)
 			continue
 		}
 		got := waitReason(t, c, b, metav1.ConditionFalse, valkeyv1.BackupReasonUploadFailed, 60*time.Second)
@@ -464,7 +467,42 @@ func TestBackupRetriesThenFails(t *testing.T) {
 		if objs, err := store.List(ctx, path.Join("team-a", backup.Layout(got))+"/"); err != nil || len(objs) != 0 {
 			t.Fatalf("a failed backup left %v (%v)", objs, err)
 		}
+		wantBackupState(t, "backup-test-retry-"+ns, ns, name, valkeyv1.BackupPhaseFailed)
 	}
+	// A deleted backup's series go with it.
+	for _, name := range []string{"flaky", "broken"} {
+		if err := c.Delete(ctx, &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 10*time.Second, "series of deleted backup "+name+" gone", func() (bool, string) {
+			got, err := metrics.ObjectSeries(ctrlmetrics.Registry, ns, name)
+			return err == nil && len(got) == 0, fmt.Sprint(got, err)
+		})
+	}
+}
+
+// wantBackupState waits until the backup's state series (valkey_operator_backup_state for
+// the operator valkey-operator, the alert ValkeyBackupFailed's source) are 1 for phase and
+// 0 for every other phase.
+func wantBackupState(t *testing.T, operator, ns, name string, phase valkeyv1.BackupPhase) {
+	t.Helper()
+	family := metrics.Prefix(operator) + "_backup_state"
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("%s of %s/%s", family, ns, name), func() (bool, string) {
+		got, err := metrics.ObjectSeries(ctrlmetrics.Registry, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range []valkeyv1.BackupPhase{valkeyv1.BackupPhasePending, valkeyv1.BackupPhaseRunning, valkeyv1.BackupPhaseCompleted, valkeyv1.BackupPhaseFailed} {
+			want := 0.0
+			if p == phase {
+				want = 1
+			}
+			if v, ok := got[fmt.Sprintf("%s{state=%q}", family, p)]; !ok || v != want {
+				return false, fmt.Sprint(got)
+			}
+		}
+		return true, ""
+	})
 }
 
 // currentBackup is the backup TestBackupRetriesThenFails is taking.

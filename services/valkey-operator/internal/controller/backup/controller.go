@@ -21,11 +21,13 @@ import (
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/shared/conditions"
+	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/objectstore"
 	"github.com/opsuite/suite/shared/reconciler"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -117,13 +119,24 @@ type controller struct {
 func Setup(mgr ctrl.Manager, cfg Config) error {
 	secrets := connect.CacheThenAPI(mgr.GetClient(), mgr.GetAPIReader())
 	cfg.defaults(mgr.GetClient(), secrets)
+	m, err := newMetrics(cfg.Operator)
+	if err != nil {
+		return err
+	}
 	ctl := &controller{cfg: cfg, client: mgr.GetClient(), secrets: secrets}
 	r, err := reconciler.New(reconciler.Config[*valkeyv1.ValkeyBackup]{
-		Name:       cfg.Operator,
-		Client:     mgr.GetClient(),
-		Recorder:   mgr.GetEventRecorder(Name),
-		New:        func() *valkeyv1.ValkeyBackup { return &valkeyv1.ValkeyBackup{} },
-		Run:        ctl.run,
+		Name:     cfg.Operator,
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(Name),
+		New:      func() *valkeyv1.ValkeyBackup { return &valkeyv1.ValkeyBackup{} },
+		// Every pass ends with the phase it leaves for the status write in the state
+		// series (the alert ValkeyBackupFailed selects state="Failed").
+		Run: func(ctx context.Context, b *valkeyv1.ValkeyBackup) (reconciler.Result, error) {
+			res, err := ctl.run(ctx, b)
+			m.SetState(b.Namespace, b.Name, string(b.Status.Phase))
+			return res, err
+		},
+		OnGone:     func(key types.NamespacedName, _ types.UID) { m.Forget(key.Namespace, key.Name) },
 		Conditions: func(b *valkeyv1.ValkeyBackup) []metav1.Condition { return b.Status.Conditions },
 		OwnEvents:  true,
 		ObserveGeneration: func(b *valkeyv1.ValkeyBackup, generation int64) {
@@ -346,4 +359,16 @@ func fail(b *valkeyv1.ValkeyBackup, reason, msg string) {
 	b.Status.Phase, b.Status.StoppedAt = valkeyv1.BackupPhaseFailed, &now
 	b.Status.Shards = nil
 	setCompleted(b, metav1.ConditionFalse, reason, msg)
+}
+
+// newMetrics registers valkey_operator_backup_state{namespace,name,state}, one series per
+// phase of each ValkeyBackup (1 for the current one), shared by every manager of the process.
+func newMetrics(operator string) (*metrics.Objects, error) {
+	return metrics.For(metrics.Kind{
+		Operator: operator,
+		Kind:     "ValkeyBackup",
+		Name:     "backup",
+		States: []string{string(valkeyv1.BackupPhasePending), string(valkeyv1.BackupPhaseRunning),
+			string(valkeyv1.BackupPhaseCompleted), string(valkeyv1.BackupPhaseFailed)},
+	})
 }
