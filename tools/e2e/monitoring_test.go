@@ -1,0 +1,762 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+// monitoringNamespace holds what TestMonitoring makes: the scraper's ServiceAccount and one
+// object per product, placed on no node so that it never turns Ready.
+const monitoringNamespace = "e2e-monitoring"
+
+// unplaced is a node selector no node of the cluster matches.
+var unplaced = map[string]any{"opsuite.io/e2e-monitoring": "nowhere"}
+
+// TestMonitoring runs a real Prometheus (pinned in tools/prometheus, `make prometheus`)
+// that scrapes what the cluster runs the way the charts' ServiceMonitor and PodMonitor ask:
+// every operator's /metrics (HTTPS, a ServiceAccount token bound to the charts'
+// metrics-reader roles, honorLabels), every node agent's and every other pod's port named
+// metrics. It loads every chart's PrometheusRule (helm template with the CRD's API) and
+// evaluates through the HTTP API every query of every dashboard the charts installed
+// (ConfigMaps labelled grafana_dashboard=1) and every alert: each panel returns data, every
+// series an alert names exists, no rule fails to evaluate, and the NotReady alert of each
+// object the test provokes is active.
+func TestMonitoring(t *testing.T) {
+	for _, s := range services {
+		needInstalled(t, s.name)
+	}
+	ctx := scenarioContext(t)
+	bin := os.Getenv("PROMETHEUS")
+	if bin == "" {
+		bin = filepath.Join(env.root, ".cache", "bin", "prometheus")
+	}
+	if !exists(bin) {
+		t.Fatalf("prometheus (%s) is missing: run `make prometheus` (it builds the server pinned in tools/prometheus/go.mod once), or point $PROMETHEUS at one", bin)
+	}
+	if !direct(&corev1.Pod{}) {
+		t.Skip("Prometheus runs on this host and scrapes pod addresses: needs the local cluster")
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: monitoringNamespace}}
+	if _, err := env.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), monitoringNamespace, metav1.DeleteOptions{})
+	})
+	provoked := applyUnplacedObjects(ctx, t)
+
+	// The scraper's identity: a ServiceAccount bound to every operator chart's
+	// <release>-metrics-reader, as README "Monitoring" tells a Prometheus to be.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus"}}
+	if _, err := env.client.CoreV1().ServiceAccounts(monitoringNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, s := range operators() {
+		bindMetricsReader(ctx, t, s.name+"-prometheus", s.name, monitoringNamespace, "prometheus")
+	}
+	tr, err := env.client.CoreV1().ServiceAccounts(monitoringNamespace).CreateToken(ctx, "prometheus", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	tokenFile := filepath.Join(work, "token")
+	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ruleFiles, alertCount := chartRuleFiles(ctx, t, work)
+	jobs, jobKinds := scrapeJobs(ctx, t, tokenFile)
+	cfg := map[string]any{
+		"global":         map[string]any{"scrape_interval": "5s", "scrape_timeout": "4s", "evaluation_interval": "5s"},
+		"rule_files":     ruleFiles,
+		"scrape_configs": jobs,
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(work, "prometheus.yml")
+	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prom := startPrometheus(ctx, t, bin, cfgFile, work)
+
+	// Every operator and node agent target up: one down would fail every panel of its
+	// product below for a reason said here. The data-plane targets count where up.
+	var down []string
+	var kinds []string
+	err = poll(ctx, t, "every operator and node agent target up", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var resp struct {
+			ActiveTargets []struct {
+				Labels    map[string]string `json:"labels"`
+				ScrapeURL string            `json:"scrapeUrl"`
+				Health    string            `json:"health"`
+				LastError string            `json:"lastError"`
+			} `json:"activeTargets"`
+		}
+		if err := prom.get(ctx, "/api/v1/targets", nil, &resp); err != nil {
+			down = []string{err.Error()}
+			return false, nil //nolint:nilerr // retried; the last error is reported
+		}
+		down, kinds = nil, nil
+		for _, tg := range resp.ActiveTargets {
+			k := jobKinds[tg.Labels["job"]]
+			switch {
+			case tg.Health == "up" && k != "" && !slices.Contains(kinds, k):
+				kinds = append(kinds, k)
+			case tg.Health != "up" && (k == "" || k == kindNodeAgent):
+				down = append(down, fmt.Sprintf("%s (%s): %s %s", tg.Labels["job"], tg.ScrapeURL, tg.Health, tg.LastError))
+			case tg.Health != "up":
+				t.Logf("data-plane target %s (%s) %s: %s", tg.Labels["job"], tg.ScrapeURL, tg.Health, tg.LastError)
+			}
+		}
+		return len(resp.ActiveTargets) == len(jobs) || len(resp.ActiveTargets) > 0 && len(down) == 0, nil
+	})
+	if err != nil || len(down) > 0 {
+		t.Fatalf("%v: %s", err, strings.Join(down, "; "))
+	}
+	sort.Strings(kinds)
+	t.Logf("scraping %d jobs; data-plane kinds up: %v", len(jobs), kinds)
+
+	t.Run("dashboards", func(t *testing.T) {
+		cms, err := env.client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "grafana_dashboard=1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var charts []string
+		for _, cm := range cms.Items {
+			charts = append(charts, cm.Labels["app.kubernetes.io/name"])
+			for key, raw := range cm.Data {
+				checkDashboard(ctx, t, prom, kinds, cm.Namespace+"/"+cm.Name+"/"+key, raw)
+			}
+		}
+		sort.Strings(charts)
+		want := []string{"memgraph-operator", "node-agent", "vald-operator", "valkey-operator", "veltrix-operator"}
+		if !slices.Equal(charts, want) {
+			t.Errorf("dashboard ConfigMaps of %v, want one per chart %v", charts, want)
+		}
+	})
+
+	t.Run("alerts", func(t *testing.T) {
+		checkRules(ctx, t, prom, kinds, alertCount)
+		for _, p := range provoked {
+			wantAlertActive(ctx, t, prom, p.alert, p.name)
+		}
+	})
+}
+
+// provokedAlert is an alert the test makes true: its object never turns Ready.
+type provokedAlert struct{ alert, name string }
+
+// applyUnplacedObjects creates a ValkeyCluster (and a backup of it), a MemgraphCluster and
+// a VeltrixCluster that no node can take (their pods stay Pending, nothing runs), and a
+// ValdOperatorRelease, from the samples, in monitoringNamespace: each operator has an object
+// to export series for, and the three clusters stay not Ready.
+func applyUnplacedObjects(ctx context.Context, t *testing.T) []provokedAlert {
+	t.Helper()
+	var docs []map[string]any
+	for _, f := range []string{"valkey.yaml", "memgraph.yaml", "veltrix.yaml", "vald.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(env.root, "deploy", "samples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range strings.Split(string(raw), "\n---\n") {
+			var obj map[string]any
+			if err := yaml.Unmarshal([]byte(d), &obj); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if obj == nil || obj["kind"] == "Namespace" {
+				continue
+			}
+			meta := obj["metadata"].(map[string]any)
+			meta["namespace"] = monitoringNamespace
+			spec, _ := obj["spec"].(map[string]any)
+			switch obj["kind"] {
+			case "ValkeyCluster":
+				meta["name"] = "unplaced-valkey"
+				spec["nodeSelector"] = unplaced
+			case "MemgraphCluster":
+				meta["name"] = "unplaced-memgraph"
+				spec["nodeSelector"] = map[string]any{"coordinators": unplaced, "data": unplaced}
+			case "VeltrixCluster":
+				meta["name"] = "unplaced-veltrix"
+				spec["nodeSelector"] = unplaced
+			case "ValdOperatorRelease":
+				meta["name"] = "monitored-vor"
+			}
+			docs = append(docs, obj)
+		}
+	}
+	docs = append(docs, map[string]any{
+		"apiVersion": "valkey.io/v1alpha1", "kind": "ValkeyBackup",
+		"metadata": map[string]any{"name": "unplaced-valkey-backup", "namespace": monitoringNamespace},
+		"spec":     map[string]any{"cluster": map[string]any{"name": "unplaced-valkey"}},
+	})
+	var out []string
+	for _, d := range docs {
+		b, err := yaml.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	f := filepath.Join(t.TempDir(), "objects.yaml")
+	if err := os.WriteFile(f, []byte(strings.Join(out, "---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := kubectl(ctx, "apply", "-f", f); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("%s", strings.TrimSpace(o))
+	}
+	return []provokedAlert{
+		{"ValkeyClusterNotReady", "unplaced-valkey"},
+		{"MemgraphClusterNotReady", "unplaced-memgraph"},
+		{"VeltrixClusterNotReady", "unplaced-veltrix"},
+	}
+}
+
+// chartRuleFiles renders every chart's PrometheusRule as a cluster with the CRD would
+// (--api-versions), writes its spec (a Prometheus rules file) and returns the files and the
+// number of alerts in them.
+func chartRuleFiles(ctx context.Context, t *testing.T, dir string) ([]string, int) {
+	t.Helper()
+	var files []string
+	alerts := 0
+	for _, s := range services {
+		out, err := helm(ctx, "template", s.name, filepath.Join(env.root, "charts", s.name), "--namespace", s.namespace(),
+			"--api-versions", "monitoring.coreos.com/v1/PrometheusRule", "--show-only", "templates/prometheusrule.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pr struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				Groups []struct {
+					Name  string           `json:"name"`
+					Rules []map[string]any `json:"rules"`
+				} `json:"groups"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(out), &pr); err != nil || pr.Kind != "PrometheusRule" || len(pr.Spec.Groups) == 0 {
+			t.Fatalf("%s: no PrometheusRule rendered (%v):\n%s", s.name, err, head(out, 500))
+		}
+		for _, g := range pr.Spec.Groups {
+			for _, r := range g.Rules {
+				if _, ok := r["alert"]; ok {
+					alerts++
+				}
+			}
+		}
+		b, err := yaml.Marshal(pr.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(dir, "rules-"+s.name+".yaml")
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files, alerts
+}
+
+// Data-plane kinds: a metric family of one is required to have data only when a target of
+// that kind runs (the test's own objects run no pods).
+const (
+	kindValkeyExporter = "valkey exporter"
+	kindVeltrixMember  = "veltrixdb member"
+	kindNodeAgent      = "node agent"
+)
+
+// familyKind says which scrape target serves a family the charts use; "" is the
+// operators' (always scraped). kubelet_ families come from the kubelets, which the local
+// cluster's kwok nodes do not run.
+func familyKind(family string) string {
+	switch {
+	case strings.HasPrefix(family, "redis_"):
+		return kindValkeyExporter
+	case strings.HasPrefix(family, "veltrixdb_"):
+		return kindVeltrixMember
+	case strings.HasPrefix(family, "node_agent_"):
+		return kindNodeAgent
+	case strings.HasPrefix(family, "kubelet_"):
+		return "kubelet"
+	}
+	return ""
+}
+
+// scrapeJobs are the scrape configs the charts' monitors would make: one job per operator
+// (the chart's ServiceMonitor: job <release>-metrics, HTTPS, the token, honorLabels so the
+// objects' namespace label stays), the node agents (the chart's PodMonitor: job
+// <namespace>/<release>, a node label) and every other pod with a port named metrics (its
+// labels as target labels, as the Valkey ServiceMonitor's podTargetLabels do). It returns
+// the data-plane kind of each job but the operators'.
+func scrapeJobs(ctx context.Context, t *testing.T, tokenFile string) ([]any, map[string]string) {
+	t.Helper()
+	var jobs []any
+	kinds := map[string]string{}
+	owned := map[string]bool{}
+	for _, s := range services {
+		var ps []corev1.Pod
+		err := poll(ctx, t, "a ready pod of "+s.name, 3*time.Minute, func(ctx context.Context) (bool, error) {
+			all, err := readyPods(ctx, s)
+			if err != nil {
+				return false, err
+			}
+			// The node agent's release also runs its signer, which serves no metrics.
+			ps = slices.DeleteFunc(all, func(p corev1.Pod) bool { return s.daemonSet && podPort(&p, "metrics") == 0 })
+			return len(ps) > 0, nil
+		})
+		if err != nil {
+			t.Fatalf("%v:\n%s", err, describePods(ctx, s))
+		}
+		var static []any
+		port := 0
+		if !s.daemonSet {
+			d, err := controllerDeployment(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			port = metricsPort(d)
+		}
+		for i := range ps {
+			p := &ps[i]
+			owned[p.Namespace+"/"+p.Name] = true
+			pp := port
+			if s.daemonSet {
+				pp = podPort(p, "metrics")
+			}
+			if pp == 0 {
+				t.Fatalf("%s: pod %s has no port named metrics", s.name, p.Name)
+			}
+			labels := map[string]string{"namespace": p.Namespace, "pod": p.Name, "endpoint": "metrics"}
+			if s.daemonSet {
+				labels["node"] = p.Spec.NodeName
+			} else {
+				labels["service"] = s.name + "-metrics"
+			}
+			static = append(static, map[string]any{"targets": []string{net.JoinHostPort(p.Status.PodIP, fmt.Sprint(pp))}, "labels": labels})
+		}
+		if s.daemonSet {
+			kinds[s.namespace()+"/"+s.name] = kindNodeAgent
+			jobs = append(jobs, map[string]any{"job_name": s.namespace() + "/" + s.name, "static_configs": static})
+			continue
+		}
+		jobs = append(jobs, map[string]any{
+			"job_name": s.name + "-metrics", "scheme": "https", "honor_labels": true,
+			"tls_config":     map[string]any{"insecure_skip_verify": true},
+			"authorization":  map[string]any{"credentials_file": tokenFile},
+			"static_configs": static,
+		})
+	}
+	all, err := env.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := map[string][]any{}
+	for i := range all.Items {
+		p := &all.Items[i]
+		pp := podPort(p, "metrics")
+		if owned[p.Namespace+"/"+p.Name] || pp == 0 || !podReady(p) || p.Status.PodIP == "" {
+			continue
+		}
+		labels := map[string]string{"namespace": p.Namespace, "pod": p.Name, "node": p.Spec.NodeName}
+		for k, v := range p.Labels {
+			labels[promLabel(k)] = v
+		}
+		job := p.Namespace + "/" + p.Labels["app.kubernetes.io/name"]
+		switch {
+		case p.Labels["valkey.io/cluster"] != "":
+			kinds[job] = kindValkeyExporter
+		case strings.Contains(p.Labels["app.kubernetes.io/name"], "veltrix"):
+			kinds[job] = kindVeltrixMember
+		default:
+			kinds[job] = "other"
+		}
+		others[job] = append(others[job], map[string]any{"targets": []string{net.JoinHostPort(p.Status.PodIP, fmt.Sprint(pp))}, "labels": labels})
+	}
+	for job, static := range others {
+		jobs = append(jobs, map[string]any{"job_name": job, "static_configs": static})
+	}
+	return jobs, kinds
+}
+
+func podPort(p *corev1.Pod, name string) int {
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.Name == name {
+				return int(cp.ContainerPort)
+			}
+		}
+	}
+	return 0
+}
+
+var notLabelChar = regexp.MustCompile(`[^a-zA-Z0-9_]`)
+
+// promLabel is a Kubernetes label's name as Prometheus's labelmap writes it.
+func promLabel(k string) string { return notLabelChar.ReplaceAllString(k, "_") }
+
+// promServer is a running Prometheus's HTTP API.
+type promServer struct{ base string }
+
+func startPrometheus(ctx context.Context, t *testing.T, bin, cfg, dir string) *promServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	logPath := filepath.Join(dir, "prometheus.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--storage.tsdb.retention.time=1h")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("prometheus log tail:\n%s", tailString(string(b), 3000))
+		}
+	})
+	p := &promServer{base: "http://" + addr}
+	err = poll(ctx, t, "prometheus ready at "+addr, time.Minute, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/-/ready", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("%v\n%s", err, tailString(string(b), 3000))
+	}
+	return p
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// get calls the API and decodes its data field into out.
+func (p *promServer) get(ctx context.Context, path string, q url.Values, out any) error {
+	u := p.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	c := &http.Client{Timeout: 20 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return fmt.Errorf("%s: HTTP %d: %s", path, resp.StatusCode, head(string(body), 300))
+	}
+	if r.Status != "success" {
+		return fmt.Errorf("%s: %s", path, r.Error)
+	}
+	return json.Unmarshal(r.Data, out)
+}
+
+// query evaluates expr now and returns how many series or values it gave.
+func (p *promServer) query(ctx context.Context, expr string) (int, error) {
+	var data struct {
+		ResultType string            `json:"resultType"`
+		Result     []json.RawMessage `json:"result"`
+	}
+	if err := p.get(ctx, "/api/v1/query", url.Values{"query": {expr}}, &data); err != nil {
+		return 0, err
+	}
+	return len(data.Result), nil
+}
+
+// families are the metric names expr selects, as Prometheus's own parser reads it
+// (/api/v1/parse_query).
+func (p *promServer) families(ctx context.Context, expr string) ([]string, error) {
+	var ast any
+	if err := p.get(ctx, "/api/v1/parse_query", url.Values{"query": {expr}}, &ast); err != nil {
+		return nil, err
+	}
+	var names []string
+	var walk func(any)
+	walk = func(n any) {
+		switch v := n.(type) {
+		case map[string]any:
+			if typ, _ := v["type"].(string); typ == "vectorSelector" || typ == "matrixSelector" {
+				if name, _ := v["name"].(string); name != "" && !slices.Contains(names, name) {
+					names = append(names, name)
+				}
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(ast)
+	sort.Strings(names)
+	return names, nil
+}
+
+// dashboardVars replaces Grafana's variables by what "All" and the defaults give.
+var dashboardVars = strings.NewReplacer("$__rate_interval", "1m", "${__rate_interval}", "1m", "$__interval", "15s",
+	"$namespace", ".*", "$name", ".*", "$job", ".*", "$node", ".*")
+
+var labelValues = regexp.MustCompile(`^label_values\((.+),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
+
+// required says whether a family must have data here: the operators' always, a data-plane
+// family when a target of its kind runs; kubelet ones never (no kubelet on kwok nodes).
+func required(family string, kinds []string) (bool, string) {
+	k := familyKind(family)
+	switch {
+	case k == "":
+		return true, ""
+	case k == "kubelet":
+		return false, "the local cluster's kwok nodes run no kubelet, whose volume stats kube-prometheus-stack scrapes"
+	case !slices.Contains(kinds, k):
+		return false, "no " + k + " runs in the cluster now"
+	}
+	return true, ""
+}
+
+// checkDashboard evaluates every variable and panel query of one dashboard: each returns
+// data, unless every family it needs is one the cluster cannot serve now (said in the log).
+func checkDashboard(ctx context.Context, t *testing.T, p *promServer, kinds []string, where, raw string) {
+	t.Helper()
+	var d struct {
+		UID        string `json:"uid"`
+		Templating struct {
+			List []struct {
+				Name       string `json:"name"`
+				Type       string `json:"type"`
+				Definition string `json:"definition"`
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		t.Errorf("%s: %v", where, err)
+		return
+	}
+	type check struct{ what, expr string }
+	var checks []check
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		m := labelValues.FindStringSubmatch(v.Definition)
+		if m == nil {
+			t.Errorf("%s: variable %s: %q is not label_values(<series>, <label>)", where, v.Name, v.Definition)
+			continue
+		}
+		checks = append(checks, check{"variable " + v.Name, `count by (` + m[2] + `) (` + dashboardVars.Replace(m[1]) + `)`})
+	}
+	for _, pn := range d.Panels {
+		if len(pn.Targets) == 0 {
+			t.Errorf("%s: panel %q has no query", where, pn.Title)
+		}
+		for i, tg := range pn.Targets {
+			checks = append(checks, check{fmt.Sprintf("panel %q query %d", pn.Title, i+1), dashboardVars.Replace(tg.Expr)})
+		}
+	}
+	passed, skipped := 0, 0
+	for _, c := range checks {
+		fams, err := p.families(ctx, c.expr)
+		if err != nil {
+			t.Errorf("%s: %s: %v", where, c.what, err)
+			continue
+		}
+		need, why := true, ""
+		for _, f := range fams {
+			if need, why = required(f, kinds); !need {
+				break
+			}
+		}
+		n, lastErr := p.eventually(ctx, t, fmt.Sprintf("%s %s has data", d.UID, c.what), need, c.expr)
+		switch {
+		case n > 0:
+			passed++
+		case !need:
+			skipped++
+			t.Logf("%s: %s: no data, not required: %s (%s)", d.UID, c.what, why, c.expr)
+		default:
+			t.Errorf("%s: %s returns no data: %s (last error %v)", where, c.what, c.expr, lastErr)
+		}
+	}
+	t.Logf("%s: %d queries with data, %d not required here", d.UID, passed, skipped)
+}
+
+// eventually evaluates expr until it returns data: for 90 s when required (rates need two
+// scrapes, an object's series appear with its first pass), once otherwise.
+func (p *promServer) eventually(ctx context.Context, t *testing.T, what string, required bool, expr string) (int, error) {
+	t.Helper()
+	n, err := p.query(ctx, expr)
+	if n > 0 || !required {
+		return n, err
+	}
+	_ = poll(ctx, t, what, 90*time.Second, func(ctx context.Context) (bool, error) {
+		n, err = p.query(ctx, expr)
+		return n > 0, nil
+	})
+	return n, err
+}
+
+// checkRules reads the loaded rules: every one evaluated without error, as many alerts as
+// the charts render, and every family an alert names exists (unless the cluster cannot
+// serve it, as for dashboards).
+func checkRules(ctx context.Context, t *testing.T, p *promServer, kinds []string, want int) {
+	t.Helper()
+	type rule struct {
+		Name      string `json:"name"`
+		Query     string `json:"query"`
+		Health    string `json:"health"`
+		LastError string `json:"lastError"`
+		Type      string `json:"type"`
+	}
+	var rules []rule
+	err := poll(ctx, t, "every rule evaluated", time.Minute, func(ctx context.Context) (bool, error) {
+		var data struct {
+			Groups []struct {
+				Rules []rule `json:"rules"`
+			} `json:"groups"`
+		}
+		if err := p.get(ctx, "/api/v1/rules", nil, &data); err != nil {
+			return false, nil //nolint:nilerr // retried
+		}
+		rules = nil
+		for _, g := range data.Groups {
+			rules = append(rules, g.Rules...)
+		}
+		for _, r := range rules {
+			if r.Health == "unknown" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) != want {
+		t.Errorf("Prometheus loaded %d rules, the charts render %d alerts", len(rules), want)
+	}
+	for _, r := range rules {
+		if r.Health != "ok" {
+			t.Errorf("alert %s: health %s: %s", r.Name, r.Health, r.LastError)
+		}
+		fams, err := p.families(ctx, r.Query)
+		if err != nil || len(fams) == 0 {
+			t.Errorf("alert %s: families of %q: %v %v", r.Name, r.Query, fams, err)
+			continue
+		}
+		for _, f := range fams {
+			need, why := required(f, kinds)
+			n, lastErr := p.eventually(ctx, t, fmt.Sprintf("alert %s: series %s", r.Name, f), need, "count("+f+")")
+			switch {
+			case n > 0:
+			case !need:
+				t.Logf("alert %s: %s has no series, not required: %s", r.Name, f, why)
+			default:
+				t.Errorf("alert %s (%s): no series %s (last error %v)", r.Name, r.Query, f, lastErr)
+			}
+		}
+	}
+}
+
+// wantAlertActive waits until alert is pending or firing for the object name of
+// monitoringNamespace (pending: true at every evaluation, waiting out its for:).
+func wantAlertActive(ctx context.Context, t *testing.T, p *promServer, alert, name string) {
+	t.Helper()
+	var seen []string
+	err := poll(ctx, t, fmt.Sprintf("alert %s active for %s/%s", alert, monitoringNamespace, name), 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var data struct {
+			Alerts []struct {
+				Labels map[string]string `json:"labels"`
+				State  string            `json:"state"`
+			} `json:"alerts"`
+		}
+		if err := p.get(ctx, "/api/v1/alerts", nil, &data); err != nil {
+			seen = []string{err.Error()}
+			return false, nil //nolint:nilerr // retried; the last error is reported
+		}
+		seen = nil
+		for _, a := range data.Alerts {
+			l := a.Labels
+			seen = append(seen, fmt.Sprintf("%s{%s/%s} %s", l["alertname"], l["namespace"], l["name"], a.State))
+			if l["alertname"] == alert && l["namespace"] == monitoringNamespace && l["name"] == name && (a.State == "pending" || a.State == "firing") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("%v; active alerts: %v", err, seen)
+	}
+}
