@@ -12,6 +12,18 @@ const (
 	// ConditionNodesPrepared says every node running a pod of the cluster has
 	// vm.max_map_count at Memgraph's minimum (262144), as the node agent reports it.
 	ConditionNodesPrepared = "NodesPrepared"
+	// ConditionMetricsMonitored says the ServiceMonitor scraping every member's metrics
+	// port was written (True), or why not (False); absent with spec.serviceMonitor.enabled
+	// false. Never a reason for Ready: the cluster serves without it. The same type and
+	// reasons as a ValkeyCluster's and a VeltrixCluster's.
+	ConditionMetricsMonitored = "MetricsMonitored"
+)
+
+// MetricsMonitored reasons.
+const (
+	ReasonServiceMonitorApplied    = "ServiceMonitorApplied"
+	ReasonServiceMonitorCRDMissing = "ServiceMonitorCRDMissing"
+	ReasonServiceMonitorError      = "ServiceMonitorError"
 )
 
 // RoleAssignedGate is the readiness gate of data-instance pods: the operator sets it True
@@ -82,6 +94,10 @@ const (
 	ReasonBackupNotCompleted = "BackupNotCompleted"
 	// ReasonBackupUnreadable: the manifest or a file could not be read from the store.
 	ReasonBackupUnreadable = "BackupUnreadable"
+	// ReasonRestoreFailed: the restore init container of the first data instance failed
+	// (a volume that already holds data, a file that changed since it was verified, the
+	// store unreachable); its termination message says which.
+	ReasonRestoreFailed = "RestoreFailed"
 	// ReasonBackupCorrupted: a stored file does not match the manifest's size or SHA-256;
 	// no pod is created, nothing is written, the backup stays as it is.
 	ReasonBackupCorrupted = "BackupCorrupted"

@@ -111,6 +111,12 @@ type MemgraphClusterSpec struct {
 	// +optional
 	Ports PortsSpec `json:"ports,omitempty"`
 
+	// ServiceMonitor is the Prometheus Operator ServiceMonitor the operator writes for the
+	// members' metrics port (spec.ports.metrics) when the monitoring.coreos.com CRDs are
+	// installed. Unset means one is written.
+	// +optional
+	ServiceMonitor *ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
+
 	// Probes are the timings of each role's TCP probes (data instances on the Bolt port,
 	// coordinators on the coordinator port).
 	// +kubebuilder:default={}
@@ -604,6 +610,27 @@ type PortsSpec struct {
 	// +kubebuilder:default=9091
 	// +optional
 	Metrics int32 `json:"metrics,omitempty"`
+}
+
+// ServiceMonitorSpec is the cluster's ServiceMonitor (the same fields as a ValkeyCluster's
+// spec.exporter.serviceMonitor).
+type ServiceMonitorSpec struct {
+	// Enabled writes the ServiceMonitor; unset means true. False deletes the one the
+	// operator wrote.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Labels are added to the ServiceMonitor's own labels, for a Prometheus whose
+	// serviceMonitorSelector asks for some (kube-prometheus-stack's release label, for
+	// instance).
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// ServiceMonitorEnabled says whether the cluster wants its ServiceMonitor.
+func (c *MemgraphCluster) ServiceMonitorEnabled() bool {
+	return c.Spec.ServiceMonitor == nil || c.Spec.ServiceMonitor.Enabled == nil || *c.Spec.ServiceMonitor.Enabled
 }
 
 // RoleProbes are the probe timings of both roles.

@@ -48,6 +48,8 @@ type pass struct {
 	volumes volumeFinding
 	// restore is what the bootstrap step found (spec.bootstrap).
 	restore restoreFinding
+	// monitor is what the monitoring step found (MetricsMonitored).
+	monitor monitorFinding
 }
 
 // run is the reconciler's pass over c.
@@ -255,8 +257,11 @@ func (p *pass) applyChildren(ctx context.Context) error {
 	pdbs := []*policyv1.PodDisruptionBudget{
 		resources.PodDisruptionBudget(c, resources.RoleCoordinator), resources.PodDisruptionBudget(c, resources.RoleData),
 	}
-	_, err = childrenOf[*policyv1.PodDisruptionBudget](p, func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} }).Sync(ctx, pdbs)
-	return err
+	if _, err = childrenOf[*policyv1.PodDisruptionBudget](p, func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} }).Sync(ctx, pdbs); err != nil {
+		return err
+	}
+	p.monitoring(ctx)
+	return nil
 }
 
 // desiredStatefulSet is the role's StatefulSet with replicas pods. Claim templates are

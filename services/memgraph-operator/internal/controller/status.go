@@ -81,6 +81,7 @@ func (p *pass) writeStatus() {
 	p.setCredentialsSynced(set)
 	p.setVolumesResized(set)
 	p.setRestored(set)
+	p.setMetricsMonitored(set)
 	st.State, st.Reason = summarize(st.Conditions)
 }
 
