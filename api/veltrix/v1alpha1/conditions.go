@@ -26,8 +26,12 @@ const (
 	// ConditionMembershipSettled is True when the server's membership matches the spec's
 	// size; Unknown while members join or leave, False when a removal is refused or stuck.
 	ConditionMembershipSettled = "MembershipSettled"
-	// ConditionServiceMonitor is True when the ServiceMonitor was written, False when its
-	// CRD is not installed (best-effort: the cluster runs without it).
+	// ConditionMetricsMonitored is True when the ServiceMonitor scraping the members was
+	// written, False when its CRD is not installed or writing it failed (best-effort: the
+	// cluster runs without it). The same type and reasons as a ValkeyCluster's.
+	ConditionMetricsMonitored = "MetricsMonitored"
+	// ConditionServiceMonitor is the type MetricsMonitored replaced; the operator removes it
+	// from a status an older operator wrote.
 	ConditionServiceMonitor = "ServiceMonitor"
 )
 
@@ -49,8 +53,11 @@ const (
 	// ReasonNodesExcluded: the low nodes are not used (spec.indexMapFallback is off).
 	ReasonNodesExcluded     = "NodesExcluded"
 	ReasonSettled           = "Settled"
-	ReasonApplied           = "Applied"
-	ReasonCRDMissing        = "CRDMissing"
+	// ReasonServiceMonitorApplied, ReasonServiceMonitorCRDMissing and
+	// ReasonServiceMonitorError are MetricsMonitored's reasons.
+	ReasonServiceMonitorApplied    = "ServiceMonitorApplied"
+	ReasonServiceMonitorCRDMissing = "ServiceMonitorCRDMissing"
+	ReasonServiceMonitorError      = "ServiceMonitorError"
 	ReasonAgentsMissing     = "NodeAgentsNotConfigured"
 	ReasonAdminTokenMissing = "AdminTokenMissing"
 	// ReasonVersionUnsupported (on Ready): spec.version reads as a version older than

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func set[O client.Object](p *pass, list func() client.ObjectList, allowEmpty bool) children.Set[O] {
@@ -144,8 +145,11 @@ func (p *pass) serviceMonitor(ctx context.Context) {
 	}, false)
 	_, err := sms.Sync(ctx, []*unstructured.Unstructured{resources.ServiceMonitor(p.c)})
 	p.serviceMonitorMissing = meta.IsNoMatchError(err)
-	if err != nil && !p.serviceMonitorMissing {
-		p.childrenErr = "writing the ServiceMonitor failed"
+	// Best-effort: scraping is not what makes the cluster serve, so a failure is
+	// MetricsMonitored's alone, never Ready's.
+	p.serviceMonitorFailed = err != nil && !p.serviceMonitorMissing
+	if p.serviceMonitorFailed {
+		log.FromContext(ctx).Info("Writing the ServiceMonitor failed", "serviceMonitor", p.c.Name, "error", err.Error())
 	}
 }
 

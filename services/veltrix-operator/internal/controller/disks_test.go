@@ -42,11 +42,11 @@ func TestDisksBecomeVolumes(t *testing.T) {
 		t.Errorf("DisksPrepared message %q does not name the unreachable node", cond.Message)
 	}
 	condition(t, c, veltrixv1.ConditionReady, metav1.ConditionFalse, veltrixv1.ReasonDisksNotPrepared)
-	condition(t, c, veltrixv1.ConditionServiceMonitor, metav1.ConditionFalse, veltrixv1.ReasonCRDMissing)
+	condition(t, c, veltrixv1.ConditionMetricsMonitored, metav1.ConditionFalse, veltrixv1.ReasonServiceMonitorCRDMissing)
 	// A missing ServiceMonitor CRD is said, not failed: a Warning event besides the condition.
 	testenv.Eventually(t, 10*time.Second, "a CRDMissing Warning event", func() (bool, string) {
 		ev := eventReasons(t, c)
-		return ev[veltrixv1.ReasonCRDMissing] == corev1.EventTypeWarning, fmt.Sprint(ev)
+		return ev[veltrixv1.ReasonServiceMonitorCRDMissing] == corev1.EventTypeWarning, fmt.Sprint(ev)
 	})
 	low := f.maxMapCount(t, "node-a") < 262144
 	if low {

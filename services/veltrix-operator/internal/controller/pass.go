@@ -28,8 +28,9 @@ type pass struct {
 	movedVolumes []string
 	// childrenErr is a failed write of a namespaced child (reason ChildrenFailed).
 	childrenErr string
-	// serviceMonitorMissing: the ServiceMonitor CRD is not installed.
-	serviceMonitorMissing bool
+	// serviceMonitorMissing: the ServiceMonitor CRD is not installed; serviceMonitorFailed:
+	// writing it failed otherwise (the cause is in the log).
+	serviceMonitorMissing, serviceMonitorFailed bool
 	// tokenMissing: the spec's admin token Secret or key does not exist.
 	tokenMissing string
 	admin        veltrix.Admin

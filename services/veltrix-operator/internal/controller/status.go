@@ -11,6 +11,7 @@ import (
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
 	"github.com/opsuite/suite/shared/conditions"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -63,7 +64,8 @@ func (p *pass) updateStatus() {
 		set(membershipCondition(*p.decision))
 	}
 	if p.admin != nil {
-		set(serviceMonitorCondition(p.serviceMonitorMissing))
+		set(serviceMonitorCondition(p.serviceMonitorMissing, p.serviceMonitorFailed))
+		meta.RemoveStatusCondition(&st.Conditions, veltrixv1.ConditionServiceMonitor)
 	}
 	if p.lost != nil {
 		set(p.lost.MemberLost)
@@ -228,12 +230,17 @@ func versionCondition(version string) metav1.Condition {
 			version, veltrixv1.MinVersion, veltrixv1.MinVersion)}
 }
 
-func serviceMonitorCondition(missing bool) metav1.Condition {
-	if missing {
-		return metav1.Condition{Type: veltrixv1.ConditionServiceMonitor, Status: metav1.ConditionFalse, Reason: veltrixv1.ReasonCRDMissing,
-			Message: "the ServiceMonitor CRD (monitoring.coreos.com/v1) is not installed: install the Prometheus Operator to scrape the members"}
+func serviceMonitorCondition(missing, failed bool) metav1.Condition {
+	switch {
+	case missing:
+		return metav1.Condition{Type: veltrixv1.ConditionMetricsMonitored, Status: metav1.ConditionFalse, Reason: veltrixv1.ReasonServiceMonitorCRDMissing,
+			Message: "The ServiceMonitor CRD (monitoring.coreos.com/v1) is not installed: install the Prometheus Operator (or its CRDs) and the operator writes the ServiceMonitor on its next pass (every 30 s); the headless Service lists every member's metrics port meanwhile"}
+	case failed:
+		return metav1.Condition{Type: veltrixv1.ConditionMetricsMonitored, Status: metav1.ConditionFalse, Reason: veltrixv1.ReasonServiceMonitorError,
+			Message: "Writing the ServiceMonitor failed; the operator's log has the cause"}
 	}
-	return metav1.Condition{Type: veltrixv1.ConditionServiceMonitor, Status: metav1.ConditionTrue, Reason: veltrixv1.ReasonApplied, Message: "ServiceMonitor written"}
+	return metav1.Condition{Type: veltrixv1.ConditionMetricsMonitored, Status: metav1.ConditionTrue, Reason: veltrixv1.ReasonServiceMonitorApplied,
+		Message: "ServiceMonitor <cluster> scrapes every member's metrics port through Service <cluster>-headless"}
 }
 
 func replicationCondition(ready, rf int32) metav1.Condition {

@@ -21,7 +21,10 @@ const (
 	LabelComponent = "app.kubernetes.io/component"
 	// LabelCluster and LabelNamespace name the cluster a cluster-scoped child (a
 	// PersistentVolume) belongs to: it cannot carry an owner reference to a namespaced owner.
-	LabelCluster   = "veltrix.io/cluster"
+	LabelCluster = "veltrix.io/cluster"
+	// LabelService tells the cluster's two Services apart (ServiceHeadless, ServiceClient):
+	// the ServiceMonitor selects the headless one alone, so no member is scraped twice.
+	LabelService   = "veltrix.io/service"
 	LabelNamespace = "veltrix.io/namespace"
 	// LabelVolume is data (the XFS filesystem) or vlog (the raw partition).
 	LabelVolume = "veltrix.io/volume"
@@ -146,6 +149,21 @@ func BootstrapMembers(c *veltrixv1.VeltrixCluster) []string {
 // SelectorLabels select the cluster's members.
 func SelectorLabels(c *veltrixv1.VeltrixCluster) map[string]string {
 	return map[string]string{LabelName: AppName, LabelInstance: c.Name, LabelManagedBy: ManagedBy}
+}
+
+// Values of LabelService.
+const (
+	ServiceHeadless = "headless"
+	ServiceClient   = "client"
+)
+
+// ScrapedServiceLabels select the Service the ServiceMonitor scrapes: the headless one,
+// which lists every member, ready or not (a member that is joining or failing is the one
+// whose metrics matter).
+func ScrapedServiceLabels(c *veltrixv1.VeltrixCluster) map[string]string {
+	l := SelectorLabels(c)
+	l[LabelService] = ServiceHeadless
+	return l
 }
 
 // Labels are every namespaced child's labels.

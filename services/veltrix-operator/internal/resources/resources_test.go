@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
@@ -307,6 +309,20 @@ func TestChildren(t *testing.T) {
 	sm := ServiceMonitor(c)
 	if sm.GetKind() != "ServiceMonitor" || sm.GetAPIVersion() != "monitoring.coreos.com/v1" || sm.GetNamespace() != "db" {
 		t.Errorf("service monitor %s %s %s", sm.GetAPIVersion(), sm.GetKind(), sm.GetNamespace())
+	}
+	// It selects the headless Service alone, whose port it scrapes.
+	match, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	sel := labels.SelectorFromSet(match)
+	if !sel.Matches(labels.Set(h.Labels)) || sel.Matches(labels.Set(ClientService(c).Labels)) {
+		t.Errorf("service monitor selector %v: want the headless Service %v alone, not the client one %v", match, h.Labels, ClientService(c).Labels)
+	}
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	var named bool
+	for _, p := range h.Spec.Ports {
+		named = named || (len(eps) == 1 && p.Name == eps[0].(map[string]any)["port"])
+	}
+	if !named {
+		t.Errorf("service monitor endpoints %v name no port of the headless Service %v", eps, h.Spec.Ports)
 	}
 	if got := PVPath("/mnt/opsuite/", c, 1); got != "/mnt/opsuite/veltrix/db/vx/slot-1" {
 		t.Errorf("pv path %s", got)

@@ -44,9 +44,11 @@ func ports(c *veltrixv1.VeltrixCluster) []corev1.ServicePort {
 // a joining member must be reachable at its advertised address while it receives data.
 func HeadlessService(c *veltrixv1.VeltrixCluster) *corev1.Service {
 	p := append(ports(c), corev1.ServicePort{Name: "gossip", Port: c.Spec.GossipPort, TargetPort: intstr.FromString("gossip"), Protocol: corev1.ProtocolTCP})
+	m := meta(c, HeadlessServiceName(c))
+	m.Labels[LabelService] = ServiceHeadless
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(c, HeadlessServiceName(c)),
+		ObjectMeta: m,
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true,
 			Selector: SelectorLabels(c), Ports: p,
@@ -56,9 +58,11 @@ func HeadlessService(c *veltrixv1.VeltrixCluster) *corev1.Service {
 
 // ClientService balances clients over the ready (search-ready) members.
 func ClientService(c *veltrixv1.VeltrixCluster) *corev1.Service {
+	m := meta(c, ClientServiceName(c))
+	m.Labels[LabelService] = ServiceClient
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(c, ClientServiceName(c)),
+		ObjectMeta: m,
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: SelectorLabels(c), Ports: ports(c)},
 	}
 }
@@ -114,12 +118,16 @@ func AdminTokenSecret(c *veltrixv1.VeltrixCluster, token string) *corev1.Secret 
 	}
 }
 
-// ServiceMonitor scrapes every member's /metrics through the client Service.
+// ServiceMonitor scrapes every member's /metrics through the headless Service (only that
+// one: the client Service has the same port, and selecting both scraped each ready member
+// twice). Every series carries the cluster's name (veltrix_io_cluster, from the Service).
 func ServiceMonitor(c *veltrixv1.VeltrixCluster) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{
-			"selector":  map[string]any{"matchLabels": toAny(SelectorLabels(c))},
-			"endpoints": []any{map[string]any{"port": "metrics", "path": "/metrics", "interval": "30s"}},
+			"selector":          map[string]any{"matchLabels": toAny(ScrapedServiceLabels(c))},
+			"namespaceSelector": map[string]any{"matchNames": []any{c.Namespace}},
+			"targetLabels":      []any{LabelCluster},
+			"endpoints":         []any{map[string]any{"port": "metrics", "path": "/metrics", "interval": "30s"}},
 		},
 	}}
 	u.SetAPIVersion(ServiceMonitorGVK.Group + "/" + ServiceMonitorGVK.Version)
