@@ -121,6 +121,33 @@ type ExporterSpec struct {
 	// +kubebuilder:validation:items:MaxLength=1024
 	// +optional
 	Args []string `json:"args,omitempty"`
+
+	// ServiceMonitor is the Prometheus Operator ServiceMonitor the operator writes for the
+	// cluster while the exporter runs. Unset means one is written (when the
+	// monitoring.coreos.com CRDs are installed). Read on ValkeyClusters only.
+	// +optional
+	ServiceMonitor *ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
+}
+
+// ServiceMonitorSpec is the ServiceMonitor of a cluster whose exporter runs.
+type ServiceMonitorSpec struct {
+	// Enabled writes the ServiceMonitor; unset means true. False deletes the one the
+	// operator wrote.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Labels are added to the ServiceMonitor's own labels, for a Prometheus whose
+	// serviceMonitorSelector asks for some (kube-prometheus-stack's release label, for
+	// example). The operator's labels win over these.
+	// +kubebuilder:validation:MaxProperties=32
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// ServiceMonitorEnabled says whether the cluster's ServiceMonitor is wanted: the exporter
+// runs and spec.exporter.serviceMonitor.enabled is not false.
+func (e ExporterSpec) ServiceMonitorEnabled() bool {
+	return e.Enabled && (e.ServiceMonitor == nil || e.ServiceMonitor.Enabled == nil || *e.ServiceMonitor.Enabled)
 }
 
 // UserACLSpec is one ACL user, created on every node.

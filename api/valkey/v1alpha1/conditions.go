@@ -30,6 +30,23 @@ const (
 	// ConditionConfigurationWarning (negative polarity): a risky spec value was accepted
 	// and applied.
 	ConditionConfigurationWarning = "ConfigurationWarning"
+	// ConditionMetricsMonitored: the members' exporters are scraped through the cluster's
+	// ServiceMonitor. Present only while the exporter runs and the ServiceMonitor is
+	// wanted; it never makes the cluster not Ready.
+	ConditionMetricsMonitored = "MetricsMonitored"
+)
+
+// MetricsMonitored reasons.
+const (
+	// ReasonServiceMonitorApplied (True): the metrics Service and ServiceMonitor are written.
+	ReasonServiceMonitorApplied = "ServiceMonitorApplied"
+	// ReasonServiceMonitorCRDMissing (False): the monitoring.coreos.com ServiceMonitor CRD
+	// is not installed; the operator looks again every few minutes and writes the
+	// ServiceMonitor once it is. Also a Warning event on the transition.
+	ReasonServiceMonitorCRDMissing = "ServiceMonitorCRDMissing"
+	// ReasonServiceMonitorError (False): writing the metrics Service or the ServiceMonitor
+	// failed (the operator's log has the cause), or one of that name is not the cluster's.
+	ReasonServiceMonitorError = "ServiceMonitorError"
 )
 
 // ValkeyCluster condition reasons. A reason that is also an event reason is emitted with

@@ -14,6 +14,9 @@ const (
 	EventPodDisruptionBudgetCreated = "PodDisruptionBudgetCreated"
 	EventPodDisruptionBudgetUpdated = "PodDisruptionBudgetUpdated"
 	EventPodDisruptionBudgetDeleted = "PodDisruptionBudgetDeleted"
+	// EventServiceMonitorCRDMissing: the exporter runs but no ServiceMonitor can be
+	// written (MetricsMonitored=False, same reason).
+	EventServiceMonitorCRDMissing = "ServiceMonitorCRDMissing" // Warning
 
 	// Topology.
 	EventClusterMeetBatch      = "ClusterMeetBatch"

@@ -110,6 +110,8 @@ func ValkeyNode(c *valkeyv1.ValkeyCluster, p Position, restartHash string) *valk
 			PodSecurityContext:            c.Spec.PodSecurityContext.DeepCopy(),
 		},
 	}
+	// The ServiceMonitor is the cluster's: a change of its labels must not touch the nodes.
+	n.Spec.Exporter.ServiceMonitor = nil
 	if c.Spec.Networking != nil && c.Spec.Networking.External != nil {
 		n.Spec.External = c.Spec.Networking.External.DeepCopy()
 	}

@@ -253,7 +253,7 @@ func exporter(n *valkeyv1.ValkeyNode, o NodeOptions, tls bool) corev1.Container 
 		Image:           image,
 		Args:            append([]string(nil), e.Args...),
 		Env:             env,
-		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: ExporterPort, Protocol: corev1.ProtocolTCP}},
+		Ports:           []corev1.ContainerPort{{Name: MetricsPortName, ContainerPort: ExporterPort, Protocol: corev1.ProtocolTCP}},
 		Resources:       *e.Resources.DeepCopy(),
 		SecurityContext: e.SecurityContext.DeepCopy(),
 		VolumeMounts:    mounts,

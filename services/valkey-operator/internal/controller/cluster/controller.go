@@ -1,5 +1,6 @@
 // Package cluster is the ValkeyCluster controller: it writes the cluster's Service,
-// Secrets, ConfigMap, PodDisruptionBudget and one ValkeyNode per member, then drives the
+// Secrets, ConfigMap, PodDisruptionBudget, with the exporter its metrics Service and
+// ServiceMonitor (monitoring.go), and one ValkeyNode per member, then drives the
 // members' cluster topology (meet, slots, replicas, rebalancing, draining, forgetting)
 // through the pure planner, rolls spec changes one member at a time, and reports status
 // and events as the product document describes them.
@@ -67,6 +68,9 @@ type Config struct {
 	FailoverTimeout time.Duration
 	// Poll is how soon a pass that waits for the data plane looks again.
 	Poll time.Duration
+	// MonitorRecheck is how soon a cluster whose ServiceMonitor CRD was missing looks
+	// for it again (default 3 minutes).
+	MonitorRecheck time.Duration
 	// Namespaces are those the manager watches (empty: all); the users' Secrets are
 	// watched there.
 	Namespaces []string
@@ -95,6 +99,9 @@ func (cfg *Config) defaults(c client.Reader) {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 2 * time.Second
+	}
+	if cfg.MonitorRecheck <= 0 {
+		cfg.MonitorRecheck = 3 * time.Minute
 	}
 }
 

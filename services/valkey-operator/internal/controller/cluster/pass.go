@@ -44,6 +44,8 @@ type pass struct {
 	readyShards   int32
 	// healthy: every desired member exists, is ready and the topology converged.
 	healthy bool
+	// monitor: the MetricsMonitored condition (monitoring.go).
+	monitor monitorState
 }
 
 // run is the reconciler's pass over c, whose status is the last written (the kit's).
@@ -63,11 +65,12 @@ func (p *pass) reconcile(ctx context.Context) time.Duration {
 	if !p.infrastructure(ctx) {
 		return p.retry()
 	}
+	recheck := p.monitoring(ctx)
 	nodes, ok := p.nodes(ctx)
 	if !ok {
 		return p.retry()
 	}
-	wait := p.topology(ctx, nodes)
+	wait := p.withRecheck(p.topology(ctx, nodes), recheck)
 	// A rolled member restarting, rejoining and resyncing is still the rolling update.
 	if p.ctl.isRolling(p.c) && (p.progress == valkeyv1.ReasonAddingNodes || p.progress == valkeyv1.ReasonReconciling) {
 		p.progress = valkeyv1.ReasonUpdatingNodes

@@ -44,6 +44,8 @@ func (p *pass) writeStatus() {
 		meta.RemoveStatusCondition(&st.Conditions, valkeyv1.ConditionConfigurationWarning)
 	}
 
+	p.setMonitoringCondition(set, &st.Conditions)
+
 	if p.failReason != "" {
 		set(valkeyv1.ConditionReady, metav1.ConditionFalse, p.failReason, p.failMessage)
 		set(valkeyv1.ConditionProgressing, metav1.ConditionFalse, p.failReason, p.failMessage)
