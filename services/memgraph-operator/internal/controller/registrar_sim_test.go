@@ -41,6 +41,18 @@ func (b *addressBook) set(m map[string]string) {
 	b.m = m
 }
 
+// add maps more addresses.
+func (b *addressBook) add(m map[string]string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]string{}
+	}
+	for k, v := range m {
+		b.m[k] = v
+	}
+}
+
 // resolve is memgraph.Options.Resolve: an address without a mapping is dialled as is.
 func (b *addressBook) resolve(addr string) string {
 	b.mu.RLock()

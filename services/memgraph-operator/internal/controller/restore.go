@@ -40,6 +40,7 @@ const (
 	msgBackupNotFound     = "spec.bootstrap.backup names no MemgraphBackup in this namespace: create it or name another; no pod is created until then"
 	msgBackupNotCompleted = "The MemgraphBackup named by spec.bootstrap.backup is not Completed; only a complete backup is restored"
 	msgBackupUnreadable   = "The backup's manifest or files could not be read from the object store (see the operator's log); nothing was created, the next pass tries again"
+	msgRestoreFailed      = "The restore init container of the first data instance failed: its termination message says why (a volume that already holds data is never overwritten; a file that no longer matches its manifest is not used); the kubelet retries it"
 	msgBackupCorrupted    = "A file of the backup does not match its manifest's size or SHA-256 (see the operator's log): nothing was created or written, and the backup was left as it is; restore another backup into a new cluster"
 )
 
@@ -55,7 +56,7 @@ func (p *pass) bootstrap(ctx context.Context, live *appsv1.StatefulSet) error {
 	}
 	if live != nil {
 		p.restore.source = restoreSourceOf(live)
-		return nil
+		return p.restoreContainerFailed(ctx)
 	}
 	var b memgraphv1.MemgraphBackup
 	if err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Bootstrap.Backup.Name}, &b); err != nil {
@@ -103,6 +104,35 @@ func (p *pass) bootstrap(ctx context.Context, live *appsv1.StatefulSet) error {
 		return nil
 	}
 	p.restore.source = src
+	return nil
+}
+
+// restoreContainerFailed reads the first data pod's restore container: a failed run (it
+// exits non-zero, the kubelet retries it) is RestoreFailed until it succeeds.
+func (p *pass) restoreContainerFailed(ctx context.Context) error {
+	if cond := conditions.Get(p.c.Status.Conditions, memgraphv1.ConditionRestored); cond != nil && cond.Status == metav1.ConditionTrue {
+		return nil
+	}
+	var pod corev1.Pod
+	err := p.ctl.client.Get(ctx, client.ObjectKey{Namespace: p.c.Namespace, Name: resources.PodName(p.c.Name, resources.RoleData, resources.RestoreOrdinal)}, &pod)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, s := range pod.Status.InitContainerStatuses {
+		if s.Name != resources.ContainerRestore {
+			continue
+		}
+		t := s.State.Terminated
+		if t == nil && s.State.Waiting != nil {
+			t = s.LastTerminationState.Terminated
+		}
+		if t != nil && t.ExitCode != 0 {
+			p.restore.reason, p.restore.msg = memgraphv1.ReasonRestoreFailed, msgRestoreFailed
+		}
+	}
 	return nil
 }
 
@@ -174,4 +204,3 @@ func (p *pass) ensureAgentToken(ctx context.Context) error {
 	}
 	return nil
 }
-

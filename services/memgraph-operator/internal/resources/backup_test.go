@@ -29,8 +29,8 @@ func TestWithBackupLeavesOtherClustersAlone(t *testing.T) {
 		c     *memgraphv1.MemgraphCluster
 		image string
 	}{
-		"no backup":   {c: minimal(), image: testOperatorImage},
-		"no image":    {c: withStore(minimal())},
+		"no backup": {c: minimal(), image: testOperatorImage},
+		"no image":  {c: withStore(minimal())},
 	} {
 		plain := StatefulSet(tc.c, RoleData, 2)
 		got := StatefulSet(tc.c, RoleData, 2)

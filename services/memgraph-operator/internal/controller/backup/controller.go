@@ -277,8 +277,12 @@ func (ctl *controller) once(ctx context.Context, b *memgraphv1.MemgraphBackup, c
 		return m, err
 	}
 	defer func() { _ = s.Close(context.WithoutCancel(ctx)) }()
-	if role, err := s.ReplicationRole(ctx); err != nil || role != memgraph.RoleMain {
-		return m, fmt.Errorf("%s is no longer the MAIN (role %q, %v)", c.Status.Main, role, err)
+	role, err := s.ReplicationRole(ctx)
+	if err != nil {
+		return m, err
+	}
+	if role != memgraph.RoleMain {
+		return m, fmt.Errorf("%s is no longer the MAIN (role %q)", c.Status.Main, role)
 	}
 	if rows, err := s.Query(ctx, "SHOW VERSION"); err == nil && len(rows) == 1 {
 		m.ServerVersion, _ = rows[0]["version"].(string)

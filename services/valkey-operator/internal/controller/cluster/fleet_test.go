@@ -108,7 +108,7 @@ func (f *fleet) sync(ctx context.Context) {
 		f.mu.Unlock()
 		switch {
 		case !ok:
-			s = valkeytest.Start(f.t)
+			s = f.start(ctx, n)
 		case served != n.Generation && !f.externalOnly(n):
 			s.Restart()
 			f.restarts++

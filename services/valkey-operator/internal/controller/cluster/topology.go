@@ -61,6 +61,10 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 		return p.ctl.cfg.Poll
 	}
 
+	// A restore gives each primary its backed-up slots before the members meet.
+	if !p.restoreSlots(ctx, exec, snap, set) {
+		return p.ctl.cfg.Poll
+	}
 	d := planner.Desired{Shards: int(c.Spec.Shards), Replicas: int(c.Spec.Replicas)}
 	for _, m := range set.desired {
 		d.Members = append(d.Members, planner.Member{Addr: m.addr, BusPort: p.ctl.cfg.BusPort(m.node), Host: m.node.Status.NodeName,
