@@ -89,6 +89,14 @@ func TestMonitoring(t *testing.T) {
 
 	ruleFiles, alertCount := chartRuleFiles(ctx, t, work)
 	jobs, jobKinds := scrapeJobs(ctx, t, tokenFile)
+	// A VeltrixDB member: the test's VeltrixCluster runs no pod, so the image's stand-in the
+	// local cluster runs for it (bin/veltrix-sim) serves the members' series from this host.
+	vxJob := monitoringNamespace + "/veltrixdb"
+	jobs = append(jobs, map[string]any{"job_name": vxJob, "static_configs": []any{map[string]any{
+		"targets": []string{veltrixMember(ctx, t, work)},
+		"labels":  map[string]string{"namespace": monitoringNamespace, "pod": "veltrixdb-sim-0"},
+	}}})
+	jobKinds[vxJob] = kindVeltrixMember
 	cfg := map[string]any{
 		"global":         map[string]any{"scrape_interval": "5s", "scrape_timeout": "4s", "evaluation_interval": "5s"},
 		"rule_files":     ruleFiles,
@@ -106,8 +114,7 @@ func TestMonitoring(t *testing.T) {
 
 	// Every operator and node agent target up: one down would fail every panel of its
 	// product below for a reason said here. The data-plane targets count where up.
-	var down []string
-	var kinds []string
+	var down, kinds, others []string
 	err = poll(ctx, t, "every operator and node agent target up", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		var resp struct {
 			ActiveTargets []struct {
@@ -121,22 +128,28 @@ func TestMonitoring(t *testing.T) {
 			down = []string{err.Error()}
 			return false, nil //nolint:nilerr // retried; the last error is reported
 		}
-		down, kinds = nil, nil
+		down, kinds, others = nil, nil, nil
+		unscraped := false
 		for _, tg := range resp.ActiveTargets {
 			k := jobKinds[tg.Labels["job"]]
 			switch {
+			case tg.Health == "unknown":
+				unscraped = true
 			case tg.Health == "up" && k != "" && !slices.Contains(kinds, k):
 				kinds = append(kinds, k)
 			case tg.Health != "up" && (k == "" || k == kindNodeAgent):
 				down = append(down, fmt.Sprintf("%s (%s): %s %s", tg.Labels["job"], tg.ScrapeURL, tg.Health, tg.LastError))
 			case tg.Health != "up":
-				t.Logf("data-plane target %s (%s) %s: %s", tg.Labels["job"], tg.ScrapeURL, tg.Health, tg.LastError)
+				others = append(others, fmt.Sprintf("%s (%s): %s %s", tg.Labels["job"], tg.ScrapeURL, tg.Health, tg.LastError))
 			}
 		}
-		return len(resp.ActiveTargets) == len(jobs) || len(resp.ActiveTargets) > 0 && len(down) == 0, nil
+		return len(resp.ActiveTargets) > 0 && !unscraped && len(down) == 0, nil
 	})
-	if err != nil || len(down) > 0 {
+	if err != nil {
 		t.Fatalf("%v: %s", err, strings.Join(down, "; "))
+	}
+	for _, o := range others {
+		t.Logf("data-plane target down, its series not required: %s", o)
 	}
 	sort.Strings(kinds)
 	t.Logf("scraping %d jobs; data-plane kinds up: %v", len(jobs), kinds)
@@ -759,4 +772,51 @@ func wantAlertActive(ctx context.Context, t *testing.T, p *promServer, alert, na
 	if err != nil {
 		t.Errorf("%v; active alerts: %v", err, seen)
 	}
+}
+
+// veltrixMember starts the VeltrixDB stand-in (bin/veltrix-sim, standalone, map index so
+// that no kernel setting is needed) on loopback, sends it a command so that its command
+// counter has a series, and returns its metrics address.
+func veltrixMember(ctx context.Context, t *testing.T, dir string) string {
+	t.Helper()
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	addr, metrics := free(), free()
+	data := filepath.Join(dir, "veltrixdb")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(env.root, "bin", "veltrix-sim"), "--addr", addr, "--metrics-addr", metrics,
+		"--node-id", "veltrixdb-sim-0", "--data-dirs", data)
+	cmd.Env = append(os.Environ(), "VELTRIXDB_INDEX=map")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("veltrix-sim (run `make build`): %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	err := poll(ctx, t, "veltrix-sim answering PING at "+addr, 30*time.Second, func(ctx context.Context) (bool, error) {
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+			return false, nil //nolint:nilerr // retried
+		}
+		buf := make([]byte, 16)
+		n, _ := c.Read(buf)
+		return strings.HasPrefix(string(buf[:n]), "PONG"), nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	return metrics
 }
