@@ -66,11 +66,24 @@ func (p *pass) reconcile(ctx context.Context) time.Duration {
 		return p.retry()
 	}
 	recheck := p.monitoring(ctx)
+	// spec.bootstrap: nothing is created before the backup is found and checked.
+	if !p.restoreBegin(ctx) {
+		return min(p.retry(), 5*p.ctl.cfg.Poll)
+	}
+	shards := p.c.Spec.Shards
+	if n := p.restoreShards(); n > 0 {
+		// While the backup loads, the cluster has the backup's shards.
+		p.c.Spec.Shards = n
+		defer func() { p.c.Spec.Shards = shards }()
+	}
 	nodes, ok := p.nodes(ctx)
 	if !ok {
 		return p.retry()
 	}
 	wait := p.withRecheck(p.topology(ctx, nodes), recheck)
+	if p.restoreEnd(ctx, shards) && wait == 0 {
+		wait = time.Second // spec.shards applies now
+	}
 	// A rolled member restarting, rejoining and resyncing is still the rolling update.
 	if p.ctl.isRolling(p.c) && (p.progress == valkeyv1.ReasonAddingNodes || p.progress == valkeyv1.ReasonReconciling) {
 		p.progress = valkeyv1.ReasonUpdatingNodes
