@@ -7,5 +7,6 @@ func knownTypes() []runtime.Object {
 		&ValkeyCluster{}, &ValkeyClusterList{},
 		&ValkeyNode{}, &ValkeyNodeList{},
 		&ValkeyBackup{}, &ValkeyBackupList{},
+		&ValkeyScheduledBackup{}, &ValkeyScheduledBackupList{},
 	}
 }

@@ -76,6 +76,12 @@ func setup(mgr ctrl.Manager, _ logr.Logger, namespaces []string) error {
 	if err := backupcontroller.Setup(mgr, backupcontroller.Config{}); err != nil {
 		return fmt.Errorf("ValkeyBackup controller: %w", err)
 	}
+	if err := backupcontroller.SetupSchedule(mgr, backupcontroller.ScheduleConfig{}); err != nil {
+		return fmt.Errorf("ValkeyScheduledBackup controller: %w", err)
+	}
+	if err := backupcontroller.SetupRetention(mgr, backupcontroller.RetentionConfig{}); err != nil {
+		return fmt.Errorf("backup retention controller: %w", err)
+	}
 	return nodecontroller.Setup(mgr, nodecontroller.Config{
 		// The pods install the preStop hand-over from the operator's own image (the chart
 		// sets it).
