@@ -118,6 +118,10 @@ const (
 	// ReasonChecksumMismatch: a shard's object is missing, or its size or SHA-256 differs
 	// from the manifest's: the backup is corrupt and is not restored.
 	ReasonChecksumMismatch = "ChecksumMismatch"
+	// ReasonRestoreInitFailed: a primary's restore-rdb init container failed (its object
+	// changed since it was checked, the store is unreachable from the pod, or its data
+	// volume holds data); the kubelet retries it. Its log says why.
+	ReasonRestoreInitFailed = "RestoreInitFailed"
 	// ReasonClusterNotEmpty: data volumes of the cluster's members already exist (kept from
 	// an earlier cluster of this name); a restore never writes over data.
 	ReasonClusterNotEmpty = "ClusterNotEmpty"

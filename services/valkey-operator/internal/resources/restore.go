@@ -42,6 +42,9 @@ func restoreInit(n *valkeyv1.ValkeyNode, o NodeOptions) (corev1.Container, bool)
 			from(restore.EnvSessionToken, restore.SecretKeySessionToken),
 			from(restore.EnvCA, restore.SecretKeyCA),
 		},
+		// A failure's last log lines (why: checksum, store, non-empty volume) show in the
+		// pod's status.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),

@@ -69,6 +69,12 @@ func (p *pass) restoreBegin(ctx context.Context) bool {
 	case valkeyv1.RestorePhaseCompleted:
 		return p.dropRestoreSecret(ctx)
 	case valkeyv1.RestorePhaseLoading:
+		if pod, code := p.failedRestoreInit(ctx); pod != "" {
+			msg := fmt.Sprintf("The restore-rdb init container of pod %s failed (exit code %d); the kubelet retries it. kubectl logs %s -c %s says why", pod, code, pod, resources.RestoreContainer)
+			p.setRestored(metav1.ConditionFalse, valkeyv1.ReasonRestoreInitFailed, msg)
+			p.warnOn(valkeyv1.ConditionRestored, metav1.ConditionFalse, valkeyv1.ReasonRestoreInitFailed, valkeyv1.ReasonRestoreInitFailed, msg)
+			return true
+		}
 		p.setRestored(metav1.ConditionFalse, valkeyv1.ReasonRestoreLoading, fmt.Sprintf("Loading a backup of %d shards", st.Shards))
 		return true
 	case valkeyv1.RestorePhaseFailed:
@@ -162,6 +168,31 @@ func (p *pass) restoreBegin(ctx context.Context) bool {
 	p.setRestored(metav1.ConditionFalse, valkeyv1.ReasonRestoreLoading, fmt.Sprintf("Loading a backup of %d shards", len(m.Shards)))
 	p.normal(valkeyv1.ReasonRestoreLoading, msg)
 	return true
+}
+
+// failedRestoreInit names the first member pod (by name) whose restore-rdb init container
+// last exited with an error, and its exit code.
+func (p *pass) failedRestoreInit(ctx context.Context) (string, int32) {
+	var pods corev1.PodList
+	if err := p.ctl.client.List(ctx, &pods, client.InNamespace(p.c.Namespace), client.MatchingLabels(resources.PodSelector(p.c.Name))); err != nil {
+		return "", 0
+	}
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, pod := range pods.Items {
+		for _, cs := range pod.Status.InitContainerStatuses {
+			if cs.Name != resources.RestoreContainer {
+				continue
+			}
+			// Failed now, or waiting to be retried (CrashLoopBackOff) after a failure.
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				return pod.Name, t.ExitCode
+			}
+			if t := cs.LastTerminationState.Terminated; cs.State.Waiting != nil && t != nil && t.ExitCode != 0 {
+				return pod.Name, t.ExitCode
+			}
+		}
+	}
+	return "", 0
 }
 
 // heldVolumes are the data PVCs of the members a restore would create that already exist.

@@ -292,6 +292,45 @@ func TestRestoreFromBackup(t *testing.T) {
 		t.Fatalf("a restore over kept volumes: %d ValkeyNodes, %s", n, restoredCond(got).Message)
 	}
 	wantEvents(t, f, "held", map[string]int{valkeyv1.ReasonClusterNotEmpty: 1})
+
+	// A primary whose restore-rdb init container fails (as a kubelet reports it) is named
+	// in the Restored condition; once it loads, the restore completes.
+	if err := c.Create(ctx, bootstrapped(ns, "slow", 3, 0, valkeyv1.BootstrapRecovery{Backup: &valkeyv1.BackupReference{Name: "nightly"}}, objStore)); err != nil {
+		t.Fatal(err)
+	}
+	var slow valkeyv1.ValkeyCluster
+	testenv.Eventually(t, 60*time.Second, "slow loading", func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slow"}, &slow); err != nil {
+			return false, err.Error()
+		}
+		r := restoredCond(&slow)
+		return r != nil && r.Reason == valkeyv1.ReasonRestoreLoading, fmt.Sprint(r)
+	})
+	var node valkeyv1.ValkeyNode
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.NodeName("slow", 1, 0)}, &node); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: resources.PodName(node.Name), Labels: resources.NodeLabels(&node)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "valkey", Image: "valkey/valkey:8.0"}}}}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: resources.RestoreContainer, Image: "valkey-operator",
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}}
+	if err := c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "slow RestoreInitFailed", func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slow"}, &slow); err != nil {
+			return false, err.Error()
+		}
+		r := restoredCond(&slow)
+		return r != nil && r.Reason == valkeyv1.ReasonRestoreInitFailed && strings.Contains(r.Message, pod.Name), fmt.Sprint(r)
+	})
+	wantEvents(t, f, "slow", map[string]int{valkeyv1.ReasonRestoreInitFailed: 1})
+	waitRestored(t, f, "slow", valkeyv1.ReasonRestoreCompleted, 120*time.Second)
+	readKeys(t, f.seedsOf("slow"), want)
 }
 
 // listing is every object in the store with its size.
