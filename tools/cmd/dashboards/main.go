@@ -166,6 +166,8 @@ func dashboards() []dashboard {
 			panels: append([]panel{
 				statesStat("memgraph_operator_cluster_state", "Cluster"),
 				stateTable("memgraph_operator_cluster_state", "Cluster"),
+				timeseries("MAIN changes", "short", "Times the MAIN moved to another data instance: the coordinators' failovers and the switchovers before a MAIN is retired.",
+					q(`sum by (namespace, name) (increase(memgraph_operator_main_changes_total{`+objectSel+`}[$__rate_interval]))`, "{{namespace}}/{{name}}")),
 				timeseries("Registration commands", "short", "ADD COORDINATOR, REGISTER INSTANCE, SET INSTANCE TO MAIN, UNREGISTER, REMOVE COORDINATOR the operator ran: 0 at steady state.",
 					q(`sum by (namespace, name) (increase(memgraph_operator_registrations_total{`+objectSel+`}[$__rate_interval]))`, "{{namespace}}/{{name}}")),
 			}, operatorPanels("memgraph_operator")...),

@@ -160,6 +160,8 @@ type Controller struct {
 	apply    ssa.Applier
 	recorder events.EventRecorder
 	metrics  *metrics.Objects
+	// mains is each cluster's MAIN as the last pass saw it (main_changes_total).
+	mains *mainTracker
 
 	mu sync.Mutex
 	// nodes remembers each node's last check, so passes do not call the agents each time.
@@ -180,6 +182,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.FieldManager},
 		recorder: mgr.GetEventRecorder(Name),
 		metrics:  m,
+		mains:    &mainTracker{last: map[types.NamespacedName]string{}},
 		nodes:    map[string]nodeCheck{},
 	}
 	r, err := reconciler.New(reconciler.Config[*memgraphv1.MemgraphCluster]{
@@ -194,7 +197,10 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		},
 		ObserveGeneration: func(c *memgraphv1.MemgraphCluster, gen int64) { c.Status.ObservedGeneration = gen },
 		// A gone cluster's series are deleted.
-		OnGone: func(key types.NamespacedName, _ types.UID) { m.Forget(key.Namespace, key.Name) },
+		OnGone: func(key types.NamespacedName, _ types.UID) {
+			m.Forget(key.Namespace, key.Name)
+			ctl.mains.forget(key)
+		},
 	})
 	if err != nil {
 		return err

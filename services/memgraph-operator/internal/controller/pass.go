@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -58,6 +59,9 @@ func (ctl *Controller) run(ctx context.Context, c *memgraphv1.MemgraphCluster) (
 	wait, err := p.reconcile(ctx)
 	p.writeStatus()
 	ctl.metrics.SetState(c.Namespace, c.Name, string(c.Status.State))
+	if ctl.mains.moved(types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, c.Status.Main) {
+		ctl.metrics.Add(c.Namespace, c.Name, counterMainChanges, 1)
+	}
 	if err != nil {
 		return reconciler.Result{}, err
 	}
