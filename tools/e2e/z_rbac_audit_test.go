@@ -50,7 +50,6 @@ var unexercised = map[string][]excuse{
 		{"poddisruptionbudgets", "policy", []string{"delete"}, "the PDB policy Disabled deletes the cluster's PodDisruptionBudget (cluster/infra.go pdb)"},
 		{"nodes", "", []string{"list", "watch"}, "networking.external mode NodePort reads the Kubernetes node a member's pod runs on for its address (node/external.go); the suite's cluster has load balancers, so TestValkeyExternalAccess takes mode LoadBalancer"},
 		{"services", "", []string{"delete"}, "removing networking.external prunes each member's own Service (node/external.go syncExternal)"},
-		{"valkeybackups/status", "valkey.io", []string{"patch"}, "a ValkeyBackup's progress (backup/controller.go); the suite takes no backup yet (issue 25), internal/controller/backup's tests cover it against the API server"},
 	},
 	"memgraph-operator": {
 		{"services", "", []string{"delete"}, "shared/children prunes a Service the cluster controls and no longer wants (a name an earlier operator version used; pass.go childrenOf)"},
