@@ -805,6 +805,15 @@ type MemgraphClusterStatus struct {
 	// +optional
 	DataInstances int32 `json:"dataInstances"`
 
+	// ReadyCoordinators is how many coordinator pods are Ready.
+	// +optional
+	ReadyCoordinators int32 `json:"readyCoordinators,omitempty"`
+
+	// ReadyDataInstances is how many data-instance pods are Ready: running, and given
+	// their role by the coordinators (the readiness gate memgraph.com/role-assigned).
+	// +optional
+	ReadyDataInstances int32 `json:"readyDataInstances,omitempty"`
+
 	// Main is the name of the data instance holding the MAIN role (e.g. instance_0),
 	// empty when there is none.
 	// +optional
@@ -858,6 +867,8 @@ const (
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the cluster is in that state"
 // +kubebuilder:printcolumn:name="Coordinators",type=integer,JSONPath=`.spec.coordinators`,description="Declared coordinators"
 // +kubebuilder:printcolumn:name="Data",type=integer,JSONPath=`.spec.dataInstances`,description="Declared data instances"
+// +kubebuilder:printcolumn:name="Ready Coordinators",type=integer,JSONPath=`.status.readyCoordinators`,description="Coordinator pods Ready"
+// +kubebuilder:printcolumn:name="Ready Data",type=integer,JSONPath=`.status.readyDataInstances`,description="Data-instance pods Ready (running and given their role)"
 // +kubebuilder:printcolumn:name="Main",type=string,JSONPath=`.status.main`,description="The data instance holding MAIN"
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`,description="The Raft leader"
 // +kubebuilder:printcolumn:name="Registered Coordinators",type=integer,JSONPath=`.status.coordinators`,priority=1,description="Coordinators registered in SHOW INSTANCES"

@@ -33,6 +33,12 @@ func (p *pass) writeStatus() {
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		conditions.Set(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg}, gen)
 	}
+	if sts := p.sts[resources.RoleCoordinator]; sts != nil {
+		st.ReadyCoordinators = sts.Status.ReadyReplicas
+	}
+	if sts := p.sts[resources.RoleData]; sts != nil {
+		st.ReadyDataInstances = sts.Status.ReadyReplicas
+	}
 	if p.reg != nil {
 		st.Main, st.Leader = p.reg.Main, p.reg.Leader
 		st.Coordinators, st.DataInstances = p.reg.Coordinators, p.reg.DataInstances
