@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -416,5 +417,103 @@ func TestRetentionNeverPrunesInProgress(t *testing.T) {
 		if strings.Contains(e, srv.SecretKey) || strings.Contains(e, srv.AccessKey) {
 			t.Fatalf("event carries a key: %s", e)
 		}
+	}
+}
+
+// TestScheduledBackupClockAndLostStatus drives the schedule's clock: at a time a day after
+// the schedule's creation the 03:00 backup of that day is created; with its status write
+// lost (lastScheduleTime cleared, as after a crash between the create and the write) the
+// next pass owes the same time and creates no second backup; a day later on the clock the
+// next 03:00 backup follows.
+func TestScheduledBackupClockAndLostStatus(t *testing.T) {
+	c := env.Client
+	ctx := context.Background()
+	ns := testenv.NewNamespace(t, c, "vksb")
+	var mu sync.Mutex
+	var clock time.Time
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	setClock := func(t time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = t
+	}
+	if err := c.Create(ctx, &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
+		Spec: valkeyv1.ValkeyClusterSpec{Shards: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	sb := &valkeyv1.ValkeyScheduledBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
+		Spec: valkeyv1.ValkeyScheduledBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}, Schedule: "0 0 3 * * *"}}
+	if err := c.Create(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	created := sb.CreationTimestamp.UTC()
+	day1 := time.Date(created.Year(), created.Month(), created.Day()+1, 3, 0, 0, 0, time.UTC)
+	setClock(day1.Add(time.Hour))
+	env.StartManager(t, func(mgr ctrl.Manager) error {
+		return backup.SetupSchedule(mgr, backup.ScheduleConfig{Operator: "schedule-test-" + ns, Now: now})
+	}, testenv.InNamespaces(ns))
+
+	names := func() []string {
+		var out []string
+		for _, b := range scheduledBackups(t, c, ns, sb.Name) {
+			out = append(out, b.Name)
+		}
+		return out
+	}
+	waitLast := func(want time.Time) {
+		t.Helper()
+		testenv.Eventually(t, 20*time.Second, "lastScheduleTime "+want.String(), func() (bool, string) {
+			got, _, err := scheduledCondition(c, sb)
+			if err != nil || got.Status.LastScheduleTime == nil {
+				return false, fmt.Sprint(err)
+			}
+			return got.Status.LastScheduleTime.Equal(ptrTime(want)) && got.Status.LastBackupName == backupschedule.Name(sb.Name, want),
+				got.Status.LastScheduleTime.String() + " " + got.Status.LastBackupName
+		})
+	}
+	waitLast(day1)
+	if got := names(); !slices.Equal(got, []string{backupschedule.Name(sb.Name, day1)}) {
+		t.Fatalf("backups %v after the first time", got)
+	}
+
+	// The status write lost: the next pass owes day1 again and finds its backup.
+	testenv.EventuallyNil(t, 10*time.Second, "clear the status", func() error {
+		var cur valkeyv1.ValkeyScheduledBackup
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sb), &cur); err != nil {
+			return err
+		}
+		cur.Status.LastScheduleTime, cur.Status.LastBackupName = nil, ""
+		return c.Status().Update(ctx, &cur)
+	})
+	waitLast(day1)
+	if got := names(); len(got) != 1 {
+		t.Fatalf("backups %v after the lost status write, want one", got)
+	}
+
+	// A day later on the clock; an annotation starts a pass at once.
+	day2 := day1.AddDate(0, 0, 1)
+	setClock(day2.Add(time.Minute))
+	testenv.EventuallyNil(t, 10*time.Second, "touch the schedule", func() error {
+		var cur valkeyv1.ValkeyScheduledBackup
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sb), &cur); err != nil {
+			return err
+		}
+		cur.Annotations = map[string]string{"test/touch": "1"}
+		return c.Update(ctx, &cur)
+	})
+	waitLast(day2)
+	if got := names(); !slices.Equal(got, []string{backupschedule.Name(sb.Name, day1), backupschedule.Name(sb.Name, day2)}) {
+		t.Fatalf("backups %v, want day1's and day2's", got)
+	}
+	got, _, err := scheduledCondition(c, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := got.Status.NextScheduleTime; n == nil || !n.Equal(ptrTime(day2.AddDate(0, 0, 1))) {
+		t.Fatalf("nextScheduleTime %v, want %s", n, day2.AddDate(0, 0, 1))
 	}
 }
