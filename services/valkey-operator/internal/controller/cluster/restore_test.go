@@ -103,11 +103,12 @@ func nodesOf(t *testing.T, c client.Client, ns, name string) int {
 // A 3-shard cluster with keys (values checksummed) is backed up by the ValkeyBackup
 // controller to versitygw and restored into new clusters: one of the same shape, whose
 // primaries start with their shards' RDBs and serve exactly the backed-up slot ranges,
-// the replicas synced from them, and one with 4 shards, restored with 3 and then
-// resharded. Every key reads back with its value in both. A corrupted copy of the backup
-// fails with ChecksumMismatch before anything is created and changes no object; a folder
-// without a manifest (a partial backup) is never restored; a cluster whose members' data
-// volumes already exist is refused; spec.bootstrap cannot be changed, added or removed.
+// the replicas synced from them; one with 4 shards, restored with 3 and then resharded;
+// one with 2, whose third shard then drains. Every key reads back with its value in all
+// three. A corrupted copy of the backup fails with ChecksumMismatch before anything is
+// created and changes no object; a folder without a manifest (a partial backup) is never
+// restored; a cluster whose members' data volumes already exist is refused; a failing
+// restore-rdb init container is named; spec.bootstrap cannot be changed, added or removed.
 func TestRestoreFromBackup(t *testing.T) {
 	t.Parallel()
 	c := env.Client
@@ -221,6 +222,19 @@ func TestRestoreFromBackup(t *testing.T) {
 		t.Fatalf("after the reshard: %d shards, %d nodes", more.Status.Shards, nodesOf(t, c, ns, "more"))
 	}
 	readKeys(t, f.seedsOf("more"), want)
+
+	// Fewer shards: loaded with 3, then the third drains into the other two.
+	began = time.Now()
+	if err := c.Create(ctx, bootstrapped(ns, "fewer", 2, 0, valkeyv1.BootstrapRecovery{Backup: &valkeyv1.BackupReference{Name: "nightly"}}, objStore)); err != nil {
+		t.Fatal(err)
+	}
+	waitRestored(t, f, "fewer", valkeyv1.ReasonRestoreCompleted, 120*time.Second)
+	fewer := waitReady(t, f, "fewer", 180*time.Second)
+	t.Logf("restored with 3 shards and resharded to 2 in %s", time.Since(began).Round(time.Millisecond))
+	if fewer.Status.Shards != 2 || nodesOf(t, c, ns, "fewer") != 2 {
+		t.Fatalf("after the scale-in: %d shards, %d nodes", fewer.Status.Shards, nodesOf(t, c, ns, "fewer"))
+	}
+	readKeys(t, f.seedsOf("fewer"), want)
 
 	// A corrupted copy: one byte of shard 1 changed, manifest as it was.
 	objs, err := store.List(ctx, b.Status.Path+"/")
