@@ -20,6 +20,24 @@ type BackupConfiguration struct {
 	// +kubebuilder:default=7690
 	// +optional
 	AgentPort int32 `json:"agentPort,omitempty"`
+
+	// RetentionPolicy is how long backups are kept, as CloudNativePG's: a count and a
+	// unit, d (days), w (weeks) or m (months), e.g. 30d. A backup older than that (from
+	// when it completed or failed) is deleted, its objects from the store first. The
+	// newest completed backup is kept whatever its age, and a backup in progress is never
+	// deleted. Unset: kept until keepLast says otherwise.
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[1-9][0-9]{0,3}[dwm]$')",message="retentionPolicy must be a count (1-9999) and a unit, d (days), w (weeks) or m (months), e.g. 30d"
+	// +optional
+	RetentionPolicy string `json:"retentionPolicy,omitempty"`
+
+	// KeepLast keeps at most this many completed backups, the newest; older ones are
+	// deleted with their objects in the store. Failed backups never count among them:
+	// one is deleted once a later backup completes. Unset: no count limit.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	KeepLast int32 `json:"keepLast,omitempty"`
 }
 
 // DefaultBackupAgentPort is the backup agent's port when spec.backup.agentPort is unset.

@@ -6,5 +6,6 @@ func knownTypes() []runtime.Object {
 	return []runtime.Object{
 		&MemgraphCluster{}, &MemgraphClusterList{},
 		&MemgraphBackup{}, &MemgraphBackupList{},
+		&MemgraphScheduledBackup{}, &MemgraphScheduledBackupList{},
 	}
 }

@@ -97,5 +97,11 @@ func setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
 	if err := backup.Setup(mgr, backup.Config{}); err != nil {
 		return fmt.Errorf("MemgraphBackup controller: %w", err)
 	}
+	if err := backup.SetupSchedule(mgr, backup.ScheduleConfig{}); err != nil {
+		return fmt.Errorf("MemgraphScheduledBackup controller: %w", err)
+	}
+	if err := backup.SetupRetention(mgr, backup.RetentionConfig{}); err != nil {
+		return fmt.Errorf("backup retention controller: %w", err)
+	}
 	return nil
 }
