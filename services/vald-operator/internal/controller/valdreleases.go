@@ -43,6 +43,9 @@ func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOpera
 	}
 	err := r.adopt(ctx, vor, desired, applied)
 	if err == nil {
+		err = r.createMissing(ctx, vor, desired, applied)
+	}
+	if err == nil {
 		set := children.Set[*valdv1.ValdRelease]{
 			Client:   freshClient{Client: r.Client, applied: applied},
 			Applier:  r.Applier,
