@@ -433,6 +433,12 @@ type ValkeyClusterStatus struct {
 	// +optional
 	ReadyShards int32 `json:"readyShards,omitempty"`
 
+	// LastFailoverTime is when the operator last promoted a replica: a takeover of a lost
+	// primary, or a completed failover before a primary's pod is replaced (each counted in
+	// valkey_operator_failovers_total). Unset until the first.
+	// +optional
+	LastFailoverTime *metav1.Time `json:"lastFailoverTime,omitempty"`
+
 	// Restore is the progress of spec.bootstrap.recovery.
 	// +optional
 	Restore *RestoreStatus `json:"restore,omitempty"`
@@ -463,6 +469,7 @@ type ValkeyClusterStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the cluster is in that state"
 // +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`,description="Desired shards"
 // +kubebuilder:printcolumn:name="Ready Shards",type=integer,JSONPath=`.status.readyShards`,description="Shards with a primary and all their replicas"
+// +kubebuilder:printcolumn:name="Last Failover",type=date,JSONPath=`.status.lastFailoverTime`,description="When the operator last promoted a replica"
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1,description="What the cluster is doing or waiting for"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValkeyCluster struct {

@@ -16,15 +16,16 @@ import (
 // plain `kubectl get` shows them). A kind in deploy/crds missing here fails the test, so a
 // new kind gets its columns decided.
 var wantColumns = map[string][]string{
-	"VeltrixCluster":        {"Size", "Ready", "Version", "State", "Reason", "Age"},
-	"ValkeyCluster":         {"State", "Reason", "Shards", "Ready Shards", "Age"},
-	"ValkeyNode":            {"Role", "Shard", "Ready", "Age"},
-	"ValkeyBackup":          {"Cluster", "Phase", "Size", "Stopped", "Age"},
-	"MemgraphCluster":       {"State", "Reason", "Coordinators", "Data", "Ready Coordinators", "Ready Data", "Main", "Leader", "Age"},
-	"ValdOperatorRelease":   {"Phase", "Progress", "Status", "Age"},
-	"ValdRelease":           {"Deployed", "Age"},
-	"MemgraphBackup":        {"Cluster", "Phase", "Size", "Age"},
-	"ValkeyScheduledBackup": {"Cluster", "Schedule", "Last Backup", "Next", "Age"},
+	"VeltrixCluster":          {"Size", "Ready", "Version", "State", "Reason", "Age"},
+	"ValkeyCluster":           {"State", "Reason", "Shards", "Ready Shards", "Last Failover", "Age"},
+	"ValkeyNode":              {"Role", "Shard", "Ready", "Age"},
+	"ValkeyBackup":            {"Cluster", "Phase", "Size", "Stopped", "Age"},
+	"MemgraphCluster":         {"State", "Reason", "Coordinators", "Data", "Ready Coordinators", "Ready Data", "Main", "Leader", "Age"},
+	"ValdOperatorRelease":     {"Phase", "Progress", "Status", "Age"},
+	"ValdRelease":             {"Deployed", "Age"},
+	"MemgraphBackup":          {"Cluster", "Phase", "Size", "Age"},
+	"ValkeyScheduledBackup":   {"Cluster", "Schedule", "Last Backup", "Next", "Age"},
+	"MemgraphScheduledBackup": {"Cluster", "Schedule", "Last Backup", "Next", "Age"},
 }
 
 // readCRDs parses every CRD in deploy/crds.

@@ -40,7 +40,7 @@ type waited struct {
 
 var waitedKinds = []waited{
 	{resource: "vkc", name: "demo", from: "valkey.yaml", conditions: []string{"Ready"},
-		status: map[string]any{"state": "Ready", "reason": "ClusterHealthy", "shards": int64(3), "readyShards": int64(3)}, shown: []string{"Ready", "ClusterHealthy"}},
+		status: map[string]any{"state": "Ready", "reason": "ClusterHealthy", "shards": int64(3), "readyShards": int64(3), "lastFailoverTime": "2025-01-01T00:00:00Z"}, shown: []string{"Ready", "ClusterHealthy"}},
 	{resource: "vkn", name: "demo-0-0", obj: `
 apiVersion: valkey.io/v1alpha1
 kind: ValkeyNode

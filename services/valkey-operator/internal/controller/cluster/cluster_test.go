@@ -340,7 +340,9 @@ func TestKilledPrimaryRecovers(t *testing.T) {
 	t.Parallel()
 	f, _ := startCluster(t, "vkc-kill", "k", valkeyv1.ValkeyClusterSpec{Shards: 3, Replicas: 1})
 	ctx := context.Background()
-	waitReady(t, f, "k", 90*time.Second)
+	if vc := waitReady(t, f, "k", 90*time.Second); vc.Status.LastFailoverTime != nil {
+		t.Errorf("lastFailoverTime %v before any failover", vc.Status.LastFailoverTime)
+	}
 	keys := writeKeys(t, f.seeds(), "k", 2000)
 
 	victim := ""
@@ -370,6 +372,15 @@ func TestKilledPrimaryRecovers(t *testing.T) {
 	wantEvents(t, f, "k", map[string]int{valkeyv1.EventReplicasTakenOver: 1})
 	wantSeries(t, f.ns, "k", map[string]float64{"valkey_operator_failovers_total": 1})
 	t.Logf("replica promoted %s after the kill", time.Since(killed).Round(time.Millisecond))
+	// The promotion's time is in the status (the LAST FAILOVER column).
+	testenv.Eventually(t, 10*time.Second, "status.lastFailoverTime", func() (bool, string) {
+		var vc valkeyv1.ValkeyCluster
+		if err := f.c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "k"}, &vc); err != nil {
+			return false, err.Error()
+		}
+		at := vc.Status.LastFailoverTime
+		return at != nil && !at.Time.Before(killed.Truncate(time.Second)), fmt.Sprintf("lastFailoverTime %v, the kill at %s", at, killed.Format(time.RFC3339))
+	})
 	f.server(victim).Wipe()
 	waitReady(t, f, "k", 120*time.Second)
 	t.Logf("killed primary %s (back empty at its address): Ready again after %s", victim, time.Since(killed).Round(time.Millisecond))

@@ -21,6 +21,8 @@ type pass struct {
 	// lags it).
 	before valkeyv1.ValkeyClusterStatus
 	now    time.Time
+	// failedOver: the pass promoted a replica (status.lastFailoverTime).
+	failedOver bool
 	// events records through the kit: actions at once, states after the status write.
 	events *reconciler.PassEvents
 

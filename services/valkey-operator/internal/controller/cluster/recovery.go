@@ -48,6 +48,7 @@ func (p *pass) takeOverLost(ctx context.Context, exec *executor.Executor, snap v
 			continue
 		}
 		p.ctl.metrics.Add(p.c.Namespace, p.c.Name, counterFailovers, 1)
+		p.failedOver = true
 		p.normalAbout(m.node, valkeyv1.EventReplicasTakenOver, fmt.Sprintf("Promoted replica %s with CLUSTER FAILOVER TAKEOVER: primary %s (shard %d) is gone", replica.Addr, m.node.Name, m.node.Spec.ShardIndex))
 		sent = true
 	}

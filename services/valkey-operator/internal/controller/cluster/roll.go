@@ -242,6 +242,7 @@ func (p *pass) failover(ctx context.Context, exec *executor.Executor, primaryM m
 	switch res.Outcome {
 	case executor.FailoverCompleted:
 		p.ctl.metrics.Add(p.c.Namespace, p.c.Name, counterFailovers, 1)
+		p.failedOver = true
 		p.normalAbout(replica.node, valkeyv1.EventFailoverCompleted, fmt.Sprintf("Replica %s is the primary of shard %d", replica.node.Name, shard))
 		return time.Second
 	case executor.FailoverNotReady:

@@ -86,6 +86,9 @@ func (p *pass) writeStatus() {
 		}
 		st.Shards, st.ReadyShards = p.shards, p.readyShards
 	}
+	if p.failedOver {
+		st.LastFailoverTime = &metav1.Time{Time: p.now}
+	}
 
 	// The summary, in the documented priority (Degraded=True, Ready=True, Progressing=True,
 	// else Failed), which is the kit's without options.

@@ -242,6 +242,9 @@ func (p *pass) announceSteps(snap valkey.Snapshot, set nodeSet, done []planner.S
 	}
 	p.ctl.metrics.Add(p.c.Namespace, p.c.Name, counterSlotMoves, moved)
 	p.ctl.metrics.Add(p.c.Namespace, p.c.Name, counterFailovers, len(sum.TakenOver))
+	if len(sum.TakenOver) > 0 {
+		p.failedOver = true
+	}
 	shardOf := p.shardOfAddr(set)
 	nodeAt := map[string]*valkeyv1.ValkeyNode{}
 	for _, m := range append(append([]member(nil), set.desired...), set.removed...) {
