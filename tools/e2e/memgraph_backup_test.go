@@ -88,6 +88,8 @@ func TestMemgraphBackupRestore(t *testing.T) {
 	t.Cleanup(func() {
 		bg := context.Background()
 		for _, args := range [][]string{{"delete", "mgc", src, dst, bad, "-n", mgNamespace, "--ignore-not-found", "--wait=false"},
+			{"delete", "mgsb", "mg-bk-sched", "-n", mgNamespace, "--ignore-not-found"},
+			{"delete", "mgb", "-l", "memgraph.com/scheduled-backup=mg-bk-sched", "-n", mgNamespace, "--ignore-not-found"},
 			{"delete", "mgb", "mg-bk-1", "mg-bk-2", "-n", mgNamespace, "--ignore-not-found"}} {
 			if out, err := kubectl(bg, args...); err != nil {
 				t.Logf("%v\n%s", err, out)
@@ -227,5 +229,50 @@ func TestMemgraphBackupRestore(t *testing.T) {
 	}
 	if n, err := mgRun(ctx, mainPod(d), "MATCH (n:Person) RETURN count(n)"); err != nil || n.Records[0][0] != int64(before) {
 		t.Errorf("the restored cluster after the failed restore: %v %v", n, err)
+	}
+
+	// A schedule every 5 s with keepLast 1: it runs twice, and retention removes the
+	// first backup, its objects first.
+	if out, err := kubectl(ctx, "patch", "mgc", dst, "-n", mgNamespace, "--type", "merge", "-p", `{"spec":{"backup":{"keepLast":1}}}`); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := kubectlStdin(ctx, fmt.Sprintf("apiVersion: memgraph.com/v1alpha1\nkind: MemgraphScheduledBackup\nmetadata: {name: mg-bk-sched, namespace: %s}\nspec: {cluster: {name: %s}, schedule: \"*/5 * * * * *\", immediate: true}\n", mgNamespace, dst), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var firstName, firstPath string
+	err = poll(ctx, t, "the first scheduled backup Completed", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		out, err := kubectl(ctx, "get", "mgb", "-n", mgNamespace, "-l", "memgraph.com/scheduled-backup=mg-bk-sched", "--sort-by=.metadata.name",
+			"-o", `jsonpath={range .items[?(@.status.phase=="Completed")]}{.metadata.name} {.status.path}{"\n"}{end}`)
+		if err != nil {
+			return transient(err)
+		}
+		if lines := strings.Fields(out); len(lines) >= 2 {
+			firstName, firstPath = lines[0], lines[1]
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(s3.root, "backups", filepath.FromSlash(firstPath), "manifest.json")); err != nil {
+		t.Fatalf("the first scheduled backup's manifest: %v", err)
+	}
+	err = poll(ctx, t, "retention removing "+firstName, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		out, err := kubectl(ctx, "get", "mgb", firstName, "-n", mgNamespace, "--ignore-not-found", "-o", "name")
+		if err != nil {
+			return transient(err)
+		}
+		_, serr := os.Stat(filepath.Join(s3.root, "backups", filepath.FromSlash(firstPath), "manifest.json"))
+		return strings.TrimSpace(out) == "" && os.IsNotExist(serr), nil
+	})
+	if err != nil {
+		out, _ := kubectl(ctx, "get", "mgb", "-n", mgNamespace)
+		t.Fatalf("%v\n%s", err, out)
+	}
+	out, _ = kubectl(ctx, "get", "mgb", "-n", mgNamespace, "-l", "memgraph.com/scheduled-backup=mg-bk-sched", "-o", "name")
+	t.Logf("retention removed %s; scheduled backups now: %s", firstName, strings.Join(strings.Fields(out), " "))
+	if out, err := kubectl(ctx, "patch", "mgsb", "mg-bk-sched", "-n", mgNamespace, "--type", "merge", "-p", `{"spec":{"suspend":true}}`); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }
