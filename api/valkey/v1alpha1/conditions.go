@@ -42,7 +42,8 @@ const (
 	ReasonServiceMonitorApplied = "ServiceMonitorApplied"
 	// ReasonServiceMonitorCRDMissing (False): the monitoring.coreos.com ServiceMonitor CRD
 	// is not installed; the operator looks again every few minutes and writes the
-	// ServiceMonitor once it is. Also a Warning event on the transition.
+	// ServiceMonitor once it is. Also a Normal event on the transition (the cluster serves: a
+	// missing CRD is how the environment is, not a fault of the cluster).
 	ReasonServiceMonitorCRDMissing = "ServiceMonitorCRDMissing"
 	// ReasonServiceMonitorError (False): writing the metrics Service or the ServiceMonitor
 	// failed (the operator's log has the cause), or one of that name is not the cluster's.

@@ -16,7 +16,7 @@ const (
 	EventPodDisruptionBudgetDeleted = "PodDisruptionBudgetDeleted"
 	// EventServiceMonitorCRDMissing: the exporter runs but no ServiceMonitor can be
 	// written (MetricsMonitored=False, same reason).
-	EventServiceMonitorCRDMissing = "ServiceMonitorCRDMissing" // Warning
+	EventServiceMonitorCRDMissing = "ServiceMonitorCRDMissing" // Normal: the cluster serves; a missing CRD is the environment, not a fault
 
 	// Topology.
 	EventClusterMeetBatch      = "ClusterMeetBatch"

@@ -65,7 +65,7 @@ func (p *pass) monitoring(ctx context.Context) (recheck bool) {
 	switch err := p.applyServiceMonitor(ctx); {
 	case meta.IsNoMatchError(err):
 		p.monitor.status, p.monitor.reason, p.monitor.message = metav1.ConditionFalse, valkeyv1.ReasonServiceMonitorCRDMissing, crdMissingMessage
-		p.warnOn(valkeyv1.ConditionMetricsMonitored, metav1.ConditionFalse, valkeyv1.ReasonServiceMonitorCRDMissing, valkeyv1.EventServiceMonitorCRDMissing, crdMissingMessage)
+		p.normalOn(valkeyv1.ConditionMetricsMonitored, metav1.ConditionFalse, valkeyv1.ReasonServiceMonitorCRDMissing, valkeyv1.EventServiceMonitorCRDMissing, crdMissingMessage)
 		return true
 	case err != nil:
 		var nc *children.NotControlledError
