@@ -446,6 +446,9 @@ func TestMemgraphSample(t *testing.T) {
 	if c, err := mgCluster(ctx); err != nil || c.Status.Main == "memgraph_demo_data_2" || c.Status.Main == "" {
 		t.Errorf("after the retirement with the control plane restarted: %s (err %v)", mgDescribe(c), err)
 	}
+
+	// The MAIN cut off from the coordinators, a client writing to it all along.
+	mgPartitionMain(ctx, t, plane)
 }
 
 // mgParkMain makes instance the MAIN, as an administrator could on the leader: DEMOTE

@@ -52,11 +52,23 @@ func ParseAddressMap(s string) (AddressMap, error) {
 
 // dial opens a TCP connection to a peer by its registered address, through the map.
 func (o Options) dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
-	d := net.Dialer{Timeout: timeout}
+	d := net.Dialer{Timeout: timeout, LocalAddr: o.sourceAddr()}
 	return d.DialContext(ctx, "tcp", o.AddressMap.Resolve(addr))
+}
+
+// sourceAddr is the address a peer connection comes from: the host every listener binds
+// when it names one address, as from a pod's own network namespace, so that on the local
+// cluster (pods share the host's) a partition between two pod addresses cuts both ways.
+// Nil (the kernel's choice) for 0.0.0.0, ::, or a name.
+func (o Options) sourceAddr() net.Addr {
+	ip := net.ParseIP(o.BoltAddress)
+	if ip == nil || ip.IsUnspecified() {
+		return nil
+	}
+	return &net.TCPAddr{IP: ip}
 }
 
 // call is the package's call to a peer by its registered address, through the map.
 func (o Options) call(ctx context.Context, addr string, req request, timeout time.Duration) (response, error) {
-	return call(ctx, o.AddressMap.Resolve(addr), req, timeout)
+	return call(ctx, o.AddressMap.Resolve(addr), o.sourceAddr(), req, timeout)
 }

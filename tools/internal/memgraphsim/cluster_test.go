@@ -260,6 +260,17 @@ func TestClusterBootstrapReplicationAndRefusals(t *testing.T) {
 		t.Fatalf("lag of instance_1 %v", info)
 	}
 
+	// Property types survive the (JSON) replication stream: an integer is read back as one
+	// on the replica, not as a number Bolt cannot pack.
+	mustRun(t, main, `CREATE (:Typed {i: 7, f: 1.5})`)
+	typed := mustRun(t, replica, "MATCH (n:Typed) RETURN n")
+	if len(typed.Records) != 1 {
+		t.Fatalf("replica: %d Typed nodes, want 1", len(typed.Records))
+	}
+	if n, ok := typed.Records[0][0].(bolt.Node); !ok || n.Props["i"] != int64(7) || n.Props["f"] != 1.5 {
+		t.Fatalf("replica reads %#v, want a node with i int64(7) and f 1.5", typed.Records[0][0])
+	}
+
 	_, err = run(t, leader, "SET INSTANCE instance_1 TO MAIN")
 	wantFailure(t, err, ErrMainExists)
 	_, err = run(t, leader, "SET INSTANCE nobody TO MAIN")

@@ -351,6 +351,8 @@ func (d *dataInstance) handleReplication(req request) response {
 	case "ping":
 		return response{Committed: d.store.Committed()}
 	case "append":
+		// The stream is JSON: property numbers arrive as json.Number.
+		(&graph{Nodes: req.Nodes, Edges: req.Edges}).normalize()
 		committed, ok, err := d.store.Append(req.Prev, req.Nodes, req.Edges)
 		if err != nil {
 			return errResponse(err)
@@ -368,6 +370,7 @@ func (d *dataInstance) handleReplication(req request) response {
 		if req.Graph == nil {
 			return response{Error: "snapshot without a graph"}
 		}
+		req.Graph.normalize()
 		if err := d.store.Replace(*req.Graph); err != nil {
 			return errResponse(err)
 		}

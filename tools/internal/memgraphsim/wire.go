@@ -63,11 +63,11 @@ type replicaLag struct {
 	Behind    uint64 `json:"behind"`
 }
 
-// call sends one request to addr and decodes the response; a response carrying Error
+// call sends one request to addr (from the local address from, nil for any) and decodes the response; a response carrying Error
 // comes back as an error.
-func call(ctx context.Context, addr string, req request, timeout time.Duration) (response, error) {
+func call(ctx context.Context, addr string, from net.Addr, req request, timeout time.Duration) (response, error) {
 	var resp response
-	d := net.Dialer{Timeout: timeout}
+	d := net.Dialer{Timeout: timeout, LocalAddr: from}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := d.DialContext(ctx, "tcp", addr)
