@@ -51,15 +51,15 @@ const (
 	// ReasonIndexMapFallback: the low nodes run with VELTRIXDB_INDEX=map (spec.indexMapFallback).
 	ReasonIndexMapFallback = "IndexMapFallback"
 	// ReasonNodesExcluded: the low nodes are not used (spec.indexMapFallback is off).
-	ReasonNodesExcluded     = "NodesExcluded"
-	ReasonSettled           = "Settled"
+	ReasonNodesExcluded = "NodesExcluded"
+	ReasonSettled       = "Settled"
 	// ReasonServiceMonitorApplied, ReasonServiceMonitorCRDMissing and
 	// ReasonServiceMonitorError are MetricsMonitored's reasons.
 	ReasonServiceMonitorApplied    = "ServiceMonitorApplied"
 	ReasonServiceMonitorCRDMissing = "ServiceMonitorCRDMissing"
 	ReasonServiceMonitorError      = "ServiceMonitorError"
-	ReasonAgentsMissing     = "NodeAgentsNotConfigured"
-	ReasonAdminTokenMissing = "AdminTokenMissing"
+	ReasonAgentsMissing            = "NodeAgentsNotConfigured"
+	ReasonAdminTokenMissing        = "AdminTokenMissing"
 	// ReasonVersionUnsupported (on Ready): spec.version reads as a version older than
 	// MinVersion (a cluster stored before the CRD refused such versions); the operator
 	// leaves the StatefulSet as it is.
