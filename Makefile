@@ -24,6 +24,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # 2026-12-04); each scenario stops a minute before this deadline.
 TEST_TIMEOUT ?= 40m
 FUZZ_TIME ?= 30s
+# make chaos: how long faults are injected, and their seed (random when empty; printed).
+CHAOS_DURATION ?= 10m
+CHAOS_SEED ?=
 
 # Tools pinned by tool directives in tools/go.mod (golangci-lint in tools/lint/go.mod),
 # built once into .cache/bin. The tests need only the runtime tools.
@@ -197,6 +200,11 @@ fuzz: ## Fuzz every planner, builder and parser target for FUZZ_TIME each (30s b
 		echo "== $$mod $$pkg $$name"; \
 		(cd $$mod && go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) $$pkg) || exit 1; \
 	done
+
+.PHONY: chaos
+chaos: controlplane runtime-tools objectstore build sweep ## Chaos run on the local cluster for CHAOS_DURATION (10m), CHAOS_SEED=<n> replays one; make test runs 45s of it.
+	@# The test's own waits are bounded; the timeout only has to outlast CHAOS_DURATION.
+	cd tools/e2e && CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_SEED=$(CHAOS_SEED) go test -count=1 -v -timeout 3h -run 'TestInstall$$|TestChaos$$' .
 
 .PHONY: test-e2e
 test-e2e: controlplane runtime-tools objectstore build ## End-to-end: local cluster, every chart by Helm, upgrades, leader election, uninstall (E2E_KUBECONFIG targets another cluster).
