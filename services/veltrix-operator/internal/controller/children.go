@@ -59,7 +59,7 @@ func (p *pass) namespacedChildren(ctx context.Context) bool {
 	}
 	p.admin = p.ctl.cfg.Admin(token)
 	if _, err := set[*corev1.ConfigMap](p, func() client.ObjectList { return &corev1.ConfigMapList{} }, false).
-		Sync(ctx, []*corev1.ConfigMap{resources.ConfigMap(c, p.engineEnv())}); err != nil {
+		Sync(ctx, []*corev1.ConfigMap{resources.ConfigMap(c, p.engineEnv(ctx))}); err != nil {
 		return fail("ConfigMap", err)
 	}
 	p.serviceMonitor(ctx)
@@ -67,13 +67,36 @@ func (p *pass) namespacedChildren(ctx context.Context) bool {
 }
 
 // engineEnv is the engine's environment: the map index when a node the cluster uses has
-// vm.max_map_count too low and the spec allows the fallback.
-func (p *pass) engineEnv() map[string]string {
-	low := false
-	for _, n := range p.prepared.Usable(p.c.Spec.IndexMapFallback) {
-		low = low || n.MaxMapCountLow
+// vm.max_map_count too low and the spec allows the fallback. Which nodes are low is the
+// agents' answer: while no node's agent answers (an agent outage, or every agent pod
+// NotReady after the control plane restarted), the live ConfigMap's choice stands, for a
+// guess would change the config hash on the pod template and roll every member twice
+// (found by the e2e control-plane outage). Computed once per pass.
+func (p *pass) engineEnv(ctx context.Context) map[string]string {
+	if p.env != nil {
+		return p.env
 	}
-	return resources.EngineEnv(p.c, low && p.c.Spec.IndexMapFallback)
+	fallback := p.c.Spec.IndexMapFallback
+	low, known := false, false
+	if p.prepared != nil {
+		for _, n := range p.prepared.Usable(fallback) {
+			known = true
+			low = low || n.MaxMapCountLow
+		}
+	}
+	env := resources.EngineEnv(p.c, low && fallback)
+	if fallback && !known {
+		var live corev1.ConfigMap
+		if err := p.ctl.cfg.Reader.Get(ctx, client.ObjectKey{Namespace: p.c.Namespace, Name: resources.ConfigMapName(p.c)}, &live); err == nil {
+			if v, ok := live.Data[resources.EnvIndex]; ok {
+				env[resources.EnvIndex] = v
+			} else {
+				delete(env, resources.EnvIndex)
+			}
+		}
+	}
+	p.env = env
+	return env
 }
 
 // adminToken returns the admin token: from the spec's Secret, or from the Secret the
@@ -168,7 +191,7 @@ func (p *pass) statefulSet(ctx context.Context) (*appsv1.StatefulSet, error) {
 
 // writeStatefulSet applies the StatefulSet with the replicas membership decided.
 func (p *pass) writeStatefulSet(ctx context.Context, replicas int32) error {
-	want := resources.StatefulSet(p.c, replicas, resources.ConfigHash(p.engineEnv()))
+	want := resources.StatefulSet(p.c, replicas, resources.ConfigHash(p.engineEnv(ctx)))
 	out, err := set[*appsv1.StatefulSet](p, func() client.ObjectList { return &appsv1.StatefulSetList{} }, false).
 		Sync(ctx, []*appsv1.StatefulSet{want})
 	if err != nil {

@@ -24,6 +24,8 @@ type pass struct {
 
 	// prepared is the node agents' answer; nil before disks were asked for.
 	prepared *disks.Result
+	// env is the engine's environment this pass (engineEnv).
+	env map[string]string
 	// movedVolumes are Block volumes whose raw partition now has another device path.
 	movedVolumes []string
 	// childrenErr is a failed write of a namespaced child (reason ChildrenFailed).
