@@ -554,6 +554,18 @@ func waitVeltrix(ctx context.Context, t *testing.T, size int32, timeout time.Dur
 		if out, kerr := kubectl(ctx, "get", "pods,pvc,pv", "-o", "wide", "-A"); kerr == nil {
 			t.Logf("%s", out)
 		}
+		// Each member's own view of the membership, and the end of its log.
+		if s, serr := env.client.CoreV1().Secrets(vxNamespace).Get(ctx, vxName+"-admin-token", metav1.GetOptions{}); serr == nil {
+			list, _ := env.client.CoreV1().Pods(vxNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + vxName})
+			for i := range list.Items {
+				p := &list.Items[i]
+				if p.Status.PodIP == "" {
+					continue
+				}
+				view, merr := vxMembers(ctx, net.JoinHostPort(p.Status.PodIP, "2112"), string(s.Data["token"]))
+				t.Logf("%s (%s) sees members %v (err %v); log tail:\n%s", p.Name, p.Status.PodIP, view, merr, podLogTail(p, 30))
+			}
+		}
 		t.Fatal(err)
 	}
 }
