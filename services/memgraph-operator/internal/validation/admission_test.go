@@ -681,9 +681,10 @@ func TestKubectlColumns(t *testing.T) {
 			t.Errorf("kubectl printed %q, want %v then <age>", got, want)
 		}
 	}
-	// REASON, MAIN and LEADER are empty before the first status write (REASON stays empty
-	// while Ready), so the row has no field for them.
-	expect(get("mgc", "shown"), []string{"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "MAIN", "LEADER", "AGE", "shown", "Initializing", "3", "2"})
+	// REASON, the READY counts, MAIN and LEADER are empty before the first status write
+	// (REASON stays empty while Ready; the ready counts are omitted at 0), so the row has no
+	// field for them.
+	expect(get("mgc", "shown"), []string{"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "READY", "COORDINATORS", "READY", "DATA", "MAIN", "LEADER", "AGE", "shown", "Initializing", "3", "2"})
 
 	c.Status = memgraphv1.MemgraphClusterStatus{
 		State: memgraphv1.StateReady, Coordinators: 3, DataInstances: 2, Main: "instance_0", Leader: "coordinator_1",
@@ -691,9 +692,9 @@ func TestKubectlColumns(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, c); err != nil {
 		t.Fatalf("status update: %v", err)
 	}
-	expect(get("memgraphcluster", "shown"), []string{"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "MAIN", "LEADER", "AGE", "shown", "Ready", "3", "2", "instance_0", "coordinator_1"})
+	expect(get("memgraphcluster", "shown"), []string{"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "READY", "COORDINATORS", "READY", "DATA", "MAIN", "LEADER", "AGE", "shown", "Ready", "3", "2", "instance_0", "coordinator_1"})
 	expect(get("mgc", "shown", "-o", "wide"), []string{
-		"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "MAIN", "LEADER", "REGISTERED", "COORDINATORS", "REGISTERED", "DATA", "AGE",
+		"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "READY", "COORDINATORS", "READY", "DATA", "MAIN", "LEADER", "REGISTERED", "COORDINATORS", "REGISTERED", "DATA", "AGE",
 		"shown", "Ready", "3", "2", "instance_0", "coordinator_1", "3", "2",
 	})
 	if got := get("opsuite", "-o", "name"); !slices.Contains(got, "memgraphcluster.memgraph.com/shown") {

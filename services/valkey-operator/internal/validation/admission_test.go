@@ -503,9 +503,9 @@ func TestKubectlShowsSummary(t *testing.T) {
 		return string(out)
 	}
 	got := strings.Fields(run("get", "vkc", "shown"))
-	// REASON is empty before the first status write, so the row has no field for it: 3
-	// shards desired, 0 ready.
-	want := []string{"NAME", "STATE", "REASON", "SHARDS", "READY", "SHARDS", "AGE", "shown", "Initializing", "3", "0"}
+	// REASON and LAST FAILOVER are empty before the first status write, so the row has no
+	// field for them: 3 shards desired, 0 ready.
+	want := []string{"NAME", "STATE", "REASON", "SHARDS", "READY", "SHARDS", "LAST", "FAILOVER", "AGE", "shown", "Initializing", "3", "0"}
 	if len(got) != len(want)+1 || !reflect.DeepEqual(got[:len(want)], want) {
 		t.Errorf("kubectl get vkc printed %q, want %v then <age>", got, want)
 	}

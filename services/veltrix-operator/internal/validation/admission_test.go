@@ -410,7 +410,7 @@ func TestStatusAndColumns(t *testing.T) {
 		m := col.(map[string]any)
 		shown = append(shown, fmt.Sprintf("%s=%s", strings.ToUpper(m["name"].(string)), m["jsonPath"]))
 	}
-	want := []string{"SIZE=.spec.size", "READY=.status.readyMembers", "VERSION=.spec.version", "STATE=.status.state", "REASON=.status.reason", "AGE=.metadata.creationTimestamp"}
+	want := []string{"SIZE=.spec.size", "READY=.status.readyMembers", "VERSION=.spec.version", "STATE=.status.state", "REASON=.status.reason", "EPOCH=.status.epoch", "LAST SCALE=.status.lastScaleTime", "AGE=.metadata.creationTimestamp"}
 	if !reflect.DeepEqual(shown, want) {
 		t.Errorf("printer columns %v, want %v", shown, want)
 	}
