@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphbackups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphbackups,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create
 
 // restoreFinding is what the bootstrap step found for the Restored condition.

@@ -36,8 +36,9 @@ import (
 // Name is the controller's name: events come from it.
 const Name = "memgraphbackup-controller"
 
-// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphbackups;memgraphclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphbackups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphbackups,verbs=list;watch
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphbackups/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

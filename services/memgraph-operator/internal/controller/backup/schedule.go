@@ -22,8 +22,8 @@ import (
 // ScheduleName is the MemgraphScheduledBackup controller's name: events come from it.
 const ScheduleName = "memgraphscheduledbackup-controller"
 
-// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphscheduledbackups,verbs=get;list;watch
-// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphscheduledbackups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphscheduledbackups,verbs=list;watch
+// +kubebuilder:rbac:groups=memgraph.com,resources=memgraphscheduledbackups/status,verbs=patch
 // +kubebuilder:rbac:groups=memgraph.com,resources=memgraphbackups,verbs=create
 
 // ScheduleConfig is what the schedule controller needs besides the manager.

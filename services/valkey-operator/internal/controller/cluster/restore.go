@@ -39,8 +39,8 @@ import (
 //     applies: a different count reshards as any scale does.
 
 // The restore reads the backup, the members' claims and deletes its Secret.
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=delete
 
 // restoreShards is the shard count the members are created with while a restore runs
