@@ -11,23 +11,24 @@ import (
 // Defaults of the spec. The CRD's schema applies them (+kubebuilder:default); these
 // constants mirror them for the reconciler, and a test pins both against the generated CRD.
 const (
-	DefaultSize                       int32 = 3
-	DefaultReplicationFactor          int32 = 3
-	DefaultImage                            = "ghcr.io/veltrixdb/veltrixdb"
-	DefaultVersion                          = "1.17.0"
-	DefaultStorageClassName                 = "local-nvme"
-	DefaultDisksPerNode               int32 = 1
-	DefaultServerPort                 int32 = 9000
-	DefaultMetricsPort                int32 = 2112
-	DefaultGossipPort                 int32 = 7946
-	DefaultXFSPartitionPercent        int32 = 20
-	DefaultPodAntiAffinityTopologyKey       = "kubernetes.io/hostname"
-	DefaultMode                             = ModeReplicated
-	DefaultNet                              = NetGo
-	DefaultReclaimPolicy                    = ReclaimRetain
-	DefaultNVMeOnly                         = true
-	DefaultURingBridge                      = URingBridgeDisabled
-	DefaultLostNodeReplace                  = LostNodeReplaceManual
+	DefaultSize                          int32 = 3
+	DefaultReplicationFactor             int32 = 3
+	DefaultImage                               = "ghcr.io/veltrixdb/veltrixdb"
+	DefaultVersion                             = "1.17.0"
+	DefaultStorageClassName                    = "local-nvme"
+	DefaultDisksPerNode                  int32 = 1
+	DefaultServerPort                    int32 = 9000
+	DefaultMetricsPort                   int32 = 2112
+	DefaultGossipPort                    int32 = 7946
+	DefaultXFSPartitionPercent           int32 = 20
+	DefaultPodAntiAffinityTopologyKey          = "kubernetes.io/hostname"
+	DefaultMode                                = ModeReplicated
+	DefaultNet                                 = NetGo
+	DefaultReclaimPolicy                       = ReclaimRetain
+	DefaultNVMeOnly                            = true
+	DefaultURingBridge                         = URingBridgeDisabled
+	DefaultLostNodeReplace                     = LostNodeReplaceManual
+	DefaultTerminationGracePeriodSeconds int64 = 60
 )
 
 // MinVersion is the oldest server version the operator runs: online membership (--join,
@@ -115,6 +116,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.diskSize) || (has(self.diskSize) && quantity(string(self.diskSize)).compareTo(quantity(string(oldSelf.diskSize))) >= 0)",message="diskSize can only grow (a shrunk volume would lose data): set it back to at least its previous value"
 // +kubebuilder:validation:XValidation:rule="(self.uringBridge == 'Disabled' && self.net != 'uring') || has(self.seccompProfile)",message="uringBridge and net uring use io_uring, which the default seccomp profile (RuntimeDefault) blocks: set seccompProfile.type to Unconfined, or to Localhost with a profile that allows io_uring_setup, io_uring_enter and io_uring_register"
 // +kubebuilder:validation:XValidation:rule="!has(self.seccompProfile) || self.seccompProfile.type != 'RuntimeDefault' || (!(has(self.rawVLog.enabled) && self.rawVLog.enabled) && self.uringBridge == 'Disabled' && self.net != 'uring')",message="seccompProfile RuntimeDefault blocks io_uring, which rawVLog, uringBridge and net uring use: set seccompProfile.type to Unconfined or Localhost (a profile that allows io_uring_setup, io_uring_enter and io_uring_register), or remove seccompProfile when only rawVLog is on"
+// +kubebuilder:validation:XValidation:rule="!has(self.affinity) || !has(self.affinity.podAntiAffinity) || self.podAntiAffinityTopologyKey == 'kubernetes.io/hostname'",message="affinity.podAntiAffinity replaces the operator's anti-affinity, the only use of podAntiAffinityTopologyKey: put that key in a term of your own and leave podAntiAffinityTopologyKey at kubernetes.io/hostname, or remove affinity.podAntiAffinity"
 // +kubebuilder:validation:XValidation:rule="self.rawVLog == oldSelf.rawVLog",message="rawVLog is immutable (changing it repartitions the disks and erases them): set it back, or create a new cluster"
 type VeltrixClusterSpec struct {
 	// Size is the number of members (pods). Never lowered below replicationFactor. At most
@@ -262,6 +264,48 @@ type VeltrixClusterSpec struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
+	// Affinity of the pods. Without a podAntiAffinity of its own the cluster gets the
+	// operator's: at most one member per value of podAntiAffinityTopologyKey (required).
+	// The required terms of a nodeAffinity also pick the nodes whose disks are prepared, as
+	// nodeSelector does, and nodes its preferred terms weigh more are prepared first; the
+	// prepared nodes are spread over the topologyKey of each required podAntiAffinity term,
+	// so that every member finds a node with disks the term allows. A required podAffinity
+	// is refused: it follows other pods, which do not decide where disks are prepared, so
+	// members could wait for ever on nodes without disks.
+	// +kubebuilder:validation:XValidation:rule="!has(self.podAffinity) || !has(self.podAffinity.requiredDuringSchedulingIgnoredDuringExecution) || size(self.podAffinity.requiredDuringSchedulingIgnoredDuringExecution) == 0",message="affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution is refused: members run only on the nodes whose disks the operator prepared, which it picks by nodeSelector, nodeAffinity and tolerations, never by where other pods run; use podAffinity.preferredDuringSchedulingIgnoredDuringExecution, or a nodeAffinity"
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// TopologySpreadConstraints of the pods. A constraint without a labelSelector spreads
+	// the cluster's own members (the operator fills in their selector). The nodes whose
+	// disks are prepared are picked spread over each constraint's topologyKey, fewest
+	// prepared nodes first, so that the scheduler finds prepared nodes in the domains the
+	// constraint asks for; a node without the topologyKey label of a DoNotSchedule
+	// constraint is not prepared (the scheduler would never put a member there).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.maxSkew >= 1)",message="topologySpreadConstraints[].maxSkew must be at least 1"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.whenUnsatisfiable in ['DoNotSchedule', 'ScheduleAnyway'])",message="topologySpreadConstraints[].whenUnsatisfiable must be DoNotSchedule (a hard rule) or ScheduleAnyway (a preference)"
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// PriorityClassName of the pods: a PriorityClass that exists (the API server refuses a
+	// pod naming one that does not, and the StatefulSet then makes none). A member runs
+	// only on the node of its disks: a class that keeps it from being preempted there keeps
+	// it serving. Changing it rolls the pods.
+	// +optional
+	PriorityClassName PriorityClassName `json:"priorityClassName,omitempty"`
+
+	// TerminationGracePeriodSeconds is how long a stopping member has after SIGTERM: a
+	// clean shutdown writes a compacted WAL checkpoint, and a member killed before it ends
+	// replays its WAL on the next start. Between 1 and 86400; 60 by default. The kubelet
+	// waits only while the server runs, so a fast exit is not slowed. Changing it rolls the
+	// pods.
+	// +kubebuilder:default=60
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 86400",message="terminationGracePeriodSeconds must be between 1 and 86400 seconds: 0 kills the server before it writes its checkpoint; set it to how long a checkpoint of your data takes, 60 by default"
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+
 	// Mode is the server's -mode. Fixed at creation.
 	// +kubebuilder:default=replicated
 	// +optional
@@ -298,6 +342,11 @@ type VeltrixClusterSpec struct {
 	// +optional
 	LostNodes LostNodesSpec `json:"lostNodes,omitempty"`
 }
+
+// PriorityClassName names a PriorityClass.
+// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="priorityClassName must name a PriorityClass: lowercase letters, digits, '-' and '.', such as system-cluster-critical or a class you created"
+type PriorityClassName string
 
 // LostNodeReplacement says whether a member of a lost node is replaced without a person.
 // +kubebuilder:validation:Enum=Manual;Automatic
@@ -407,155 +456,6 @@ type SecretKeyRef struct {
 	Key string `json:"key"`
 }
 
-// State summarizes a cluster's conditions in the words every operator of the suite uses
-// (shared/conditions.StateOf derives it).
-// +kubebuilder:validation:Enum=Initializing;Reconciling;Ready;Degraded;Failed
-type State string
-
-// States of a cluster.
-const (
-	// StateInitializing: no status written yet.
-	StateInitializing State = "Initializing"
-	// StateReconciling: provisioning, scaling, upgrading or waiting for members to be
-	// ready (Ready Unknown; status.reason says which).
-	StateReconciling State = "Reconciling"
-	// StateReady: every member serves and is search-ready, nothing under way (Ready True).
-	StateReady State = "Ready"
-	// StateDegraded: Ready False while at least replicationFactor members serve.
-	StateDegraded State = "Degraded"
-	// StateFailed: Ready False with fewer than replicationFactor members serving.
-	StateFailed State = "Failed"
-)
-
-// MemberStatus is one member as the admin API reports it.
-type MemberStatus struct {
-	// ID is the member's node id (its pod name).
-	ID string `json:"id"`
-	// Address is its advertised address (pod FQDN:port).
-	// +optional
-	Address string `json:"address,omitempty"`
-	// State is the server's word for it (e.g. active, leaving).
-	// +optional
-	State string `json:"state,omitempty"`
-	// SearchReady is true once INFO reports search_ready=1.
-	// +optional
-	SearchReady bool `json:"searchReady,omitempty"`
-}
-
-// MemberRemoval records a member removal under way.
-type MemberRemoval struct {
-	// Member is the member id (its pod name).
-	Member string `json:"member"`
-	// StartedAt is when the removal started.
-	StartedAt metav1.Time `json:"startedAt"`
-}
-
-// LostNode is a node lost while it held a member's volumes.
-type LostNode struct {
-	// Node is the Kubernetes node's name.
-	Node string `json:"node"`
-	// Reason is Deleted or NotReady.
-	Reason string `json:"reason"`
-	// Since is when the operator found the node lost.
-	Since metav1.Time `json:"since"`
-	// Member is the member (pod) whose volumes were on the node.
-	// +optional
-	Member string `json:"member,omitempty"`
-	// Disks are the filesystem UUIDs of the node's disks the member's volumes were on.
-	// +listType=set
-	// +optional
-	Disks []string `json:"disks,omitempty"`
-	// Replacement is Replacing while the member is being replaced, Replaced once its new
-	// pod serves on another node, empty before it started.
-	// +optional
-	Replacement string `json:"replacement,omitempty"`
-	// ReturnedDisks are the prepared disks (filesystem UUIDs) the node's agent reports since
-	// the node came back; they are not used until the node is offered again.
-	// +listType=set
-	// +optional
-	ReturnedDisks []string `json:"returnedDisks,omitempty"`
-}
-
-// VeltrixClusterStatus is the observed state of a VeltrixCluster.
-type VeltrixClusterStatus struct {
-	// ObservedGeneration is the generation the status was computed from.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// State summarizes the conditions: Reconciling while Ready is Unknown, Ready, Degraded
-	// or Failed (Ready False with or without replicationFactor members serving).
-	// +optional
-	State State `json:"state,omitempty"`
-
-	// Reason is the reason of the condition that decided State (Scaling, Upgrading,
-	// RemovalStuck, ...).
-	// +optional
-	Reason string `json:"reason,omitempty"`
-
-	// Size is the number of members the StatefulSet runs now.
-	// +optional
-	Size int32 `json:"size,omitempty"`
-
-	// ReadyMembers counts members that are Ready and search-ready.
-	// +optional
-	ReadyMembers int32 `json:"readyMembers,omitempty"`
-
-	// Version is the version every member runs; empty during an upgrade.
-	// +optional
-	Version string `json:"version,omitempty"`
-
-	// Epoch is the membership epoch /admin/cluster reports.
-	// +optional
-	Epoch int64 `json:"epoch,omitempty"`
-
-	// PartitionCount is the number of partitions /admin/cluster reports.
-	// +optional
-	PartitionCount int32 `json:"partitionCount,omitempty"`
-
-	// PartitionMap summarizes how partitions spread over members.
-	// +optional
-	PartitionMap string `json:"partitionMap,omitempty"`
-
-	// LastScaleTime is when membership last changed.
-	// +optional
-	LastScaleTime *metav1.Time `json:"lastScaleTime,omitempty"`
-
-	// MemberRemoval is the member removal under way: the member and when the operator sent
-	// its DELETE (or first saw it leaving). RemovalStuck is measured from startedAt, so the
-	// limit holds across operator restarts. Unset when no member is leaving.
-	// +optional
-	MemberRemoval *MemberRemoval `json:"memberRemoval,omitempty"`
-
-	// LostNodes are the nodes found lost (deleted, or NotReady past
-	// spec.lostNodes.gracePeriod) while they held a member's volumes, with the member and
-	// the disks (by filesystem UUID) its volumes were on. A node stays listed after its
-	// member was replaced, so that its disks are recognised if it comes back: they are
-	// reported, never made into volumes again, until the annotation
-	// veltrix.io/reoffer-node=<node> offers them again.
-	// +listType=map
-	// +listMapKey=node
-	// +kubebuilder:validation:MaxItems=256
-	// +optional
-	LostNodes []LostNode `json:"lostNodes,omitempty"`
-
-	// Members are the members in the server's membership.
-	// +listType=map
-	// +listMapKey=id
-	// +optional
-	Members []MemberStatus `json:"members,omitempty"`
-
-	// Nodes are the Kubernetes nodes whose disks the cluster uses.
-	// +listType=set
-	// +optional
-	Nodes []string `json:"nodes,omitempty"`
-
-	// Conditions describe the current state.
-	// +listType=map
-	// +listMapKey=type
-	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-}
-
 // VeltrixCluster is a VeltrixDB cluster on NVMe disks the node agent prepares. Its name
 // is at most MaxNameLength characters and a DNS-1035 label: it names the client Service and
 // the StatefulSet, whose controller-revision-hash label <name>-<hash of up to 10
@@ -574,6 +474,7 @@ type VeltrixClusterStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`,description="Why the cluster is in that state"
 // +kubebuilder:printcolumn:name="Epoch",type=integer,JSONPath=`.status.epoch`,priority=1,description="Membership epoch the members agree on"
 // +kubebuilder:printcolumn:name="Last Scale",type=date,JSONPath=`.status.lastScaleTime`,priority=1,description="When the member count last changed"
+// +kubebuilder:printcolumn:name="Last Failover",type=date,JSONPath=`.status.lastFailoverTime`,description="When the operator last removed a lost node's member at once to replace it elsewhere"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type VeltrixCluster struct {
 	metav1.TypeMeta   `json:",inline"`

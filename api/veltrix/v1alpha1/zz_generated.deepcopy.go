@@ -5,8 +5,8 @@
 package v1alpha1
 
 import (
-	"k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -71,7 +71,7 @@ func (in *LostNodesSpec) DeepCopyInto(out *LostNodesSpec) {
 	*out = *in
 	if in.GracePeriod != nil {
 		in, out := &in.GracePeriod, &out.GracePeriod
-		*out = new(metav1.Duration)
+		*out = new(v1.Duration)
 		**out = **in
 	}
 }
@@ -256,10 +256,27 @@ func (in *VeltrixClusterSpec) DeepCopyInto(out *VeltrixClusterSpec) {
 	}
 	if in.Tolerations != nil {
 		in, out := &in.Tolerations, &out.Tolerations
-		*out = make([]v1.Toleration, len(*in))
+		*out = make([]corev1.Toleration, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
+	}
+	if in.Affinity != nil {
+		in, out := &in.Affinity, &out.Affinity
+		*out = new(corev1.Affinity)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.TopologySpreadConstraints != nil {
+		in, out := &in.TopologySpreadConstraints, &out.TopologySpreadConstraints
+		*out = make([]corev1.TopologySpreadConstraint, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
+	if in.TerminationGracePeriodSeconds != nil {
+		in, out := &in.TerminationGracePeriodSeconds, &out.TerminationGracePeriodSeconds
+		*out = new(int64)
+		**out = **in
 	}
 	if in.AuthConfig != nil {
 		in, out := &in.AuthConfig, &out.AuthConfig
@@ -291,6 +308,10 @@ func (in *VeltrixClusterStatus) DeepCopyInto(out *VeltrixClusterStatus) {
 		in, out := &in.LastScaleTime, &out.LastScaleTime
 		*out = (*in).DeepCopy()
 	}
+	if in.LastFailoverTime != nil {
+		in, out := &in.LastFailoverTime, &out.LastFailoverTime
+		*out = (*in).DeepCopy()
+	}
 	if in.MemberRemoval != nil {
 		in, out := &in.MemberRemoval, &out.MemberRemoval
 		*out = new(MemberRemoval)
@@ -315,7 +336,7 @@ func (in *VeltrixClusterStatus) DeepCopyInto(out *VeltrixClusterStatus) {
 	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
-		*out = make([]metav1.Condition, len(*in))
+		*out = make([]v1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}

@@ -16,7 +16,7 @@ import (
 // plain `kubectl get` shows them). A kind in deploy/crds missing here fails the test, so a
 // new kind gets its columns decided.
 var wantColumns = map[string][]string{
-	"VeltrixCluster":          {"Size", "Ready", "Version", "State", "Reason", "Age"},
+	"VeltrixCluster":          {"Size", "Ready", "Version", "State", "Reason", "Last Failover", "Age"},
 	"ValkeyCluster":           {"State", "Reason", "Shards", "Ready Shards", "Last Failover", "Age"},
 	"ValkeyNode":              {"Role", "Shard", "Ready", "Age"},
 	"ValkeyBackup":            {"Cluster", "Phase", "Size", "Stopped", "Age"},

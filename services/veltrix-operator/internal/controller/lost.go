@@ -222,6 +222,10 @@ func (p *pass) replaceLost(ctx context.Context) error {
 			return nil
 		}
 		logger.Info("Removed the lost member from membership", "member", r.Member, "node", r.Node)
+		// The failover: the member's co-owners serve its partitions from now on.
+		failover := metav1.NewTime(p.now)
+		p.c.Status.LastFailoverTime = &failover
+		p.ctl.metrics.Add(p.c.Namespace, p.c.Name, counterFailovers, 1)
 		for i := range p.c.Status.LostNodes {
 			if l := &p.c.Status.LostNodes[i]; l.Node == r.Node {
 				l.Replacement = veltrixv1.ReplacementReplacing

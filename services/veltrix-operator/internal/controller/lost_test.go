@@ -267,7 +267,7 @@ func TestLostNodeReplaced(t *testing.T) {
 	}
 	condition(t, r.c, veltrixv1.ConditionReady, metav1.ConditionUnknown, veltrixv1.ReasonReplacing)
 	r.sims.WaitMembers(2, []string{"vx-0", "vx-1"}) // removed at once, not leaving
-	live := r.live()
+	live := lastFailover(t, r, start)
 	if l := live.Status.LostNodes; len(l) != 1 || l[0].Node != lostNode || l[0].Member != "vx-2" || l[0].Reason != veltrixv1.LostNodeDeleted ||
 		strings.Join(l[0].Disks, ",") != lostDisk || l[0].Replacement != veltrixv1.ReplacementReplacing {
 		t.Errorf("status.lostNodes %+v, want %s with member vx-2, disk %s, Replacing", l, lostNode, lostDisk)
@@ -377,13 +377,18 @@ func TestLostNodeManual(t *testing.T) {
 	if ms, err := r.sims.Client().Members(ctx, r.sims.Server(0).AdminAddr); err != nil || len(ms) != 3 {
 		t.Errorf("members %v (%v): the lost member was touched without the annotation", ms, err)
 	}
+	if f := r.live().Status.LastFailoverTime; f != nil {
+		t.Errorf("status.lastFailoverTime %s before any failover", f)
+	}
 	if len(r.volumes(lostNode)) != 1 {
 		t.Errorf("the lost node's volume was released without the annotation")
 	}
 
+	approved := time.Now()
 	r.annotate(veltrixv1.AnnotationReplaceMember, "vx-1")
 	condition(t, r.c, veltrixv1.ConditionMemberLost, metav1.ConditionTrue, veltrixv1.ReasonReplacing)
 	r.sims.WaitMembers(2, []string{"vx-0", "vx-2"})
+	lastFailover(t, r, approved)
 	testenv.Eventually(t, 30*time.Second, "the annotation removed", func() (bool, string) {
 		a := r.live().Annotations
 		_, ok := a[veltrixv1.AnnotationReplaceMember]
@@ -448,4 +453,20 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// lastFailover waits for status.lastFailoverTime at or after since (to the second, as the
+// API stores it) and for the failover counted once, and returns the cluster.
+func lastFailover(t *testing.T, r *lostRig, since time.Time) *veltrixv1.VeltrixCluster {
+	t.Helper()
+	var live *veltrixv1.VeltrixCluster
+	testenv.Eventually(t, 30*time.Second, "status.lastFailoverTime set", func() (bool, string) {
+		live = r.live()
+		f := live.Status.LastFailoverTime
+		return f != nil && !f.Time.Before(since.Truncate(time.Second)), fmt.Sprint(f)
+	})
+	t.Logf("status.lastFailoverTime %s: %s after the loss, or its approval (to the second)", live.Status.LastFailoverTime.UTC().Format(time.RFC3339),
+		live.Status.LastFailoverTime.Sub(since.Truncate(time.Second)))
+	wantSeries(t, live.Namespace, live.Name, map[string]float64{"veltrix_operator_failovers_total": 1})
+	return live
 }

@@ -116,7 +116,7 @@ func TestMembersAndReadinessGate(t *testing.T) {
 		t.Errorf("status %+v", live.Status)
 	}
 	wantSeries(t, ns, "vx", map[string]float64{stateSeries(live.Status.State): 1, "veltrix_operator_cluster_ready_members": 3,
-		"veltrix_operator_cluster_size": 3, "veltrix_operator_member_removals_total": 0})
+		"veltrix_operator_cluster_size": 3, "veltrix_operator_member_removals_total": 0, "veltrix_operator_failovers_total": 0})
 
 	// A member restarting rebuilds its search index: its gate goes False (the pod is not
 	// ready, so a rolling update would wait) and True again once INFO says search_ready=1.

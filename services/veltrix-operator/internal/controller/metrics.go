@@ -6,12 +6,13 @@ import (
 )
 
 // The operator's own series per VeltrixCluster, next to the kit's reconcile metrics:
-// <operator>_cluster_state{state}, <operator>_cluster_ready_members and _size, and
-// <operator>_member_removals_total.
+// <operator>_cluster_state{state}, <operator>_cluster_ready_members and _size,
+// <operator>_member_removals_total and <operator>_failovers_total.
 const (
 	gaugeReadyMembers     = "ready_members"
 	gaugeSize             = "size"
 	counterMemberRemovals = "member_removals"
+	counterFailovers      = "failovers"
 )
 
 // newMetrics registers the operator's series (shared by every manager of the process).
@@ -30,6 +31,9 @@ func newMetrics(operator string) (*metrics.Objects, error) {
 		Counters: []metrics.Series{{
 			Name: counterMemberRemovals,
 			Help: "Members of a VeltrixCluster whose removal the server accepted (DELETE /admin/cluster/members/<id>) as the operator scaled it down.",
+		}, {
+			Name: counterFailovers,
+			Help: "Members of a VeltrixCluster's lost nodes the operator removed from membership at once (DELETE ?force=true), their co-owners serving their partitions, to make them anew on another node; status.lastFailoverTime dates the last.",
 		}},
 	})
 }

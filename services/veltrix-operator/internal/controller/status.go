@@ -171,7 +171,7 @@ func disksCondition(r disks.Result, fallback bool) metav1.Condition {
 	if len(problems) > 0 {
 		msg += "; " + strings.Join(problems, "; ")
 	} else {
-		msg += ": too few nodes match nodeSelector, tolerations and the node-pool namespace label"
+		msg += ": too few nodes match nodeSelector, the required nodeAffinity, tolerations, the DoNotSchedule spread constraints' topology labels and the node-pool namespace label"
 	}
 	return metav1.Condition{Type: veltrixv1.ConditionDisksPrepared, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 }

@@ -22,7 +22,7 @@ func TestDisksCondition(t *testing.T) {
 	}{
 		{"enough", disks.Result{Wanted: 1, Nodes: []disks.NodeResult{ok}}, false, metav1.ConditionTrue, veltrixv1.ReasonPrepared, "disks prepared on 1 nodes"},
 		{"too few candidates", disks.Result{Wanted: 2, Nodes: []disks.NodeResult{ok}}, false, metav1.ConditionFalse, veltrixv1.ReasonNotEnoughNodes,
-			"1 of 2 nodes usable: too few nodes match nodeSelector, tolerations and the node-pool namespace label"},
+			"1 of 2 nodes usable: too few nodes match nodeSelector, the required nodeAffinity, tolerations, the DoNotSchedule spread constraints' topology labels and the node-pool namespace label"},
 		{"first problem is the reason", disks.Result{Wanted: 3, Nodes: []disks.NodeResult{
 			ok,
 			{Node: "c", Problem: disks.ProblemNoMatchingDisks, Message: "0 eligible devices match the selector, 1 requested"},

@@ -43,7 +43,7 @@ func (p *pass) prepareDisks(ctx context.Context) error {
 	// a lost node that comes back has its disks offered again only by hand.
 	lost := p.excludedNodes()
 	var order []string
-	for _, n := range disks.Order(disks.Candidates(p.c, nodes.Items, prefix), disks.KeepUsed(p.c, nodes.Items, prefix, p.c.Status.Nodes)) {
+	for _, n := range disks.Order(p.c, nodes.Items, disks.Candidates(p.c, nodes.Items, prefix), disks.KeepUsed(p.c, nodes.Items, prefix, p.c.Status.Nodes)) {
 		if !contains(lost, n) {
 			order = append(order, n)
 		}

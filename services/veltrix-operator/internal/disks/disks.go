@@ -24,7 +24,6 @@ import (
 	"github.com/opsuite/suite/shared/nodeagent"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -122,105 +121,6 @@ func Classify(err error) (Problem, string) {
 		return ProblemRefused, st.Message()
 	}
 	return ProblemAgentError, fmt.Sprintf("the node agent failed (%s)", st.Code())
-}
-
-// DefaultPoolLabelPrefix is the node agents' default --pool-label-prefix (the node-agent
-// chart's poolLabelPrefix).
-const DefaultPoolLabelPrefix = "pool.opsuite.io"
-
-// NamespaceLabel is the node-pool label "<prefix>/namespace": a node carrying it lends its
-// disks only to the clusters of the namespace it names.
-func NamespaceLabel(prefix string) string { return prefix + "/namespace" }
-
-// LentElsewhere reports whether a node's pool label lends its disks to a namespace other
-// than ns. An empty value lends to no one in particular, as an absent label.
-func LentElsewhere(n *corev1.Node, prefix, ns string) bool {
-	lent := n.Labels[NamespaceLabel(prefix)]
-	return lent != "" && lent != ns
-}
-
-// Candidates are the nodes the cluster may use, sorted by name: schedulable, matching
-// spec.nodeSelector, with every NoSchedule/NoExecute taint tolerated, and not lent to
-// another namespace by the node-pool label <poolPrefix>/namespace (tenancy: a node given to
-// one namespace formats its disks for no other namespace's clusters).
-func Candidates(c *veltrixv1.VeltrixCluster, nodes []corev1.Node, poolPrefix string) []string {
-	var out []string
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Spec.Unschedulable || !n.DeletionTimestamp.IsZero() || !matchesSelector(n.Labels, c.Spec.NodeSelector) ||
-			!tolerated(n.Spec.Taints, c.Spec.Tolerations) || LentElsewhere(n, poolPrefix, c.Namespace) {
-			continue
-		}
-		out = append(out, n.Name)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// KeepUsed are the nodes the cluster used that it may go on asking: all but those lent to
-// another namespace since (a used node no longer listed is kept; Order explains why).
-func KeepUsed(c *veltrixv1.VeltrixCluster, nodes []corev1.Node, poolPrefix string, used []string) []string {
-	lentElsewhere := map[string]bool{}
-	for i := range nodes {
-		lentElsewhere[nodes[i].Name] = LentElsewhere(&nodes[i], poolPrefix, c.Namespace)
-	}
-	var out []string
-	for _, n := range used {
-		if !lentElsewhere[n] {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func matchesSelector(labels, selector map[string]string) bool {
-	for k, v := range selector {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-func tolerated(taints []corev1.Taint, tolerations []corev1.Toleration) bool {
-	for i := range taints {
-		t := &taints[i]
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		ok := false
-		for j := range tolerations {
-			if tolerations[j].ToleratesTaint(klog.Background(), t, true) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// Order is the order nodes are tried in: the nodes the cluster already uses first (their
-// disks hold its data), then the other candidates by name. Used nodes that are no longer
-// candidates are kept too: their volumes still pin members there.
-func Order(candidates, used []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, n := range used {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	for _, n := range candidates {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // PrepareRequest is what a node's agent is asked for: disksPerNode devices matching the

@@ -99,13 +99,6 @@ func TestKeepUsed(t *testing.T) {
 	}
 }
 
-func TestOrder(t *testing.T) {
-	got := Order([]string{"a", "b", "c", "d"}, []string{"c", "gone"})
-	if want := []string{"c", "gone", "a", "b", "d"}; !slices.Equal(got, want) {
-		t.Errorf("order %v, want %v: used nodes first", got, want)
-	}
-}
-
 func TestPrepareRequest(t *testing.T) {
 	c := cluster(func(c *veltrixv1.VeltrixCluster) {
 		minSize, maxSize := resource.MustParse("100Gi"), resource.MustParse("4Ti")

@@ -17,9 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// TerminationGracePeriodSeconds gives the server time to write its checkpoint on SIGTERM.
-const TerminationGracePeriodSeconds = 60
-
 func meta(c *veltrixv1.VeltrixCluster, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: Labels(c)}
 }
@@ -192,6 +189,7 @@ func Args(c *veltrixv1.VeltrixCluster) []string {
 // ConfigMap's data.
 func StatefulSet(c *veltrixv1.VeltrixCluster, replicas int32, configHash string) *appsv1.StatefulSet {
 	token := AdminTokenRef(c)
+	place := PlacementOf(c)
 	podLabels := SelectorLabels(c)
 	podLabels[LabelComponent] = ComponentServer
 	podLabels[LabelCluster] = c.Name
@@ -278,19 +276,16 @@ func StatefulSet(c *veltrixv1.VeltrixCluster, replicas int32, configHash string)
 				Spec: corev1.PodSpec{
 					ServiceAccountName:            ServiceAccountName(c),
 					AutomountServiceAccountToken:  ptr.To(false),
-					TerminationGracePeriodSeconds: ptr.To[int64](TerminationGracePeriodSeconds),
+					TerminationGracePeriodSeconds: place.TerminationGracePeriodSeconds,
 					ReadinessGates:                []corev1.PodReadinessGate{{ConditionType: veltrixv1.SearchReadyGate}},
 					SecurityContext:               &corev1.PodSecurityContext{SeccompProfile: c.Spec.PodSeccompProfile()},
-					NodeSelector:                  copyMap(c.Spec.NodeSelector),
-					Tolerations:                   append([]corev1.Toleration(nil), c.Spec.Tolerations...),
-					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-						RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-							LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(c)},
-							TopologyKey:   c.Spec.PodAntiAffinityTopologyKey,
-						}},
-					}},
-					Containers: []corev1.Container{container},
-					Volumes:    volumes,
+					NodeSelector:                  place.NodeSelector,
+					Tolerations:                   place.Tolerations,
+					Affinity:                      place.Affinity,
+					TopologySpreadConstraints:     place.TopologySpreadConstraints,
+					PriorityClassName:             place.PriorityClassName,
+					Containers:                    []corev1.Container{container},
+					Volumes:                       volumes,
 				},
 			},
 			VolumeClaimTemplates: volumeClaimTemplates(c),

@@ -76,6 +76,8 @@ func TestDefaultsMatchConstants(t *testing.T) {
 		Net:                        veltrixv1.DefaultNet,
 		URingBridge:                veltrixv1.DefaultURingBridge,
 		LostNodes:                  veltrixv1.LostNodesSpec{Replace: veltrixv1.DefaultLostNodeReplace},
+
+		TerminationGracePeriodSeconds: ptr.To(veltrixv1.DefaultTerminationGracePeriodSeconds),
 	}
 	if !equality.Semantic.DeepEqual(got.Spec, want) {
 		t.Errorf("defaulted spec\n got %+v\nwant %+v", got.Spec, want)
@@ -334,6 +336,9 @@ func TestSamplesApply(t *testing.T) {
 			if want.DiskSelector.NVMeOnly == nil {
 				want.DiskSelector.NVMeOnly = ptr.To(veltrixv1.DefaultNVMeOnly)
 			}
+			if want.TerminationGracePeriodSeconds == nil {
+				want.TerminationGracePeriodSeconds = ptr.To(veltrixv1.DefaultTerminationGracePeriodSeconds)
+			}
 			if err := env.Client.Create(context.Background(), sent.DeepCopy(), client.FieldValidation("Strict")); err != nil {
 				t.Fatalf("creating %s: %v", sent.Name, err)
 			}
@@ -349,8 +354,9 @@ func TestSamplesApply(t *testing.T) {
 }
 
 // TestStatusAndColumns: the status subresource stores what the reconciler reports (members
-// keyed by id, conditions by type), and `kubectl get vc` shows SIZE, READY, VERSION, STATE
-// and AGE from the fields the reconciler fills.
+// keyed by id, conditions by type), and `kubectl get vc` shows SIZE, READY, VERSION, STATE,
+// REASON, LAST FAILOVER and AGE (EPOCH and LAST SCALE with -o wide) from the fields the
+// reconciler fills.
 func TestStatusAndColumns(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Client, "vc-")
 	ctx := context.Background()
@@ -362,7 +368,7 @@ func TestStatusAndColumns(t *testing.T) {
 	c.Status = veltrixv1.VeltrixClusterStatus{
 		ObservedGeneration: c.Generation, State: veltrixv1.StateReconciling, Reason: "MembersNotReady", Size: 3, ReadyMembers: 2,
 		Version: veltrixv1.DefaultVersion, Epoch: 4, PartitionCount: 64, PartitionMap: "demo-0:22 demo-1:21 demo-2:21",
-		LastScaleTime: &now, Nodes: []string{"n1", "n2", "n3"},
+		LastScaleTime: &now, LastFailoverTime: &now, Nodes: []string{"n1", "n2", "n3"},
 		Members:    []veltrixv1.MemberStatus{{ID: "demo-0", Address: "demo-0.demo:9000", State: "active", SearchReady: true}, {ID: "demo-1", State: "leaving"}},
 		Conditions: []metav1.Condition{{Type: veltrixv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "MembersNotReady", Message: "2 of 3", LastTransitionTime: now}},
 	}
@@ -373,7 +379,7 @@ func TestStatusAndColumns(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Status.ReadyMembers != 2 || got.Status.Epoch != 4 || len(got.Status.Members) != 2 || !got.Status.Members[0].SearchReady {
+	if got.Status.ReadyMembers != 2 || got.Status.Epoch != 4 || len(got.Status.Members) != 2 || !got.Status.Members[0].SearchReady || got.Status.LastFailoverTime == nil {
 		t.Errorf("stored status %+v", got.Status)
 	}
 	got.Status.Members = append(got.Status.Members, veltrixv1.MemberStatus{ID: "demo-0"})
@@ -410,7 +416,7 @@ func TestStatusAndColumns(t *testing.T) {
 		m := col.(map[string]any)
 		shown = append(shown, fmt.Sprintf("%s=%s", strings.ToUpper(m["name"].(string)), m["jsonPath"]))
 	}
-	want := []string{"SIZE=.spec.size", "READY=.status.readyMembers", "VERSION=.spec.version", "STATE=.status.state", "REASON=.status.reason", "EPOCH=.status.epoch", "LAST SCALE=.status.lastScaleTime", "AGE=.metadata.creationTimestamp"}
+	want := []string{"SIZE=.spec.size", "READY=.status.readyMembers", "VERSION=.spec.version", "STATE=.status.state", "REASON=.status.reason", "EPOCH=.status.epoch", "LAST SCALE=.status.lastScaleTime", "LAST FAILOVER=.status.lastFailoverTime", "AGE=.metadata.creationTimestamp"}
 	if !reflect.DeepEqual(shown, want) {
 		t.Errorf("printer columns %v, want %v", shown, want)
 	}
