@@ -21,11 +21,12 @@ import (
 // TestVeltrixLostNode deletes the node of a member of a cluster with
 // spec.lostNodes.replace Automatic, on the local cluster (real scheduler, StatefulSet,
 // garbage and volume controllers; the node's pods stop with it): the operator removes the
-// member from membership at once, deletes its claims and pod, releases the lost node's
-// volumes and prepares a spare node's disk; the StatefulSet's new pod binds a volume there,
-// joins, and every key written before is read back once the cluster is Ready again. The
-// node then comes back: its disk is reported (DisksReturned) and not made into a volume
-// until the annotation veltrix.io/reoffer-node offers it.
+// member from membership at once (status.lastFailoverTime dates it), deletes its claims
+// and pod, releases the lost node's volumes and prepares a spare node's disk; the
+// StatefulSet's new pod binds a volume there, joins, and every key written before is read
+// back once the cluster is Ready again. The node then comes back: its disk is reported
+// (DisksReturned) and not made into a volume until the annotation veltrix.io/reoffer-node
+// offers it.
 func TestVeltrixLostNode(t *testing.T) {
 	needRunner(t, "ghcr.io/veltrixdb/veltrixdb pods run as bin/veltrix-sim processes, the node agents use loop devices")
 	needInstalled(t, "node-agent", "veltrix-operator")
@@ -164,6 +165,11 @@ func TestVeltrixLostNode(t *testing.T) {
 	}
 	if slices.Contains(c.Status.Nodes, nodeName) {
 		t.Errorf("status.nodes %v names the lost node", c.Status.Nodes)
+	}
+	if f := c.Status.LastFailoverTime; f == nil || f.Time.Before(began.Truncate(time.Second)) {
+		t.Errorf("status.lastFailoverTime %v, want the force removal's time, after the node's deletion at %s", f, began.UTC().Format(time.RFC3339))
+	} else {
+		t.Logf("status.lastFailoverTime %s: %s after the node's deletion (to the second)", f.UTC().Format(time.RFC3339), f.Sub(began.Truncate(time.Second)))
 	}
 	for _, o := range []int{2, 1} {
 		s := vxSession(t, net.JoinHostPort(podOf(o).Status.PodIP, "9000"))
