@@ -34,6 +34,28 @@ const (
 	// ServiceMonitor. Present only while the exporter runs and the ServiceMonitor is
 	// wanted; it never makes the cluster not Ready.
 	ConditionMetricsMonitored = "MetricsMonitored"
+	// ConditionMemberLost (negative polarity): a member's claim is on a lost Kubernetes
+	// node (spec.lostNodes). Present once a member was first found so; False again once
+	// none is. Our addition.
+	ConditionMemberLost = "MemberLost"
+)
+
+// MemberLost reasons. While MemberLost is True the cluster is also Degraded with the same
+// reason and message, and each transition into one is a Warning event of that reason.
+const (
+	// ReasonNodeNotReady (True): the node of a member's claim is NotReady, not yet for
+	// spec.lostNodes.gracePeriod.
+	ReasonNodeNotReady = "NodeNotReady"
+	// ReasonReplacementManual (True): lost, and spec.lostNodes.replace is Manual.
+	ReasonReplacementManual = "ReplacementManual"
+	// ReasonReplacementRefused (True): lost, but replacing it now could lose data (it
+	// still owns slots, no other member of its shard serves, or its server answers).
+	ReasonReplacementRefused = "ReplacementRefused"
+	// ReasonReplacing (True): the lost member's claim was deleted; a new one binds on
+	// another node and the member rejoins as a replica.
+	ReasonReplacing = "Replacing"
+	// ReasonNoMemberLost (False): no member's claim is on a lost node.
+	ReasonNoMemberLost = "NoMemberLost"
 )
 
 // MetricsMonitored reasons.

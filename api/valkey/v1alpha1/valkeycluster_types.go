@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -173,6 +175,59 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bootstrap is immutable: it says how the cluster started; create a new cluster to restore another backup"
 	// +optional
 	Bootstrap *BootstrapConfiguration `json:"bootstrap,omitempty"`
+
+	// LostNodes is what happens to a member whose claim is on a lost Kubernetes node
+	// (deleted, or NotReady past the grace period): with spec.persistence its pod can
+	// never start anywhere else. Not in upstream.
+	// +optional
+	LostNodes *LostNodesSpec `json:"lostNodes,omitempty"`
+}
+
+// LostNodeReplacement is whether a lost member is replaced by the operator.
+// +kubebuilder:validation:Enum=Automatic;Manual
+type LostNodeReplacement string
+
+const (
+	// LostNodeReplaceAutomatic deletes the member's claim once another member of its
+	// shard holds its data; a new claim binds elsewhere and the member rejoins as a
+	// replica.
+	LostNodeReplaceAutomatic LostNodeReplacement = "Automatic"
+	// LostNodeReplaceManual only reports the loss (MemberLost
+	// ReplacementManual); deleting the member's claim by hand starts the replacement.
+	LostNodeReplaceManual LostNodeReplacement = "Manual"
+)
+
+// DefaultLostNodeGracePeriod is how long a member's node may be NotReady before it counts
+// as lost: Kubernetes' own default before it evicts the pods of a NotReady node.
+const DefaultLostNodeGracePeriod = 5 * time.Minute
+
+// LostNodesSpec is the policy for members whose claim is on a lost node.
+type LostNodesSpec struct {
+	// Replace is Automatic (the default: the claim is deleted once another member holds
+	// the data) or Manual (reported only).
+	// +kubebuilder:default=Automatic
+	// +optional
+	Replace LostNodeReplacement `json:"replace,omitempty"`
+
+	// GracePeriod is how long the node of a member's claim may be NotReady (its Ready
+	// condition False or Unknown) before it counts as lost; a deleted node is lost at
+	// once. Default 5m.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="lostNodes.gracePeriod must be a duration between 0s and 168h such as 5m: a node NotReady longer than it counts as lost"
+	// +optional
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+}
+
+// LostNodesPolicy is spec.lostNodes with its defaults: whether replacement is automatic,
+// and the grace period.
+func (s *ValkeyClusterSpec) LostNodesPolicy() (automatic bool, grace time.Duration) {
+	automatic, grace = true, DefaultLostNodeGracePeriod
+	if l := s.LostNodes; l != nil {
+		automatic = l.Replace != LostNodeReplaceManual
+		if l.GracePeriod != nil {
+			grace = l.GracePeriod.Duration
+		}
+	}
+	return automatic, grace
 }
 
 // RolloutSpec tunes rolling updates.
@@ -444,7 +499,8 @@ type ValkeyClusterStatus struct {
 	Restore *RestoreStatus `json:"restore,omitempty"`
 
 	// Conditions are Ready, Progressing, Degraded, ClusterFormed, SlotsAssigned,
-	// Restored (with spec.bootstrap) and ConfigurationWarning (see the Condition* and Reason* constants).
+	// Restored (with spec.bootstrap), MemberLost (spec.lostNodes) and
+	// ConfigurationWarning (see the Condition* and Reason* constants).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

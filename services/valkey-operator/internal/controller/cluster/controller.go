@@ -132,11 +132,16 @@ type Controller struct {
 	client client.Client
 	// reader reads from the cache, then from the API server when the cache misses (the
 	// cache holds only the Secrets and ConfigMaps with the operator's label).
-	reader  client.Reader
+	reader client.Reader
+	// api reads from the API server, for what the operator does not cache (volumes).
+	api     client.Reader
 	apply   ssa.Applier
 	metrics *metrics.Objects
 
 	mu sync.Mutex
+	// volumeHosts caches the host each PersistentVolume is pinned to ("" for none), by
+	// volume name: a volume's node affinity never changes.
+	volumeHosts sync.Map
 	// clusters is what the controller keeps of each cluster between passes, dropped
 	// through the kit's OnGone when the cluster is found gone.
 	clusters map[types.UID]*clusterState
@@ -217,6 +222,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		cfg:      cfg,
 		client:   mgr.GetClient(),
 		reader:   reader,
+		api:      mgr.GetAPIReader(),
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.ClusterFieldManager},
 		metrics:  m,
 		clusters: map[types.UID]*clusterState{},

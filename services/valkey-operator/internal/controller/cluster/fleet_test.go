@@ -36,6 +36,8 @@ type fleet struct {
 	restarts int
 	// unreachable ValkeyNodes report an address nothing listens on.
 	unreachable map[string]string
+	// held ValkeyNodes are left as they are by sync: their pod is gone with its node.
+	held map[string]bool
 	// specs are the specs the servers run; a change of spec.external alone restarts no
 	// pod (the node controller announces it live).
 	specs map[string]valkeyv1.ValkeyNodeSpec
@@ -55,7 +57,7 @@ func (f *fleet) externalOnly(n *valkeyv1.ValkeyNode) bool {
 }
 
 func newFleet(t testing.TB, c client.Client, ns string) *fleet {
-	return &fleet{t: t, c: c, ns: ns, servers: map[string]*valkeytest.Server{}, served: map[string]int64{}, unreachable: map[string]string{},
+	return &fleet{t: t, c: c, ns: ns, servers: map[string]*valkeytest.Server{}, served: map[string]int64{}, unreachable: map[string]string{}, held: map[string]bool{},
 		specs: map[string]valkeyv1.ValkeyNodeSpec{}}
 }
 
@@ -103,6 +105,10 @@ func (f *fleet) sync(ctx context.Context) {
 		n := &list.Items[i]
 		seen[n.Name] = true
 		f.mu.Lock()
+		if f.held[n.Name] {
+			f.mu.Unlock()
+			continue
+		}
 		s, ok := f.servers[n.Name]
 		served := f.served[n.Name]
 		f.mu.Unlock()

@@ -48,6 +48,10 @@ type pass struct {
 	healthy bool
 	// monitor: the MetricsMonitored condition (monitoring.go).
 	monitor monitorState
+	// lost: the MemberLost condition (lost.go); nil sets none. lostRecheck is how soon
+	// to look again for it (a node's grace period ending; 0: no need).
+	lost        *lostState
+	lostRecheck time.Duration
 }
 
 // run is the reconciler's pass over c, whose status is the last written (the kit's).
@@ -83,6 +87,9 @@ func (p *pass) reconcile(ctx context.Context) time.Duration {
 		return p.retry()
 	}
 	wait := p.withRecheck(p.topology(ctx, nodes), recheck)
+	if r := p.lostRecheck; r > 0 && (wait <= 0 || r < wait) {
+		wait = r
+	}
 	if p.restoreEnd(ctx, shards) && wait == 0 {
 		wait = time.Second // spec.shards applies now
 	}

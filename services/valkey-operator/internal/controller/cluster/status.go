@@ -45,6 +45,9 @@ func (p *pass) writeStatus() {
 	}
 
 	p.setMonitoringCondition(set, &st.Conditions)
+	if l := p.lost; l != nil {
+		set(valkeyv1.ConditionMemberLost, l.status, l.reason, l.message)
+	}
 
 	if p.failReason != "" {
 		set(valkeyv1.ConditionReady, metav1.ConditionFalse, p.failReason, p.failMessage)

@@ -43,6 +43,9 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 		return time.Second
 	}
 
+	// A member whose claim is on a lost node never comes back by itself.
+	p.lostMembers(ctx, snap, set, unreachable)
+
 	// Members still to come: wait for their pods (a first creation, a scale-out, a pod
 	// being replaced).
 	var notReady []string
@@ -162,7 +165,7 @@ func (p *pass) waitForMembers(ctx context.Context, set nodeSet, notReady []strin
 	}
 	p.formed, p.formedReason, p.formedMsg = metav1.ConditionFalse, reason, msg
 	p.normalOn(valkeyv1.ConditionClusterFormed, metav1.ConditionFalse, reason, event, eventMsg)
-	if name, why := p.unschedulable(ctx); name != "" {
+	if name, why := p.unschedulable(ctx); name != "" && p.degraded == "" {
 		p.degraded, p.degradedMsg = valkeyv1.ReasonPodUnschedulable, fmt.Sprintf("Pod %s cannot be scheduled: %s", name, why)
 	}
 	p.progress = valkeyv1.ReasonAddingNodes
