@@ -48,7 +48,7 @@ var unexercised = map[string][]excuse{
 		{"deployments", "apps", []string{"create", "patch", "delete"}, "a ValkeyNode of workloadType Deployment runs as a Deployment, and a switch of the type prunes the other workload (node/children.go); the suite's nodes run as StatefulSets"},
 		{"statefulsets", "apps", []string{"delete"}, "as deployments: a node switched to workloadType Deployment loses its StatefulSet"},
 		{"poddisruptionbudgets", "policy", []string{"delete"}, "the PDB policy Disabled deletes the cluster's PodDisruptionBudget (cluster/infra.go pdb)"},
-		{"nodes", "", []string{"list", "watch"}, "networking.external mode NodePort reads the Kubernetes node a member's pod runs on for its address (node/external.go); the suite's cluster has load balancers, so TestValkeyExternalAccess takes mode LoadBalancer"},
+		{"pods", "", []string{"delete"}, "a member on a lost node whose pod is still there has it deleted with its claim (cluster/lost.go replaceLost); in TestValkeyLostNode the local cluster's runner deletes a deleted node's pods first, as the pod garbage collector would"},
 		{"services", "", []string{"delete"}, "removing networking.external prunes each member's own Service (node/external.go syncExternal)"},
 		{"servicemonitors", "monitoring.coreos.com", []string{"get", "create", "patch", "delete"}, "the suite's cluster has no ServiceMonitor CRD, so cluster/monitoring.go only finds it missing; TestServiceMonitor installs the CRD against the API server and writes, reads and deletes one"},
 	},
