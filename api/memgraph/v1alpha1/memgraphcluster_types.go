@@ -111,6 +111,11 @@ type MemgraphClusterSpec struct {
 	// +optional
 	Ports PortsSpec `json:"ports,omitempty"`
 
+	// ExternalAccessConfig exposes Bolt outside Kubernetes (external_types.go); unset,
+	// the cluster is reached from inside only, at its Service <name>.
+	// +optional
+	ExternalAccessConfig *ExternalAccessConfig `json:"externalAccessConfig,omitempty"`
+
 	// ServiceMonitor is the Prometheus Operator ServiceMonitor the operator writes for the
 	// members' metrics port (spec.ports.metrics) when the monitoring.coreos.com CRDs are
 	// installed. Unset means one is written.

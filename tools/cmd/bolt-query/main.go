@@ -40,6 +40,7 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 	caFile := fs.String("ca-file", "", "with --use-ssl: PEM file of the CA that signed the server's certificate (default: the system's)")
 	serverName := fs.String("server-name", "", "with --use-ssl: the name the server's certificate must hold (default: --host)")
 	timeout := fs.Duration("timeout", 10*time.Second, "time limit of each call")
+	route := fs.Bool("route", false, "print the routing table a coordinator answers ROUTE with (what a neo4j:// driver asks for: one line per role and address) instead of running queries")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,6 +61,9 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 			}
 		}
 	}
+	if *route {
+		return printRoute(ctx, net.JoinHostPort(*host, strconv.Itoa(*port)), o, out)
+	}
 	text, err := io.ReadAll(in)
 	if err != nil {
 		return err
@@ -79,6 +83,29 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 			return fmt.Errorf("%s: %w", q, err)
 		}
 		printResult(out, res)
+	}
+	return nil
+}
+
+// printRoute asks addr for a routing table and prints "ROLE address" lines (WRITE, READ,
+// ROUTE), the addresses a neo4j:// client is sent to.
+func printRoute(ctx context.Context, addr string, o boltclient.Options, out io.Writer) error {
+	c, err := boltclient.Dial(ctx, addr, o)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	rt, err := c.Route(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range []struct {
+		role  string
+		addrs []string
+	}{{"WRITE", rt.Writers}, {"READ", rt.Readers}, {"ROUTE", rt.Routers}} {
+		for _, a := range r.addrs {
+			fmt.Fprintln(out, r.role, a)
+		}
 	}
 	return nil
 }

@@ -49,6 +49,11 @@ func TestAgainstSimulator(t *testing.T) {
 		t.Fatalf("no credentials: %v, want an authentication failure", err)
 	}
 	t.Logf("no credentials: %v", err)
+	// --route asks for a routing table, which only a coordinator gives.
+	err = run(ctx, append(args, "--route"), strings.NewReader(""), &out)
+	if err == nil || !strings.Contains(err.Error(), memgraphsim.ErrRouteOnDataInstance) {
+		t.Fatalf("--route on a data instance: %v, want %q", err, memgraphsim.ErrRouteOnDataInstance)
+	}
 }
 
 // TestTLS: --use-ssl with --ca-file and --server-name reaches a member serving Bolt over

@@ -170,6 +170,8 @@ func (c *coordinator) leaderExec(cmd Command) ([][]any, error) {
 			return nil, failure("Instance %s failed to demote to replica.", cmd.Name)
 		}
 		return nil, c.apply(fsmCommand{Op: "demote", Name: cmd.Name})
+	case KindUpdateConfig:
+		return nil, c.updateBoltServer(st, cmd)
 	case KindSetCoordinatorSetting:
 		return nil, c.setSetting(cmd)
 	case KindYieldLeadership:
@@ -240,6 +242,31 @@ func (c *coordinator) addCoordinator(st clusterState, cmd Command) error {
 			return failure(ErrRaftWrite)
 		}
 	}
+	return c.apply(fsmCommand{Op: "coord_meta", ID: cmd.ID, Coord: meta})
+}
+
+// updateBoltServer is UPDATE CONFIG FOR INSTANCE|COORDINATOR: only bolt_server, the
+// address routing tables carry, changes on a registered member; the others would move
+// health checks, replication or Raft under a running cluster. (The simulator's wording of
+// its refusals.)
+func (c *coordinator) updateBoltServer(st clusterState, cmd Command) error {
+	if err := checkConfigKeys(cmd.Config, "bolt_server"); err != nil {
+		return failure("Only bolt_server can be updated: %s", err.Error())
+	}
+	bolt := cmd.Config["bolt_server"]
+	if cmd.Name != "" {
+		inst, ok := st.instance(cmd.Name)
+		if !ok {
+			return failure(ErrNoSuchInstance)
+		}
+		inst.BoltServer = bolt
+		return c.apply(fsmCommand{Op: "register_update", Instance: inst})
+	}
+	meta, ok := st.Coordinators[strconv.Itoa(cmd.ID)]
+	if !ok {
+		return failure("Couldn't update coordinator %d since no coordinator with such id exists!", cmd.ID)
+	}
+	meta.BoltServer = bolt
 	return c.apply(fsmCommand{Op: "coord_meta", ID: cmd.ID, Coord: meta})
 }
 

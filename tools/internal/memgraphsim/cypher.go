@@ -19,6 +19,7 @@ const (
 	KindSetMain
 	KindDemote
 	KindSetCoordinatorSetting
+	KindUpdateConfig
 	KindYieldLeadership
 	KindShowInstances
 	KindShowInstance
@@ -43,9 +44,11 @@ const (
 // Command is one parsed query.
 type Command struct {
 	Kind Kind
-	// ID is the coordinator id of ADD/REMOVE COORDINATOR.
+	// ID is the coordinator id of ADD/REMOVE COORDINATOR and UPDATE CONFIG FOR
+	// COORDINATOR.
 	ID int
-	// Name is the instance of REGISTER/UNREGISTER/SET ... TO MAIN/DEMOTE.
+	// Name is the instance of REGISTER/UNREGISTER/SET ... TO MAIN/DEMOTE and UPDATE
+	// CONFIG FOR INSTANCE ("" in UPDATE CONFIG FOR COORDINATOR).
 	Name string
 	// Mode is REGISTER INSTANCE's replication mode: "sync", "async" or "strict_sync".
 	Mode string
@@ -84,7 +87,7 @@ func (c Command) Verb() string {
 		KindAddCoordinator: "ADD COORDINATOR", KindRemoveCoordinator: "REMOVE COORDINATOR",
 		KindRegisterInstance: "REGISTER INSTANCE", KindUnregisterInstance: "UNREGISTER INSTANCE",
 		KindSetMain: "SET INSTANCE TO MAIN", KindDemote: "DEMOTE INSTANCE", KindYieldLeadership: "YIELD LEADERSHIP",
-		KindSetCoordinatorSetting: "SET COORDINATOR SETTING", KindShowCoordinatorSettings: "SHOW COORDINATOR SETTINGS",
+		KindSetCoordinatorSetting: "SET COORDINATOR SETTING", KindUpdateConfig: "UPDATE CONFIG", KindShowCoordinatorSettings: "SHOW COORDINATOR SETTINGS",
 		KindShowInstances: "SHOW INSTANCES", KindShowInstance: "SHOW INSTANCE", KindShowReplicationLag: "SHOW REPLICATION LAG",
 		KindShowReplicationRole: "SHOW REPLICATION ROLE", KindShowReplicas: "SHOW REPLICAS", KindShowStorageInfo: "SHOW STORAGE INFO",
 		KindCreate: "CREATE", KindCount: "MATCH", KindMatchReturn: "MATCH", KindReturnLiteral: "RETURN", KindCountEdges: "MATCH",
@@ -312,6 +315,11 @@ func (p *parser) config() (map[string]string, error) {
 	if !p.kw("WITH", "CONFIG") {
 		return nil, fmt.Errorf("expected WITH CONFIG")
 	}
+	return p.stringMap()
+}
+
+// stringMap reads a map literal whose values are all strings.
+func (p *parser) stringMap() (map[string]string, error) {
 	m, err := p.mapLiteral()
 	if err != nil {
 		return nil, err
@@ -399,6 +407,24 @@ func (p *parser) command() (Command, error) {
 		case p.kw("AS", "SYNC"):
 		}
 		c.Config, err = p.config()
+		return c, err
+	case p.kw("UPDATE", "CONFIG", "FOR", "INSTANCE"):
+		// UPDATE CONFIG FOR INSTANCE <name> {"bolt_server": ...}: no WITH CONFIG here.
+		c := Command{Kind: KindUpdateConfig}
+		var err error
+		if c.Name, err = p.name(); err != nil {
+			return c, err
+		}
+		c.Config, err = p.stringMap()
+		return c, err
+	case p.kw("UPDATE", "CONFIG", "FOR", "COORDINATOR"):
+		c := Command{Kind: KindUpdateConfig}
+		id, err := p.intValue()
+		if err != nil {
+			return c, err
+		}
+		c.ID = id
+		c.Config, err = p.stringMap()
 		return c, err
 	case p.kw("UNREGISTER", "INSTANCE"):
 		n, err := p.name()

@@ -67,7 +67,7 @@ func (s clusterState) clone() clusterState {
 
 // fsmCommand is one Raft log entry.
 type fsmCommand struct {
-	Op       string    `json:"op"` // coord_meta, coord_remove, register, unregister, set_main, demote, setting
+	Op       string    `json:"op"` // coord_meta, coord_remove, register, register_update, unregister, set_main, demote, setting
 	ID       int       `json:"id,omitempty"`
 	Coord    coordMeta `json:"coord,omitzero"`
 	Instance dataMeta  `json:"instance,omitzero"`
@@ -112,6 +112,12 @@ func applyCommand(s *clusterState, c fsmCommand) {
 	case "register":
 		if _, ok := s.instance(c.Instance.Name); !ok {
 			s.Instances = append(s.Instances, c.Instance)
+		}
+	case "register_update":
+		for i := range s.Instances {
+			if s.Instances[i].Name == c.Instance.Name {
+				s.Instances[i] = c.Instance
+			}
 		}
 	case "unregister":
 		s.Instances = slices.DeleteFunc(s.Instances, func(i dataMeta) bool { return i.Name == c.Name })

@@ -62,8 +62,9 @@ type Registrar interface {
 type Registration struct {
 	// Leader and Main are names as SHOW INSTANCES shows them; empty when there is none.
 	Leader, Main string
-	// MainBolt is the MAIN's bolt_server as registered ("" when there is no MAIN): where
-	// the admin credentials are checked and changed.
+	// MainBolt is where the operator reaches the MAIN, its pod's DNS name (not the
+	// bolt_server it advertises to clients; "" when there is no MAIN): where the admin
+	// credentials are checked and changed.
 	MainBolt string
 	// Coordinators and DataInstances count the registered members.
 	Coordinators, DataInstances int32

@@ -51,6 +51,8 @@ type pass struct {
 	restore restoreFinding
 	// monitor is what the monitoring step found (MetricsMonitored).
 	monitor monitorFinding
+	// external is what the external-access step found (external.go).
+	external externalFinding
 }
 
 // run is the reconciler's pass over c.
@@ -126,7 +128,7 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	if len(p.notReady) > 0 || cfg.Registrar == nil {
 		return cfg.Poll, nil
 	}
-	want := resources.DesiredMembership(p.c, *p.sts[resources.RoleCoordinator].Spec.Replicas, *p.sts[resources.RoleData].Spec.Replicas)
+	want := resources.Advertise(p.c, resources.DesiredMembership(p.c, *p.sts[resources.RoleCoordinator].Spec.Replicas, *p.sts[resources.RoleData].Spec.Replicas), p.external.addrs)
 	if err := p.planRoll(ctx, &want); err != nil {
 		return 0, err
 	}
@@ -255,7 +257,12 @@ func (p *pass) applyChildren(ctx context.Context) error {
 	svcs := []*corev1.Service{
 		resources.HeadlessService(c, resources.RoleCoordinator), resources.HeadlessService(c, resources.RoleData), resources.ClientService(c),
 	}
-	if _, err := childrenOf[*corev1.Service](p, func() client.ObjectList { return &corev1.ServiceList{} }).Sync(ctx, svcs); err != nil {
+	svcs = append(svcs, resources.ExternalServices(c, *p.sts[resources.RoleCoordinator].Spec.Replicas, *p.sts[resources.RoleData].Spec.Replicas)...)
+	svcOut, err := childrenOf[*corev1.Service](p, func() client.ObjectList { return &corev1.ServiceList{} }).Sync(ctx, svcs)
+	if err != nil {
+		return err
+	}
+	if err := p.externalAddresses(ctx, svcOut.Applied); err != nil {
 		return err
 	}
 	pdbs := []*policyv1.PodDisruptionBudget{

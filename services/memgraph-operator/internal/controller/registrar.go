@@ -59,7 +59,7 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 	}
 	for _, i := range out.Instances {
 		if i.Name == out.Main && out.Main != "" {
-			r.MainBolt = i.BoltServer
+			r.MainBolt = executor.DialAddress(want, i)
 		}
 		if r.DataRoles != nil && !i.IsCoordinator() && i.Up() && (i.Role == memgraph.RoleMain || i.Role == memgraph.RoleReplica) {
 			r.DataRoles[i.Name] = i.Role

@@ -117,7 +117,7 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 			seen.Settings = settings
 		}
 	}
-	seen.Replicas = replicasOfMain(ctx, d, ldr.rows)
+	seen.Replicas = replicasOfMain(ctx, d, want, ldr.rows)
 	plan := planner.Plan(want, seen)
 	run := func(_ planner.Command, a planner.Attempt) error { return ldr.sess.Exec(ctx, a.Cypher) }
 	rep := planner.Execute(plan.Commands, run)
@@ -136,7 +136,7 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 			if lag, err := ldr.sess.ReplicationLag(ctx); err == nil {
 				again.Lag, out.Lag = lag, lag
 			}
-			again.Replicas = replicasOfMain(ctx, d, rows)
+			again.Replicas = replicasOfMain(ctx, d, want, rows)
 			plan = planner.Plan(want, again)
 			rep = planner.Execute(plan.Commands, run)
 			for _, a := range rep.Executed {
@@ -215,12 +215,13 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 
 // replicasOfMain is the MAIN's SHOW REPLICAS (the registered modes), nil when there is
 // no up MAIN or it does not answer.
-func replicasOfMain(ctx context.Context, d memgraph.Dialer, rows []memgraph.Instance) []memgraph.Replica {
+func replicasOfMain(ctx context.Context, d memgraph.Dialer, want Desired, rows []memgraph.Instance) []memgraph.Replica {
 	m, ok := memgraph.MainOf(rows)
-	if !ok || !m.Up() || m.BoltServer == "" {
+	addr := DialAddress(want, m)
+	if !ok || !m.Up() || addr == "" {
 		return nil
 	}
-	sess, err := d.Dial(ctx, m.BoltServer)
+	sess, err := d.Dial(ctx, addr)
 	if err != nil {
 		return nil
 	}
@@ -233,6 +234,30 @@ func replicasOfMain(ctx context.Context, d memgraph.Dialer, rows []memgraph.Inst
 		reps = []memgraph.Replica{}
 	}
 	return reps
+}
+
+// DialAddress is where the operator reaches a member the leader lists: its declared
+// BoltServer (the pod's DNS name), not the bolt_server it is registered with, which may be
+// an address for clients outside Kubernetes (a load balancer the operator need not reach,
+// or whose name a TLS certificate does not hold); a member not declared is dialled at its
+// registered address.
+func DialAddress(want Desired, row memgraph.Instance) string {
+	if row.IsCoordinator() {
+		if id, ok := memgraph.CoordinatorID(row.Name); ok {
+			for _, c := range want.Coordinators {
+				if c.ID == id {
+					return c.BoltServer
+				}
+			}
+		}
+		return row.BoltServer
+	}
+	for _, d := range want.Data {
+		if d.Name == row.Name && d.BoltServer != "" {
+			return d.BoltServer
+		}
+	}
+	return row.BoltServer
 }
 
 // downMembers names the declared members, retiring ones aside, that the leader's

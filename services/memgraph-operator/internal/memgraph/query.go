@@ -61,6 +61,19 @@ func RegisterInstance(name, mode, boltServer, managementServer, replicationServe
 		configEntry("replication_server", replicationServer) + "}"
 }
 
+// UpdateInstanceBoltServer is UPDATE CONFIG FOR INSTANCE with the one key Memgraph lets
+// change on a registered instance, bolt_server: the address coordinators put in routing
+// tables (management and replication addresses stay as registered).
+func UpdateInstanceBoltServer(name, boltServer string) string {
+	return "UPDATE CONFIG FOR INSTANCE " + QuoteName(name) + " {" + configEntry("bolt_server", boltServer) + "}"
+}
+
+// UpdateCoordinatorBoltServer is UPDATE CONFIG FOR COORDINATOR: a coordinator's
+// bolt_server, which routing tables list as a router.
+func UpdateCoordinatorBoltServer(id int, boltServer string) string {
+	return "UPDATE CONFIG FOR COORDINATOR " + strconv.Itoa(id) + " {" + configEntry("bolt_server", boltServer) + "}"
+}
+
 // SetCoordinatorSetting is SET COORDINATOR SETTING; Memgraph takes name and value as
 // string literals.
 func SetCoordinatorSetting(name, value string) string {

@@ -19,10 +19,12 @@ const (
 	RemoveCoordinator
 	YieldLeadership
 	SetCoordinatorSetting
+	// UpdateBoltServer is UPDATE CONFIG FOR INSTANCE (Instance set) or FOR COORDINATOR.
+	UpdateBoltServer
 )
 
 var kindNames = [...]string{"", "AddCoordinator", "RegisterInstance", "SetMain", "DemoteInstance",
-	"UnregisterInstance", "RemoveCoordinator", "YieldLeadership", "SetCoordinatorSetting"}
+	"UnregisterInstance", "RemoveCoordinator", "YieldLeadership", "SetCoordinatorSetting", "UpdateBoltServer"}
 
 func (k Kind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
@@ -78,13 +80,15 @@ func (c Command) Attempts() []Attempt {
 		if c.FallbackMode != "" && c.FallbackMode != modeOrSync(c.Instance.Mode) {
 			d := c.Instance
 			out = append(out, Attempt{Target: d.Name, ModeFallback: true,
-				Cypher: memgraph.RegisterInstance(d.Name, c.FallbackMode, d.BoltServer, d.ManagementServer, d.ReplicationServer)})
+				Cypher: memgraph.RegisterInstance(d.Name, c.FallbackMode, d.AdvertisedBolt(), d.ManagementServer, d.ReplicationServer)})
 		}
 		return out
 	case AddCoordinator, RemoveCoordinator:
 		return []Attempt{{Target: memgraph.CoordinatorName(c.Coordinator.ID), Cypher: c.Cypher()}}
 	case SetCoordinatorSetting:
 		return []Attempt{{Target: c.Setting.Name, Cypher: c.Cypher()}}
+	case UpdateBoltServer:
+		return []Attempt{{Target: c.target(), Cypher: c.Cypher()}}
 	case YieldLeadership:
 		return []Attempt{{Cypher: c.Cypher()}}
 	}
@@ -97,10 +101,15 @@ func (c Command) Cypher() string {
 	switch c.Kind {
 	case AddCoordinator:
 		k := c.Coordinator
-		return memgraph.AddCoordinator(k.ID, k.BoltServer, k.CoordinatorServer, k.ManagementServer)
+		return memgraph.AddCoordinator(k.ID, k.AdvertisedBolt(), k.CoordinatorServer, k.ManagementServer)
 	case RegisterInstance:
 		d := c.Instance
-		return memgraph.RegisterInstance(d.Name, d.Mode, d.BoltServer, d.ManagementServer, d.ReplicationServer)
+		return memgraph.RegisterInstance(d.Name, d.Mode, d.AdvertisedBolt(), d.ManagementServer, d.ReplicationServer)
+	case UpdateBoltServer:
+		if c.Instance.Name != "" {
+			return memgraph.UpdateInstanceBoltServer(c.Instance.Name, c.Instance.AdvertisedBolt())
+		}
+		return memgraph.UpdateCoordinatorBoltServer(c.Coordinator.ID, c.Coordinator.AdvertisedBolt())
 	case SetMain:
 		if a := c.Attempts(); len(a) > 0 {
 			return a[0].Cypher
@@ -135,6 +144,8 @@ func (c Command) String() string {
 		return c.Kind.String()
 	case SetCoordinatorSetting:
 		return c.Kind.String() + " " + c.Setting.Name + "=" + c.Setting.Value
+	case UpdateBoltServer:
+		return c.Kind.String() + " " + c.target()
 	case RegisterInstance:
 		s := c.Kind.String() + " " + c.Instance.Name
 		if m := modeOrSync(c.Instance.Mode); m != memgraph.ModeSync {
@@ -146,6 +157,14 @@ func (c Command) String() string {
 		return s
 	}
 	return c.Kind.String() + " " + c.Instance.Name
+}
+
+// target names the member an UpdateBoltServer changes.
+func (c Command) target() string {
+	if c.Instance.Name != "" {
+		return c.Instance.Name
+	}
+	return memgraph.CoordinatorName(c.Coordinator.ID)
 }
 
 // modeOrSync is mode with "" read as SYNC, Memgraph's default.

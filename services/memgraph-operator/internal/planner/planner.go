@@ -47,10 +47,16 @@
 // candidate of a handover, and counts as retiring for rule 3's restore; a draining leader
 // yields.
 //
+//  8. UPDATE CONFIG FOR INSTANCE|COORDINATOR of each declared, non-retiring member listed
+//     with a bolt_server other than its Advertised one (the address clients outside reach
+//     with spec.externalAccessConfig, else the pod's DNS name; unset, nothing is compared),
+//     before a yield: it changes what routing tables say, nothing else (advertise.go).
+//
 // Never planned: SET INSTANCE TO MAIN while a MAIN is listed, UNREGISTER of the MAIN or of
 // anything not retiring, REMOVE COORDINATOR of the leader, anything after YIELD
 // LEADERSHIP. Members that are neither declared nor retiring (registered by hand) are
-// left alone, and registered addresses are not compared with the declared ones.
+// left alone, and registered management, replication and coordinator addresses are not
+// compared with the declared ones (Memgraph changes only bolt_server in place).
 //
 // Limits. Memgraph 3.12 shows a MAIN that stopped answering as role "unknown", so until
 // the coordinators fail over, rule 3 may try a promotion the leader refuses ("already a
@@ -65,6 +71,7 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -75,21 +82,33 @@ import (
 type Coordinator struct {
 	ID                int
 	Name              string // memgraph.CoordinatorName(ID)
-	BoltServer        string
+	BoltServer        string // where the operator dials it
 	CoordinatorServer string
 	ManagementServer  string
+	// Advertised is the bolt_server to register (routing tables list it): an address
+	// clients outside reach (spec.externalAccessConfig); "" is BoltServer.
+	Advertised string
 }
+
+// AdvertisedBolt is the bolt_server c is registered with.
+func (c Coordinator) AdvertisedBolt() string { return cmp.Or(c.Advertised, c.BoltServer) }
 
 // DataInstance is a declared data instance.
 type DataInstance struct {
-	Name              string // the pod name with '-' turned into '_'
-	BoltServer        string
+	Name       string // the pod name with '-' turned into '_'
+	BoltServer string // where the operator dials it
+	// Advertised is the bolt_server to register, the MAIN's being the writer of every
+	// routing table; "" is BoltServer.
+	Advertised        string
 	ManagementServer  string
 	ReplicationServer string
 	// Mode is the replication mode to register it with: memgraph.ModeSync (or ""),
 	// ModeAsync or ModeStrictSync.
 	Mode string
 }
+
+// AdvertisedBolt is the bolt_server d is registered with.
+func (d DataInstance) AdvertisedBolt() string { return cmp.Or(d.Advertised, d.BoltServer) }
 
 // Setting is one coordinator setting, named and spelled as SET COORDINATOR SETTING takes
 // it.
@@ -373,6 +392,8 @@ func Plan(want Desired, seen Observed) Result {
 			}
 		}
 	}
+	// 8. Registered members whose bolt_server is not the one to advertise.
+	r.Commands = append(r.Commands, boltUpdates(want, coords, data, retiringC, retiringD)...)
 	if yield {
 		// Additions wait for the next leader: one refused here would keep the yield,
 		// which must come last, from ever being sent.
