@@ -98,8 +98,8 @@ $(BIN)/prometheus: tools/prometheus/go.mod tools/prometheus/go.sum
 .PHONY: prometheus
 prometheus: $(BIN)/prometheus ## Build the Prometheus server TestMonitoring (e2e) runs, once.
 
-# `make up` builds it too, for the object store the local cluster is to run (issue 25);
-# tools/local/Makefile.inc defines up.
+# `make up` builds it too: the local cluster runs it as its object store (the Deployment
+# objectstore/objectstore); tools/local/Makefile.inc defines up.
 up: objectstore
 
 .PHONY: controlplane

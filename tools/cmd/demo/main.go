@@ -6,6 +6,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -107,6 +109,14 @@ func run() error {
 		}
 		return fmt.Errorf("applying the Vald Helm Operator stand-in: %w", err)
 	}
+	// The samples' clusters back up to the cluster's object store, with its keys in the
+	// Secret backup-s3 of their namespace.
+	if err := d.copyStoreKeys(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	if err := d.tool(ctx, "kubectl", "apply", "-f", filepath.Join(root, "deploy", "samples")); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -117,9 +127,11 @@ func run() error {
 The suite runs on the local cluster (kubeconfig %s).
   releases:  .cache/bin/helm list -A   (with KUBECONFIG set)
   logs:      .local/logs/<namespace>_<pod>_<container>.log
+  backups:   every 2 minutes (vksb, mgsb) into the object store %s, bucket %s;
+             the files: .local/state/volumes/<volume of objectstore/objectstore-data>/%s
   node agent diagnostics with grpcurl: see README.md ("Node agent diagnostics")
 Samples the product issues have not reached yet stay without status.
-`, d.kubeconfig)
+`, d.kubeconfig, localcluster.ObjectStoreInClusterEndpoint, localcluster.ObjectStoreBucket, localcluster.ObjectStoreBucket)
 
 	if *watch > 0 {
 		var cancel context.CancelFunc
@@ -147,7 +159,7 @@ Samples the product issues have not reached yet stay without status.
 func (d demo) tool(ctx context.Context, name string, args ...string) error {
 	path := filepath.Join(d.root, ".cache", "bin", name)
 	if name == "kubectl" {
-		path = filepath.Join(d.root, ".cache", "k8s", "v1.37.2", "kubectl")
+		path = d.kubectl()
 		args = append([]string{"--kubeconfig", d.kubeconfig}, args...)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -158,6 +170,37 @@ func (d demo) tool(ctx context.Context, name string, args ...string) error {
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()
 }
+
+// copyStoreKeys writes the object store's keys (the Secret the local cluster made) into the
+// Secret backup-s3 of namespace default, which the samples' spec.backup names.
+func (d demo) copyStoreKeys(ctx context.Context) error {
+	data := map[string]string{}
+	for _, k := range []string{localcluster.ObjectStoreAccessKeyKey, localcluster.ObjectStoreSecretKeyKey} {
+		var out bytes.Buffer
+		cmd := exec.CommandContext(ctx, d.kubectl(), "--kubeconfig", d.kubeconfig, "get", "secret", localcluster.ObjectStoreName,
+			"-n", localcluster.ObjectStoreNamespace, "-o", "jsonpath={.data."+k+"}")
+		cmd.Stdout, cmd.Stderr = &out, os.Stderr
+		err := cmd.Run()
+		if err == nil && out.Len() == 0 {
+			err = errors.New("no such key")
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s of the object store's Secret %s/%s (is the cluster up without --no-object-store?): %w",
+				k, localcluster.ObjectStoreNamespace, localcluster.ObjectStoreName, err)
+		}
+		data[k] = out.String() // base64 already, as a Secret's data wants it
+	}
+	manifest := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: backup-s3, namespace: default}\ndata: {%s: %s, %s: %s}\n",
+		localcluster.ObjectStoreAccessKeyKey, data[localcluster.ObjectStoreAccessKeyKey], localcluster.ObjectStoreSecretKeyKey, data[localcluster.ObjectStoreSecretKeyKey])
+	cmd := exec.CommandContext(ctx, d.kubectl(), "--kubeconfig", d.kubeconfig, "apply", "-f", "-")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(manifest), os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("writing the Secret backup-s3: %w", err)
+	}
+	return nil
+}
+
+func (d demo) kubectl() string { return filepath.Join(d.root, ".cache", "k8s", "v1.37.2", "kubectl") }
 
 // nodes are the local cluster's node names, from the options `make up` saved.
 func (d demo) nodes() ([]string, error) {

@@ -36,7 +36,7 @@ type options struct {
 	dir, repoRoot, poolPrefix, poolNamespace  string
 	lbCIDR                                    string
 	portBase, general, agent, instance, disks int
-	keep, noRunner                            bool
+	keep, noRunner, noObjectStore             bool
 	outage                                    time.Duration
 }
 
@@ -60,7 +60,8 @@ func run(args []string) error {
 	fs.StringVar(&opts.poolPrefix, "pool-label-prefix", "", "prefix of the node-pool labels <prefix>/namespace and <prefix>/type (default pool.opsuite.io, the charts' default)")
 	fs.StringVar(&opts.poolNamespace, "pool-namespace", "default", "value of <prefix>/namespace on every node")
 	fs.StringVar(&opts.lbCIDR, "load-balancer-cidr", "", "loopback pool of LoadBalancer Services' addresses (default 127.(4+4*instance).0.0/16)")
-	fs.BoolVar(&opts.noRunner, "no-runner", false, "simulate every pod; run no processes")
+	fs.BoolVar(&opts.noRunner, "no-runner", false, "simulate every pod; run no processes (and no object store)")
+	fs.BoolVar(&opts.noObjectStore, "no-object-store", false, "run no S3 server (versitygw) in the namespace objectstore")
 	fs.BoolVar(&opts.keep, "keep", false, "down: keep state, logs and kubeconfig")
 	fs.DurationVar(&opts.outage, "for", 20*time.Second, "outage: how long kube-apiserver and etcd stay stopped")
 	if err := fs.Parse(args); err != nil {
@@ -98,6 +99,7 @@ func run(args []string) error {
 			o.LoadBalancerCIDR = opts.lbCIDR
 		}
 		o.DisableRunner = opts.noRunner
+		o.ObjectStore = !opts.noRunner && !opts.noObjectStore
 		o.DisksPerNode = opts.disks
 		self, err := os.Executable()
 		if err != nil {

@@ -53,6 +53,10 @@ type Options struct {
 	// node agent may use only them. Attached while the daemon runs (with the runner).
 	DisksPerNode  int   `json:"disksPerNode"`
 	DiskSizeBytes int64 `json:"diskSizeBytes"`
+	// ObjectStore runs an S3 server in the cluster (objectstore.go; with the runner):
+	// versitygw from ObjectStoreBinary, which `up` builds when missing.
+	ObjectStore       bool   `json:"objectStore,omitempty"`
+	ObjectStoreBinary string `json:"objectStoreBinary,omitempty"`
 }
 
 // NodeSpec describes one simulated node.
@@ -108,8 +112,10 @@ func InstanceOptions(repoRoot string, i int) Options {
 		Nodes:            DefaultNodes("default", 2, 2, fmt.Sprintf("127.%d.0.", 3+4*i)),
 		PoolLabelPrefix:  "pool.opsuite.io",
 		ImageRules:       podrunner.DefaultImageRules(filepath.Join(repoRoot, "bin")),
-		DisksPerNode:     2,
-		DiskSizeBytes:    1 << 30,
+		// The path the image rule of versity/versitygw names.
+		ObjectStoreBinary: filepath.Join(repoRoot, ".cache", "bin", "versitygw"),
+		DisksPerNode:      2,
+		DiskSizeBytes:     1 << 30,
 	}
 }
 
@@ -191,6 +197,9 @@ func (o *Options) Validate() error {
 	// mkfs.xfs refuses filesystems below 300 MiB.
 	if o.DisksPerNode < 0 || o.DisksPerNode > 8 || (o.DisksPerNode > 0 && o.DiskSizeBytes < 320<<20) {
 		errs = append(errs, fmt.Errorf("disks per node %d of %d bytes: want 0-8 disks of at least 320 MiB", o.DisksPerNode, o.DiskSizeBytes))
+	}
+	if o.ObjectStore && (o.DisableRunner || o.ObjectStoreBinary == "") {
+		errs = append(errs, errors.New("the object store needs the process runner and a versitygw binary"))
 	}
 	if o.PoolLabelPrefix == "" {
 		errs = append(errs, errors.New("pool label prefix is required"))

@@ -205,6 +205,16 @@ func RunDaemon(o Options) error {
 			return errors.New("process runner did not sync")
 		}
 	}
+	if o.ObjectStore {
+		// Its own bound: the pod starts only now, once the runner runs.
+		storeCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := o.ensureObjectStore(storeCtx, client)
+		cancel()
+		if err != nil {
+			return err
+		}
+		log.Info("Object store ready", "endpoint", o.ObjectStoreEndpoint(), "bucket", ObjectStoreBucket)
+	}
 	if err := os.WriteFile(o.readyFile(), []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644); err != nil {
 		return err
 	}

@@ -96,6 +96,7 @@ func TestLocalCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.ImageRules = append(o.ImageRules, podAppRule(self))
+	o.ObjectStore = true // as `make up` runs it
 
 	if os.Geteuid() != 0 {
 		t.Fatal("the local cluster's process runner needs root (private mount namespaces per pod); run the tests as root, as CI does")
@@ -137,6 +138,7 @@ func TestLocalCluster(t *testing.T) {
 	t.Run("nodes", func(t *testing.T) { checkNodes(ctx, t, client, o) })
 	t.Run("statefulset with claims", func(t *testing.T) { checkStatefulSet(ctx, t, client) })
 	t.Run("kwok pod waits for its readiness gate", func(t *testing.T) { checkKwokReadinessGate(ctx, t, client, o) })
+	t.Run("object store", func(t *testing.T) { checkObjectStore(ctx, t, client, o) })
 	t.Run("redis pod runs as a process", func(t *testing.T) { checkRedis(ctx, t, client, o) })
 	t.Run("pod environment, volumes, token, names, probes", func(t *testing.T) { checkPodApp(ctx, t, client, o) })
 	t.Run("crashing container restarts in place", func(t *testing.T) { checkCrashLoop(ctx, t, client) })
@@ -157,6 +159,7 @@ func TestLocalCluster(t *testing.T) {
 	})
 
 	// Restart on the kept state: the warm start a developer sees after `down --keep`.
+	storeID, storeSecret := storeKeys(ctx, t, client)
 	pids := localcluster.ProcessIDs(o)
 	if err := localcluster.Down(o, true, &out); err != nil {
 		t.Fatalf("down --keep: %v", err)
@@ -166,6 +169,7 @@ func TestLocalCluster(t *testing.T) {
 		t.Fatalf("up on kept state: %v\n%s", err, out.String())
 	}
 	t.Logf("up on kept state: %s", time.Since(begin).Round(10*time.Millisecond))
+	checkObjectStoreKept(ctx, t, client, o, storeID, storeSecret)
 	waitFor(ctx, t, "redis pod Ready again after the restart", func() (bool, string) {
 		pod, err := client.CoreV1().Pods("default").Get(ctx, "redis", metav1.GetOptions{})
 		if err != nil {

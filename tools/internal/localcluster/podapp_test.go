@@ -107,7 +107,7 @@ func podApp(args []string) error {
 			}
 		}
 		r.Hostname, _ = os.Hostname()
-		for _, name := range []string{"kubernetes.default.svc.cluster.local", r.Hostname, "redis-headless", "redis-headless.default.svc.cluster.local", "sim-0.sim.default.svc.cluster.local"} {
+		for _, name := range []string{"kubernetes.default.svc.cluster.local", r.Hostname, "redis-headless", "redis-headless.default.svc.cluster.local", "sim-0.sim.default.svc.cluster.local", "objectstore.objectstore.svc"} {
 			addrs, err := net.LookupHost(name)
 			if err != nil {
 				r.Resolved[name] = "error"
@@ -276,8 +276,9 @@ func checkPodApp(ctx context.Context, t *testing.T, client kubernetes.Interface,
 		}
 		ok := r.Resolved["redis-headless"] == redis.Status.PodIP &&
 			r.Resolved["redis-headless.default.svc.cluster.local"] == redis.Status.PodIP &&
-			r.Resolved["sim-0.sim.default.svc.cluster.local"] == sim0.Status.PodIP
-		return ok, fmt.Sprintf("resolved %v; want redis %s, sim-0 %s", r.Resolved, redis.Status.PodIP, sim0.Status.PodIP)
+			r.Resolved["sim-0.sim.default.svc.cluster.local"] == sim0.Status.PodIP &&
+			(!o.ObjectStore || r.Resolved["objectstore.objectstore.svc"] == o.ObjectStoreIP())
+		return ok, fmt.Sprintf("resolved %v; want redis %s, sim-0 %s, the object store %s", r.Resolved, redis.Status.PodIP, sim0.Status.PodIP, o.ObjectStoreIP())
 	})
 	t.Logf("podapp report: %+v", r)
 	if r.Listen != net.JoinHostPort(ip, "8080") {

@@ -73,7 +73,12 @@ func Up(ctx context.Context, o Options, self string, out io.Writer) error {
 	}
 	pid := cmd.Process.Pid
 	go func() { _ = cmd.Wait() }()
-	if err := o.waitReady(ctx, pid, 3*time.Minute); err != nil {
+	// The daemon's bounds: 3 minutes to boot, 2 more for the object store.
+	timeout := 3 * time.Minute
+	if o.ObjectStore {
+		timeout += 2 * time.Minute
+	}
+	if err := o.waitReady(ctx, pid, timeout); err != nil {
 		_ = killGroup(pid, 10*time.Second)
 		return fmt.Errorf("%w\n--- last lines of %s ---\n%s", err, logPath, tail(logPath, 30))
 	}
@@ -279,6 +284,12 @@ func (o *Options) ensureBinaries(ctx context.Context, out io.Writer) error {
 	if missing(o.KwokBinary) {
 		fmt.Fprintln(out, "Building kwok...")
 		if err := run(ctx, out, tools, []string{"GOWORK=off"}, "go", "build", "-o", o.KwokBinary, "sigs.k8s.io/kwok/cmd/kwok"); err != nil {
+			return err
+		}
+	}
+	if o.ObjectStore && missing(o.ObjectStoreBinary) {
+		fmt.Fprintln(out, "Building the object store (versitygw, pinned in tools/objectstore)...")
+		if err := run(ctx, out, filepath.Join(tools, "objectstore"), []string{"GOWORK=off"}, "go", "build", "-trimpath", "-o", o.ObjectStoreBinary, "github.com/versity/versitygw/cmd/versitygw"); err != nil {
 			return err
 		}
 	}

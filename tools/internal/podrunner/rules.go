@@ -100,6 +100,12 @@ func DefaultImageRules(binDir string) []ImageRule {
 		// (spec.image) as well as from ghcr.io.
 		{Image: "*/veltrixdb/veltrixdb*", Binary: filepath.Join(binDir, "veltrix-sim"),
 			Commands: []string{"veltrixdb"}, ListenFlags: []string{"--addr", "--metrics-addr"}},
+		// versitygw, the S3 server (the local cluster's object store): its image's
+		// entrypoint is /app/versitygw, run as root; --port (default :7070) is its
+		// listener. The binary is the one `make objectstore` builds into .cache/bin, beside
+		// binDir's repository.
+		{Image: "versity/versitygw*", Binary: filepath.Join(filepath.Dir(binDir), ".cache", "bin", "versitygw"),
+			Commands: []string{"versitygw"}, ListenFlags: []string{"--port", "-p"}},
 		// The Vald Helm Operator (operator-sdk's helm-operator with the Vald chart) runs as
 		// distroless nonroot; the Vald chart passes `run` and controller-runtime's listeners.
 		{Image: "vdaas/vald-helm-operator*", Binary: filepath.Join(binDir, "vald-helm-sim"),
