@@ -22,6 +22,7 @@ import (
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/snapshot"
+	"github.com/opsuite/suite/shared/backupschedule"
 	"github.com/opsuite/suite/shared/conditions"
 	"github.com/opsuite/suite/shared/objectstore"
 	"github.com/opsuite/suite/shared/reconciler"
@@ -135,11 +136,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 // (namespace and name), one per backup in it (name and UID, so a backup recreated under
 // the same name never overwrites the first).
 func Layout(b *memgraphv1.MemgraphBackup) string {
-	uid := string(b.UID)
-	if len(uid) > 8 {
-		uid = uid[:8]
-	}
-	return path.Join("memgraph", b.Namespace, b.Spec.Cluster.Name, b.Name+"-"+uid)
+	return backupschedule.Folder("memgraph", b.Namespace, b.Spec.Cluster.Name, b.Name, b.UID)
 }
 
 func (ctl *controller) run(ctx context.Context, b *memgraphv1.MemgraphBackup) (reconciler.Result, error) {
@@ -206,24 +203,15 @@ func (ctl *controller) take(ctx context.Context, b *memgraphv1.MemgraphBackup, c
 	logger := log.FromContext(ctx)
 	evs := reconciler.EventsOf(ctx)
 	dir := Layout(b)
-	var (
-		m   snapshot.Manifest
-		err error
-	)
-	for attempt := 1; attempt <= ctl.cfg.Attempts; attempt++ {
+	var m snapshot.Manifest
+	err := backupschedule.Retry(ctx, ctl.cfg.Attempts, ctl.cfg.RetryDelay, func(attempt int) error {
 		b.Status.Attempts++
-		m, err = ctl.once(ctx, b, c, store, ordinal, dir)
-		if err == nil {
-			break
+		var err error
+		if m, err = ctl.once(ctx, b, c, store, ordinal, dir); err != nil {
+			logger.Info("Backup attempt failed", "instance", b.Status.Instance, "attempt", attempt, "error", err.Error())
 		}
-		logger.Info("Backup attempt failed", "instance", b.Status.Instance, "attempt", attempt, "error", err.Error())
-		if attempt < ctl.cfg.Attempts {
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Duration(attempt) * ctl.cfg.RetryDelay):
-			}
-		}
-	}
+		return err
+	})
 	if err != nil {
 		// A partial backup is never restorable: it has no manifest; its files go too.
 		if _, derr := store.DeleteAll(ctx, dir+"/"); derr != nil {

@@ -2,7 +2,6 @@ package backup
 
 import (
 	"context"
-	"fmt"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
@@ -26,30 +25,20 @@ func OpenStore(ctx context.Context, secrets client.Reader, c *memgraphv1.Memgrap
 // StoreSettings are the cluster's object store settings and credentials.
 func StoreSettings(ctx context.Context, secrets client.Reader, c *memgraphv1.MemgraphCluster) (objectstore.Settings, objectstore.Credentials, error) {
 	spec := c.Spec.Backup.ObjectStore
-	var sec corev1.Secret
-	if err := secrets.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: spec.Credentials.SecretName}, &sec); err != nil {
-		return objectstore.Settings{}, objectstore.Credentials{}, fmt.Errorf("reading the object store credentials Secret %q: %w", spec.Credentials.SecretName, err)
+	ref := objectstore.Ref{
+		Settings:          objectstore.Settings{Endpoint: spec.Endpoint, Bucket: spec.Bucket, Prefix: spec.Prefix, Region: spec.Region, PathStyle: spec.ForcePathStyle},
+		CredentialsSecret: spec.Credentials.SecretName,
+		Keys: objectstore.SecretKeys{AccessKeyID: spec.Credentials.AccessKeyIDKey, SecretAccessKey: spec.Credentials.SecretAccessKeyKey,
+			SessionToken: spec.Credentials.SessionTokenKey},
+		CAKey: resources.TLSCAKey,
 	}
-	cred, err := objectstore.CredentialsFromSecret(&sec, objectstore.SecretKeys{AccessKeyID: spec.Credentials.AccessKeyIDKey,
-		SecretAccessKey: spec.Credentials.SecretAccessKeyKey, SessionToken: spec.Credentials.SessionTokenKey})
-	if err != nil {
-		return objectstore.Settings{}, objectstore.Credentials{}, err
-	}
-	s := objectstore.Settings{Endpoint: spec.Endpoint, Bucket: spec.Bucket, Prefix: spec.Prefix, Region: spec.Region, PathStyle: spec.ForcePathStyle}
 	if spec.CA != nil {
-		var ca corev1.Secret
-		if err := secrets.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: spec.CA.Name}, &ca); err != nil {
-			return objectstore.Settings{}, objectstore.Credentials{}, fmt.Errorf("reading the object store CA Secret %q: %w", spec.CA.Name, err)
-		}
-		key := spec.CA.Key
-		if key == "" {
-			key = resources.TLSCAKey
-		}
-		if s.CA = ca.Data[key]; len(s.CA) == 0 {
-			return objectstore.Settings{}, objectstore.Credentials{}, fmt.Errorf("secret %q has no key %q", spec.CA.Name, key)
+		ref.CASecret = spec.CA.Name
+		if spec.CA.Key != "" {
+			ref.CAKey = spec.CA.Key
 		}
 	}
-	return s, cred, nil
+	return objectstore.Load(ctx, secrets, c.Namespace, ref)
 }
 
 // defaultDialer logs in as the operator does: with the credentials it last logged in to

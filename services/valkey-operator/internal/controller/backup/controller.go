@@ -20,6 +20,7 @@ import (
 	clustercontroller "github.com/opsuite/suite/services/valkey-operator/internal/controller/cluster"
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/shared/backupschedule"
 	"github.com/opsuite/suite/shared/conditions"
 	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/objectstore"
@@ -157,11 +158,7 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 // (namespace and name), one per backup in it (name and UID, so a backup recreated under
 // the same name never overwrites the first).
 func Layout(b *valkeyv1.ValkeyBackup) string {
-	uid := string(b.UID)
-	if len(uid) > 8 {
-		uid = uid[:8]
-	}
-	return path.Join("valkey", b.Namespace, b.Spec.Cluster.Name, b.Name+"-"+uid)
+	return backupschedule.Folder("valkey", b.Namespace, b.Spec.Cluster.Name, b.Name, b.UID)
 }
 
 // ShardObject is shard i's RDB in a backup's folder.
@@ -250,26 +247,20 @@ func (ctl *controller) stream(ctx context.Context, b *valkeyv1.ValkeyBackup, vc 
 		var (
 			info valkey.RDBInfo
 			up   objectstore.Uploaded
-			err  error
 		)
-		for attempt := 1; attempt <= ctl.cfg.Attempts; attempt++ {
+		err := backupschedule.Retry(ctx, ctl.cfg.Attempts, ctl.cfg.RetryDelay, func(attempt int) error {
 			b.Status.Attempts++
+			var err error
 			info, err = ctl.cfg.Stream(ctx, p.Source, opts, func(r io.Reader) error {
 				var perr error
 				up, perr = store.Put(ctx, name, r, "application/octet-stream")
 				return perr
 			})
-			if err == nil {
-				break
+			if err != nil {
+				logger.Info("Backup shard attempt failed", "shard", p.Index, "source", p.Source, "attempt", attempt, "error", err.Error())
 			}
-			logger.Info("Backup shard attempt failed", "shard", p.Index, "source", p.Source, "attempt", attempt, "error", err.Error())
-			if attempt < ctl.cfg.Attempts {
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Duration(attempt) * ctl.cfg.RetryDelay):
-				}
-			}
-		}
+			return err
+		})
 		if err != nil {
 			// A partial backup is never restorable: it has no manifest; its shards go too.
 			if _, derr := store.DeleteAll(ctx, dir+"/"); derr != nil {
@@ -319,30 +310,16 @@ func (ctl *controller) stream(ctx context.Context, b *valkeyv1.ValkeyBackup, vc 
 // openStore reads the cluster's object store settings and Secrets.
 func (ctl *controller) openStore(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*objectstore.Store, error) {
 	spec := vc.Spec.Backup.ObjectStore
-	var sec corev1.Secret
-	if err := ctl.secrets.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: spec.Credentials.SecretName}, &sec); err != nil {
-		return nil, fmt.Errorf("reading the object store credentials: %w", err)
+	ref := objectstore.Ref{
+		Settings:          objectstore.Settings{Endpoint: spec.Endpoint, Bucket: spec.Bucket, Prefix: spec.Prefix, Region: spec.Region, PathStyle: spec.ForcePathStyle},
+		CredentialsSecret: spec.Credentials.SecretName,
+		Keys: objectstore.SecretKeys{AccessKeyID: spec.Credentials.AccessKeyIDKey, SecretAccessKey: spec.Credentials.SecretAccessKeyKey,
+			SessionToken: spec.Credentials.SessionTokenKey},
 	}
-	cred, err := objectstore.CredentialsFromSecret(&sec, objectstore.SecretKeys{AccessKeyID: spec.Credentials.AccessKeyIDKey,
-		SecretAccessKey: spec.Credentials.SecretAccessKeyKey, SessionToken: spec.Credentials.SessionTokenKey})
-	if err != nil {
-		return nil, err
-	}
-	s := objectstore.Settings{Endpoint: spec.Endpoint, Bucket: spec.Bucket, Prefix: spec.Prefix, Region: spec.Region, PathStyle: spec.ForcePathStyle}
 	if spec.CA != nil {
-		var ca corev1.Secret
-		if err := ctl.secrets.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: spec.CA.Name}, &ca); err != nil {
-			return nil, fmt.Errorf("reading the object store CA: %w", err)
-		}
-		key := spec.CA.Key
-		if key == "" {
-			key = "ca.crt"
-		}
-		if s.CA = ca.Data[key]; len(s.CA) == 0 {
-			return nil, fmt.Errorf("secret %q has no key %q", spec.CA.Name, key)
-		}
+		ref.CASecret, ref.CAKey = spec.CA.Name, spec.CA.Key
 	}
-	return objectstore.New(s, cred)
+	return objectstore.Open(ctx, ctl.secrets, vc.Namespace, ref)
 }
 
 func setCompleted(b *valkeyv1.ValkeyBackup, status metav1.ConditionStatus, reason, msg string) {

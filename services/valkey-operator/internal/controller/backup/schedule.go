@@ -2,29 +2,26 @@ package backup
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
+	"github.com/opsuite/suite/services/valkey-operator/internal/connect"
 	"github.com/opsuite/suite/shared/backupschedule"
-	"github.com/opsuite/suite/shared/conditions"
-	"github.com/opsuite/suite/shared/reconciler"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"github.com/opsuite/suite/shared/objectstore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// ScheduleName is the ValkeyScheduledBackup controller's name: events come from it.
-const ScheduleName = "valkeyscheduledbackup-controller"
+// The schedule and retention controllers' names: events come from them.
+const (
+	ScheduleName  = "valkeyscheduledbackup-controller"
+	RetentionName = "valkeybackup-retention"
+)
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyscheduledbackups,verbs=list;watch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyscheduledbackups/status,verbs=patch
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups,verbs=create
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups,verbs=create;delete
 
 // ScheduleConfig is what the schedule controller needs besides the manager.
 type ScheduleConfig struct {
@@ -34,148 +31,80 @@ type ScheduleConfig struct {
 	Now func() time.Time
 }
 
-type scheduler struct {
-	cfg    ScheduleConfig
-	client client.Client
-	scheme *runtime.Scheme
+// RetentionConfig is what the retention controller needs besides the manager.
+type RetentionConfig struct {
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 }
 
 // SetupSchedule registers the ValkeyScheduledBackup controller with mgr: it creates a
 // ValkeyBackup at each time of a schedule, named after that time, and sleeps (RequeueAfter)
-// until the next one.
+// until the next one (backupschedule.SetupSchedule).
 func SetupSchedule(mgr ctrl.Manager, cfg ScheduleConfig) error {
 	if cfg.Operator == "" {
 		cfg.Operator = "valkey-operator"
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	s := &scheduler{cfg: cfg, client: mgr.GetClient(), scheme: mgr.GetScheme()}
-	r, err := reconciler.New(reconciler.Config[*valkeyv1.ValkeyScheduledBackup]{
-		Name:       cfg.Operator,
-		Client:     mgr.GetClient(),
-		Recorder:   mgr.GetEventRecorder(ScheduleName),
-		New:        func() *valkeyv1.ValkeyScheduledBackup { return &valkeyv1.ValkeyScheduledBackup{} },
-		Run:        s.run,
-		Conditions: func(sb *valkeyv1.ValkeyScheduledBackup) []metav1.Condition { return sb.Status.Conditions },
-		OwnEvents:  true,
-		ObserveGeneration: func(sb *valkeyv1.ValkeyScheduledBackup, generation int64) {
-			sb.Status.ObservedGeneration = generation
-		},
-	})
-	if err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(ScheduleName).
-		For(&valkeyv1.ValkeyScheduledBackup{}).
-		Complete(r)
+	return backupschedule.SetupSchedule(mgr, newProduct(mgr), backupschedule.ScheduleConfig{Name: ScheduleName, Operator: cfg.Operator, Now: cfg.Now})
 }
 
-func (s *scheduler) run(ctx context.Context, sb *valkeyv1.ValkeyScheduledBackup) (reconciler.Result, error) {
-	evs := reconciler.EventsOf(ctx)
-	sched, err := backupschedule.Parse(sb.Spec.Schedule)
-	if err != nil {
-		sb.Status.NextScheduleTime = nil
-		setScheduled(sb, metav1.ConditionFalse, valkeyv1.ScheduledBackupReasonInvalidSchedule,
-			"spec.schedule names no time the operator can compute (a field out of range, a day the month lacks): fix it; the Warning event says why")
-		evs.OnTransition(reconciler.Transition{Type: valkeyv1.ScheduledBackupConditionScheduled, Status: metav1.ConditionFalse, Reason: valkeyv1.ScheduledBackupReasonInvalidSchedule},
-			reconciler.Event{Type: corev1.EventTypeWarning, Reason: valkeyv1.ScheduledBackupReasonInvalidSchedule, Note: err.Error()})
-		return reconciler.Terminal(err), nil
-	}
-	if sb.Spec.Suspend {
-		sb.Status.NextScheduleTime = nil
-		setScheduled(sb, metav1.ConditionFalse, valkeyv1.ScheduledBackupReasonSuspended,
-			"spec.suspend is true: no backup is created until it is false")
-		return reconciler.Done(), nil
-	}
-	now := s.cfg.Now()
-	var last time.Time
-	if sb.Status.LastScheduleTime != nil {
-		last = sb.Status.LastScheduleTime.Time
-	}
-	plan := backupschedule.Plan(sched, sb.CreationTimestamp.Time, last, sb.Spec.Immediate, now)
-	sb.Status.NextScheduleTime = timeOrNil(plan.Next)
-
-	var vc valkeyv1.ValkeyCluster
-	if err := s.client.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sb.Spec.Cluster.Name}, &vc); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return reconciler.Result{}, err
-		}
-		// No backup piles up for a cluster that is not there; the latest time missed
-		// runs once it is.
-		setScheduled(sb, metav1.ConditionFalse, valkeyv1.ScheduledBackupReasonClusterNotFound,
-			"the ValkeyCluster named in spec.cluster does not exist; backups start at the first time of the schedule after it does")
-		return waitUntil(plan.Next, now), nil
-	}
-
-	if !plan.Due.IsZero() {
-		b, err := s.desiredBackup(sb, &vc, plan.Due)
-		if err != nil {
-			return reconciler.Result{}, err
-		}
-		switch err := s.client.Create(ctx, b); {
-		case err == nil:
-			log.FromContext(ctx).Info("ValkeyScheduledBackup created a backup", "backup", b.Name, "scheduledTime", plan.Due)
-			evs.Record(reconciler.Event{Type: corev1.EventTypeNormal, Reason: valkeyv1.ScheduledBackupReasonBackupCreated, Related: b,
-				Note: fmt.Sprintf("Created ValkeyBackup %s for %s.", b.Name, plan.Due.Format(time.RFC3339))})
-		case apierrors.IsAlreadyExists(err):
-			// An earlier pass created it and its status write did not land (or the
-			// operator restarted in between): the name is the time's, so this time is done.
-		default:
-			return reconciler.Result{}, err
-		}
-		due := metav1.NewTime(plan.Due)
-		sb.Status.LastScheduleTime, sb.Status.LastBackupName = &due, b.Name
-	}
-	setScheduled(sb, metav1.ConditionTrue, valkeyv1.ScheduledBackupReasonActive,
-		"backups are created at the times of spec.schedule; status.nextScheduleTime is the next one")
-	return waitUntil(plan.Next, now), nil
+// SetupRetention registers the retention controller with mgr: it applies a cluster's
+// spec.backup.retentionPolicy and keepLast to its ValkeyBackups, their objects in the
+// store first (backupschedule.SetupRetention).
+func SetupRetention(mgr ctrl.Manager, cfg RetentionConfig) error {
+	return backupschedule.SetupRetention(mgr, newProduct(mgr), backupschedule.RetentionConfig{Name: RetentionName, Now: cfg.Now})
 }
 
-// desiredBackup is the ValkeyBackup for scheduled time due.
-func (s *scheduler) desiredBackup(sb *valkeyv1.ValkeyScheduledBackup, vc *valkeyv1.ValkeyCluster, due time.Time) (*valkeyv1.ValkeyBackup, error) {
-	b := &valkeyv1.ValkeyBackup{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   sb.Namespace,
-			Name:        backupschedule.Name(sb.Name, due),
-			Labels:      map[string]string{valkeyv1.LabelScheduledBackup: sb.Name},
-			Annotations: map[string]string{valkeyv1.AnnotationScheduledTime: due.UTC().Format(time.RFC3339)},
-		},
-		Spec: valkeyv1.ValkeyBackupSpec{Cluster: sb.Spec.Cluster},
-	}
-	var owner client.Object
-	switch sb.Spec.BackupOwnerReference {
-	case valkeyv1.BackupOwnerSelf:
-		owner = sb
-	case valkeyv1.BackupOwnerCluster:
-		owner = vc
-	default:
-		return b, nil
-	}
-	if err := controllerutil.SetOwnerReference(owner, b, s.scheme); err != nil {
-		return nil, err
-	}
-	return b, nil
+// product is Valkey's kinds for the shared schedule and retention controllers.
+type product struct{ secrets client.Reader }
+
+var _ backupschedule.Product[*valkeyv1.ValkeyScheduledBackup, *valkeyv1.ValkeyCluster, *valkeyv1.ValkeyBackup] = product{}
+
+func newProduct(mgr ctrl.Manager) product {
+	return product{secrets: connect.CacheThenAPI(mgr.GetClient(), mgr.GetAPIReader())}
 }
 
-// waitUntil waits until next, or is Done when the schedule has no more times. A next time
-// already past (a catch-up Plan stopped at MaxCatchUp) is looked at again at once.
-func waitUntil(next, now time.Time) reconciler.Result {
-	if next.IsZero() {
-		return reconciler.Done()
-	}
-	return reconciler.Wait(max(next.Sub(now), 50*time.Millisecond))
+func (product) Names() backupschedule.Names {
+	return backupschedule.Names{Schedule: "ValkeyScheduledBackup", Cluster: "ValkeyCluster", Backup: "ValkeyBackup",
+		LabelScheduledBackup: valkeyv1.LabelScheduledBackup, AnnotationScheduledTime: valkeyv1.AnnotationScheduledTime}
 }
 
-func timeOrNil(t time.Time) *metav1.Time {
-	if t.IsZero() {
-		return nil
-	}
-	m := metav1.NewTime(t)
-	return &m
+func (product) NewSchedule() *valkeyv1.ValkeyScheduledBackup {
+	return &valkeyv1.ValkeyScheduledBackup{}
+}
+func (product) NewCluster() *valkeyv1.ValkeyCluster { return &valkeyv1.ValkeyCluster{} }
+func (product) NewBackup() *valkeyv1.ValkeyBackup   { return &valkeyv1.ValkeyBackup{} }
+func (product) NewBackupList() client.ObjectList    { return &valkeyv1.ValkeyBackupList{} }
+
+func (product) Schedule(sb *valkeyv1.ValkeyScheduledBackup) backupschedule.ScheduleSpec {
+	return backupschedule.ScheduleSpec{Cluster: sb.Spec.Cluster.Name, Schedule: sb.Spec.Schedule, Suspend: sb.Spec.Suspend,
+		Immediate: sb.Spec.Immediate, Owner: string(sb.Spec.BackupOwnerReference)}
 }
 
-func setScheduled(sb *valkeyv1.ValkeyScheduledBackup, status metav1.ConditionStatus, reason, msg string) {
-	conditions.Set(&sb.Status.Conditions, metav1.Condition{Type: valkeyv1.ScheduledBackupConditionScheduled, Status: status, Reason: reason, Message: msg}, sb.Generation)
+func (product) ScheduleStatus(sb *valkeyv1.ValkeyScheduledBackup) *backupschedule.ScheduleStatus {
+	return (*backupschedule.ScheduleStatus)(&sb.Status)
 }
+
+func (product) ScheduledBackup(meta metav1.ObjectMeta, cluster string) *valkeyv1.ValkeyBackup {
+	return &valkeyv1.ValkeyBackup{ObjectMeta: meta, Spec: valkeyv1.ValkeyBackupSpec{Cluster: valkeyv1.ClusterReference{Name: cluster}}}
+}
+
+func (product) Retention(vc *valkeyv1.ValkeyCluster) (string, int32, bool) {
+	if vc.Spec.Backup == nil {
+		return "", 0, false
+	}
+	return vc.Spec.Backup.RetentionPolicy, vc.Spec.Backup.KeepLast, true
+}
+
+func (product) Backup(b *valkeyv1.ValkeyBackup) backupschedule.BackupInfo {
+	info := backupschedule.BackupInfo{Cluster: b.Spec.Cluster.Name, Phase: string(b.Status.Phase), Bucket: b.Status.Bucket, Path: b.Status.Path}
+	if b.Status.StoppedAt != nil {
+		info.StoppedAt = &b.Status.StoppedAt.Time
+	}
+	return info
+}
+
+func (p product) OpenStore(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*objectstore.Store, error) {
+	return (&controller{secrets: p.secrets}).openStore(ctx, vc)
+}
+
+func (product) Folder(b *valkeyv1.ValkeyBackup) string { return Layout(b) }
