@@ -157,11 +157,14 @@ UNIT_PKGS := $(foreach m,$(filter-out tools/e2e,$(MODULES)),./$(m)/...)
 .PHONY: test
 test: controlplane runtime-tools objectstore prometheus build sweep ## Unit, integration and end-to-end tests of every module (builds the control plane on first use).
 	@# The e2e suite spends most of its time waiting on its cluster (about 15% of two
-	@# cores): it runs beside the unit and integration tests, not after them. Without -v,
-	@# go test prints each package's output whole when it ends, so the two do not mix.
-	(cd tools/e2e && go test -count=1 -timeout $(TEST_TIMEOUT) ./...) & e2e=$$!; \
+	@# cores): it runs as two shards, each on its own local cluster (tools/e2e/shard_test.go),
+	@# beside the unit and integration tests, not after them. Without -v, go test prints each
+	@# package's output whole when it ends, so the three do not mix.
+	(cd tools/e2e && E2E_SHARD=valkey go test -count=1 -timeout $(TEST_TIMEOUT) .) & e2e1=$$!; \
+	(cd tools/e2e && E2E_SHARD=others go test -count=1 -timeout $(TEST_TIMEOUT) .) & e2e2=$$!; \
 	failed=""; go test -count=1 -timeout $(TEST_TIMEOUT) $(UNIT_PKGS) || failed=" unit/integration"; \
-	wait $$e2e || failed="$$failed e2e"; \
+	wait $$e2e1 || failed="$$failed e2e(valkey)"; \
+	wait $$e2e2 || failed="$$failed e2e(others)"; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
 
 # The Valkey tests run valkey-server (Valkey 8.0 from bookworm-backports) unless

@@ -76,6 +76,10 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	flag.Parse()
+	if err := selectShard(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(2)
+	}
 	os.Exit(run(m))
 }
 
@@ -184,6 +188,9 @@ func saveLogs(dir string) {
 	dst := os.Getenv("E2E_LOG_DIR")
 	if dst == "" {
 		dst = filepath.Join(os.TempDir(), "opsuite-e2e-logs-"+time.Now().UTC().Format("20060102T150405"))
+		if current.name != "" {
+			dst += "-" + current.name
+		}
 	}
 	if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: copying logs to %s: %v\n", dst, err)
@@ -273,6 +280,10 @@ func setup() (teardown func(), err error) {
 	}
 
 	instance := defaultInstance
+	if current.name != "" {
+		instance = current.instance
+		fmt.Printf("e2e: shard %s (run %q, skip %q) on local cluster instance %d\n", current.name, current.run, current.skip, instance)
+	}
 	if v := os.Getenv("E2E_INSTANCE"); v != "" {
 		if instance, err = strconv.Atoi(v); err != nil || instance < 1 || instance > 59 {
 			return cleanWork, fmt.Errorf("E2E_INSTANCE=%q: want 1-59", v)

@@ -107,6 +107,11 @@ func TestRBACMatchesUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range operators() {
+		if !audited(s.name) {
+			// Not silent: the other shard's cluster runs this operator's scenarios and audits it.
+			t.Logf("%s: audited by the other shard (this is shard %s)", s.name, current.name)
+			continue
+		}
 		t.Run(s.name, func(t *testing.T) {
 			needInstalled(t, s.name)
 			// Release <name> in e2e-<name>: the chart's fullname, and so its ServiceAccount, is
