@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +42,38 @@ func partitionPods(t *testing.T, a string, others []string, bound time.Duration)
 	for _, o := range others {
 		p.rules = append(p.rules, []string{"-s", a, "-d", o}, []string{"-s", o, "-d", a})
 	}
+	p.cut(bound)
+	t.Logf("partitioned %s from %s (at most %s)", a, strings.Join(others, ","), bound)
+	return p
+}
+
+// partitionUser cuts the processes of one user (uid) off from every address in addrs for at
+// most bound. An operator's connections come from the host's 127.0.0.1 here, not from its
+// pod address, but every operator runs as the charts' non-root user and no data-plane
+// process does: a rule on the sending user cuts the operators off from those pods and
+// leaves the pods' own traffic alone. Cutting the sender's packets is enough for TCP: no
+// connection opens, and an open one stalls.
+func partitionUser(t *testing.T, uid int64, addrs []string, bound time.Duration) *netPartition {
+	t.Helper()
+	if _, err := exec.LookPath("iptables"); err != nil {
+		t.Fatalf("a network partition needs iptables (apt-get install iptables; .ci/apt-packages.txt lists it): %v", err)
+	}
+	p := &netPartition{t: t}
+	for _, ip := range addrs {
+		if !strings.HasPrefix(ip, "127.") {
+			t.Fatalf("partition of %s: the suite only partitions loopback addresses", ip)
+		}
+		p.rules = append(p.rules, []string{"-m", "owner", "--uid-owner", strconv.FormatInt(uid, 10), "-d", ip})
+	}
+	p.cut(bound)
+	t.Logf("partitioned uid %d from %s (at most %s)", uid, strings.Join(addrs, ","), bound)
+	return p
+}
+
+// cut inserts the rules and arms the bound and the test's cleanup.
+func (p *netPartition) cut(bound time.Duration) {
+	t := p.t
+	t.Helper()
 	p.begin = time.Now()
 	for _, r := range p.rules {
 		if out, err := exec.Command("iptables", append(append([]string{"-I", "OUTPUT"}, r...), "-j", "DROP", "-m", "comment", "--comment", partitionComment)...).CombinedOutput(); err != nil {
@@ -50,8 +83,6 @@ func partitionPods(t *testing.T, a string, others []string, bound time.Duration)
 	}
 	p.timer = time.AfterFunc(bound, func() { p.heal() })
 	t.Cleanup(func() { p.heal() })
-	t.Logf("partitioned %s from %s (at most %s)", a, strings.Join(others, ","), bound)
-	return p
 }
 
 // heal removes the partition's rules (once) and returns how long it lasted.

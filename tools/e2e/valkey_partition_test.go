@@ -10,6 +10,7 @@ import (
 	"time"
 
 	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -121,6 +122,7 @@ func TestValkeyPartition(t *testing.T) {
 	t.Logf("after healing: Ready in %s; states seen: %s", since(begin.Add(lasted)), strings.Join(seen, " -> "))
 	s.checkRoles(ctx, "after healing")
 	s.checkShards(ctx, "after healing", false)
+	s.cutOperatorOff(ctx, 30*time.Second)
 	sum := s.stopWriter()
 	t.Logf("writer: %d acknowledged, %d lost, %d unreadable, %d refused, longest outage %.2fs; lost keys %v",
 		sum.Acked, sum.Lost, sum.Unreadable, sum.Refused, sum.LongestOutageSeconds, sum.LostKeys)
@@ -192,4 +194,123 @@ func myselfSlots(out string) (string, [][2]int) {
 		return f[0], ranges
 	}
 	return "", nil
+}
+
+// cutOperatorOff cuts the Valkey operator off from members of the cluster for cutFor each
+// time (issue "Faults across the suite", item 2: an operator from its data plane) while the
+// writer goes on: first from one primary only, then from every member. The data plane does
+// not need the operator, so no write is lost for it (the writer's summary, checked by the
+// caller). The operator must say what it sees (Ready=False MembersUnreachable) and must not
+// take a member it cannot reach, whose peers see it healthy, for a lost one: no takeover
+// (which would discard the writes its replica has not received), no ValkeyNode replaced,
+// every member keeps its node id and role; after healing the cluster is Ready as before.
+func (s *vkScenario) cutOperatorOff(ctx context.Context, cutFor time.Duration) {
+	t := s.t
+	t.Helper()
+	d, err := controllerDeployment(ctx, serviceByName("valkey-operator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := podUser(d)
+	if uid <= 0 {
+		t.Fatalf("valkey-operator's pod runs as uid %d: a cut by user needs the charts' non-root user", uid)
+	}
+	nodes, err := s.nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles, err := s.roles(ctx, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var primary string
+	var all []string
+	for _, n := range nodes {
+		all = append(all, n.Status.PodIP)
+		if primary == "" && roles[n.Status.PodIP] == valkeyv1.RolePrimary {
+			primary = n.Status.PodIP
+		}
+	}
+	slices.Sort(all)
+	s.cutOperatorFrom(ctx, uid, []string{primary}, "one primary", cutFor)
+	s.cutOperatorFrom(ctx, uid, all, "every member", cutFor)
+}
+
+// cutOperatorFrom is one cut of cutOperatorOff.
+func (s *vkScenario) cutOperatorFrom(ctx context.Context, uid int64, addrs []string, what string, cutFor time.Duration) {
+	t := s.t
+	t.Helper()
+	identity := func() (map[string]string, *metav1.Time) {
+		nodes, err := s.nodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roles, err := s.roles(ctx, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, n := range nodes {
+			id, err := s.cli(ctx, n.Status.PodIP, "CLUSTER", "MYID")
+			if err != nil {
+				t.Fatalf("CLUSTER MYID of %s: %v", n.Name, err)
+			}
+			out[n.Name] = fmt.Sprintf("uid %s, node id %s, address %s, role %s", n.UID, strings.TrimSpace(id), n.Status.PodIP, roles[n.Status.PodIP])
+		}
+		c, err := s.cluster(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, c.Status.LastFailoverTime
+	}
+	before, failoverBefore := identity()
+	cut := partitionUser(t, uid, addrs, 2*time.Minute)
+	begin := time.Now()
+	var reported []string
+	sawUnreachable := false
+	for time.Since(begin) < cutFor {
+		if c, err := s.cluster(ctx); err == nil {
+			var parts []string
+			for _, typ := range []string{valkeyv1.ConditionReady, valkeyv1.ConditionDegraded} {
+				if cond := findCondition(c.Status.Conditions, typ); cond != nil {
+					parts = append(parts, fmt.Sprintf("%s=%s/%s %q", typ, cond.Status, cond.Reason, head(cond.Message, 200)))
+					sawUnreachable = sawUnreachable || cond.Reason == valkeyv1.ReasonMembersUnreachable
+				}
+			}
+			if line := strings.Join(parts, " "); len(reported) == 0 || reported[len(reported)-1] != line {
+				reported = append(reported, line)
+				t.Logf("+%.1fs operator cut off from %s reports: %s", time.Since(begin).Seconds(), what, line)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	lasted := cut.heal()
+	t.Logf("operator partition from %s healed after %s", what, lasted.Round(100*time.Millisecond))
+	if !sawUnreachable {
+		t.Errorf("cut off from %s for %s, the operator never reported %s", what, cutFor, valkeyv1.ReasonMembersUnreachable)
+	}
+	seen := s.waitReady(ctx, "after the operator's partition from "+what, 4*time.Minute, vkWant{3, 1, vkImageOld, ""})
+	t.Logf("after the operator's partition from %s: Ready in %s; states seen: %s", what, since(begin.Add(lasted)), strings.Join(seen, " -> "))
+	after, failoverAfter := identity()
+	for name, was := range before {
+		if now := after[name]; now != was {
+			t.Errorf("ValkeyNode %s changed while the operator was cut off from %s: %s, now %s", name, what, was, now)
+		}
+	}
+	if len(after) != len(before) {
+		t.Errorf("%d ValkeyNodes before the operator's partition from %s, %d after", len(before), what, len(after))
+	}
+	if !failoverAfter.Equal(failoverBefore) {
+		t.Errorf("the operator promoted a replica while cut off from %s: lastFailoverTime %v, before %v", what, failoverAfter, failoverBefore)
+	}
+	s.checkRoles(ctx, "after the operator's partition from "+what)
+	s.checkShards(ctx, "after the operator's partition from "+what, false)
+}
+
+// podUser is the uid a Deployment's pods run as (the pod's securityContext).
+func podUser(d *appsv1.Deployment) int64 {
+	if sc := d.Spec.Template.Spec.SecurityContext; sc != nil && sc.RunAsUser != nil {
+		return *sc.RunAsUser
+	}
+	return -1
 }

@@ -98,6 +98,11 @@ const (
 
 	// Ready=False and Degraded=True: the scheduler cannot place a pod.
 	ReasonPodUnschedulable = "PodUnschedulable"
+	// ReasonMembersUnreachable (Ready=False, Degraded=True): members whose pods are ready
+	// do not answer the operator (a partition between the operator and the data plane).
+	// The operator cannot observe them, so it changes nothing about them until they answer
+	// or the other members see them fail.
+	ReasonMembersUnreachable = "MembersUnreachable"
 	// Degraded=True also takes a member's NodeReasonWorkloadRefused or
 	// NodeReasonPersistentVolumeClaimRefused: the API server refuses its workload or claim.
 

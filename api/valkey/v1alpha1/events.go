@@ -49,12 +49,14 @@ const (
 	EventPrimaryReplacedAlone = "PrimaryReplacedAlone" // Warning
 
 	// Recovery and maintenance.
-	EventReplicasTakenOver     = "ReplicasTakenOver"
-	EventConfigEpochBumped     = "ConfigEpochBumped"
-	EventStaleNodeForgotten    = "StaleNodeForgotten"
-	EventNodeForgetFailed      = "NodeForgetFailed" // Warning
-	EventWaitingForShards      = "WaitingForShards"
-	EventWaitingForReplicas    = "WaitingForReplicas"
+	EventReplicasTakenOver  = "ReplicasTakenOver"
+	EventConfigEpochBumped  = "ConfigEpochBumped"
+	EventStaleNodeForgotten = "StaleNodeForgotten"
+	EventNodeForgetFailed   = "NodeForgetFailed" // Warning
+	EventWaitingForShards   = "WaitingForShards"
+	EventWaitingForReplicas = "WaitingForReplicas"
+	// EventMembersUnreachable: members whose pods are ready do not answer the operator.
+	EventMembersUnreachable    = "MembersUnreachable" // Warning
 	EventClusterReady          = "ClusterReady"
 	EventLiveConfigApplyFailed = "LiveConfigApplyFailed" // Warning
 

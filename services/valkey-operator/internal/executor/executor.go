@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/planner"
@@ -21,8 +22,13 @@ type Executor struct {
 	// KeyBatch is how many keys one MIGRATE carries (default 100).
 	KeyBatch int
 	// Now is the clock Observe stamps snapshots with (default time.Now).
-	Now   func() time.Time
-	conns map[string]valkey.Conn
+	Now func() time.Time
+	// ObserveTimeout bounds the observation of one member (default 5 s): a member the
+	// operator cannot reach (a partition drops its packets, so no error comes back) costs
+	// a pass that long, not a TCP retransmission timeout.
+	ObserveTimeout time.Duration
+	mu             sync.Mutex // guards conns: Observe reads the members at once
+	conns          map[string]valkey.Conn
 	// failSince remembers, across Observe calls, when each node id was first seen marked
 	// fail or fail? by some view.
 	failSince map[string]time.Time
@@ -42,12 +48,21 @@ func (e *Executor) now() time.Time {
 
 // Conn returns the cached connection to addr, dialling it on first use.
 func (e *Executor) Conn(addr string) (valkey.Conn, error) {
-	if c, ok := e.conns[addr]; ok {
+	e.mu.Lock()
+	c, ok := e.conns[addr]
+	e.mu.Unlock()
+	if ok {
 		return c, nil
 	}
 	c, err := e.Dial(addr)
 	if err != nil {
 		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cur, ok := e.conns[addr]; ok { // dialled at the same time by another observation
+		c.Close()
+		return cur, nil
 	}
 	e.conns[addr] = c
 	return c, nil
@@ -55,15 +70,24 @@ func (e *Executor) Conn(addr string) (valkey.Conn, error) {
 
 // drop closes a connection after an error so the next use dials afresh.
 func (e *Executor) drop(addr string) {
-	if c, ok := e.conns[addr]; ok {
+	e.mu.Lock()
+	c, ok := e.conns[addr]
+	delete(e.conns, addr)
+	e.mu.Unlock()
+	if ok {
 		c.Close()
-		delete(e.conns, addr)
 	}
 }
 
 // Close closes every connection.
 func (e *Executor) Close() {
+	e.mu.Lock()
+	addrs := make([]string, 0, len(e.conns))
 	for addr := range e.conns {
+		addrs = append(addrs, addr)
+	}
+	e.mu.Unlock()
+	for _, addr := range addrs {
 		e.drop(addr)
 	}
 }
@@ -77,14 +101,30 @@ func (e *Executor) Observe(ctx context.Context, addrs []string) (valkey.Snapshot
 	failed := map[string]error{}
 	sorted := append([]string(nil), addrs...)
 	sort.Strings(sorted)
-	for _, addr := range sorted {
-		v, err := e.observe(ctx, addr)
-		if err != nil {
+	// Every member at once, each within ObserveTimeout: a pass waits for the slowest member
+	// only, however many do not answer.
+	timeout := e.ObserveTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	views := make([]valkey.View, len(sorted))
+	errs := make([]error, len(sorted))
+	var wg sync.WaitGroup
+	for i, addr := range sorted {
+		wg.Go(func() {
+			octx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			views[i], errs[i] = e.observe(octx, addr)
+		})
+	}
+	wg.Wait()
+	for i, addr := range sorted {
+		if errs[i] != nil {
 			e.drop(addr)
-			failed[addr] = err
+			failed[addr] = errs[i]
 			continue
 		}
-		snap.Views = append(snap.Views, v)
+		snap.Views = append(snap.Views, views[i])
 	}
 	// A failing node has failed since this executor first saw it so, or since the last
 	// pong any member got from it, whichever is earlier: the latter survives an operator

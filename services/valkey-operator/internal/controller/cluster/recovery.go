@@ -37,6 +37,12 @@ func (p *pass) takeOverLost(ctx context.Context, exec *executor.Executor, snap v
 		if !known || !old.Primary || old.SlotTotal() == 0 {
 			continue
 		}
+		// A ready pod that only the operator cannot reach may be serving writes: a
+		// takeover would discard those its replica has not received yet. It is lost once
+		// the members agree it failed (the seed's view holds the majority's fail flag).
+		if m.ready() && !old.Fail {
+			continue
+		}
 		replica, ok := bestReplica(snap, id)
 		if !ok {
 			continue

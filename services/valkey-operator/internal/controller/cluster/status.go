@@ -78,8 +78,8 @@ func (p *pass) writeStatus() {
 			set(valkeyv1.ConditionReady, metav1.ConditionTrue, valkeyv1.ReasonClusterHealthy, "Cluster is healthy")
 		case p.progress == valkeyv1.ReasonUpdatingNodes || p.progress == valkeyv1.ReasonRollBlocked:
 			set(valkeyv1.ConditionReady, metav1.ConditionFalse, p.progress, p.progressMsg)
-		case p.degraded == valkeyv1.ReasonPodUnschedulable:
-			set(valkeyv1.ConditionReady, metav1.ConditionFalse, valkeyv1.ReasonPodUnschedulable, p.degradedMsg)
+		case p.degraded == valkeyv1.ReasonPodUnschedulable || p.degraded == valkeyv1.ReasonMembersUnreachable:
+			set(valkeyv1.ConditionReady, metav1.ConditionFalse, p.degraded, p.degradedMsg)
 		case p.formed == metav1.ConditionFalse && p.formedReason == valkeyv1.ReasonMissingShards:
 			set(valkeyv1.ConditionReady, metav1.ConditionFalse, valkeyv1.ReasonMissingShards, "Waiting for all shards to be created")
 		case p.formed == metav1.ConditionFalse:

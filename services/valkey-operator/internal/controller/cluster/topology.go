@@ -48,19 +48,23 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 
 	// Members still to come: wait for their pods (a first creation, a scale-out, a pod
 	// being replaced).
-	var notReady []string
+	var notReady, unanswered []string
 	for _, m := range set.desired {
 		if !m.ready() {
 			notReady = append(notReady, m.node.Name)
 		} else if err := unreachable[m.addr]; err != nil {
-			notReady = append(notReady, fmt.Sprintf("%s (%v)", m.node.Name, err))
+			unanswered = append(unanswered, fmt.Sprintf("%s (%v)", m.node.Name, err))
 		}
 	}
 	for _, pos := range set.missing {
 		notReady = append(notReady, fmt.Sprintf("%s-%d-%d", c.Name, pos.Shard, pos.Index))
 	}
-	if len(notReady) > 0 {
-		p.waitForMembers(ctx, set, notReady)
+	switch {
+	case len(notReady) > 0:
+		p.waitForMembers(ctx, set, append(notReady, unanswered...))
+		return p.ctl.cfg.Poll
+	case len(unanswered) > 0:
+		p.membersUnreachable(unanswered)
 		return p.ctl.cfg.Poll
 	}
 
@@ -176,6 +180,17 @@ func (p *pass) waitForMembers(ctx context.Context, set nodeSet, notReady []strin
 		p.progress = valkeyv1.ReasonUpdatingNodes
 	}
 	p.progressMsg = "Waiting for " + strings.Join(notReady, ", ")
+}
+
+// membersUnreachable reports members whose pods are ready and which do not answer the
+// operator: a partition between the operator and the data plane, or an overloaded member.
+// Nothing is planned while the operator's view is incomplete; a member the other members
+// see fail is taken over all the same (takeOverLost).
+func (p *pass) membersUnreachable(unanswered []string) {
+	msg := fmt.Sprintf("The operator cannot reach %d member(s) whose pods are ready: %s; it changes nothing about the cluster until they answer or the other members see them fail",
+		len(unanswered), strings.Join(unanswered, ", "))
+	p.degraded, p.degradedMsg = valkeyv1.ReasonMembersUnreachable, msg
+	p.warnOnce(valkeyv1.ReasonMembersUnreachable, valkeyv1.EventMembersUnreachable, msg)
 }
 
 // anyOutdated: a member does not hold its desired spec yet (a rolling update is due).
