@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -179,6 +180,7 @@ func TestVeltrixSample(t *testing.T) {
 		}
 	}
 	vxReadAll(ctx, t, 1, keys, "the upgrade")
+	vxPartition(ctx, t, keys)
 
 	// Deletion with the sample's reclaim policy Retain: the volumes stay.
 	if _, err := kubectl(ctx, "delete", "-f", sample, "--wait=true", "--timeout=3m"); err != nil {
@@ -750,5 +752,82 @@ func vxCheckRoll(t *testing.T, seen vxRollSeen) {
 		t.Error("no member was seen Ready=False with ContainersReady=True and veltrix.io/search-ready False (IndexRebuilding): the gate's hold was not observed")
 	} else {
 		t.Logf("held by the gate, e.g.: %s", seen.held[0])
+	}
+}
+
+// vxPartition cuts member 2 off from members 0 and 1 for at least 20 s (issue "Faults across the
+// suite", item 2) while keys are written through member 0 and through member 2 itself:
+// each write is acknowledged once one owner stored it (replication factor 3: every member
+// owns every key), the unreachable owners get it from hints after healing. Every
+// acknowledged key reads back through each member, member 2 ends up holding as many keys as
+// member 0, and the cluster is Ready again; what the operator reported meanwhile is logged.
+func vxPartition(ctx context.Context, t *testing.T, keys map[string]string) {
+	t.Helper()
+	var ips []string
+	for o := range 3 {
+		host, _, err := net.SplitHostPort(vxMemberAddr(ctx, t, o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ips = append(ips, host)
+	}
+	cut := partitionPods(t, ips[2], ips[:2], 2*time.Minute)
+	begin := time.Now()
+	written := map[string]string{}
+	var reported []string
+	observe := func() {
+		c, err := vxCluster(ctx)
+		if err != nil {
+			return
+		}
+		if r := meta.FindStatusCondition(c.Status.Conditions, veltrixv1.ConditionReady); r != nil {
+			line := fmt.Sprintf("%s %d/%d Ready=%s %s: %s", c.Status.State, c.Status.ReadyMembers, c.Spec.Size, r.Status, r.Reason, r.Message)
+			if len(reported) == 0 || reported[len(reported)-1] != line {
+				reported = append(reported, line)
+				t.Logf("+%.1fs operator reports: %s", time.Since(begin).Seconds(), line)
+			}
+		}
+	}
+	// Small batches through member 0 and member 2 in turn for 20 s, the operator watched
+	// between them: each write waits for the owners it cannot reach (a fraction of a second
+	// each on a loaded machine), so the number of keys follows the machine.
+	for i := 0; time.Since(begin) < 20*time.Second; i++ {
+		for _, o := range []int{0, 2} {
+			batch := map[string]string{}
+			for k := range 5 {
+				batch[fmt.Sprintf("p%d-%03d-%d", o, i, k)] = fmt.Sprintf("w%d-%03d-%d", o, i, k)
+			}
+			vxWrite(t, vxMemberAddr(ctx, t, o), batch)
+			maps.Copy(written, batch)
+		}
+		observe()
+	}
+	t.Logf("partition: %d keys acknowledged through members 0 and 2 in %s", len(written), since(begin))
+	observe()
+	lasted := cut.heal()
+	t.Logf("partition healed after %s", lasted.Round(100*time.Millisecond))
+	if lasted >= 2*time.Minute-time.Second {
+		t.Errorf("the partition reached its 2-minute bound and healed itself while the writes were still running: it did not hold what it measured")
+	}
+	waitVeltrix(ctx, t, 3, 3*time.Minute)
+	maps.Copy(keys, written)
+	for o := range 3 {
+		vxReadAll(ctx, t, o, keys, fmt.Sprintf("a partition of member 2 (read through member %d)", o))
+	}
+	count := func(o int) string {
+		s := vxSession(t, vxMemberAddr(ctx, t, o))
+		defer s.close()
+		for _, kv := range strings.Fields(s.do(t, "INFO")) {
+			if v, ok := strings.CutPrefix(kv, "keys="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	err := poll(ctx, t, "member 2 holding as many keys as member 0", time.Minute, func(context.Context) (bool, error) {
+		return count(2) != "" && count(2) == count(0), nil
+	})
+	if err != nil {
+		t.Errorf("after the partition: member 2 holds %s keys, member 0 %s", count(2), count(0))
 	}
 }

@@ -65,7 +65,7 @@ func NewNode(cfg Config, log *slog.Logger) (*Node, error) {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	n := &Node{
-		cfg: cfg, log: log.With("node", cfg.NodeID), peers: newPeerPool(),
+		cfg: cfg, log: log.With("node", cfg.NodeID), peers: newPeerPool(cfg.Addr),
 		peerMoves: map[string]int64{}, hints: map[string]map[string]Entry{},
 		refuseDelete: cfg.RefuseDelete, moveRate: cfg.MoveRate, wake: make(chan struct{}, 1),
 	}

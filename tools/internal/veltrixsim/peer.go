@@ -12,8 +12,9 @@ import (
 
 // peerPool keeps a few idle text-protocol connections per member address.
 type peerPool struct {
-	mu   sync.Mutex
-	idle map[string][]*peerConn
+	mu     sync.Mutex
+	idle   map[string][]*peerConn
+	dialer net.Dialer
 }
 
 type peerConn struct {
@@ -27,7 +28,19 @@ const (
 	peerMaxIdle     = 4
 )
 
-func newPeerPool() *peerPool { return &peerPool{idle: map[string][]*peerConn{}} }
+// newPeerPool dials members from the host of listen when it names one address: as from a
+// pod's own network namespace, a member's connections to the others come from the address
+// it serves on (on the local cluster, where pods share the host's, a partition between two
+// pod addresses then cuts both ways).
+func newPeerPool(listen string) *peerPool {
+	p := &peerPool{idle: map[string][]*peerConn{}, dialer: net.Dialer{Timeout: peerDialTimeout}}
+	if host, _, err := net.SplitHostPort(listen); err == nil {
+		if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+			p.dialer.LocalAddr = &net.TCPAddr{IP: ip}
+		}
+	}
+	return p
+}
 
 // Do sends one command line to addr and returns its one-line answer. A broken idle
 // connection is retried once on a fresh one.
@@ -58,7 +71,7 @@ func (p *peerPool) get(addr string) (*peerConn, bool, error) {
 		return pc, true, nil
 	}
 	p.mu.Unlock()
-	c, err := net.DialTimeout("tcp", addr, peerDialTimeout)
+	c, err := p.dialer.Dial("tcp", addr)
 	if err != nil {
 		return nil, false, err
 	}
