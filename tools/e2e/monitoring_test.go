@@ -30,14 +30,18 @@ import (
 // object per product, placed on no node so that it never turns Ready.
 const monitoringNamespace = "e2e-monitoring"
 
+// monitoredMemgraph is the MemgraphCluster of monitoringNamespace that runs (3
+// coordinators, 1 data instance), for the members' series.
+const monitoredMemgraph = "monitored-memgraph"
+
 // unplaced is a node selector no node of the cluster matches.
 var unplaced = map[string]any{"opsuite.io/e2e-monitoring": "nowhere"}
 
 // TestMonitoring runs a real Prometheus (pinned in tools/prometheus, `make prometheus`)
 // that scrapes what the cluster runs the way the charts' ServiceMonitor and PodMonitor ask:
 // every operator's /metrics (HTTPS, a ServiceAccount token bound to the charts'
-// metrics-reader roles, honorLabels), every node agent's and every other pod's port named
-// metrics. It loads every chart's PrometheusRule (helm template with the CRD's API) and
+// metrics-reader roles, honorLabels), every node agent's, every Memgraph member's exporter
+// sidecar (of a small cluster it runs) and every other pod's port named metrics. It loads every chart's PrometheusRule (helm template with the CRD's API) and
 // evaluates through the HTTP API every query of every dashboard the charts installed
 // (ConfigMaps labelled grafana_dashboard=1) and every alert: each panel returns data, every
 // series an alert names exists, no rule fails to evaluate, and the NotReady alert of each
@@ -88,6 +92,24 @@ func TestMonitoring(t *testing.T) {
 	}
 
 	ruleFiles, alertCount := chartRuleFiles(ctx, t, work)
+	// Its pods must be ready before the scrape targets are listed.
+	err = poll(ctx, t, "the 4 pods of MemgraphCluster "+monitoredMemgraph+" ready", 4*time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := env.client.CoreV1().Pods(monitoringNamespace).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + monitoredMemgraph})
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range pods.Items {
+			if podReady(&pods.Items[i]) {
+				ready++
+			}
+		}
+		return ready == 4, nil
+	})
+	if err != nil {
+		out, _ := kubectl(ctx, "-n", monitoringNamespace, "get", "pods,mgc", "-o", "wide")
+		t.Fatalf("%v:\n%s", err, out)
+	}
 	jobs, jobKinds := scrapeJobs(ctx, t, tokenFile)
 	// A VeltrixDB member: the test's VeltrixCluster runs no pod, so the image's stand-in the
 	// local cluster runs for it (bin/veltrix-sim) serves the members' series from this host.
@@ -212,6 +234,16 @@ func applyUnplacedObjects(ctx context.Context, t *testing.T) []provokedAlert {
 				meta["name"] = "unplaced-valkey"
 				spec["nodeSelector"] = unplaced
 			case "MemgraphCluster":
+				// A cluster that runs, the smallest one: its members' metrics-exporter
+				// sidecars serve the dashboard's Memgraph panels.
+				placed := map[string]any{}
+				b, _ := yaml.Marshal(obj)
+				if err := yaml.Unmarshal(b, &placed); err != nil {
+					t.Fatal(err)
+				}
+				placed["metadata"].(map[string]any)["name"] = monitoredMemgraph
+				placed["spec"].(map[string]any)["dataInstances"] = 1
+				docs = append(docs, placed)
 				meta["name"] = "unplaced-memgraph"
 				spec["nodeSelector"] = map[string]any{"coordinators": unplaced, "data": unplaced}
 			case "VeltrixCluster":
@@ -326,7 +358,8 @@ func familyKind(family string) string {
 // (the chart's ServiceMonitor: job <release>-metrics, HTTPS, the token, honorLabels so the
 // objects' namespace label stays), the node agents (the chart's PodMonitor: job
 // <namespace>/<release>, a node label) and every other pod with a port named metrics (its
-// labels as target labels, as the Valkey ServiceMonitor's podTargetLabels do). It returns
+// labels as target labels, as the Valkey ServiceMonitor's podTargetLabels do; a Memgraph
+// member's port named exporter, its metrics-exporter sidecar, as its ServiceMonitor). It returns
 // the data-plane kind of each job but the operators'.
 func scrapeJobs(ctx context.Context, t *testing.T, tokenFile string) ([]any, map[string]string) {
 	t.Helper()
@@ -394,6 +427,10 @@ func scrapeJobs(ctx context.Context, t *testing.T, tokenFile string) ([]any, map
 	for i := range all.Items {
 		p := &all.Items[i]
 		pp := podPort(p, "metrics")
+		if p.Labels["memgraph.com/cluster"] != "" {
+			// As the cluster's ServiceMonitor: the sidecar, memgraph's own port answers JSON.
+			pp = podPort(p, "exporter")
+		}
 		if owned[p.Namespace+"/"+p.Name] || pp == 0 || !podReady(p) || p.Status.PodIP == "" {
 			continue
 		}

@@ -17,6 +17,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.coordinatorSettings) || !has(self.replication.mode) || self.replication.mode != 'ASYNC' || !has(self.coordinatorSettings.syncFailoverOnly) || !self.coordinatorSettings.syncFailoverOnly || (has(self.replication.instances) && self.replication.instances.exists(i, i.mode != 'ASYNC'))",message="replication.mode ASYNC with coordinatorSettings.syncFailoverOnly true leaves an automatic failover no replica it may promote (it promotes only SYNC and STRICT_SYNC replicas): set coordinatorSettings.syncFailoverOnly to false, or give one instance SYNC or STRICT_SYNC in replication.instances"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap is set when a cluster is created and never added or removed: a restore into a cluster that already holds data would overwrite it; create a new MemgraphCluster with spec.bootstrap.backup instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || has(self.backup)",message="spec.bootstrap needs spec.backup.objectStore: the restore reads the backup from that store with its credentials"
+// +kubebuilder:validation:XValidation:rule="!has(self.metricsExporter) || !has(self.metricsExporter.port) || !has(self.ports) || !(has(self.ports.bolt) && has(self.ports.management) && has(self.ports.coordinator) && has(self.ports.replication) && has(self.ports.metrics)) || !(self.metricsExporter.port in [self.ports.bolt, self.ports.management, self.ports.coordinator, self.ports.replication, self.ports.metrics])",message="metricsExporter.port must differ from spec.ports (bolt, management, coordinator, replication, metrics): memgraph listens on those in the same pod; choose another port, such as 9115"
+// +kubebuilder:validation:XValidation:rule="!has(self.metricsExporter) || !has(self.metricsExporter.port) || !has(self.backup) || !has(self.backup.agentPort) || self.backup.agentPort != self.metricsExporter.port",message="metricsExporter.port must differ from backup.agentPort: both sidecars run in every data-instance pod; choose another port"
 type MemgraphClusterSpec struct {
 	// Coordinators is the number of coordinators in the Raft group: odd and at least 3,
 	// since an even count tolerates no more failures than the odd count below it.
@@ -121,6 +123,15 @@ type MemgraphClusterSpec struct {
 	// installed. Unset means one is written.
 	// +optional
 	ServiceMonitor *ServiceMonitorSpec `json:"serviceMonitor,omitempty"`
+
+	// MetricsExporter is the sidecar through which Prometheus reads each member's
+	// metrics: Memgraph's metrics port answers a JSON document Prometheus cannot parse, so
+	// every coordinator and data instance runs the operator's metrics-exporter beside
+	// memgraph, which serves the same numbers as Prometheus text under
+	// memgraph/prometheus-exporter's names, and the ServiceMonitor scrapes it. Unset means
+	// it runs.
+	// +optional
+	MetricsExporter *MetricsExporterSpec `json:"metricsExporter,omitempty"`
 
 	// Probes are the timings of each role's TCP probes (data instances on the Bolt port,
 	// coordinators on the coordinator port).
@@ -631,6 +642,40 @@ type ServiceMonitorSpec struct {
 	// +kubebuilder:validation:MaxProperties=32
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// MetricsExporterSpec is the metrics-exporter sidecar of every member.
+type MetricsExporterSpec struct {
+	// Enabled runs the sidecar; unset means true. False removes it (each member's pod is
+	// replaced once, as for any template change) and the ServiceMonitor then scrapes
+	// memgraph's metrics port itself, which suits only a Memgraph told to serve
+	// Prometheus text (spec.extraArgs --metrics-format=OpenMetrics, on releases that have
+	// the flag).
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Port the sidecar serves /metrics on (memgraph/prometheus-exporter's 9115 when unset).
+	// +kubebuilder:validation:Minimum=1024
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+}
+
+// DefaultMetricsExporterPort is the sidecar's port when spec.metricsExporter.port is unset.
+const DefaultMetricsExporterPort int32 = 9115
+
+// MetricsExporterEnabled says whether the members run the metrics-exporter sidecar.
+func (c *MemgraphCluster) MetricsExporterEnabled() bool {
+	e := c.Spec.MetricsExporter
+	return e == nil || e.Enabled == nil || *e.Enabled
+}
+
+// MetricsExporterPort is the sidecar's port.
+func (c *MemgraphCluster) MetricsExporterPort() int32 {
+	if e := c.Spec.MetricsExporter; e != nil && e.Port != 0 {
+		return e.Port
+	}
+	return DefaultMetricsExporterPort
 }
 
 // ServiceMonitorEnabled says whether the cluster wants its ServiceMonitor.

@@ -11,6 +11,7 @@ import (
 	memgraphv1alpha1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/controller"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/controller/backup"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/metricsexporter"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/migrate"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/snapshot"
 	"github.com/opsuite/suite/shared/manager"
@@ -24,8 +25,9 @@ import (
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// EnvOperatorImage names the operator's own image (the chart sets it): data-instance pods
-// run it as the backup agent sidecar and the restore init container.
+// EnvOperatorImage names the operator's own image (the chart sets it): members' pods run
+// it as the metrics exporter, data instances also as the backup agent sidecar and the
+// restore init container.
 const EnvOperatorImage = "MEMGRAPH_OPERATOR_IMAGE"
 
 func main() {
@@ -36,14 +38,16 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
-	// The subcommands data-instance pods run: the backup agent sidecar and the restore
-	// init container (package snapshot).
+	// The subcommands members' pods run: the backup agent sidecar and the restore init
+	// container of data instances (package snapshot), every member's metrics exporter.
 	if len(args) > 0 {
 		switch args[0] {
 		case snapshot.CommandAgent:
 			return snapshot.AgentCommand(ctx, args[1:], os.Stderr)
 		case snapshot.CommandRestore:
 			return snapshot.RestoreCommand(ctx, args[1:], os.Getenv, os.Stderr)
+		case metricsexporter.Command:
+			return metricsexporter.Run(ctx, args[1:], os.Stderr)
 		}
 	}
 	return manager.Run(ctx, manager.Operator{
@@ -76,7 +80,7 @@ func setup(ctx context.Context, mgr ctrl.Manager, log logr.Logger) error {
 	}
 	cfg := controller.Config{Registrar: controller.BoltRegistrar{}, OperatorImage: os.Getenv(EnvOperatorImage)}
 	if cfg.OperatorImage == "" {
-		log.Info("The operator's image is not set; spec.backup and spec.bootstrap add no backup agent or restore container", "env", EnvOperatorImage)
+		log.Info("The operator's image is not set; spec.backup, spec.bootstrap and spec.metricsExporter add no backup agent, restore container or metrics exporter", "env", EnvOperatorImage)
 	}
 	if os.Getenv(nodeagent.EnvNamespace) == "" {
 		log.Info("No node agent configured; vm.max_map_count is not checked", "env", nodeagent.EnvNamespace)

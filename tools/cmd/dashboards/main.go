@@ -117,6 +117,10 @@ func productVars(prefix, stateSeries, nameLabel string) []variable {
 
 const objectSel = `namespace=~"$namespace", name=~"$name"`
 
+// memberSel picks a Memgraph cluster's members by the labels its ServiceMonitor adds
+// (the exporter's series carry no name label of their own).
+const memberSel = `namespace=~"$namespace", memgraph_com_cluster=~"$name"`
+
 func stateTable(series, kind string) panel {
 	return table(kind+" state", "Each object's current status.state (the series at 1).",
 		q(series+`{`+objectSel+`} == 1`, ""))
@@ -161,7 +165,7 @@ func dashboards() []dashboard {
 		},
 		{
 			chart: "memgraph-operator", uid: "opsuite-memgraph", title: "Memgraph (opsuite)",
-			description: "MemgraphClusters as the memgraph-operator sees them, and the operator itself.",
+			description: "MemgraphClusters as the memgraph-operator sees them, each member's metrics through its metrics-exporter sidecar (spec.metricsExporter), and the operator itself.",
 			vars:        productVars("memgraph_operator", "memgraph_operator_cluster_state", "Cluster"),
 			panels: append([]panel{
 				statesStat("memgraph_operator_cluster_state", "Cluster"),
@@ -170,6 +174,17 @@ func dashboards() []dashboard {
 					q(`sum by (namespace, name) (increase(memgraph_operator_main_changes_total{`+objectSel+`}[$__rate_interval]))`, "{{namespace}}/{{name}}")),
 				timeseries("Registration commands", "short", "ADD COORDINATOR, REGISTER INSTANCE, SET INSTANCE TO MAIN, UNREGISTER, REMOVE COORDINATOR the operator ran: 0 at steady state.",
 					q(`sum by (namespace, name) (increase(memgraph_operator_registrations_total{`+objectSel+`}[$__rate_interval]))`, "{{namespace}}/{{name}}")),
+				timeseries("Nodes per data instance (Memgraph)", "short", "vertex_count of each data instance: the replicas follow the MAIN.",
+					q(`vertex_count{`+memberSel+`}`, "{{pod}}")),
+				timeseries("Relationships per data instance (Memgraph)", "short", "edge_count of each data instance.",
+					q(`edge_count{`+memberSel+`}`, "{{pod}}")),
+				timeseries("Committed transactions (Memgraph)", "ops", "CommitedTransactions (Memgraph's spelling) per second, per member.",
+					q(`rate(CommitedTransactions{`+memberSel+`}[$__rate_interval])`, "{{pod}}")),
+				timeseries("Memory used (Memgraph)", "bytes", "memory_usage of each coordinator and data instance, as the OS reports it.",
+					q(`memory_usage{`+memberSel+`}`, "{{pod}}")),
+				timeseries("Failovers (coordinators)", "short", "SuccessfulFailovers counted by the coordinators, and elections won (BecomeLeaderSuccess).",
+					q(`sum by (memgraph_com_cluster) (increase(SuccessfulFailovers_total{`+memberSel+`}[$__rate_interval]))`, "{{memgraph_com_cluster}} failovers"),
+					q(`sum by (memgraph_com_cluster) (increase(BecomeLeaderSuccess_total{`+memberSel+`}[$__rate_interval]))`, "{{memgraph_com_cluster}} elections won")),
 			}, operatorPanels("memgraph_operator")...),
 		},
 		{

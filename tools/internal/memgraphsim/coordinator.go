@@ -58,6 +58,9 @@ type coordinator struct {
 	// unchanged cluster costs no management calls beyond health checks.
 	promoted string
 
+	// counts are Memgraph's HighAvailability counters the simulator keeps (metrics.go).
+	counts haCounts
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -203,6 +206,7 @@ func (c *coordinator) watchLeadership() {
 			c.promoted = ""
 			c.leaderReady = true
 			c.hmu.Unlock()
+			c.counts.becameLeader.Add(1)
 		}
 	}
 }
@@ -356,6 +360,13 @@ func (c *coordinator) reconcileLocked() {
 			// another take its place.
 			if err := c.failoverLocked(st); err != nil {
 				c.log.Warn("Failover failed", "error", err)
+				if errors.Is(err, errNoAliveReplica) {
+					c.counts.noAliveFailovers.Add(1)
+				} else {
+					c.counts.raftFailedFailovers.Add(1)
+				}
+			} else {
+				c.counts.failovers.Add(1)
 			}
 			st = c.fsm.state()
 		default:
@@ -496,7 +507,7 @@ func (c *coordinator) failoverLocked(st clusterState) error {
 	}
 	wg.Wait()
 	if len(cands) == 0 {
-		return errors.New("no alive replica to fail over to")
+		return errNoAliveReplica
 	}
 	best := cands[0]
 	for _, cand := range cands[1:] {
@@ -511,6 +522,10 @@ func (c *coordinator) failoverLocked(st clusterState) error {
 	c.log.Info("Failover", "from", st.Main, "to", best.inst.Name, "committed", best.committed, "candidates", len(cands), "epoch", epoch)
 	return c.promote(best.inst, epoch, replicaSpecs(c.fsm.state(), best.inst.Name))
 }
+
+// errNoAliveReplica is a failover with no candidate (Memgraph counts it apart:
+// NoAliveInstanceFailedFailovers).
+var errNoAliveReplica = errors.New("no alive replica to fail over to")
 
 // apply proposes one command and waits for it to commit.
 func (c *coordinator) apply(cmd fsmCommand) error {

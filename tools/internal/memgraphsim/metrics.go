@@ -1,28 +1,37 @@
 package memgraphsim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
 	"time"
 )
 
-// metricsServer answers GET /metrics on --metrics-port in the Prometheus text format, with
-// numbers the simulator really keeps: the graph's size and committed transactions on a data
-// instance, the replication role, and whether a coordinator leads the Raft group.
+// metricsServer answers GET /metrics on --metrics-port as Memgraph Enterprise does: one
+// JSON document of sections ("General", "Transaction", "HighAvailability", ...), each a
+// flat object of numbers named as in Memgraph's monitoring documentation. Prometheus
+// cannot read it; memgraph/prometheus-exporter, or the operator's metrics-exporter
+// sidecar, turns it into series named after the keys.
 //
-// Memgraph Enterprise serves its metrics on the same port (9091 by default) as a JSON
-// document, which memgraph/prometheus-exporter turns into Prometheus series named after
-// its keys (vertex_count, edge_count, ...). The simulator serves those series itself,
-// under the exporter's names where Memgraph has the number and memgraph_sim_* where it is
-// the simulator's own, so a ServiceMonitor has something real to scrape on the local
-// cluster; cmd/memgraph-sim/README.md says so.
+// The simulator serves only the keys whose numbers it really keeps (cmd/memgraph-sim/
+// README.md lists them); the real server serves many more, which an exporter passes on
+// the same way.
 type metricsServer struct {
-	s   *Server
-	lis net.Listener
-	srv *http.Server
+	s    *Server
+	lis  net.Listener
+	srv  *http.Server
+	peak atomic.Uint64
+}
+
+// haCounts are the coordinator's HighAvailability counters.
+type haCounts struct {
+	becameLeader, failovers, raftFailedFailovers, noAliveFailovers atomic.Int64
 }
 
 func startMetrics(s *Server, addr string) (*metricsServer, error) {
@@ -33,6 +42,7 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 	m := &metricsServer{s: s, lis: lis}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", m.serve)
+	mux.HandleFunc("/", m.serve) // Memgraph's documentation GETs both the root and /metrics
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := m.srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -49,27 +59,57 @@ func (m *metricsServer) close() {
 }
 
 func (m *metricsServer) serve(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	m.s.writeMetrics(w)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(m.document())
 }
 
-// writeMetrics writes the instance's series.
-func (s *Server) writeMetrics(w io.Writer) {
-	gauge := func(name, help string, v int64, labels string) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s%s %d\n", name, help, name, name, labels, v)
+// document is the instance's metrics as Memgraph's JSON: memory of this process, and on a
+// data instance the graph's size, its data directory's size and committed transactions;
+// on a coordinator the HighAvailability counters it keeps.
+func (m *metricsServer) document() map[string]map[string]any {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	peak := m.peak.Load()
+	for ms.Sys > peak && !m.peak.CompareAndSwap(peak, ms.Sys) {
+		peak = m.peak.Load()
 	}
-	if s.coord != nil {
-		leader := int64(0)
-		if s.coord.isLeader() {
-			leader = 1
+	general := map[string]any{"memory_usage": ms.Sys, "peak_memory_usage": max(peak, ms.Sys)}
+	doc := map[string]map[string]any{"General": general}
+	if c := m.s.coord; c != nil {
+		doc["HighAvailability"] = map[string]any{
+			"BecomeLeaderSuccess":            c.counts.becameLeader.Load(),
+			"SuccessfulFailovers":            c.counts.failovers.Load(),
+			"RaftFailedFailovers":            c.counts.raftFailedFailovers.Load(),
+			"NoAliveInstanceFailedFailovers": c.counts.noAliveFailovers.Load(),
 		}
-		gauge("memgraph_sim_up", "1 while the simulated instance serves.", 1, `{role="coordinator"}`)
-		gauge("memgraph_sim_raft_leader", "1 while this coordinator leads the Raft group.", leader, "")
-		return
+		return doc
 	}
-	vertices, edges, committed := s.data.store.Stats()
-	gauge("memgraph_sim_up", "1 while the simulated instance serves.", 1, fmt.Sprintf("{role=%q}", s.data.role()))
-	gauge("vertex_count", "Vertex count.", vertices, "")
-	gauge("edge_count", "Edge count.", edges, "")
-	fmt.Fprintf(w, "# HELP CommittedTransactions Number of committed transactions.\n# TYPE CommittedTransactions counter\nCommittedTransactions %d\n", committed)
+	vertices, edges, committed := m.s.data.store.Stats()
+	degree := 0.0
+	if vertices > 0 {
+		degree = 2 * float64(edges) / float64(vertices)
+	}
+	general["vertex_count"], general["edge_count"], general["average_degree"] = vertices, edges, degree
+	general["disk_usage"] = dirSize(m.s.opts.DataDirectory)
+	// Memgraph's key is spelled with one m.
+	doc["Transaction"] = map[string]any{"CommitedTransactions": committed}
+	return doc
+}
+
+// dirSize is the bytes of the regular files under dir (what Memgraph's disk_usage counts
+// of its data directory).
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil //nolint:nilerr // a file removed during the walk is not an error
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }

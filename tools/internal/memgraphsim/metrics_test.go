@@ -1,22 +1,22 @@
 package memgraphsim
 
 import (
+	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/opsuite/suite/shared/testenv"
 )
 
 // TestMetricsEndpoint runs one coordinator and two data instances, each with
-// --metrics-port, forms the cluster and scrapes them as Prometheus would:
-//   - the coordinator reports itself the Raft leader;
-//   - the MAIN and the replica report their roles, and after a CREATE of three nodes and
-//     one relationship on the MAIN both count 3 vertices and 1 edge (SYNC replication) and
-//     a committed transaction more than before;
+// --metrics-port, forms the cluster and reads their metrics as memgraph/prometheus-exporter
+// would: one JSON document of sections of numbers (Memgraph Enterprise's shape), so
+//   - the coordinator counts one leadership won and no failover;
+//   - after a CREATE of three nodes and one relationship on the MAIN, the MAIN and the
+//     replica both count 3 vertices and 1 edge (SYNC replication), the MAIN a committed
+//     transaction more than before, and both a data directory that is not empty;
 //   - a process without --metrics-port opens no metrics listener.
 func TestMetricsEndpoint(t *testing.T) {
 	root := t.TempDir()
@@ -36,43 +36,55 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	tc.bootstrap()
 
-	scrape := func(p *simProc) string {
+	type doc map[string]map[string]float64
+	read := func(p *simProc) doc {
 		t.Helper()
 		resp, err := http.Get("http://" + p.opts.Addr(p.opts.MetricsPort) + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type %q, want Memgraph's application/json", ct)
 		}
-		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
-			t.Errorf("Content-Type %q, want the Prometheus text format", ct)
+		var d doc
+		if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+			t.Fatalf("not Memgraph's JSON shape (sections of numbers): %v", err)
 		}
-		return string(b)
+		return d
 	}
-	has := func(text string, lines ...string) {
+	want := func(who string, d doc, section, key string, ok func(float64) bool, what string) {
 		t.Helper()
-		for _, l := range lines {
-			if !strings.Contains(text, "\n"+l+"\n") {
-				t.Errorf("metrics lack %q:\n%s", l, text)
-			}
+		v, found := d[section][key]
+		if !found || !ok(v) {
+			t.Errorf("%s: %s.%s = %v (present %v), want %s; document %v", who, section, key, v, found, what, d)
 		}
 	}
-	has(scrape(tc.coords[0]), `memgraph_sim_up{role="coordinator"} 1`, "memgraph_sim_raft_leader 1")
+	eq := func(n float64) func(float64) bool { return func(v float64) bool { return v == n } }
+	positive := func(v float64) bool { return v > 0 }
+
+	coord := read(tc.coords[0])
+	want("coordinator", coord, "HighAvailability", "BecomeLeaderSuccess", eq(1), "1")
+	want("coordinator", coord, "HighAvailability", "SuccessfulFailovers", eq(0), "0")
+	want("coordinator", coord, "General", "memory_usage", positive, "> 0")
+	if _, ok := coord["General"]["vertex_count"]; ok {
+		t.Error("a coordinator reports vertex_count: coordinators have no storage")
+	}
 	main, replica := tc.data[0], tc.data[1]
-	before := scrape(main)
-	has(before, `memgraph_sim_up{role="main"} 1`, "vertex_count 0", "edge_count 0")
-	has(scrape(replica), `memgraph_sim_up{role="replica"} 1`, "vertex_count 0")
+	before := read(main)
+	want("main", before, "General", "vertex_count", eq(0), "0")
 
 	mustRun(t, main, `CREATE (:Person {name: "ann"})-[:KNOWS]->(:Person {name: "bob"}), (:City {name: "Oslo"})`)
-	after := scrape(main)
-	has(after, "vertex_count 3", "edge_count 1")
-	has(scrape(replica), "vertex_count 3", "edge_count 1")
-	if committed(t, after) <= committed(t, before) {
-		t.Errorf("CommittedTransactions %d after a CREATE, %d before", committed(t, after), committed(t, before))
+	for who, p := range map[string]*simProc{"main": main, "replica": replica} {
+		d := read(p)
+		want(who, d, "General", "vertex_count", eq(3), "3")
+		want(who, d, "General", "edge_count", eq(1), "1")
+		want(who, d, "General", "average_degree", eq(2.0/3), "2/3")
+		want(who, d, "General", "disk_usage", positive, "> 0")
 	}
+	after := read(main)
+	want("main", after, "Transaction", "CommitedTransactions", func(v float64) bool { return v > before["Transaction"]["CommitedTransactions"] },
+		fmt.Sprintf("more than %v before the CREATE", before["Transaction"]["CommitedTransactions"]))
 
 	// No flag, no listener: Memgraph's flag is what the operator passes.
 	plain := fastOptions(filepath.Join(root, "plain"))
@@ -83,16 +95,4 @@ func TestMetricsEndpoint(t *testing.T) {
 	if p.srv.mets != nil {
 		t.Error("a metrics listener without --metrics-port")
 	}
-}
-
-func committed(t *testing.T, text string) int64 {
-	t.Helper()
-	for _, l := range strings.Split(text, "\n") {
-		var n int64
-		if _, err := fmt.Sscanf(l, "CommittedTransactions %d", &n); err == nil {
-			return n
-		}
-	}
-	t.Fatalf("no CommittedTransactions in:\n%s", text)
-	return 0
 }

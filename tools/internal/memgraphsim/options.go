@@ -20,7 +20,7 @@ import (
 // Options are Memgraph's flags that the simulator honours, plus its own knobs.
 type Options struct {
 	BoltPort int
-	// MetricsPort serves /metrics in the Prometheus text format (0: none); see metrics.go.
+	// MetricsPort serves Memgraph's JSON metrics document (0: none); see metrics.go.
 	MetricsPort         int
 	BoltAddress         string
 	ManagementPort      int
@@ -109,7 +109,7 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 	fs := flag.NewFlagSet("memgraph-sim", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&o.BoltPort, "bolt-port", 7687, "Bolt port")
-	fs.IntVar(&o.MetricsPort, "metrics-port", 0, "port of the metrics endpoint, /metrics in the Prometheus text format (0: none)")
+	fs.IntVar(&o.MetricsPort, "metrics-port", 0, "port of the metrics endpoint, Memgraph's JSON document on /metrics (0: none)")
 	fs.StringVar(&o.BoltAddress, "bolt-address", "0.0.0.0", "host every listener binds")
 	fs.IntVar(&o.ManagementPort, "management-port", 0, "management server port (HA)")
 	fs.IntVar(&o.CoordinatorPort, "coordinator-port", 0, "Raft port of a coordinator")

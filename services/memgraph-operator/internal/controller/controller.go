@@ -123,9 +123,10 @@ type Config struct {
 	SysctlRecheck time.Duration
 	// SysctlRetry is how soon a node found unmet, or whose agent did not answer, is asked again.
 	SysctlRetry time.Duration
-	// OperatorImage is the operator's own image, which data-instance pods run as the backup
-	// agent sidecar and the restore init container; empty leaves them out (spec.backup
-	// and spec.bootstrap then do nothing).
+	// OperatorImage is the operator's own image, which every member runs as the metrics
+	// exporter and data-instance pods as the backup agent sidecar and the restore init
+	// container; empty leaves them out (spec.metricsExporter, spec.backup and
+	// spec.bootstrap then do nothing).
 	OperatorImage string
 }
 

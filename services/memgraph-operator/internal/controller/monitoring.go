@@ -16,7 +16,7 @@ import (
 
 // Stable MetricsMonitored messages.
 const (
-	msgServiceMonitorApplied    = "ServiceMonitor <cluster> scrapes every member's metrics port through the headless Services <cluster>-coordinators and <cluster>-data"
+	msgServiceMonitorApplied    = "ServiceMonitor <cluster> scrapes every member's metrics (the metrics-exporter sidecar, or memgraph's metrics port with spec.metricsExporter.enabled false) through the headless Services <cluster>-coordinators and <cluster>-data"
 	msgServiceMonitorCRDMissing = "The ServiceMonitor CRD (monitoring.coreos.com/v1) is not installed: install the Prometheus Operator (or its CRDs) and the operator writes the ServiceMonitor on its next pass (within 30 s on a converged cluster); the headless Services list every member's metrics port meanwhile"
 	msgServiceMonitorError      = "Writing the ServiceMonitor failed; the operator's log has the cause"
 )

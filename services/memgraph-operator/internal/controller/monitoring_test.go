@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/controller"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
 	"github.com/opsuite/suite/shared/testenv"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,13 +29,16 @@ import (
 //     with a Warning event of that reason;
 //   - once the CRD exists a later pass writes the ServiceMonitor without a spec change:
 //     controlled by the cluster, with spec.serviceMonitor.labels, selecting Services whose
-//     metrics ports are every member's (both headless Services; the client Service, which
-//     it also selects, has no such port); MetricsMonitored=True;
+//     exporter ports (the metrics-exporter sidecar both roles' pods run) are every
+//     member's (both headless Services; the client Service, which it also selects, has no
+//     such port); MetricsMonitored=True;
+//   - spec.metricsExporter.enabled=false takes the sidecar out of both StatefulSets and
+//     the port out of the Services, and the ServiceMonitor scrapes memgraph's metrics port;
 //   - spec.serviceMonitor.enabled=false deletes it and removes the condition.
 //
 // The CRD is cluster-wide and the package's tests run one at a time; it is removed again.
 func TestServiceMonitor(t *testing.T) {
-	h := start(t, "mg-monitoring")
+	h := start(t, "mg-monitoring", func(cfg *controller.Config) { cfg.OperatorImage = "registry.example/memgraph-operator:test" })
 	ctx := context.Background()
 	h.create("mon", 3, 2)
 	testenv.EventuallyNil(t, 10*time.Second, "labels for the ServiceMonitor", func() error {
@@ -77,34 +83,38 @@ func TestServiceMonitor(t *testing.T) {
 	if sm.GetLabels()["release"] != "kube-prometheus-stack" {
 		t.Errorf("ServiceMonitor labels %v lack spec.serviceMonitor.labels", sm.GetLabels())
 	}
-	match, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
-	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-	if len(eps) != 1 {
-		t.Fatalf("endpoints %v, want one", eps)
-	}
-	port := eps[0].(map[string]any)["port"]
-	var services corev1.ServiceList
-	if err := h.c.List(ctx, &services, client.InNamespace(h.ns), client.MatchingLabels(match)); err != nil {
-		t.Fatal(err)
-	}
-	scraped := map[string]bool{}
-	for _, s := range services.Items {
-		for _, p := range s.Spec.Ports {
-			if p.Name == port {
-				scraped[s.Name] = true
-				if p.Port != memgraphv1.DefaultMetricsPort {
-					t.Errorf("Service %s port %s is %d, want %d", s.Name, p.Name, p.Port, memgraphv1.DefaultMetricsPort)
-				}
-				if !s.Spec.PublishNotReadyAddresses {
-					t.Errorf("Service %s lists ready members only", s.Name)
-				}
-			}
+	h.wantScraped(sm, resources.PortExporter, memgraphv1.DefaultMetricsExporterPort)
+	for _, r := range []resources.Role{resources.RoleCoordinator, resources.RoleData} {
+		if !h.hasContainer(resources.StatefulSetName("mon", r), resources.ContainerMetricsExporter) {
+			t.Errorf("the %s StatefulSet has no %s sidecar", r, resources.ContainerMetricsExporter)
 		}
 	}
-	want := map[string]bool{resources.HeadlessServiceName("mon", resources.RoleCoordinator): true, resources.HeadlessServiceName("mon", resources.RoleData): true}
-	if fmt.Sprint(scraped) != fmt.Sprint(want) {
-		t.Errorf("the ServiceMonitor scrapes port %v of Services %v, want %v", port, scraped, want)
-	}
+
+	// The sidecar off: gone from the pods, the ServiceMonitor reads memgraph's port.
+	testenv.EventuallyNil(t, 10*time.Second, "turning the metrics exporter off", func() error {
+		live := h.cluster("mon")
+		live.Spec.MetricsExporter = &memgraphv1.MetricsExporterSpec{Enabled: ptr.To(false)}
+		return h.c.Update(ctx, live)
+	})
+	testenv.Eventually(t, 30*time.Second, "the sidecar out of both StatefulSets", func() (bool, string) {
+		for _, r := range []resources.Role{resources.RoleCoordinator, resources.RoleData} {
+			if h.hasContainer(resources.StatefulSetName("mon", r), resources.ContainerMetricsExporter) {
+				return false, string(r) + " still has it"
+			}
+		}
+		return true, ""
+	})
+	testenv.EventuallyNil(t, 30*time.Second, "the ServiceMonitor on memgraph's metrics port", func() error {
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "mon"}, sm); err != nil {
+			return err
+		}
+		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		if len(eps) != 1 || eps[0].(map[string]any)["port"] != resources.PortMetrics {
+			return fmt.Errorf("endpoints %v", eps)
+		}
+		return nil
+	})
+	h.wantScraped(sm, resources.PortMetrics, memgraphv1.DefaultMetricsPort)
 
 	// Switched off: the ServiceMonitor and the condition go.
 	testenv.EventuallyNil(t, 10*time.Second, "turning the ServiceMonitor off", func() error {
@@ -118,4 +128,47 @@ func TestServiceMonitor(t *testing.T) {
 		cond := meta.FindStatusCondition(live.Status.Conditions, memgraphv1.ConditionMetricsMonitored)
 		return apierrors.IsNotFound(err) && cond == nil && live.Status.ObservedGeneration == live.Generation, fmt.Sprintf("get: %v, condition %+v", err, cond)
 	})
+}
+
+// wantScraped checks that the ServiceMonitor's one endpoint, port, is port number on
+// both headless Services, which publish members not ready, and on no other Service.
+func (h *harness) wantScraped(sm *unstructured.Unstructured, port string, number int32) {
+	h.t.Helper()
+	match, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 1 || eps[0].(map[string]any)["port"] != port {
+		h.t.Fatalf("endpoints %v, want one on port %s", eps, port)
+	}
+	var services corev1.ServiceList
+	if err := h.c.List(context.Background(), &services, client.InNamespace(h.ns), client.MatchingLabels(match)); err != nil {
+		h.t.Fatal(err)
+	}
+	scraped := map[string]bool{}
+	for _, s := range services.Items {
+		for _, p := range s.Spec.Ports {
+			if p.Name == port {
+				scraped[s.Name] = true
+				if p.Port != number {
+					h.t.Errorf("Service %s port %s is %d, want %d", s.Name, p.Name, p.Port, number)
+				}
+				if !s.Spec.PublishNotReadyAddresses {
+					h.t.Errorf("Service %s lists ready members only", s.Name)
+				}
+			}
+		}
+	}
+	want := map[string]bool{resources.HeadlessServiceName("mon", resources.RoleCoordinator): true, resources.HeadlessServiceName("mon", resources.RoleData): true}
+	if fmt.Sprint(scraped) != fmt.Sprint(want) {
+		h.t.Errorf("the ServiceMonitor scrapes port %v of Services %v, want %v", port, scraped, want)
+	}
+}
+
+// hasContainer says whether the StatefulSet's pod template runs the container.
+func (h *harness) hasContainer(sts, container string) bool {
+	h.t.Helper()
+	var s appsv1.StatefulSet
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: h.ns, Name: sts}, &s); err != nil {
+		h.t.Fatal(err)
+	}
+	return slices.ContainsFunc(s.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == container })
 }

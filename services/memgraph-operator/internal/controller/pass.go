@@ -280,6 +280,7 @@ func (p *pass) applyChildren(ctx context.Context) error {
 // StatefulSet (resizeVolumes) and reaches it when it is created again.
 func (p *pass) desiredStatefulSet(r resources.Role, replicas int32, live *appsv1.StatefulSet) *appsv1.StatefulSet {
 	sts := resources.StatefulSet(p.c, r, replicas)
+	resources.WithMetricsExporter(sts, p.c, p.ctl.cfg.OperatorImage)
 	if r == resources.RoleData {
 		resources.WithBackup(sts, p.c, resources.BackupOptions{Image: p.ctl.cfg.OperatorImage, Restore: p.restore.source})
 	}

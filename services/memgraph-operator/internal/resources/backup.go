@@ -54,6 +54,17 @@ func BackupAgentSecret(c *memgraphv1.MemgraphCluster, token string) *corev1.Secr
 	}
 }
 
+// sidecarSecurity is the security context of the containers running the operator's
+// binary in a member's pod: no privilege, read-only root, not root.
+func sidecarSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
 // RestoreSource is where a restore reads its backup: the MemgraphBackup's bucket and
 // folder (prefix included) on the store of the new cluster's spec.backup.
 type RestoreSource struct {
@@ -77,12 +88,7 @@ func WithBackup(sts *appsv1.StatefulSet, c *memgraphv1.MemgraphCluster, o Backup
 		return
 	}
 	pod := &sts.Spec.Template.Spec
-	secure := &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		RunAsNonRoot:             ptr.To(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
+	secure := sidecarSecurity()
 	port := c.Spec.Backup.AgentPort
 	if port == 0 {
 		port = memgraphv1.DefaultBackupAgentPort

@@ -13,11 +13,13 @@ var ServiceMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", 
 // ServiceMonitorName is the cluster's ServiceMonitor.
 func ServiceMonitorName(cluster string) string { return cluster }
 
-// ServiceMonitor scrapes every member's metrics port (spec.ports.metrics, --metrics-port)
-// through the two headless Services, which list every pod, ready or not: a member that is
-// starting or failing is the one whose metrics matter. It selects the cluster's Services by
-// the cluster's labels; the client Service has no metrics port, so it adds no target. Each
-// series carries the cluster (memgraph_com_cluster, from the Service) and the member's role
+// ServiceMonitor scrapes every member's metrics-exporter sidecar (port exporter,
+// spec.metricsExporter), or with the sidecar turned off memgraph's own metrics port
+// (spec.ports.metrics, --metrics-port), through the two headless Services, which list
+// every pod, ready or not: a member that is starting or failing is the one whose metrics
+// matter. It selects the cluster's Services by the cluster's labels; the client Service
+// has neither port, so it adds no target. Each series carries the cluster
+// (memgraph_com_cluster, from the Service) and the member's role
 // (app_kubernetes_io_component: coordinator or data, from its pod).
 func ServiceMonitor(c *memgraphv1.MemgraphCluster) *unstructured.Unstructured {
 	labels := map[string]string{}
@@ -31,6 +33,10 @@ func ServiceMonitor(c *memgraphv1.MemgraphCluster) *unstructured.Unstructured {
 		labels[k] = v
 		selector[k] = v
 	}
+	port := PortMetrics
+	if c.MetricsExporterEnabled() {
+		port = PortExporter
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{
 			"selector":          map[string]any{"matchLabels": selector},
@@ -38,7 +44,7 @@ func ServiceMonitor(c *memgraphv1.MemgraphCluster) *unstructured.Unstructured {
 			"targetLabels":      []any{LabelCluster},
 			"podTargetLabels":   []any{LabelComponent},
 			"endpoints": []any{map[string]any{
-				"port":   PortMetrics,
+				"port":   port,
 				"path":   "/metrics",
 				"scheme": "http",
 			}},

@@ -20,6 +20,9 @@ func HeadlessService(c *memgraphv1.MemgraphCluster, r Role) *corev1.Service {
 		ports = append(ports, servicePort(PortReplication, p.Replication))
 	}
 	ports = append(ports, servicePort(PortMetrics, p.Metrics))
+	if c.MetricsExporterEnabled() {
+		ports = append(ports, servicePort(PortExporter, c.MetricsExporterPort()))
+	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{Name: HeadlessServiceName(c.Name, r), Namespace: c.Namespace, Labels: RoleLabels(c, r)},
