@@ -46,8 +46,9 @@ const poolNamespace = "default"
 // TestNodeAgentPrepare is a controller's view of the node agent: a ServiceAccount bound to
 // the chart's preparer role (and its client role, to find the agent pod and read the CA)
 // prepares a real loop device on a simulated node through shared/nodeagent, repeats the
-// call (a no-op), and releases it with wipe; a ServiceAccount without the binding is
-// refused with PermissionDenied.
+// call (a no-op), fills it to provoke the chart's NodeAgentDiskNearlyFull in a real
+// Prometheus (checkDiskNearlyFull), and releases it with wipe; a ServiceAccount without the
+// binding is refused with PermissionDenied.
 func TestNodeAgentPrepare(t *testing.T) {
 	needRunner(t, "the local cluster's per-node loop devices")
 	needInstalled(t, "node-agent")
@@ -342,6 +343,9 @@ func TestNodeAgentPrepare(t *testing.T) {
 	if got := blkidProbe(t, dev)["UUID"]; got != d.FilesystemUuid {
 		t.Fatalf("the repeat re-made the filesystem: UUID %s, want %s", got, d.FilesystemUuid)
 	}
+
+	// The node-agent chart's disk alert, on this disk filled for real.
+	checkDiskNearlyFull(ctx, t, s, agentPod, d)
 
 	// Release with wipe: the device is given back blank.
 	rel, err := client.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{Devices: []string{dev}, Wipe: true, Namespace: poolNamespace})

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Capacity returns online CPUs in millicores and MemTotal in bytes.
@@ -43,4 +45,14 @@ func countCPUs(list string) int64 {
 		}
 	}
 	return n
+}
+
+// FilesystemUsage returns the size of the filesystem mounted at target and the bytes left
+// to an unprivileged writer (statfs: blocks and available blocks, times the block size).
+func (h *Host) FilesystemUsage(target string) (size, avail int64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(target, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Blocks) * st.Bsize, int64(st.Bavail) * st.Bsize, nil //nolint:gosec // block counts of a real filesystem fit
 }

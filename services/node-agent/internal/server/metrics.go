@@ -96,14 +96,18 @@ func (m *Metrics) prepared(took time.Duration) {
 
 // diskCollector reports what the agent holds at scrape time, from its records.
 type diskCollector struct {
-	s        *Server
-	disks    *prometheus.Desc
-	capacity *prometheus.Desc
+	s               *Server
+	disks           *prometheus.Desc
+	capacity        *prometheus.Desc
+	fsSize, fsAvail *prometheus.Desc
 }
 
 // Collector reports the agent's prepared disks at scrape time:
 // node_agent_prepared_disks{phase} (ready, preparing, missing: prepared but not found in
-// place) and node_agent_prepared_bytes{partition} (xfs, raw) of the ready ones.
+// place) and node_agent_prepared_bytes{partition} (xfs, raw) of the ready ones, and of each
+// ready one's filesystem node_agent_prepared_filesystem_size_bytes and
+// node_agent_prepared_filesystem_avail_bytes{fs_uuid, pv_path} (statfs of its mount, read
+// at scrape time; a mount that cannot be read is left out, the agent's log says why).
 func (s *Server) Collector() prometheus.Collector {
 	return &diskCollector{
 		s: s,
@@ -111,12 +115,18 @@ func (s *Server) Collector() prometheus.Collector {
 			"Disks the agent prepared, by phase: ready, preparing (interrupted or under way), missing (recorded but not found in place).", []string{"phase"}, nil),
 		capacity: prometheus.NewDesc("node_agent_prepared_bytes",
 			"Bytes of the ready prepared disks, by partition: xfs (the filesystem) and raw (the raw VLog partition).", []string{"partition"}, nil),
+		fsSize: prometheus.NewDesc("node_agent_prepared_filesystem_size_bytes",
+			"Size of a ready prepared disk's XFS filesystem, by its UUID and the PV path it is bound to.", []string{"fs_uuid", "pv_path"}, nil),
+		fsAvail: prometheus.NewDesc("node_agent_prepared_filesystem_avail_bytes",
+			"Bytes left to the pods on a ready prepared disk's XFS filesystem, by its UUID and the PV path it is bound to.", []string{"fs_uuid", "pv_path"}, nil),
 	}
 }
 
 func (c *diskCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.disks
 	ch <- c.capacity
+	ch <- c.fsSize
+	ch <- c.fsAvail
 }
 
 func (c *diskCollector) Collect(ch chan<- prometheus.Metric) {
@@ -124,6 +134,7 @@ func (c *diskCollector) Collect(ch chan<- prometheus.Metric) {
 	s.mu.Lock()
 	counts := map[string]int{phaseReady: 0, phasePreparing: 0, phaseMissing: 0}
 	var xfs, raw int64
+	var mounted []record
 	for _, r := range s.records {
 		phase := r.Phase
 		if _, gone := s.missing[r.FSUUID]; gone {
@@ -133,9 +144,20 @@ func (c *diskCollector) Collect(ch chan<- prometheus.Metric) {
 		if phase == phaseReady {
 			xfs += r.XFSSizeBytes
 			raw += r.RawSizeBytes
+			mounted = append(mounted, r)
 		}
 	}
 	s.mu.Unlock()
+	// statfs outside the lock: a slow filesystem must not hold up the gRPC calls.
+	for _, r := range mounted {
+		size, avail, err := s.host.FilesystemUsage(r.MountPath)
+		if err != nil {
+			s.log.Warn("Reading a prepared disk's filesystem usage failed", "mount", r.MountPath, "error", err)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.fsSize, prometheus.GaugeValue, float64(size), r.FSUUID, r.PVPath)
+		ch <- prometheus.MustNewConstMetric(c.fsAvail, prometheus.GaugeValue, float64(avail), r.FSUUID, r.PVPath)
+	}
 	for phase, n := range counts {
 		ch <- prometheus.MustNewConstMetric(c.disks, prometheus.GaugeValue, float64(n), phase)
 	}

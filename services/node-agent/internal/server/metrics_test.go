@@ -7,6 +7,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,8 +28,10 @@ import (
 //     operations exist at 0;
 //   - a refused call (no valid token) counts as Unauthenticated, a report as OK;
 //   - a disk prepared through gRPC (mkfs.xfs on the loop device) counts as a prepare, shows
-//     as one ready disk with its bytes and a prepare duration; released, it counts as a
-//     release and the ready disks drop to 0.
+//     as one ready disk with its bytes and a prepare duration, and its filesystem's size
+//     and space left by UUID and PV path (statfs of the real XFS); 100 MiB written under the
+//     PV path take at least 100 MiB off the space left; released, it counts as a release,
+//     the ready disks drop to 0 and the filesystem series go.
 func TestMetrics(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
@@ -107,13 +112,49 @@ func TestMetrics(t *testing.T) {
 	if strings.Contains(text, `node_agent_prepared_bytes{partition="xfs"} 0`+"\n") {
 		t.Errorf("a ready disk of 512 MiB shows no bytes:\n%s", text)
 	}
+	d := resp.GetDisks()[0]
+	fsLabels := `{fs_uuid="` + d.GetFilesystemUuid() + `",pv_path="` + e.pv("vol-m") + `"}`
+	size, avail := gauge(t, text, "node_agent_prepared_filesystem_size_bytes"+fsLabels), gauge(t, text, "node_agent_prepared_filesystem_avail_bytes"+fsLabels)
+	if size < 400*mib || size > 512*mib || avail <= 0 || avail > size {
+		t.Errorf("filesystem size %v, avail %v: want the XFS of a 512 MiB disk, mostly free", size, avail)
+	}
+	fill := filepath.Join(e.pv("vol-m"), "fill")
+	if err := os.WriteFile(fill, make([]byte, 100*mib), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if after := gauge(t, scrape(), "node_agent_prepared_filesystem_avail_bytes"+fsLabels); avail-after < 100*mib {
+		t.Errorf("100 MiB written: space left %v, was %v", after, avail)
+	}
+	if err := os.Remove(fill); err != nil {
+		t.Fatal(err)
+	}
 
 	if _, err := e.srv.ReleaseDisks(ctx, &nodeagentv1.ReleaseDisksRequest{PvPath: e.pv("vol-m"), Namespace: testNamespace}); err != nil {
 		t.Fatal(err)
 	}
-	want(scrape(),
+	text = scrape()
+	want(text,
 		`node_agent_disk_operations_total{operation="release",outcome="ok"} 1`,
 		`node_agent_prepared_disks{phase="ready"} 0`,
 		`node_agent_prepared_bytes{partition="xfs"} 0`,
 	)
+	if strings.Contains(text, "node_agent_prepared_filesystem_") {
+		t.Errorf("a released disk keeps its filesystem series:\n%s", text)
+	}
+}
+
+// gauge is the value of the series (name and labels, as written) in text.
+func gauge(t *testing.T, text, series string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no series %s in:\n%s", series, text)
+	return 0
 }

@@ -48,6 +48,7 @@ type Host interface {
 	ReadSysctl(name string) (int64, error)
 	WriteSysctl(name string, value int64) error
 	Capacity() (cpuMillis, memoryBytes int64)
+	FilesystemUsage(target string) (size, avail int64, err error)
 	ReadState(path string) ([]byte, error)
 	WriteState(path string, data []byte) error
 }
