@@ -15,6 +15,10 @@ import (
 	"github.com/opsuite/suite/tools/internal/bolt"
 )
 
+// mgStatusFollowBound is how long after the coordinators' promotion the operator may take
+// to report the new MAIN: generous for a loaded machine, well under the 30 s resync.
+const mgStatusFollowBound = 15 * time.Second
+
 // mgPartitionMain cuts the MAIN off from every coordinator (issue "Faults across the suite",
 // item 2) while a client keeps writing to it directly, the worst case: a client that routes
 // through the coordinators (neo4j://) is sent to the new MAIN instead. The MAIN still reaches
@@ -25,7 +29,11 @@ import (
 // committing last transaction") as committed on the MAIN only, and it is lost when the old
 // MAIN is demoted. What the test holds: every write the MAIN acknowledged without that
 // exception is on the new MAIN and on every replica after healing; the unconfirmed ones are
-// counted and logged, with the window they came from; the cluster is Ready again.
+// counted and logged, with the window they came from; the cluster is Ready again. The
+// operator's status follows the promotion within mgStatusFollowBound (issue 24: its failover
+// watch reads the coordinators every 5 s; a partition makes no Kubernetes event, and before
+// the watch the status waited for the 30 s resync), reports Converged=False MembersDown while
+// the old MAIN is cut off, and records the failover (status.lastFailoverTime).
 func mgPartitionMain(ctx context.Context, t *testing.T, plane *mgPlane) {
 	t.Helper()
 	oldMain, _ := plane.view(ctx, t, "before the partition")
@@ -52,6 +60,10 @@ func mgPartitionMain(ctx context.Context, t *testing.T, plane *mgPlane) {
 	var firstUnconfirmed, failover time.Duration
 	var newMain string
 	var reported []string
+	// statusFollowed is when the operator first reported the new MAIN; membersDown whether
+	// it said Converged=False MembersDown during the partition.
+	var statusFollowed time.Duration
+	membersDown := false
 	lastView := time.Time{}
 	for i := int64(0); ; i++ {
 		_, err := mgRun(ctx, mgPod(oldMain), fmt.Sprintf("CREATE (:E2EPartition {i: %d})", i))
@@ -81,6 +93,13 @@ func mgPartitionMain(ctx context.Context, t *testing.T, plane *mgPlane) {
 				}
 			}
 			if c, err := mgCluster(ctx); err == nil {
+				if newMain != "" && c.Status.Main == newMain && statusFollowed == 0 {
+					statusFollowed = time.Since(begin)
+				}
+				if cv := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionConverged); cv != nil &&
+					cv.Status == metav1.ConditionFalse && cv.Reason == memgraphv1.ReasonMembersDown {
+					membersDown = true
+				}
 				line := mgDescribe(c)
 				if r := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionReady); r != nil {
 					line += fmt.Sprintf(" Ready=%s %s: %s", r.Status, r.Reason, r.Message)
@@ -100,6 +119,20 @@ func mgPartitionMain(ctx context.Context, t *testing.T, plane *mgPlane) {
 			t.Fatalf("the coordinators promoted no other instance within 90 s of cutting %s off", oldMain)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	switch {
+	case statusFollowed == 0:
+		t.Errorf("the operator never reported %s as MAIN during the partition (40 s)", newMain)
+	case statusFollowed-failover > mgStatusFollowBound:
+		t.Errorf("the operator reported %s as MAIN %.1fs after the promotion, want within %v", newMain, (statusFollowed - failover).Seconds(), mgStatusFollowBound)
+	default:
+		t.Logf("the operator reported %s as MAIN %.1fs after the promotion", newMain, (statusFollowed - failover).Seconds())
+	}
+	if !membersDown {
+		t.Errorf("the operator never reported Converged=False %s while %s was cut off", memgraphv1.ReasonMembersDown, oldMain)
+	}
+	if c, err := mgCluster(ctx); err != nil || c.Status.LastFailoverTime == nil || c.Status.LastFailoverTime.Time.Before(begin.Add(-time.Second)) {
+		t.Errorf("status.lastFailoverTime does not record the failover (err %v)", err)
 	}
 	t.Logf("partition healed after %s: the old MAIN %s acknowledged %d writes, %d more committed unconfirmed (from +%.1fs), %d refused %q",
 		cut.heal().Round(100*time.Millisecond), oldMain, len(acked), len(unconfirmed), firstUnconfirmed.Seconds(), len(refused), refused)

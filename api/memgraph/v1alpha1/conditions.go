@@ -33,6 +33,10 @@ const (
 // it counts as unavailable.
 const RoleAssignedGate = "memgraph.com/role-assigned"
 
+// EventReasonFailover is the Warning event of a failover: the coordinators promoted
+// another data instance to MAIN without the operator asking (status.lastFailoverTime).
+const EventReasonFailover = "Failover"
+
 // Condition reasons named by the product document; stable, since users wait on them.
 const (
 	ReasonConverged                    = "Converged"

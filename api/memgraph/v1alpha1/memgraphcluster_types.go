@@ -143,9 +143,16 @@ type MemgraphClusterSpec struct {
 	// +optional
 	Resources RoleResources `json:"resources,omitempty"`
 
-	// Labels added to each role's pods, StatefulSet and Service.
+	// Labels added to each role's pods, StatefulSet and Service. The operator's own labels
+	// (those it selects and numbers its pods by) cannot be set.
 	// +optional
 	Labels RoleLabels `json:"labels,omitempty"`
+
+	// Annotations added to each role's pods (the pod template: a change rolls the role's
+	// pods, one at a time, as any template change does). Keys under memgraph.com/ are the
+	// operator's and cannot be set.
+	// +optional
+	Annotations RoleAnnotations `json:"annotations,omitempty"`
 
 	// ExtraEnv adds plain environment variables to each role's container. Values are
 	// not secret by construction (no valueFrom); the license and identity are the
@@ -758,14 +765,28 @@ type RoleResources struct {
 type RoleLabels struct {
 	// Coordinators' labels.
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/component', 'app.kubernetes.io/managed-by']))",message="labels must not set app.kubernetes.io/name, instance, component or managed-by: the operator selects its pods by them; use another key"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/component', 'app.kubernetes.io/managed-by', 'memgraph.com/cluster', 'apps.kubernetes.io/pod-index', 'statefulset.kubernetes.io/pod-name', 'controller-revision-hash']))",message="labels must not set app.kubernetes.io/name, instance, component or managed-by, memgraph.com/cluster (the operator selects its pods by them) nor apps.kubernetes.io/pod-index, statefulset.kubernetes.io/pod-name or controller-revision-hash (the StatefulSet controller numbers its pods by them, and a coordinator's id is its pod-index): use another key"
 	// +optional
 	Coordinators map[string]LabelValue `json:"coordinators,omitempty"`
 	// Data instances' labels.
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/component', 'app.kubernetes.io/managed-by']))",message="labels must not set app.kubernetes.io/name, instance, component or managed-by: the operator selects its pods by them; use another key"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/component', 'app.kubernetes.io/managed-by', 'memgraph.com/cluster', 'apps.kubernetes.io/pod-index', 'statefulset.kubernetes.io/pod-name', 'controller-revision-hash']))",message="labels must not set app.kubernetes.io/name, instance, component or managed-by, memgraph.com/cluster (the operator selects its pods by them) nor apps.kubernetes.io/pod-index, statefulset.kubernetes.io/pod-name or controller-revision-hash (the StatefulSet controller numbers its pods by them, and a coordinator's id is its pod-index): use another key"
 	// +optional
 	Data map[string]LabelValue `json:"data,omitempty"`
+}
+
+// RoleAnnotations are both roles' extra pod annotations.
+type RoleAnnotations struct {
+	// Coordinators' pod annotations.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('memgraph.com/'))",message="annotations must not use keys under memgraph.com/: they are the operator's own; use another prefix"
+	// +optional
+	Coordinators map[string]string `json:"coordinators,omitempty"`
+	// Data instances' pod annotations.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('memgraph.com/'))",message="annotations must not use keys under memgraph.com/: they are the operator's own; use another prefix"
+	// +optional
+	Data map[string]string `json:"data,omitempty"`
 }
 
 // LabelValue is a label's value; keys are checked by the API server when the operator
@@ -874,6 +895,14 @@ type MemgraphClusterStatus struct {
 	// +optional
 	Leader string `json:"leader,omitempty"`
 
+	// LastFailoverTime is when the operator last saw the coordinators promote another data
+	// instance to MAIN without its asking (a failover after the MAIN was lost; a switchover
+	// the operator ran before replacing or retiring the MAIN is not one). Each is a Warning
+	// event "Failover" naming the old and new MAIN and is counted in
+	// memgraph_operator_failovers_total. Unset until the first.
+	// +optional
+	LastFailoverTime *metav1.Time `json:"lastFailoverTime,omitempty"`
+
 	// Conditions: Ready, Converged and Updated.
 	// +optional
 	// +listType=map
@@ -921,6 +950,7 @@ const (
 // +kubebuilder:printcolumn:name="Ready Data",type=integer,JSONPath=`.status.readyDataInstances`,description="Data-instance pods Ready (running and given their role)"
 // +kubebuilder:printcolumn:name="Main",type=string,JSONPath=`.status.main`,description="The data instance holding MAIN"
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`,description="The Raft leader"
+// +kubebuilder:printcolumn:name="Last Failover",type=date,JSONPath=`.status.lastFailoverTime`,description="When the coordinators last promoted another MAIN"
 // +kubebuilder:printcolumn:name="Registered Coordinators",type=integer,JSONPath=`.status.coordinators`,priority=1,description="Coordinators registered in SHOW INSTANCES"
 // +kubebuilder:printcolumn:name="Registered Data",type=integer,JSONPath=`.status.dataInstances`,priority=1,description="Data instances registered in SHOW INSTANCES"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

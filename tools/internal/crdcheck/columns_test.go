@@ -20,7 +20,7 @@ var wantColumns = map[string][]string{
 	"ValkeyCluster":           {"State", "Reason", "Shards", "Ready Shards", "Last Failover", "Age"},
 	"ValkeyNode":              {"Role", "Shard", "Ready", "Age"},
 	"ValkeyBackup":            {"Cluster", "Phase", "Size", "Stopped", "Age"},
-	"MemgraphCluster":         {"State", "Reason", "Coordinators", "Data", "Ready Coordinators", "Ready Data", "Main", "Leader", "Age"},
+	"MemgraphCluster":         {"State", "Reason", "Coordinators", "Data", "Ready Coordinators", "Ready Data", "Main", "Leader", "Last Failover", "Age"},
 	"ValdOperatorRelease":     {"Phase", "Progress", "Status", "Age"},
 	"ValdRelease":             {"Deployed", "Age"},
 	"MemgraphBackup":          {"Cluster", "Phase", "Size", "Age"},

@@ -54,7 +54,7 @@ metadata: {name: cache-manual-1}
 spec: {cluster: {name: demo}}`, conditions: []string{"Completed"},
 		status: map[string]any{"phase": "Completed", "size": int64(4096), "stoppedAt": "2025-01-01T00:00:00Z"}, shown: []string{"Completed", "4096"}},
 	{resource: "mgc", name: "memgraph-demo", from: "memgraph.yaml", conditions: []string{"Ready", "Converged", "Updated", "VolumesResized"},
-		status: map[string]any{"state": "Ready", "reason": "Ready", "main": "instance_0", "leader": "coordinator_1", "coordinators": int64(3), "dataInstances": int64(2), "readyCoordinators": int64(3), "readyDataInstances": int64(2)},
+		status: map[string]any{"state": "Ready", "reason": "Ready", "main": "instance_0", "leader": "coordinator_1", "coordinators": int64(3), "dataInstances": int64(2), "readyCoordinators": int64(3), "readyDataInstances": int64(2), "lastFailoverTime": "2025-01-01T00:00:00Z"},
 		shown:  []string{"instance_0", "coordinator_1"}},
 	{resource: "vc", name: "veltrix-demo", from: "veltrix.yaml", conditions: []string{"Ready"},
 		status: map[string]any{"state": "Ready", "reason": "MembersReady", "size": int64(3), "readyMembers": int64(3), "lastFailoverTime": "2025-01-01T00:00:00Z"},

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Name is the controller's name; its events come from it.
@@ -89,6 +90,17 @@ type Registration struct {
 	// their role (main or replica); nil when no leader answered this pass, and then the
 	// role-assigned gates are left as they are.
 	DataRoles map[string]string
+	// View is what the failover watch compares (executor.ViewKey): the leader and each
+	// member's role and health; "" from a Registrar that does not say.
+	View string
+}
+
+// Observer reads the leader's SHOW INSTANCES and changes nothing. A Registrar that is one
+// keeps status.main and status.leader current where the registration does not run (pods
+// not all ready) and, through the failover watch (watch.go), between the resyncs of a
+// steady cluster: the coordinators' failover makes no Kubernetes event.
+type Observer interface {
+	Observe(ctx context.Context, c *memgraphv1.MemgraphCluster, creds Credentials, want planner.Desired) (Registration, error)
 }
 
 // SysctlChecker asks a node's agent for vm.max_map_count against a minimum (raising it
@@ -119,6 +131,11 @@ type Config struct {
 	// Resync is how often a converged cluster is re-registered: a registration a pod lost
 	// (wiped storage, a restart) makes no watch event.
 	Resync time.Duration
+	// Watch is how often the failover watch reads the coordinators' view of each steady
+	// cluster between resyncs (one SHOW INSTANCES per coordinator, no API call), starting
+	// a pass when the leader, a MAIN or a member's health changed. Only with a Registrar
+	// that is an Observer.
+	Watch time.Duration
 	// SysctlRecheck is how long a node's met vm.max_map_count is trusted.
 	SysctlRecheck time.Duration
 	// SysctlRetry is how soon a node found unmet, or whose agent did not answer, is asked again.
@@ -143,6 +160,9 @@ func (cfg *Config) defaults() {
 	if cfg.Resync <= 0 {
 		cfg.Resync = 30 * time.Second
 	}
+	if cfg.Watch <= 0 {
+		cfg.Watch = 5 * time.Second
+	}
 	if cfg.SysctlRecheck <= 0 {
 		cfg.SysctlRecheck = 10 * time.Minute
 	}
@@ -164,6 +184,8 @@ type Controller struct {
 	metrics  *metrics.Objects
 	// mains is each cluster's MAIN as the last pass saw it (main_changes_total).
 	mains *mainTracker
+	// watch reads the coordinators of steady clusters between passes (watch.go).
+	watch *failoverWatch
 
 	mu sync.Mutex
 	// nodes remembers each node's last check, so passes do not call the agents each time.
@@ -184,9 +206,10 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		apply:    ssa.Applier{Client: mgr.GetClient(), FieldManager: resources.FieldManager},
 		recorder: mgr.GetEventRecorder(Name),
 		metrics:  m,
-		mains:    &mainTracker{last: map[types.NamespacedName]string{}},
+		mains:    newMainTracker(),
 		nodes:    map[string]nodeCheck{},
 	}
+	ctl.watch = newFailoverWatch(cfg)
 	r, err := reconciler.New(reconciler.Config[*memgraphv1.MemgraphCluster]{
 		Name:   cfg.Operator,
 		Client: mgr.GetClient(),
@@ -202,10 +225,16 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		OnGone: func(key types.NamespacedName, _ types.UID) {
 			m.Forget(key.Namespace, key.Name)
 			ctl.mains.forget(key)
+			ctl.watch.forget(key)
 		},
 	})
 	if err != nil {
 		return err
+	}
+	if ctl.watch.observer != nil {
+		if err := mgr.Add(ctl.watch); err != nil {
+			return err
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("memgraphcluster").
@@ -219,6 +248,8 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				return e.ObjectOld.(*corev1.Pod).Spec.NodeName != e.ObjectNew.(*corev1.Pod).Spec.NodeName
 			}})).
+		// The failover watch's wake-ups: the coordinators' view of a steady cluster changed.
+		WatchesRawSource(source.Channel(ctl.watch.wake, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
+	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
 	"github.com/opsuite/suite/shared/children"
 	"github.com/opsuite/suite/shared/reconciler"
@@ -37,6 +38,13 @@ type pass struct {
 	// reg is the registration pass's report; nil when it did not run.
 	reg    *Registration
 	regErr error
+	// seen is the leader's view read without registering (pods not all ready); nil when
+	// the registration ran or nothing could be read.
+	seen *Registration
+	// steady: the pass registered, found the cluster converged and waits for the resync;
+	// the failover watch then reads the coordinators as target says until the next pass.
+	steady bool
+	target watchTarget
 	nodes  nodeFindings
 	rolled rollStep
 	// authErr is why spec.auth's Secret could not be used ("" when it could or is unset).
@@ -58,11 +66,16 @@ type pass struct {
 // run is the reconciler's pass over c.
 func (ctl *Controller) run(ctx context.Context, c *memgraphv1.MemgraphCluster) (reconciler.Result, error) {
 	p := &pass{ctl: ctl, c: c, now: time.Now(), sts: map[resources.Role]*appsv1.StatefulSet{}}
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	mainBefore := c.Status.Main
 	wait, err := p.reconcile(ctx)
 	p.writeStatus()
+	p.noteMain(key, mainBefore)
 	ctl.metrics.SetState(c.Namespace, c.Name, string(c.Status.State))
-	if ctl.mains.moved(types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, c.Status.Main) {
-		ctl.metrics.Add(c.Namespace, c.Name, counterMainChanges, 1)
+	if p.steady {
+		ctl.watch.track(key, p.target)
+	} else {
+		ctl.watch.forget(key)
 	}
 	if err != nil {
 		return reconciler.Result{}, err
@@ -123,17 +136,21 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	}
 	// Every dial of this pass (registration, credentials) verifies with this CA.
 	ctx = WithBoltTLS(ctx, bt)
+	want := resources.Advertise(p.c, resources.DesiredMembership(p.c, *p.sts[resources.RoleCoordinator].Spec.Replicas, *p.sts[resources.RoleData].Spec.Replicas), p.external.addrs)
+	p.target = watchTarget{creds: creds, tls: bt, want: want}
 	// The gate is strict, retiring pods included: the registration acts on a fully known
 	// cluster or not at all.
 	if len(p.notReady) > 0 || cfg.Registrar == nil {
+		// The coordinators fail over while a pod is away: the status follows them.
+		p.observe(ctx, creds, want)
 		return cfg.Poll, nil
 	}
-	want := resources.Advertise(p.c, resources.DesiredMembership(p.c, *p.sts[resources.RoleCoordinator].Spec.Replicas, *p.sts[resources.RoleData].Spec.Replicas), p.external.addrs)
 	if err := p.planRoll(ctx, &want); err != nil {
 		return 0, err
 	}
 	reg, err := cfg.Registrar.Register(ctx, p.c, creds, want)
 	p.ctl.metrics.Add(p.c.Namespace, p.c.Name, counterRegistrations, len(reg.Executed))
+	p.ctl.mains.promoted(types.NamespacedName{Namespace: p.c.Namespace, Name: p.c.Name}, want, reg.Executed)
 	if err != nil {
 		// The data plane refused or failed a command: observe again soon; not an error
 		// loop, the condition says it and the log has the cause.
@@ -169,7 +186,22 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 		// certificate: look again soon rather than at the resync.
 		return cfg.Poll, nil
 	}
+	p.steady, p.target.view = true, reg.View
 	return cfg.Resync, nil
+}
+
+// observe reads the leader's view without registering, where the Registrar can.
+func (p *pass) observe(ctx context.Context, creds Credentials, want planner.Desired) {
+	o, ok := p.ctl.cfg.Registrar.(Observer)
+	if !ok {
+		return
+	}
+	seen, err := o.Observe(ctx, p.c, creds, want)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("Failed to observe MemgraphCluster", "memgraphCluster", p.c.Name, "error", err.Error())
+		return
+	}
+	p.seen = &seen
 }
 
 // maxEventNote keeps an event's note under the events API's 1 kB limit.

@@ -27,25 +27,15 @@ type BoltRegistrar struct {
 func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphCluster, creds Credentials, want planner.Desired) (Registration, error) {
 	ctx, cancel := context.WithTimeout(ctx, registrationTimeout)
 	defer cancel()
-	o := b.Options
-	o.Username, o.Password = creds.Username, creds.Password
-	o.CA = BoltCA(ctx)
-	d := &tlsRecorder{Dialer: memgraph.NewDialer(o)}
+	o, d := b.dialer(ctx, creds)
 	out, err := executor.Reconcile(ctx, d, want)
-	r := Registration{
-		Leader: out.Leader, Main: out.Main, Converged: out.Converged, Reason: out.Reason, Message: out.Message,
-		RetiredCoordinators: out.RetiredCoordinators, RetiredData: out.RetiredData, Executed: out.Executed,
-		CoordinatorsBehind: out.CoordinatorsBehind,
-	}
+	r := registrationOf(out, want)
+	r.Converged, r.RetiredCoordinators, r.RetiredData, r.Executed = out.Converged, out.RetiredCoordinators, out.RetiredData, out.Executed
 	if bt := BoltTLSOf(ctx); err == nil && r.Converged && bt.Cert != nil {
 		// Only on a converged cluster: the reload is upkeep, never ahead of membership.
 		r.Executed = append(r.Executed, reloadRenewed(ctx, o, want, bt.Cert)...)
 	}
-	if herr := d.failure(); herr != nil && r.Reason == memgraphv1.ReasonCoordinatorUnreachable {
-		// Unreachable because the handshake failed: say so, the cause is the certificate.
-		r.Reason, r.Message = memgraphv1.ReasonTLSVerificationFailed, msgTLSVerification
-		log.FromContext(ctx).Error(herr, "Bolt TLS handshake failed")
-	}
+	tlsFailure(ctx, d, &r)
 	if out.Lag != nil {
 		r.LagRead = true
 		for _, l := range out.Lag {
@@ -53,6 +43,46 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 				r.Lagging = append(r.Lagging, l.Instance)
 			}
 		}
+	}
+	return r, err
+}
+
+// observeTimeout bounds one observation: a few SHOW INSTANCES, on the poll's schedule.
+const observeTimeout = 10 * time.Second
+
+// Observe implements Observer with executor.Observe: the leader's view, no command.
+func (b BoltRegistrar) Observe(ctx context.Context, _ *memgraphv1.MemgraphCluster, creds Credentials, want planner.Desired) (Registration, error) {
+	ctx, cancel := context.WithTimeout(ctx, observeTimeout)
+	defer cancel()
+	_, d := b.dialer(ctx, creds)
+	out, err := executor.Observe(ctx, d, want)
+	r := registrationOf(out, want)
+	tlsFailure(ctx, d, &r)
+	return r, err
+}
+
+// dialer dials as creds, verifying with the pass's CA, and records failed handshakes.
+func (b BoltRegistrar) dialer(ctx context.Context, creds Credentials) (memgraph.Options, *tlsRecorder) {
+	o := b.Options
+	o.Username, o.Password = creds.Username, creds.Password
+	o.CA = BoltCA(ctx)
+	return o, &tlsRecorder{Dialer: memgraph.NewDialer(o)}
+}
+
+// tlsFailure says why the coordinators were unreachable when a handshake failed: the
+// cause is the certificate.
+func tlsFailure(ctx context.Context, d *tlsRecorder, r *Registration) {
+	if herr := d.failure(); herr != nil && r.Reason == memgraphv1.ReasonCoordinatorUnreachable {
+		r.Reason, r.Message = memgraphv1.ReasonTLSVerificationFailed, msgTLSVerification
+		log.FromContext(ctx).Error(herr, "Bolt TLS handshake failed")
+	}
+}
+
+// registrationOf is what an executor outcome says about the membership, as status reads it.
+func registrationOf(out executor.Outcome, want planner.Desired) Registration {
+	r := Registration{
+		Leader: out.Leader, Main: out.Main, Reason: out.Reason, Message: out.Message,
+		CoordinatorsBehind: out.CoordinatorsBehind, View: executor.ViewKey(out),
 	}
 	if out.Leader != "" && out.Instances != nil {
 		r.DataRoles = map[string]string{}
@@ -70,7 +100,7 @@ func (b BoltRegistrar) Register(ctx context.Context, _ *memgraphv1.MemgraphClust
 			r.DataInstances++
 		}
 	}
-	return r, err
+	return r
 }
 
 // credentialsTimeout bounds one credentials check (up to three logins and four commands).

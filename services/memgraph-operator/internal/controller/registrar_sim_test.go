@@ -89,6 +89,26 @@ func simAddressMapEnv(m map[string]string) string {
 	return "MEMGRAPH_SIM_ADDRESS_MAP=" + strings.Join(entries, ",")
 }
 
+// mapSimMembers reserves loopback ports for every member of cluster name at its largest
+// shape, maps the addresses the controller registers to them on both sides (the test's
+// dialer through book, the simulators through cl.ExtraEnv) and returns the test's view of
+// the plane. The processes are started by the caller.
+func mapSimMembers(t *testing.T, cl *memgraphtest.Cluster, book *addressBook, opts memgraph.Options, ns, name string, coordinators, data int32) simPlane {
+	t.Helper()
+	shape := &memgraphv1.MemgraphCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: memgraphv1.MemgraphClusterSpec{Coordinators: coordinators, DataInstances: data}}
+	all := resources.DesiredMembership(shape, coordinators, data)
+	names := append(coordinatorNames(int(coordinators)), dataNames(name, int(data))...)
+	cl.Ports = map[string]memgraphtest.Ports{}
+	for i, p := range memgraphtest.ReservePorts(t, len(names)) {
+		cl.Ports[names[i]] = p
+	}
+	addrs := addressMap(all, cl.Ports)
+	book.set(addrs)
+	cl.ExtraEnv = []string{simAddressMapEnv(addrs)}
+	return simPlane{t: t, dialer: memgraph.NewDialer(opts), all: all}
+}
+
 // holdable is the real registrar behind a gate the test can close, so that it can change
 // the data plane by hand without a pass racing it, and it keeps every command the
 // registrar ran.
@@ -317,18 +337,7 @@ func TestBoltRegistrarAgainstSimulators(t *testing.T) {
 
 	// Every member's addresses at the largest size, mapped to ports picked now: the
 	// simulators need the whole map when the first of them starts.
-	shape := &memgraphv1.MemgraphCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
-		Spec: memgraphv1.MemgraphClusterSpec{Coordinators: 5, DataInstances: 3}}
-	all := resources.DesiredMembership(shape, 5, 3)
-	names := append(coordinatorNames(5), dataNames(name, 3)...)
-	cl.Ports = map[string]memgraphtest.Ports{}
-	for i, p := range memgraphtest.ReservePorts(t, len(names)) {
-		cl.Ports[names[i]] = p
-	}
-	addrs := addressMap(all, cl.Ports)
-	book.set(addrs)
-	cl.ExtraEnv = []string{simAddressMapEnv(addrs)}
-	plane := simPlane{t: t, dialer: memgraph.NewDialer(opts), all: all}
+	plane := mapSimMembers(t, cl, book, opts, h.ns, name, 5, 3)
 	data := dataNames(name, 3)
 
 	// Bootstrap: 3 coordinators and 2 data instances, registered by the controller once

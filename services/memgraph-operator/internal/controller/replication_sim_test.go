@@ -53,18 +53,7 @@ func TestReplicationModeAndSettingsAgainstSimulators(t *testing.T) {
 	reg := &holdable{Registrar: controller.BoltRegistrar{Options: opts}}
 	h := start(t, "mg-modes", func(cfg *controller.Config) { cfg.Registrar = reg })
 
-	shape := &memgraphv1.MemgraphCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
-		Spec: memgraphv1.MemgraphClusterSpec{Coordinators: 3, DataInstances: 3}}
-	all := resources.DesiredMembership(shape, 3, 3)
-	names := append(coordinatorNames(3), dataNames(name, 3)...)
-	cl.Ports = map[string]memgraphtest.Ports{}
-	for i, p := range memgraphtest.ReservePorts(t, len(names)) {
-		cl.Ports[names[i]] = p
-	}
-	addrs := addressMap(all, cl.Ports)
-	book.set(addrs)
-	cl.ExtraEnv = []string{simAddressMapEnv(addrs)}
-	plane := simPlane{t: t, dialer: memgraph.NewDialer(opts), all: all}
+	plane := mapSimMembers(t, cl, book, opts, h.ns, name, 3, 3)
 	data := dataNames(name, 3)
 	for id := 1; id <= 3; id++ {
 		cl.StartCoordinator(id)

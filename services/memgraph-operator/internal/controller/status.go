@@ -39,9 +39,12 @@ func (p *pass) writeStatus() {
 	if sts := p.sts[resources.RoleData]; sts != nil {
 		st.ReadyDataInstances = sts.Status.ReadyReplicas
 	}
-	if p.reg != nil {
-		st.Main, st.Leader = p.reg.Main, p.reg.Leader
-		st.Coordinators, st.DataInstances = p.reg.Coordinators, p.reg.DataInstances
+	if seen := p.reg; seen != nil || p.seen != nil {
+		if seen == nil {
+			seen = p.seen
+		}
+		st.Main, st.Leader = seen.Main, seen.Leader
+		st.Coordinators, st.DataInstances = seen.Coordinators, seen.DataInstances
 	}
 	workloads := strings.Join(p.notReady, ", ")
 

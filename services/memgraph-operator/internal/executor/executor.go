@@ -84,22 +84,11 @@ type Outcome struct {
 
 // Reconcile runs one registration pass.
 func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, error) {
-	if err := validate(want); err != nil {
-		return Outcome{}, err
-	}
-	var out Outcome
-	ldr, found := discover(ctx, d, want)
+	out, ldr, found, err := look(ctx, d, want)
 	defer found.close(ctx)
-	if err := ctx.Err(); err != nil {
+	if err != nil || ldr == nil {
 		return out, err
 	}
-	if ldr == nil {
-		out.Reason, out.Message = found.reason, found.message
-		return out, nil
-	}
-	out.Leader = ldr.name
-	out.Instances = ldr.rows
-	out.CoordinatorsBehind = Behind(found.views, ldr.name, ldr.rows)
 	seen := planner.Observed{Leader: ldr.name, Instances: ldr.rows}
 	if planner.NeedsLag(want, ldr.rows) || want.ReadLag {
 		lag, err := ldr.sess.ReplicationLag(ctx)

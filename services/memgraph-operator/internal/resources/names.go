@@ -6,6 +6,7 @@ package resources
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
@@ -166,15 +167,45 @@ func RoleLabels(c *memgraphv1.MemgraphCluster, r Role) map[string]string {
 	}
 	l := make(map[string]string, len(extra)+5)
 	for k, v := range extra {
-		l[k] = string(v)
+		if !slices.Contains(statefulSetPodLabels, k) {
+			l[k] = string(v)
+		}
 	}
-	// Ours win: the CRD refuses these keys, this keeps an unvalidated spec from breaking
-	// the selectors.
+	// Ours win: the CRD refuses these keys (and the StatefulSet controller's, left out
+	// above), this keeps an unvalidated spec from breaking the selectors.
 	for k, v := range Selector(c.Name, r) {
 		l[k] = v
 	}
 	return l
 }
+
+// statefulSetPodLabels are the labels the StatefulSet controller puts on its pods; a
+// coordinator's id is its pod-index.
+var statefulSetPodLabels = []string{LabelPodIndex, "statefulset.kubernetes.io/pod-name", "controller-revision-hash"}
+
+// PodAnnotations are spec.annotations of the role, for its pod template; nil when there
+// are none. Keys under memgraph.com/ are left out: the CRD refuses them, this keeps an
+// unvalidated spec from taking the operator's own.
+func PodAnnotations(c *memgraphv1.MemgraphCluster, r Role) map[string]string {
+	extra := c.Spec.Annotations.Data
+	if r == RoleCoordinator {
+		extra = c.Spec.Annotations.Coordinators
+	}
+	var a map[string]string
+	for k, v := range extra {
+		if strings.HasPrefix(k, operatorAnnotationPrefix) {
+			continue
+		}
+		if a == nil {
+			a = make(map[string]string, len(extra))
+		}
+		a[k] = v
+	}
+	return a
+}
+
+// operatorAnnotationPrefix is the annotation keys the operator keeps for itself.
+const operatorAnnotationPrefix = "memgraph.com/"
 
 // ClusterDomain is spec.clusterDomain or its default.
 func ClusterDomain(c *memgraphv1.MemgraphCluster) string {

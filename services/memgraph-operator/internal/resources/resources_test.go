@@ -274,6 +274,31 @@ func TestStorageAndRetention(t *testing.T) {
 	}
 }
 
+// TestPodAnnotations: spec.annotations of a role go on that role's pod template only
+// (not the other role's, not the StatefulSet, not the Services); keys under memgraph.com/
+// are the operator's even on a spec that never passed admission; none set, none rendered.
+func TestPodAnnotations(t *testing.T) {
+	c := tuned()
+	if a := StatefulSet(c, RoleData, 3).Spec.Template.Annotations; a != nil {
+		t.Errorf("annotations %v without spec.annotations", a)
+	}
+	c.Spec.Annotations = memgraphv1.RoleAnnotations{
+		Data:         map[string]string{"example.com/backup": "daily", "memgraph.com/role-assigned": "forged"},
+		Coordinators: map[string]string{"sidecar.istio.io/inject": "false"},
+	}
+	data, coord := StatefulSet(c, RoleData, 3), StatefulSet(c, RoleCoordinator, 3)
+	if got := data.Spec.Template.Annotations; len(got) != 1 || got["example.com/backup"] != "daily" {
+		t.Errorf("data pod annotations %v, want example.com/backup=daily alone", got)
+	}
+	if got := coord.Spec.Template.Annotations; len(got) != 1 || got["sidecar.istio.io/inject"] != "false" {
+		t.Errorf("coordinator pod annotations %v, want sidecar.istio.io/inject=false alone", got)
+	}
+	if data.Annotations != nil || HeadlessService(c, RoleData).Annotations != nil || ClientService(c).Annotations != nil {
+		t.Errorf("pod annotations leaked onto the StatefulSet or Services: %v %v %v",
+			data.Annotations, HeadlessService(c, RoleData).Annotations, ClientService(c).Annotations)
+	}
+}
+
 func TestLabelsAndSelectors(t *testing.T) {
 	c := tuned()
 	sts := StatefulSet(c, RoleData, 3)
@@ -283,10 +308,17 @@ func TestLabelsAndSelectors(t *testing.T) {
 	if _, ok := sts.Spec.Selector.MatchLabels["team"]; ok {
 		t.Error("a user label is in the immutable selector")
 	}
-	// A spec that never passed admission cannot take over the selector labels.
+	// A spec that never passed admission cannot take over the selector labels, nor the
+	// StatefulSet controller's.
 	c.Spec.Labels.Data["app.kubernetes.io/component"] = "hijack"
-	if got := StatefulSet(c, RoleData, 3).Spec.Template.Labels[LabelComponent]; got != "data" {
-		t.Errorf("component label %q", got)
+	c.Spec.Labels.Data[LabelCluster] = "other"
+	c.Spec.Labels.Data[LabelPodIndex] = "7"
+	hijacked := StatefulSet(c, RoleData, 3).Spec.Template.Labels
+	if hijacked[LabelComponent] != "data" || hijacked[LabelCluster] != c.Name {
+		t.Errorf("selector labels taken over: %v", hijacked)
+	}
+	if got, ok := hijacked[LabelPodIndex]; ok {
+		t.Errorf("pod template carries %s=%q, which only the StatefulSet controller sets", LabelPodIndex, got)
 	}
 	for _, svc := range []*corev1.Service{HeadlessService(c, RoleCoordinator), HeadlessService(c, RoleData)} {
 		if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses {

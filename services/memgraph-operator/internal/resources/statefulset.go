@@ -38,7 +38,7 @@ func StatefulSet(c *memgraphv1.MemgraphCluster, r Role, replicas int32) *appsv1.
 				WhenScaled:  retention(c.Spec.Storage.WhenScaled()),
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: PodAnnotations(c, r)},
 				Spec:       podSpec(c, r),
 			},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	memgraphv1 "github.com/opsuite/suite/api/memgraph/v1alpha1"
 	"github.com/opsuite/suite/shared/testenv"
@@ -181,7 +182,20 @@ func TestCreateRules(t *testing.T) {
 		}, want: "resources.coordinators.requests must not exceed resources.coordinators.limits"},
 		{name: "selector label", mutate: func(c *mgc) {
 			c.Spec.Labels.Data = map[string]memgraphv1.LabelValue{"app.kubernetes.io/instance": "other"}
-		}, want: "labels must not set app.kubernetes.io/name, instance, component or managed-by"},
+		}, want: "labels must not set app.kubernetes.io/name, instance, component or managed-by, memgraph.com/cluster"},
+		{name: "cluster selector label", mutate: func(c *mgc) {
+			c.Spec.Labels.Coordinators = map[string]memgraphv1.LabelValue{"memgraph.com/cluster": "other"}
+		}, want: "the operator selects its pods by them"},
+		{name: "pod-index label", mutate: func(c *mgc) {
+			c.Spec.Labels.Coordinators = map[string]memgraphv1.LabelValue{"apps.kubernetes.io/pod-index": "1"}
+		}, want: "a coordinator's id is its pod-index"},
+		{name: "operator annotation", mutate: func(c *mgc) {
+			c.Spec.Annotations.Data = map[string]string{"memgraph.com/role-assigned": "true"}
+		}, want: "annotations must not use keys under memgraph.com/"},
+		{name: "pod annotations", mutate: func(c *mgc) {
+			c.Spec.Annotations.Data = map[string]string{"example.com/backup": "daily", "prometheus.io/scrape": "true"}
+			c.Spec.Annotations.Coordinators = map[string]string{"sidecar.istio.io/inject": "false", "note": "a longer value, with spaces: fine"}
+		}},
 		{name: "label value with a space", mutate: func(c *mgc) {
 			c.Spec.Labels.Coordinators = map[string]memgraphv1.LabelValue{"team": "graph db"}
 		}, want: "label values must be at most 63 letters"},
@@ -648,8 +662,8 @@ func documents(t *testing.T, path string) [][]byte {
 	}
 }
 
-// TestKubectlColumns: kubectl prints the state, the declared counts, the MAIN and the
-// leader (the registered counts with -o wide), the short name and the opsuite category
+// TestKubectlColumns: kubectl prints the state, the declared counts, the MAIN, the
+// leader and the last failover (the registered counts with -o wide), the short name and the opsuite category
 // work, and a new cluster reads Initializing before any controller wrote status.
 func TestKubectlColumns(t *testing.T) {
 	bin, err := testenv.BinDir()
@@ -681,21 +695,24 @@ func TestKubectlColumns(t *testing.T) {
 			t.Errorf("kubectl printed %q, want %v then <age>", got, want)
 		}
 	}
-	// REASON, the READY counts, MAIN and LEADER are empty before the first status write
-	// (REASON stays empty while Ready; the ready counts are omitted at 0), so the row has no
-	// field for them.
-	expect(get("mgc", "shown"), []string{"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "READY", "COORDINATORS", "READY", "DATA", "MAIN", "LEADER", "AGE", "shown", "Initializing", "3", "2"})
+	// REASON, the READY counts, MAIN, LEADER and LAST FAILOVER are empty before the first
+	// status write (REASON stays empty while Ready; the ready counts are omitted at 0), so
+	// the row has no field for them.
+	header := []string{"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "READY", "COORDINATORS", "READY", "DATA", "MAIN", "LEADER", "LAST", "FAILOVER", "AGE"}
+	expect(get("mgc", "shown"), append(slices.Clone(header), "shown", "Initializing", "3", "2"))
 
+	// Ten hours ago prints as "10h" for the next 14 hours (kubectl's human durations).
 	c.Status = memgraphv1.MemgraphClusterStatus{
 		State: memgraphv1.StateReady, Coordinators: 3, DataInstances: 2, Main: "instance_0", Leader: "coordinator_1",
+		LastFailoverTime: &metav1.Time{Time: time.Now().Add(-10 * time.Hour)},
 	}
 	if err := env.Client.Status().Update(ctx, c); err != nil {
 		t.Fatalf("status update: %v", err)
 	}
-	expect(get("memgraphcluster", "shown"), []string{"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "READY", "COORDINATORS", "READY", "DATA", "MAIN", "LEADER", "AGE", "shown", "Ready", "3", "2", "instance_0", "coordinator_1"})
+	expect(get("memgraphcluster", "shown"), append(slices.Clone(header), "shown", "Ready", "3", "2", "instance_0", "coordinator_1", "10h"))
 	expect(get("mgc", "shown", "-o", "wide"), []string{
-		"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "READY", "COORDINATORS", "READY", "DATA", "MAIN", "LEADER", "REGISTERED", "COORDINATORS", "REGISTERED", "DATA", "AGE",
-		"shown", "Ready", "3", "2", "instance_0", "coordinator_1", "3", "2",
+		"NAME", "STATE", "REASON", "COORDINATORS", "DATA", "READY", "COORDINATORS", "READY", "DATA", "MAIN", "LEADER", "LAST", "FAILOVER", "REGISTERED", "COORDINATORS", "REGISTERED", "DATA", "AGE",
+		"shown", "Ready", "3", "2", "instance_0", "coordinator_1", "10h", "3", "2",
 	})
 	if got := get("opsuite", "-o", "name"); !slices.Contains(got, "memgraphcluster.memgraph.com/shown") {
 		t.Errorf("kubectl get opsuite lists %q, want memgraphcluster.memgraph.com/shown", got)
