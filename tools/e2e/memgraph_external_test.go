@@ -205,15 +205,7 @@ func (x *mgxScenario) waitWriter(ctx context.Context, step string, lbs map[strin
 	}
 	var last string
 	err := poll(ctx, x.t, step, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		cctx, cancel := context.WithTimeout(ctx, mgCall)
-		defer cancel()
-		cl, err := boltclient.Dial(cctx, lbs[mgxName+"-external"], boltclient.Options{Timeout: mgCall})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		defer func() { _ = cl.Close() }()
-		rt, err := cl.Route(cctx)
+		rt, err := routeVia(ctx, lbs[mgxName+"-external"])
 		if err != nil {
 			last = err.Error()
 			return false, nil
@@ -340,15 +332,7 @@ func (x *mgxScenario) routingTable(ctx context.Context, step string, lbs map[str
 	var rt bolt.RoutingTable
 	var last string
 	err := poll(ctx, x.t, step+": the routing table names load-balancer addresses", time.Minute, func(ctx context.Context) (bool, error) {
-		cctx, cancel := context.WithTimeout(ctx, mgCall)
-		defer cancel()
-		cl, err := boltclient.Dial(cctx, lbs[mgxName+"-external"], boltclient.Options{Timeout: mgCall})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		defer func() { _ = cl.Close() }()
-		got, err := cl.Route(cctx)
+		got, err := routeVia(ctx, lbs[mgxName+"-external"])
 		if err != nil {
 			last = err.Error()
 			return false, nil
@@ -457,4 +441,17 @@ func (x *mgxScenario) diagnose(ctx context.Context) {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		x.t.Logf("%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
 	}
+}
+
+// routeVia asks the coordinators' routing at addr for a routing table, as a neo4j://
+// driver does first.
+func routeVia(ctx context.Context, addr string) (*bolt.RoutingTable, error) {
+	ctx, cancel := context.WithTimeout(ctx, mgCall)
+	defer cancel()
+	cl, err := boltclient.Dial(ctx, addr, boltclient.Options{Timeout: mgCall})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cl.Close() }()
+	return cl.Route(ctx)
 }

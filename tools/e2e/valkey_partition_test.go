@@ -48,24 +48,11 @@ func TestValkeyPartition(t *testing.T) {
 	time.Sleep(3 * time.Second)
 
 	// The minority: one primary. The majority: the other members, its replica included.
-	nodes, err := s.nodes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roles, err := s.roles(ctx, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var primary string
+	primary, all := s.primaryAndMembers(ctx)
 	var others []string
-	for _, n := range nodes {
-		switch {
-		case n.Status.PodIP == "":
-			t.Fatalf("ValkeyNode %s has no pod address", n.Name)
-		case primary == "" && roles[n.Status.PodIP] == valkeyv1.RolePrimary:
-			primary = n.Status.PodIP
-		default:
-			others = append(others, n.Status.PodIP)
+	for _, a := range all {
+		if a != primary {
+			others = append(others, a)
 		}
 	}
 	out, err := s.cli(ctx, primary, "CLUSTER", "NODES")
@@ -215,6 +202,17 @@ func (s *vkScenario) cutOperatorOff(ctx context.Context, cutFor time.Duration) {
 	if uid <= 0 {
 		t.Fatalf("valkey-operator's pod runs as uid %d: a cut by user needs the charts' non-root user", uid)
 	}
+	primary, all := s.primaryAndMembers(ctx)
+	slices.Sort(all)
+	s.cutOperatorFrom(ctx, uid, []string{primary}, "one primary", cutFor)
+	s.cutOperatorFrom(ctx, uid, all, "every member", cutFor)
+}
+
+// primaryAndMembers returns the address of the first ValkeyNode that is a primary in the
+// data plane, and every member's address in the ValkeyNodes' order.
+func (s *vkScenario) primaryAndMembers(ctx context.Context) (string, []string) {
+	t := s.t
+	t.Helper()
 	nodes, err := s.nodes(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -226,14 +224,18 @@ func (s *vkScenario) cutOperatorOff(ctx context.Context, cutFor time.Duration) {
 	var primary string
 	var all []string
 	for _, n := range nodes {
+		if n.Status.PodIP == "" {
+			t.Fatalf("ValkeyNode %s has no pod address", n.Name)
+		}
 		all = append(all, n.Status.PodIP)
 		if primary == "" && roles[n.Status.PodIP] == valkeyv1.RolePrimary {
 			primary = n.Status.PodIP
 		}
 	}
-	slices.Sort(all)
-	s.cutOperatorFrom(ctx, uid, []string{primary}, "one primary", cutFor)
-	s.cutOperatorFrom(ctx, uid, all, "every member", cutFor)
+	if primary == "" {
+		t.Fatal("no ValkeyNode's member answers as a primary")
+	}
+	return primary, all
 }
 
 // cutOperatorFrom is one cut of cutOperatorOff.
