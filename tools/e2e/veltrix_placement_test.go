@@ -68,7 +68,7 @@ func TestVeltrixPlacement(t *testing.T) {
 		}
 	})
 
-	out, err := vxRunRecipe(t, "\n### Placement\n")
+	out, err := runReadmeRecipe(t, "VeltrixDB", "\n### Placement\n")
 	t.Logf("the recipe printed:\n%s", out)
 	if err != nil {
 		podsOut, _ := kubectl(ctx, "get", "pods,pvc", "-o", "wide", "-n", vxNamespace, "-l", "app.kubernetes.io/instance="+name)
@@ -109,22 +109,23 @@ func TestVeltrixPlacement(t *testing.T) {
 	}
 }
 
-// vxRunRecipe runs the first sh block after heading (a line of its own) in the README's
-// VeltrixDB section, with KUBECONFIG set to the suite's cluster, from the repository's root.
-func vxRunRecipe(t *testing.T, heading string) (string, error) {
+// runReadmeRecipe runs the first sh block after heading (a line of its own) in the README's
+// section (a "## " heading), with KUBECONFIG set to the suite's cluster, from the
+// repository's root.
+func runReadmeRecipe(t *testing.T, section, heading string) (string, error) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(env.root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "\n## VeltrixDB\n")
+	_, text, ok := strings.Cut(string(b), "\n## "+section+"\n")
 	if !ok {
-		t.Fatal("README has no section VeltrixDB")
+		t.Fatalf("README has no section %s", section)
 	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	_, after, ok := strings.Cut(section, heading)
+	text, _, _ = strings.Cut(text, "\n## ")
+	_, after, ok := strings.Cut(text, heading)
 	if !ok {
-		t.Fatalf("README's VeltrixDB section has no %q", strings.TrimSpace(heading))
+		t.Fatalf("README's %s section has no %q", section, strings.TrimSpace(heading))
 	}
 	_, after, ok = strings.Cut(after, "```sh\n")
 	block, _, ok2 := strings.Cut(after, "```\n")

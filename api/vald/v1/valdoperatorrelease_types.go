@@ -1,6 +1,7 @@
 package v1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -211,7 +212,82 @@ type Agent struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
 	TopologySpreadConstraints *[]TopologySpread `json:"topologySpreadConstraints,omitempty"`
+	// Placement of the agents' pods: the Vald chart's agent.affinity, nodeSelector,
+	// tolerations, podPriority and terminationGracePeriodSeconds, over the agent pool's
+	// placement (see Placement). An agent saves its index when it stops: its grace period
+	// (the chart's 120 seconds unless set) must cover that.
+	Placement `json:",inline"`
 }
+
+// Placement is where a component's pods run, at what priority and how long they have to
+// stop, written under the Vald chart's own keys of the component. Unset fields leave the
+// chart's defaults. The node pool's placement stays: the nodeSelector adds labels to the
+// pool's (the same key with another value is refused when the ValdRelease is built), the
+// tolerations add to the pool's, and the affinity applies on top of the pool's
+// nodeSelector, since a pod must match both (a required node affinity no node of the pool
+// can match is refused when the ValdRelease is built).
+type Placement struct {
+	// Affinity of the pods (the chart's <component>.affinity). A podAntiAffinity replaces
+	// the chart's default preference; a nodeAffinity's required terms are ANDed with the
+	// node pool's nodeSelector.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// NodeSelector adds node labels the pods require to the node pool's (the chart's
+	// <component>.nodeSelector). A key the node pool sets must keep the pool's value.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="nodeSelector keys must be node label keys such as topology.kubernetes.io/zone: an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' or '.'"
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the pods, added to the node pool's toleration of its taint (the
+	// chart's <component>.tolerations).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.effect) || t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="tolerations[].effect must be NoSchedule, PreferNoSchedule or NoExecute, or left out to tolerate every effect"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator in ['Exists', 'Equal'])",message="tolerations[].operator must be Equal or Exists"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator != 'Exists' || !has(t.value) || t.value == '')",message="tolerations[] with operator Exists must have no value: remove the value or use operator Equal"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, (has(t.key) && t.key != '') || (has(t.operator) && t.operator == 'Exists'))",message="tolerations[] without a key must have operator Exists (it tolerates every taint): add a key or set operator Exists"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.tolerationSeconds) || (has(t.effect) && t.effect == 'NoExecute'))",message="tolerations[].tolerationSeconds applies to effect NoExecute only: set effect NoExecute or remove tolerationSeconds"
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// PodPriority is the Vald chart's PriorityClass of the component (<component>.podPriority):
+	// the chart creates a class <namespace>-<component name>-priority of this value, with
+	// preemptionPolicy Never, and runs the pods in it; it has no key to name a class of
+	// your own. Unset keeps the chart's default: on, at 1000000000 for agents and
+	// 1000000 for the others.
+	// +optional
+	PodPriority *PodPriority `json:"podPriority,omitempty"`
+
+	// TerminationGracePeriodSeconds is how long a stopping pod has after SIGTERM (the
+	// chart's <component>.terminationGracePeriodSeconds; unset keeps the chart's 120
+	// seconds for agents and 30 for the others). Between 1 and 86400.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 1 && self <= 86400",message="terminationGracePeriodSeconds must be between 1 and 86400 seconds: 0 kills the pod at once, and an agent killed before it saved its index loses the vectors not yet saved; leave it out for the Vald chart's default (120 for agents, 30 for the others)"
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+}
+
+// PodPriority is the Vald chart's podPriority of a component: whether the chart's
+// PriorityClass is used, and its value.
+// +kubebuilder:validation:XValidation:rule="has(self.enabled) || has(self.value)",message="podPriority needs enabled or value: enabled false runs the pods without a class, a value sets the chart's class to it"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.value) || !has(self.value) || self.value == oldSelf.value || (has(oldSelf.enabled) && !oldSelf.enabled)",message="podPriority.value cannot change while the class exists: Kubernetes refuses to change a PriorityClass's value, so the Vald Helm Operator's upgrade would fail. Set enabled: false first (the chart deletes the class), then the new value with enabled: true"
+type PodPriority struct {
+	// Enabled runs the pods in the chart's PriorityClass; false runs them without a class
+	// (the cluster's default priority). Unset keeps the chart's default, true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Value of the PriorityClass: higher schedules first and is preempted last. At most
+	// 1000000000, the highest a user-defined class may have.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self <= 1000000000",message="podPriority.value must be at most 1000000000, the highest value Kubernetes allows a PriorityClass that is not a system class"
+	Value *int32 `json:"value,omitempty"`
+}
+
+// LabelValue is a label's value.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:XValidation:rule="self.matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$')",message="nodeSelector values must be label values: at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, or empty"
+type LabelValue string
 
 // TopologySpread is one topology spread constraint of a component's pods. The lists of
 // them are pointers so that a Go client tells the default (nil, left out) from no
@@ -287,6 +363,7 @@ type PersistentVolume struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.saveSchedule) || size(self.saveSchedule) == 0 || self.saveSchedule.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|@every ([0-9]+(ns|us|ms|s|m|h))+|[^ ]+( +[^ ]+){4})$')",message="indexer.saveSchedule must be a CronJob schedule: five fields such as \"0 * * * *\", a macro such as @hourly, or @every 1h"
 // +kubebuilder:validation:XValidation:rule="!has(self.indexDuration) || self.indexDuration.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$')",message="indexer.indexDuration must be a duration such as 30m or 1h"
 // +kubebuilder:validation:XValidation:rule="!has(self.saveDuration) || self.saveDuration.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|ms|s|m|h))+$')",message="indexer.saveDuration must be a duration such as 30m or 1h"
+// +kubebuilder:validation:XValidation:rule="(has(self.manager) && self.manager) || (!has(self.podPriority) && !has(self.terminationGracePeriodSeconds))",message="indexer.podPriority and indexer.terminationGracePeriodSeconds apply to the index manager only: the Vald chart's index creator and saver jobs have no such keys; set indexer.manager: true or remove them"
 type Indexer struct {
 	// IndexSchedule is the cron schedule of the index creator job, and of the saver job
 	// when SaveSchedule is empty; used when Manager is false.
@@ -328,6 +405,10 @@ type Indexer struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
 	TopologySpreadConstraints *[]TopologySpread `json:"topologySpreadConstraints,omitempty"`
+	// Placement of the index manager's pods (the chart's manager.index keys) and, with
+	// manager false, of the index creator and saver jobs' pods, which the chart places by
+	// affinity, nodeSelector and tolerations only (manager.index.creator and .saver).
+	Placement `json:",inline"`
 }
 
 // Gateway configures the load-balancing gateway. Its replicas follow the agents unless
@@ -364,6 +445,9 @@ type Gateway struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
 	TopologySpreadConstraints *[]TopologySpread `json:"topologySpreadConstraints,omitempty"`
+	// Placement of the gateway's pods (the chart's gateway.lb keys), over the general
+	// pool's placement (see Placement).
+	Placement `json:",inline"`
 }
 
 // Ingress exposes the gateway through an Ingress.
@@ -395,6 +479,9 @@ type Discoverer struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
 	TopologySpreadConstraints *[]TopologySpread `json:"topologySpreadConstraints,omitempty"`
+	// Placement of the discoverer's pods, DaemonSet or Deployment (the chart's discoverer
+	// keys), over the general pool's placement (see Placement).
+	Placement `json:",inline"`
 }
 
 // Progress counts lifecycle phases. Both fields default to 0: status is written as a

@@ -54,12 +54,39 @@ var (
 	}
 )
 
-// placement is what every workload of the chart declares for its pods' placement.
-var placement = map[string]Key{"nodeSelector": openO, "tolerations": openA}
+// placement is what every workload of the chart declares for its pods' placement: a node
+// selector, tolerations and an affinity, whose schema spells out its three parts and
+// their lists of terms (the terms themselves are Kubernetes', objects the chart passes on).
+var placement = merge(
+	map[string]Key{"nodeSelector": openO, "tolerations": openA, "affinity": obj, "affinity.nodeAffinity": obj},
+	fields("affinity.nodeAffinity", map[string]Key{
+		"preferredDuringSchedulingIgnoredDuringExecution":                  openA,
+		"requiredDuringSchedulingIgnoredDuringExecution":                   obj,
+		"requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms": openA,
+	}),
+	podAffinity("affinity.podAffinity"),
+	podAffinity("affinity.podAntiAffinity"),
+)
 
-// spread is what the long-running workloads declare besides: a list of Kubernetes
-// topology spread constraints (the index CronJobs have none).
-var spread = map[string]Key{"topologySpreadConstraints": openA}
+// podAffinity is the chart's podAffinity or podAntiAffinity: two lists of terms.
+func podAffinity(path string) map[string]Key {
+	return merge(map[string]Key{path: obj}, fields(path, map[string]Key{
+		"preferredDuringSchedulingIgnoredDuringExecution": openA,
+		"requiredDuringSchedulingIgnoredDuringExecution":  openA,
+	}))
+}
+
+// pods is what the long-running workloads declare besides: a list of Kubernetes topology
+// spread constraints, the chart's PriorityClass (podPriority: whether the pods run in the
+// class <namespace>-<name>-priority the chart creates, and its value) and the grace period
+// (minimum 0). The index CronJobs have none of them.
+var pods = map[string]Key{
+	"topologySpreadConstraints":     openA,
+	"podPriority":                   obj,
+	"podPriority.enabled":           boolK,
+	"podPriority.value":             integ,
+	"terminationGracePeriodSeconds": integ,
+}
 
 // Keys holds the declared type of every key the operator writes, by dotted path. A key the
 // builder starts writing needs an entry here first: its test fails on a key without one.
@@ -138,10 +165,10 @@ var Keys = merge(
 	fields("discoverer", placement),
 	fields("gateway.lb", placement),
 	fields("manager.index", placement),
-	fields("agent", spread),
-	fields("discoverer", spread),
-	fields("gateway.lb", spread),
-	fields("manager.index", spread),
+	fields("agent", pods),
+	fields("discoverer", pods),
+	fields("gateway.lb", pods),
+	fields("manager.index", pods),
 	indexJob("manager.index.creator"),
 	indexJob("manager.index.saver"),
 )

@@ -109,6 +109,70 @@ func TestNewKeysTyped(t *testing.T) {
 	}
 }
 
+// TestPlacementKeysTyped: the placement keys the operator writes since issue 26 (affinity,
+// podPriority, terminationGracePeriodSeconds of every long-running component, affinity of
+// the index jobs) pass with the types the chart declares and are refused, naming each, with
+// any other; the Kubernetes terms inside the affinity's lists are not looked into.
+func TestPlacementKeysTyped(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
+	try := func(values string) *Plan {
+		t.Helper()
+		var spec map[string]any
+		if err := json.Unmarshal([]byte(values), &spec); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Next(Observed{Namespace: "ns", Name: "vr", Generation: 1, Spec: spec}, t0, t0.Add(time.Second), time.Second, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	good := try(`{
+		"agent": {"podPriority": {"enabled": true, "value": 1000000000}, "terminationGracePeriodSeconds": 600,
+			"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]},
+				"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {}}]}}},
+		"discoverer": {"podPriority": {"enabled": false}, "terminationGracePeriodSeconds": 30,
+			"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/hostname"}], "preferredDuringSchedulingIgnoredDuringExecution": []}}},
+		"gateway": {"lb": {"podPriority": {"value": 5}, "affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "podAffinityTerm": {}}]}}}},
+		"manager": {"index": {"terminationGracePeriodSeconds": 120, "affinity": {},
+			"creator": {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}},
+			"saver": {"affinity": {"podAntiAffinity": {}}}}}
+	}`)
+	if !hasCond(good.Status, ConditionDeployed, "True", ReasonInstallSuccessful) {
+		t.Fatalf("the placement keys' chart types refused: %+v", good.Status)
+	}
+	bad := try(`{
+		"agent": {"podPriority": {"enabled": "true", "value": 1.5}, "terminationGracePeriodSeconds": "600",
+			"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"matchExpressions": []}]}}},
+		"discoverer": {"podPriority": true, "affinity": []},
+		"gateway": {"lb": {"terminationGracePeriodSeconds": 30.5, "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"topologyKey": "x"}}}}},
+		"manager": {"index": {"podPriority": {"value": "high"},
+			"creator": {"affinity": "anywhere"},
+			"saver": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": {}}}}}}}
+	}`)
+	failed := bad.Status.Get(ConditionReleaseFailed)
+	if failed == nil {
+		t.Fatalf("wrong types installed: %+v", bad.Status)
+	}
+	for _, want := range []string{
+		"at '/agent/podPriority/enabled': got string, want boolean",
+		"at '/agent/podPriority/value': got number, want integer",
+		"at '/agent/terminationGracePeriodSeconds': got string, want integer",
+		"at '/agent/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution': got array, want object",
+		"at '/discoverer/podPriority': got boolean, want object",
+		"at '/discoverer/affinity': got array, want object",
+		"at '/gateway/lb/terminationGracePeriodSeconds': got number, want integer",
+		"at '/gateway/lb/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution': got object, want array",
+		"at '/manager/index/podPriority/value': got string, want integer",
+		"at '/manager/index/creator/affinity': got string, want object",
+		"at '/manager/index/saver/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms': got object, want array",
+	} {
+		if !strings.Contains(failed.Message, want) {
+			t.Errorf("refusal %q does not name %s", failed.Message, want)
+		}
+	}
+}
+
 // TestRefusesOwnedObjects: a render sharing an object with another installed release fails
 // as Helm's ownership check does, naming the object and the owner, and is tried again.
 func TestRefusesOwnedObjects(t *testing.T) {

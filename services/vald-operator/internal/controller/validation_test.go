@@ -124,6 +124,64 @@ func TestAdmission(t *testing.T) {
 		{name: "ingress annotation key with a space", mutate: func(v *valdv1.ValdOperatorRelease) {
 			v.Spec.VectorEngine.Vald.Gateway.Ingress = &valdv1.Ingress{Enabled: true, Annotations: map[string]string{"bad key": "x"}}
 		}, want: "ingress.annotations keys must be annotation keys"},
+		// Issue 26: placement of every component, in the Vald chart's keys.
+		{name: "every placement field", mutate: func(v *valdv1.ValdOperatorRelease) {
+			vald := &v.Spec.VectorEngine.Vald
+			p := valdv1.Placement{
+				Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "topology.kubernetes.io/zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}},
+				NodeSelector: map[string]valdv1.LabelValue{"disktype": "nvme", "example.com/rack": ""},
+				Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "vald", Effect: corev1.TaintEffectNoSchedule},
+					{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)}},
+				PodPriority:                   &valdv1.PodPriority{Enabled: ptr.To(true), Value: ptr.To[int32](1000000000)},
+				TerminationGracePeriodSeconds: ptr.To[int64](86400),
+			}
+			vald.Agent.Placement, vald.Gateway.Placement, vald.Discoverer.Placement = p, p, p
+			vald.Indexer.Manager, vald.Indexer.Placement = true, p
+		}},
+		{name: "index jobs placement", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Indexer.Placement = valdv1.Placement{NodeSelector: map[string]valdv1.LabelValue{"disktype": "ssd"},
+				Tolerations: []corev1.Toleration{{Key: "batch", Operator: corev1.TolerationOpExists}}}
+		}},
+		{name: "nodeSelector key with a space", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Agent.NodeSelector = map[string]valdv1.LabelValue{"disk type": "nvme"}
+		}, want: "nodeSelector keys must be node label keys such as topology.kubernetes.io/zone"},
+		{name: "nodeSelector value with a slash", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Gateway.NodeSelector = map[string]valdv1.LabelValue{"disktype": "nvme/ssd"}
+		}, want: "nodeSelector values must be label values"},
+		{name: "toleration effect", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Discoverer.Tolerations = []corev1.Toleration{{Key: "a", Operator: corev1.TolerationOpExists, Effect: "NoRun"}}
+		}, want: "tolerations[].effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+		{name: "toleration operator", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Agent.Tolerations = []corev1.Toleration{{Key: "a", Operator: "In"}}
+		}, want: "tolerations[].operator must be Equal or Exists"},
+		{name: "toleration Exists with a value", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Agent.Tolerations = []corev1.Toleration{{Key: "a", Operator: corev1.TolerationOpExists, Value: "b"}}
+		}, want: "tolerations[] with operator Exists must have no value"},
+		{name: "toleration without a key nor Exists", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Agent.Tolerations = []corev1.Toleration{{Value: "b", Effect: corev1.TaintEffectNoSchedule}}
+		}, want: "tolerations[] without a key must have operator Exists"},
+		{name: "tolerationSeconds without NoExecute", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Indexer.Tolerations = []corev1.Toleration{{Key: "a", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: ptr.To[int64](5)}}
+		}, want: "tolerations[].tolerationSeconds applies to effect NoExecute only"},
+		{name: "priority above the user maximum", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Agent.PodPriority = &valdv1.PodPriority{Value: ptr.To[int32](1000000001)}
+		}, want: "podPriority.value must be at most 1000000000"},
+		{name: "empty podPriority", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Gateway.PodPriority = &valdv1.PodPriority{}
+		}, want: "podPriority needs enabled or value"},
+		{name: "grace period zero", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Agent.TerminationGracePeriodSeconds = ptr.To[int64](0)
+		}, want: "terminationGracePeriodSeconds must be between 1 and 86400 seconds"},
+		{name: "grace period above a day", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Discoverer.TerminationGracePeriodSeconds = ptr.To[int64](86401)
+		}, want: "terminationGracePeriodSeconds must be between 1 and 86400 seconds"},
+		{name: "index job priority", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Indexer.PodPriority = &valdv1.PodPriority{Value: ptr.To[int32](10)}
+		}, want: "indexer.podPriority and indexer.terminationGracePeriodSeconds apply to the index manager only"},
+		{name: "index job grace period", mutate: func(v *valdv1.ValdOperatorRelease) {
+			v.Spec.VectorEngine.Vald.Indexer.TerminationGracePeriodSeconds = ptr.To[int64](10)
+		}, want: "indexer.podPriority and indexer.terminationGracePeriodSeconds apply to the index manager only"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,6 +211,32 @@ func TestDefaults(t *testing.T) {
 	ngt := got.Spec.VectorEngine.Vald.Agent.NGT
 	if got.Spec.Infrastructure[0].Active == nil || !*got.Spec.Infrastructure[0].Active || ngt.DistanceType != "l2" || ngt.ObjectType != "float" {
 		t.Errorf("defaults: active=%v distanceType=%q objectType=%q", got.Spec.Infrastructure[0].Active, ngt.DistanceType, ngt.ObjectType)
+	}
+}
+
+// TestPodPriorityValueFixed: Kubernetes refuses to change a PriorityClass's value, so a
+// release refuses a new podPriority.value while the chart's class exists, with a message
+// saying how to change it: disable the class first (the chart deletes it), then set the
+// new value with the class on.
+func TestPodPriorityValueFixed(t *testing.T) {
+	h := &harness{t: t, ns: newNamespace(t)}
+	vor := h.release("prio", "a=1")
+	vor.Spec.VectorEngine.Vald.Agent.PodPriority = &valdv1.PodPriority{Value: ptr.To[int32](5000)}
+	h.create(vor)
+	set := func(p *valdv1.PodPriority) error {
+		got := h.get("prio")
+		got.Spec.VectorEngine.Vald.Agent.PodPriority = p
+		return env.Client.Update(context.Background(), got)
+	}
+	err := set(&valdv1.PodPriority{Value: ptr.To[int32](6000)})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "podPriority.value cannot change while the class exists") {
+		t.Errorf("value changed with the class on: %v", err)
+	}
+	if err := set(&valdv1.PodPriority{Enabled: ptr.To(false), Value: ptr.To[int32](5000)}); err != nil {
+		t.Fatalf("disabling the class: %v", err)
+	}
+	if err := set(&valdv1.PodPriority{Enabled: ptr.To(true), Value: ptr.To[int32](6000)}); err != nil {
+		t.Errorf("a new value once the class was off: %v", err)
 	}
 }
 

@@ -201,6 +201,15 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 		agentPool, agentPoolType = general, valdv1.NodePoolTypeGeneral
 	}
 
+	const field = "spec.vectorEngine.vald"
+	var agentPoolName, generalPoolName string
+	if agentPool != nil {
+		agentPoolName = fmt.Sprintf("the %s pool of infrastructure entry %q", agentPoolType, infra.Role)
+	}
+	if general != nil {
+		generalPoolName = fmt.Sprintf("the general pool of infrastructure entry %q", infra.Role)
+	}
+
 	values := map[string]any{}
 	if v.Defaults.LogLevel != "" {
 		values["defaults"] = map[string]any{"logging": map[string]any{"level": v.Defaults.LogLevel}}
@@ -254,6 +263,9 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 		agent["resources"] = res
 	}
 	spread(agent, v.Agent.TopologySpreadConstraints, pods.agent, release, AgentWhenUnsatisfiable)
+	if err := place(placeTarget{values: agent, field: field + ".agent", pool: agentPoolName}, v.Agent.Placement); err != nil {
+		return nil, err
+	}
 	if pv := v.Agent.PersistentVolume; pv != nil {
 		if pv.Enabled {
 			size := PVSize(agentMemory, cfg)
@@ -305,6 +317,9 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 		placeOn(lb, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
 	}
 	spread(lb, v.Gateway.TopologySpreadConstraints, pods.gateway, release, DefaultComponentWhenUnsatisfiable)
+	if err := place(placeTarget{values: lb, field: field + ".gateway", pool: generalPoolName}, v.Gateway.Placement); err != nil {
+		return nil, err
+	}
 	values["gateway"] = map[string]any{"lb": lb}
 
 	// Discoverer.
@@ -333,6 +348,9 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 	// A DaemonSet has one pod per node already.
 	if disc["kind"] == "Deployment" {
 		spread(disc, v.Discoverer.TopologySpreadConstraints, pods.discoverer, release, DefaultComponentWhenUnsatisfiable)
+	}
+	if err := place(placeTarget{values: disc, field: field + ".discoverer", pool: generalPoolName}, v.Discoverer.Placement); err != nil {
+		return nil, err
 	}
 	values["discoverer"] = disc
 
@@ -369,10 +387,16 @@ func chartValues(vor *valdv1.ValdOperatorRelease, infra valdv1.Infrastructure, c
 			if general != nil {
 				placeOn(j, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
 			}
+			if err := place(placeTarget{values: j, field: field + ".indexer", pool: generalPoolName, jobs: true}, v.Indexer.Placement); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if general != nil {
 		placeOn(index, vor.Namespace, valdv1.NodePoolTypeGeneral, cfg)
+	}
+	if err := place(placeTarget{values: index, field: field + ".indexer", pool: generalPoolName, jobs: !v.Indexer.Manager}, v.Indexer.Placement); err != nil {
+		return nil, err
 	}
 	values["manager"] = map[string]any{"index": index}
 	return values, nil

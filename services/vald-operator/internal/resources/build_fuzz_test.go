@@ -13,6 +13,7 @@ import (
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/api/vald/valdchart"
 	"github.com/opsuite/suite/shared/fuzzinput"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -62,6 +63,55 @@ func (s *fuzzBytes) spread() *[]valdv1.TopologySpread {
 			WhenUnsatisfiable: s.pick("", "DoNotSchedule", "ScheduleAnyway")})
 	}
 	return &out
+}
+
+// placement is a Placement admission accepts; podKeys adds podPriority and the grace
+// period (the index jobs have neither). Some node selectors and affinities contradict a
+// node pool's labels (with either label prefix the decoder picks).
+func (s *fuzzBytes) placement(podKeys bool) valdv1.Placement {
+	var p valdv1.Placement
+	switch s.Next() % 5 {
+	case 1:
+		p.NodeSelector = map[string]valdv1.LabelValue{"disktype": "nvme"}
+	case 2:
+		p.NodeSelector = map[string]valdv1.LabelValue{s.pick("type", "pool.opsuite.io/type"): valdv1.LabelValue(s.pick("agent", "general"))}
+	case 3:
+		p.NodeSelector = map[string]valdv1.LabelValue{s.pick("namespace", "pool.opsuite.io/namespace"): "other", "rack": "7"}
+	}
+	req := func(key string, op corev1.NodeSelectorOperator, values ...string) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: op, Values: values}}}}}}}
+	}
+	switch s.Next() % 6 {
+	case 1:
+		p.Affinity = req("topology.kubernetes.io/zone", corev1.NodeSelectorOpIn, "a", "b")
+	case 2:
+		p.Affinity = req(s.pick("type", "pool.opsuite.io/type"), corev1.NodeSelectorOpNotIn, s.pick("agent", "general"))
+	case 3:
+		p.Affinity = req("rack", corev1.NodeSelectorOpGt, "3")
+	case 4:
+		p.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 1, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname"}}}}}
+	case 5:
+		p.Affinity = &corev1.Affinity{}
+	}
+	if s.Next()%2 == 1 {
+		p.Tolerations = []corev1.Toleration{{Key: s.pick("dedicated", "pool.opsuite.io/type", "type"), Operator: corev1.TolerationOpEqual,
+			Value: s.pick("vald", "agent", "general"), Effect: corev1.TaintEffectNoSchedule}}
+	}
+	if !podKeys {
+		return p
+	}
+	switch s.Next() % 4 {
+	case 1:
+		p.PodPriority = &valdv1.PodPriority{Value: ptr.To(int32(s.Next()) * 1000)}
+	case 2:
+		p.PodPriority = &valdv1.PodPriority{Enabled: ptr.To(s.Next()%2 == 1)}
+	}
+	if s.Next()%3 == 1 {
+		p.TerminationGracePeriodSeconds = ptr.To(int64(1 + s.Next()))
+	}
+	return p
 }
 
 // quantity is a positive quantity or "".
@@ -156,6 +206,11 @@ func decodeRelease(s *fuzzBytes) (*valdv1.ValdOperatorRelease, NodePools, Config
 	if v.Gateway.Ingress != nil && s.Next()%2 == 1 {
 		v.Gateway.Ingress.Annotations = map[string]string{"team": s.pick("search", "")}
 	}
+
+	// Issue 26: placement, including what clashes with the node pools (admission cannot
+	// see their label prefix; the build refuses it).
+	v.Agent.Placement, v.Gateway.Placement, v.Discoverer.Placement = s.placement(true), s.placement(true), s.placement(true)
+	v.Indexer.Placement = s.placement(v.Indexer.Manager) // admission refuses the manager's keys on the jobs
 
 	var nodes NodePools
 	if x := s.Next() % 4; x > 0 {
@@ -263,6 +318,9 @@ func checkBuildError(t *testing.T, vor *valdv1.ValdOperatorRelease, admitted []v
 	}
 	if vor.Spec.VectorEngine.Vald.Agent.MemoryLimit != "" && strings.Contains(be.Message, "memoryLimit") {
 		return // below the request: the request comes from the pool, which admission does not relate
+	}
+	if strings.Contains(be.Message, ".nodeSelector sets ") || strings.Contains(be.Message, "matches no node the pods may run on") {
+		return // placement against the node pool's labels, whose prefix admission does not know
 	}
 	seen := map[string]bool{}
 	for _, cl := range admitted {

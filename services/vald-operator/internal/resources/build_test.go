@@ -70,6 +70,8 @@ func goldenCases() []goldenCase {
 		}},
 		{golden: "discoverer-deployment-pdb", input: "pool-fallback", config: func(c *Config) { c.DiscovererPDBMaxUnavailable = "50%" }},
 		{golden: "nodepool-match", input: "full", nodes: NodePools{valdv1.NodePoolTypeGeneral: true, valdv1.NodePoolTypeValdAgent: true}},
+		{golden: "placement", input: "placement", afterLegacy: true},
+		{golden: "placement-jobs", input: "placement-jobs", afterLegacy: true},
 		{golden: "tuned", input: "tuned", afterLegacy: true, config: func(c *Config) {
 			c.GatewayAgentsPerReplica, c.GatewayMinReplicas, c.GatewayMaxReplicas = 4, 1, 3
 			c.GatewayIngressAnnotations = map[string]string{"nginx.ingress.kubernetes.io/backend-protocol": "GRPC", "team": "platform"}
