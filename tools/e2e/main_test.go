@@ -275,6 +275,11 @@ func setup() (teardown func(), err error) {
 	if !exists("/usr/bin/redis-server") {
 		missing = append(missing, "/usr/bin/redis-server: install the Debian package redis-server (.ci/apt-packages.txt)")
 	}
+	// ... and the Valkey exporter sidecar's image (ghcr.io/oliver006/redis_exporter) as the
+	// exporter pinned in tools/go.mod.
+	if p := filepath.Join(root, ".cache", "bin", "redis_exporter"); !exists(p) {
+		missing = append(missing, p+": run `make runtime-tools` (it builds redis_exporter, pinned in tools/go.mod)")
+	}
 	if len(missing) > 0 {
 		return cleanWork, fmt.Errorf("missing binaries:\n  %s", strings.Join(missing, "\n  "))
 	}

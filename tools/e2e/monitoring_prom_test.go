@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,15 +25,15 @@ import (
 
 // chartRuleFiles renders every chart's PrometheusRule as a cluster with the CRD would
 // (--api-versions), writes its spec (a Prometheus rules file) and returns the files and the
-// number of alerts in them.
-func chartRuleFiles(ctx context.Context, t *testing.T, dir string) ([]string, int) {
+// expression of every alert in them.
+func chartRuleFiles(ctx context.Context, t *testing.T, dir string) ([]string, map[string]string) {
 	t.Helper()
 	var files []string
-	alerts := 0
+	alerts := map[string]string{}
 	for _, s := range services {
 		f, exprs := chartRuleFile(ctx, t, s, dir)
 		files = append(files, f)
-		alerts += len(exprs)
+		maps.Copy(alerts, exprs)
 	}
 	return files, alerts
 }

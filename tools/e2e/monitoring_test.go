@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +34,13 @@ const monitoringNamespace = "e2e-monitoring"
 // coordinators, 1 data instance), for the members' series.
 const monitoredMemgraph = "monitored-memgraph"
 
+// monitoredValkey is the ValkeyCluster of monitoringNamespace that runs (1 shard, no
+// replica, the exporter sidecar on), for the exporter's series.
+const monitoredValkey = "monitored-valkey"
+
+// exporterUser is the ACL user the Valkey operator gives the exporter sidecar.
+const exporterUser = "valkey-exporter"
+
 // unplaced is a node selector no node of the cluster matches.
 var unplaced = map[string]any{"opsuite.io/e2e-monitoring": "nowhere"}
 
@@ -39,15 +48,19 @@ var unplaced = map[string]any{"opsuite.io/e2e-monitoring": "nowhere"}
 // that scrapes what the cluster runs the way the charts' ServiceMonitor and PodMonitor ask:
 // every operator's /metrics (HTTPS, a ServiceAccount token bound to the charts'
 // metrics-reader roles, honorLabels), every node agent's, every Memgraph member's exporter
-// sidecar (of a small cluster it runs) and every other pod's port named metrics. It loads every chart's PrometheusRule (helm template with the CRD's API) and
-// evaluates through the HTTP API every query of every dashboard the charts installed
-// (ConfigMaps labelled grafana_dashboard=1) and every alert: each panel returns data, every
-// series an alert names exists, no rule fails to evaluate, and the NotReady alert of each
-// object the test provokes is active.
+// sidecar (of a small cluster it runs), the Valkey exporter sidecar (redis_exporter, of a
+// small cluster it runs) and every other pod's port named metrics. It loads every chart's
+// PrometheusRule (helm template with the CRD's API) and evaluates through the HTTP API
+// every query of every dashboard the charts installed (ConfigMaps labelled
+// grafana_dashboard=1) and every alert: each panel returns data, every series an alert
+// names exists, no rule fails to evaluate, and each alert the test provokes has its
+// expression true for the object and turns active: the NotReady alerts, and
+// ValkeyMemberDown for a member that refuses its exporter.
 func TestMonitoring(t *testing.T) {
 	for _, s := range services {
 		needInstalled(t, s.name)
 	}
+	needCLI(t)
 	ctx := scenarioContext(t)
 	bin := prometheusBinary(t)
 	if !direct(&corev1.Pod{}) {
@@ -60,7 +73,7 @@ func TestMonitoring(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), monitoringNamespace, metav1.DeleteOptions{})
 	})
-	provoked := applyUnplacedObjects(ctx, t)
+	provoked := applyMonitoredObjects(ctx, t)
 
 	// The scraper's identity: a ServiceAccount bound to every operator chart's
 	// <release>-metrics-reader, as README "Monitoring" tells a Prometheus to be.
@@ -83,24 +96,29 @@ func TestMonitoring(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ruleFiles, alertCount := chartRuleFiles(ctx, t, work)
-	// Its pods must be ready before the scrape targets are listed.
-	err = poll(ctx, t, "the 4 pods of MemgraphCluster "+monitoredMemgraph+" ready", 4*time.Minute, func(ctx context.Context) (bool, error) {
-		pods, err := env.client.CoreV1().Pods(monitoringNamespace).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + monitoredMemgraph})
-		if err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range pods.Items {
-			if podReady(&pods.Items[i]) {
-				ready++
+	ruleFiles, alertExprs := chartRuleFiles(ctx, t, work)
+	// Their pods must be ready before the scrape targets are listed.
+	for _, w := range []struct {
+		selector string
+		pods     int
+	}{{"memgraph.com/cluster=" + monitoredMemgraph, 4}, {"valkey.io/cluster=" + monitoredValkey, 1}} {
+		err = poll(ctx, t, fmt.Sprintf("the %d pods of %s ready", w.pods, w.selector), 4*time.Minute, func(ctx context.Context) (bool, error) {
+			pods, err := env.client.CoreV1().Pods(monitoringNamespace).List(ctx, metav1.ListOptions{LabelSelector: w.selector})
+			if err != nil {
+				return false, err
 			}
+			ready := 0
+			for i := range pods.Items {
+				if podReady(&pods.Items[i]) {
+					ready++
+				}
+			}
+			return ready == w.pods, nil
+		})
+		if err != nil {
+			out, _ := kubectl(ctx, "-n", monitoringNamespace, "get", "pods,mgc,vkc", "-o", "wide")
+			t.Fatalf("%v:\n%s", err, out)
 		}
-		return ready == 4, nil
-	})
-	if err != nil {
-		out, _ := kubectl(ctx, "-n", monitoringNamespace, "get", "pods,mgc", "-o", "wide")
-		t.Fatalf("%v:\n%s", err, out)
 	}
 	jobs, jobKinds := scrapeJobs(ctx, t, tokenFile)
 	// A VeltrixDB member: the test's VeltrixCluster runs no pod, so the image's stand-in the
@@ -126,10 +144,11 @@ func TestMonitoring(t *testing.T) {
 	}
 	prom := startPrometheus(ctx, t, bin, cfgFile, work)
 
-	// Every operator and node agent target up: one down would fail every panel of its
-	// product below for a reason said here. The data-plane targets count where up.
+	// Every operator and node agent target up, and every target of the test's own
+	// clusters: one down would fail every panel of its product below for a reason said
+	// here. Other data-plane targets count where up.
 	var down, kinds, others []string
-	err = poll(ctx, t, "every operator and node agent target up", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	err = poll(ctx, t, "every operator, node agent and "+monitoringNamespace+" target up", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		var resp struct {
 			ActiveTargets []struct {
 				Labels    map[string]string `json:"labels"`
@@ -151,7 +170,7 @@ func TestMonitoring(t *testing.T) {
 				unscraped = true
 			case tg.Health == "up" && k != "" && !slices.Contains(kinds, k):
 				kinds = append(kinds, k)
-			case tg.Health != "up" && (k == "" || k == kindNodeAgent):
+			case tg.Health != "up" && (k == "" || k == kindNodeAgent || tg.Labels["namespace"] == monitoringNamespace):
 				down = append(down, fmt.Sprintf("%s (%s): %s %s", tg.Labels["job"], tg.ScrapeURL, tg.Health, tg.LastError))
 			case tg.Health != "up":
 				others = append(others, fmt.Sprintf("%s (%s): %s %s", tg.Labels["job"], tg.ScrapeURL, tg.Health, tg.LastError))
@@ -188,22 +207,37 @@ func TestMonitoring(t *testing.T) {
 	})
 
 	t.Run("alerts", func(t *testing.T) {
-		checkRules(ctx, t, prom, kinds, alertCount)
+		checkRules(ctx, t, prom, kinds, len(alertExprs))
 		for _, p := range provoked {
-			wantAlertActive(ctx, t, prom, p.alert, p.name)
+			wantAlertActive(ctx, t, prom, alertExprs, p)
 		}
+		provokeMemberDown(ctx, t, prom, alertExprs)
 	})
 }
 
-// provokedAlert is an alert the test makes true: its object never turns Ready.
-type provokedAlert struct{ alert, name string }
+// provokedAlert is an alert the test makes true for the object of monitoringNamespace
+// its labels name (with namespace).
+type provokedAlert struct {
+	alert  string
+	labels map[string]string
+}
 
-// applyUnplacedObjects creates a ValkeyCluster (and a backup of it), a MemgraphCluster and
-// a VeltrixCluster that no node can take (their pods stay Pending, nothing runs), and a
-// ValdOperatorRelease, from the samples, in monitoringNamespace: each operator has an object
-// to export series for, and the three clusters stay not Ready.
-func applyUnplacedObjects(ctx context.Context, t *testing.T) []provokedAlert {
+// applyMonitoredObjects creates, from the samples, in monitoringNamespace: a ValkeyCluster,
+// a MemgraphCluster and a VeltrixCluster that no node can take (their pods stay Pending,
+// nothing runs, they stay not Ready; a backup of the Valkey one stays Pending), a
+// ValdOperatorRelease, and the two clusters that run, monitoredValkey and
+// monitoredMemgraph. Each operator has an object to export series for.
+func applyMonitoredObjects(ctx context.Context, t *testing.T) []provokedAlert {
 	t.Helper()
+	placedCopy := func(obj map[string]any, name string) map[string]any {
+		placed := map[string]any{}
+		b, _ := yaml.Marshal(obj)
+		if err := yaml.Unmarshal(b, &placed); err != nil {
+			t.Fatal(err)
+		}
+		placed["metadata"].(map[string]any)["name"] = name
+		return placed
+	}
 	var docs []map[string]any
 	for _, f := range []string{"valkey.yaml", "memgraph.yaml", "veltrix.yaml", "vald.yaml"} {
 		raw, err := os.ReadFile(filepath.Join(env.root, "deploy", "samples", f))
@@ -223,17 +257,19 @@ func applyUnplacedObjects(ctx context.Context, t *testing.T) []provokedAlert {
 			spec, _ := obj["spec"].(map[string]any)
 			switch obj["kind"] {
 			case "ValkeyCluster":
+				// A cluster that runs, the smallest one: its member's exporter sidecar
+				// (redis_exporter on the local cluster) serves the Valkey panels.
+				placed := placedCopy(obj, monitoredValkey)
+				ps := placed["spec"].(map[string]any)
+				ps["shards"], ps["replicas"] = 1, 0
+				ps["exporter"] = map[string]any{"enabled": true}
+				docs = append(docs, placed)
 				meta["name"] = "unplaced-valkey"
 				spec["nodeSelector"] = unplaced
 			case "MemgraphCluster":
 				// A cluster that runs, the smallest one: its members' metrics-exporter
 				// sidecars serve the dashboard's Memgraph panels.
-				placed := map[string]any{}
-				b, _ := yaml.Marshal(obj)
-				if err := yaml.Unmarshal(b, &placed); err != nil {
-					t.Fatal(err)
-				}
-				placed["metadata"].(map[string]any)["name"] = monitoredMemgraph
+				placed := placedCopy(obj, monitoredMemgraph)
 				placed["spec"].(map[string]any)["dataInstances"] = 1
 				docs = append(docs, placed)
 				meta["name"] = "unplaced-memgraph"
@@ -247,11 +283,12 @@ func applyUnplacedObjects(ctx context.Context, t *testing.T) []provokedAlert {
 			docs = append(docs, obj)
 		}
 	}
-	docs = append(docs, map[string]any{
-		"apiVersion": "valkey.io/v1alpha1", "kind": "ValkeyBackup",
-		"metadata": map[string]any{"name": "unplaced-valkey-backup", "namespace": monitoringNamespace},
-		"spec":     map[string]any{"cluster": map[string]any{"name": "unplaced-valkey"}},
-	})
+	backupOf := func(apiVersion, kind, name, cluster string) map[string]any {
+		return map[string]any{"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": name, "namespace": monitoringNamespace},
+			"spec":     map[string]any{"cluster": map[string]any{"name": cluster}}}
+	}
+	docs = append(docs, backupOf("valkey.io/v1alpha1", "ValkeyBackup", "unplaced-valkey-backup", "unplaced-valkey"))
 	var out []string
 	for _, d := range docs {
 		b, err := yaml.Marshal(d)
@@ -269,15 +306,19 @@ func applyUnplacedObjects(ctx context.Context, t *testing.T) []provokedAlert {
 	} else {
 		t.Logf("%s", strings.TrimSpace(o))
 	}
+	named := func(alert, name string) provokedAlert {
+		return provokedAlert{alert, map[string]string{"name": name}}
+	}
 	return []provokedAlert{
-		{"ValkeyClusterNotReady", "unplaced-valkey"},
-		{"MemgraphClusterNotReady", "unplaced-memgraph"},
-		{"VeltrixClusterNotReady", "unplaced-veltrix"},
+		named("ValkeyClusterNotReady", "unplaced-valkey"),
+		named("MemgraphClusterNotReady", "unplaced-memgraph"),
+		named("VeltrixClusterNotReady", "unplaced-veltrix"),
 	}
 }
 
 // Data-plane kinds: a metric family of one is required to have data only when a target of
-// that kind runs (the test's own objects run no pods).
+// that kind runs; the Valkey exporter's and Memgraph's always (the test runs a cluster of
+// each).
 const (
 	kindValkeyExporter = "valkey exporter"
 	kindVeltrixMember  = "veltrixdb member"
@@ -285,13 +326,12 @@ const (
 	kindPreparedDisk   = "disk prepared by a node agent"
 )
 
-// familyKind says which scrape target serves a family the charts use; "" is the
-// operators' (always scraped). kubelet_ families come from the kubelets, which the local
-// cluster's kwok nodes do not run.
+// familyKind says which scrape target serves a family the charts use; "" is one always
+// scraped: the operators', and the Valkey exporter's and Memgraph's sidecars' of the
+// test's own clusters. kubelet_ families come from the kubelets, which the local cluster's
+// kwok nodes do not run.
 func familyKind(family string) string {
 	switch {
-	case strings.HasPrefix(family, "redis_"):
-		return kindValkeyExporter
 	case strings.HasPrefix(family, "veltrixdb_"):
 		return kindVeltrixMember
 	case strings.HasPrefix(family, "node_agent_prepared_filesystem_"):
@@ -593,12 +633,43 @@ func checkRules(ctx context.Context, t *testing.T, p *promServer, kinds []string
 	}
 }
 
-// wantAlertActive waits until alert is pending or firing for the object name of
-// monitoringNamespace (pending: true at every evaluation, waiting out its for:).
-func wantAlertActive(ctx context.Context, t *testing.T, p *promServer, alert, name string) {
+// wantAlertActive waits until the alert's expression returns a series with a's labels (in
+// monitoringNamespace), then until the alert is pending or firing for them (pending: true
+// at every evaluation, waiting out its for:).
+func wantAlertActive(ctx context.Context, t *testing.T, p *promServer, exprs map[string]string, a provokedAlert) {
 	t.Helper()
+	want := map[string]string{"namespace": monitoringNamespace}
+	maps.Copy(want, a.labels)
+	expr, ok := exprs[a.alert]
+	if !ok {
+		t.Errorf("no chart renders the alert %s", a.alert)
+		return
+	}
 	var seen []string
-	err := poll(ctx, t, fmt.Sprintf("alert %s active for %s/%s", alert, monitoringNamespace, name), 2*time.Minute, func(ctx context.Context) (bool, error) {
+	err := poll(ctx, t, fmt.Sprintf("the expression of %s true for %v", a.alert, want), 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var data struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+			} `json:"result"`
+		}
+		if err := p.get(ctx, "/api/v1/query", url.Values{"query": {expr}}, &data); err != nil {
+			seen = []string{err.Error()}
+			return false, nil //nolint:nilerr // retried; the last error is reported
+		}
+		seen = nil
+		for _, r := range data.Result {
+			seen = append(seen, fmt.Sprint(r.Metric))
+			if hasLabels(r.Metric, want) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("%v (%s); series: %v", err, expr, seen)
+		return
+	}
+	err = poll(ctx, t, fmt.Sprintf("alert %s active for %v", a.alert, want), 2*time.Minute, func(ctx context.Context) (bool, error) {
 		var data struct {
 			Alerts []struct {
 				Labels map[string]string `json:"labels"`
@@ -610,10 +681,10 @@ func wantAlertActive(ctx context.Context, t *testing.T, p *promServer, alert, na
 			return false, nil //nolint:nilerr // retried; the last error is reported
 		}
 		seen = nil
-		for _, a := range data.Alerts {
-			l := a.Labels
-			seen = append(seen, fmt.Sprintf("%s{%s/%s} %s", l["alertname"], l["namespace"], l["name"], a.State))
-			if l["alertname"] == alert && l["namespace"] == monitoringNamespace && l["name"] == name && (a.State == "pending" || a.State == "firing") {
+		for _, al := range data.Alerts {
+			seen = append(seen, fmt.Sprintf("%s%v %s", al.Labels["alertname"], al.Labels, al.State))
+			if al.Labels["alertname"] == a.alert && hasLabels(al.Labels, want) && (al.State == "pending" || al.State == "firing") {
+				t.Logf("alert %s %s for %v", a.alert, al.State, want)
 				return true, nil
 			}
 		}
@@ -621,6 +692,55 @@ func wantAlertActive(ctx context.Context, t *testing.T, p *promServer, alert, na
 	})
 	if err != nil {
 		t.Errorf("%v; active alerts: %v", err, seen)
+	}
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// provokeMemberDown makes the member of monitoredValkey refuse its exporter: the exporter
+// user is turned off (ACL SETUSER, as the default user, open in a cluster without
+// spec.users; the operator applies users only when they change), so the exporter answers
+// each scrape with redis_up 0, as it does for a member down or not answering. The
+// expression of ValkeyMemberDown is then true for the pod and the alert pending (for: 5m);
+// with the user on again, redis_up is 1 again.
+func provokeMemberDown(ctx context.Context, t *testing.T, p *promServer, exprs map[string]string) {
+	t.Helper()
+	pods, err := env.client.CoreV1().Pods(monitoringNamespace).List(ctx, metav1.ListOptions{LabelSelector: "valkey.io/cluster=" + monitoredValkey})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the pod of %s: %d pods (%v)", monitoredValkey, len(pods.Items), err)
+	}
+	pod := pods.Items[0]
+	ip := pod.Status.PodIP
+	if out, err := redisCLI(ctx, ip, "", "", "ACL", "SETUSER", exporterUser, "off"); err != nil {
+		t.Fatalf("turning the exporter's user off: %v\n%s", err, out)
+	}
+	on := func() {
+		if out, err := redisCLI(context.WithoutCancel(ctx), ip, "", "", "ACL", "SETUSER", exporterUser, "on"); err != nil {
+			t.Errorf("turning the exporter's user on again: %v\n%s", err, out)
+		}
+	}
+	restored := false
+	defer func() {
+		if !restored {
+			on()
+		}
+	}()
+	wantAlertActive(ctx, t, p, exprs, provokedAlert{"ValkeyMemberDown", map[string]string{"pod": pod.Name}})
+	on()
+	restored = true
+	up := fmt.Sprintf(`redis_up{namespace=%q, pod=%q} == 1`, monitoringNamespace, pod.Name)
+	if err := poll(ctx, t, "redis_up 1 again for "+pod.Name, time.Minute, func(ctx context.Context) (bool, error) {
+		n, err := p.query(ctx, up)
+		return n == 1, err
+	}); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -64,6 +64,7 @@ func (w *podWorker) startContainer(pod *corev1.Pod, c *container) error {
 	if err != nil {
 		return err
 	}
+	env = c.rule.podEnv(env, vars, pod.Status.PodIP)
 	command := make([]string, len(c.spec.Command))
 	for i, s := range c.spec.Command {
 		command[i] = expand(s, vars)

@@ -3,6 +3,7 @@ package podrunner
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -39,6 +40,16 @@ type ImageRule struct {
 	// "<pod IP>:8443": in its own network namespace, as on a kubelet, the process would
 	// own the port; here every pod shares the host's, so it must bind its own address.
 	ListenFlags []string `json:"listenFlags,omitempty"`
+	// ListenEnv names environment variables whose value is a listen address, rewritten as
+	// ListenFlags' values are: an image configured by its environment
+	// (redis_exporter's REDIS_EXPORTER_WEB_LISTEN_ADDRESS).
+	ListenEnv []string `json:"listenEnv,omitempty"`
+	// LoopbackEnv names environment variables holding an address of the pod itself, a URL
+	// or host:port ("redis://localhost:6379"): a loopback host (localhost, 127.0.0.0/8,
+	// ::1) becomes the pod's address. In its own network namespace a container reaches
+	// the pod's other containers on loopback; here every pod shares the host's, and the
+	// pod's servers listen on the pod's address.
+	LoopbackEnv []string `json:"loopbackEnv,omitempty"`
 	// Env is the image's ENV ("NAME=value"); the container's env overrides it.
 	Env []string `json:"env,omitempty"`
 	// User is the image's USER, numeric "uid[:gid]"; empty means root. It applies when the
@@ -106,12 +117,30 @@ func DefaultImageRules(binDir string) []ImageRule {
 		// binDir's repository.
 		{Image: "versity/versitygw*", Binary: filepath.Join(filepath.Dir(binDir), ".cache", "bin", "versitygw"),
 			Commands: []string{"versitygw"}, ListenFlags: []string{"--port", "-p"}},
+		// redis_exporter, the Valkey operator's exporter sidecar (ghcr.io/oliver006, or
+		// Docker Hub's copy): the tool `make runtime-tools` builds into .cache/bin from its
+		// pin in tools/go.mod. Its image's entrypoint /redis_exporter runs as 59000:59000,
+		// configured by flags or their variables; the operator sets the server's address
+		// (redis://localhost:6379) and the listen address (:9121) in the environment. The
+		// binary's own defaults for both are spelled out as the image's ENV so that a
+		// container setting neither is rewritten too.
+		redisExporter("*/oliver006/redis_exporter*", binDir),
+		redisExporter("oliver006/redis_exporter*", binDir),
 		// The Vald Helm Operator (operator-sdk's helm-operator with the Vald chart) runs as
 		// distroless nonroot; the Vald chart passes `run` and controller-runtime's listeners.
 		{Image: "vdaas/vald-helm-operator*", Binary: filepath.Join(binDir, "vald-helm-sim"),
 			Commands: []string{"helm-operator"}, ListenFlags: []string{"--metrics-bind-address", "--health-probe-bind-address"},
 			User: images.User},
 	}
+}
+
+// redisExporter is the rule of one spelling of redis_exporter's image.
+func redisExporter(image, binDir string) ImageRule {
+	return ImageRule{Image: image, Binary: filepath.Join(filepath.Dir(binDir), ".cache", "bin", "redis_exporter"),
+		Commands: []string{"redis_exporter"}, ListenFlags: []string{"--web.listen-address"},
+		ListenEnv: []string{"REDIS_EXPORTER_WEB_LISTEN_ADDRESS"}, LoopbackEnv: []string{"REDIS_ADDR"},
+		Env:  []string{"REDIS_ADDR=redis://localhost:6379", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=:9121"},
+		User: "59000:59000"}
 }
 
 // Validate checks one rule.
@@ -138,6 +167,11 @@ func (r ImageRule) Validate() error {
 	for _, f := range r.ListenFlags {
 		if !strings.HasPrefix(f, "-") || strings.Contains(f, "=") {
 			return fmt.Errorf("image rule %q: listen flag %q must be a flag name like --listen", r.Image, f)
+		}
+	}
+	for _, v := range append(slices.Clone(r.ListenEnv), r.LoopbackEnv...) {
+		if v == "" || strings.ContainsAny(v, "= ") {
+			return fmt.Errorf("image rule %q: environment variable %q must be a name like ADDR", r.Image, v)
 		}
 	}
 	return nil
@@ -225,6 +259,57 @@ func (r ImageRule) extraArgs(argv []string) []string {
 		return nil
 	}
 	return r.ExtraArgs
+}
+
+// podEnv rewrites, for a pod at podIP, the values of the rule's ListenEnv (as bindToPod
+// does flags) and LoopbackEnv variables in env ("NAME=value", a new slice) and in vars.
+func (r ImageRule) podEnv(env []string, vars map[string]string, podIP string) []string {
+	if len(r.ListenEnv) == 0 && len(r.LoopbackEnv) == 0 {
+		return env
+	}
+	out := make([]string, len(env))
+	for i, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		switch {
+		case slices.Contains(r.ListenEnv, k):
+			v = podAddress(v, podIP)
+		case slices.Contains(r.LoopbackEnv, k):
+			v = loopbackToPod(v, podIP)
+		}
+		out[i] = k + "=" + v
+		if _, ok := vars[k]; ok {
+			vars[k] = v
+		}
+	}
+	return out
+}
+
+// loopbackToPod replaces a loopback host in a URL ("redis://localhost:6379") or a
+// host:port by podIP; any other value stays.
+func loopbackToPod(value, podIP string) string {
+	if u, err := url.Parse(value); err == nil && u.Scheme != "" && u.Host != "" {
+		if !isLoopbackHost(u.Hostname()) {
+			return value
+		}
+		host := net.JoinHostPort(podIP, u.Port())
+		if u.Port() == "" {
+			host = strings.TrimSuffix(host, ":")
+		}
+		u.Host = host
+		return u.String()
+	}
+	if host, port, err := net.SplitHostPort(value); err == nil && isLoopbackHost(host) {
+		return net.JoinHostPort(podIP, port)
+	}
+	return value
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // parseUser reads an image USER ("uid" or "uid:gid", numeric); empty is root. The gid is

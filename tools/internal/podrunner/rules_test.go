@@ -2,6 +2,7 @@ package podrunner
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/itchyny/gojq"
@@ -39,6 +40,9 @@ func TestRulesMatchAndStageSelectorAgree(t *testing.T) {
 		{"nginx:1", ""},
 		{"myregistry:5000/redis:7", ""},
 		{"quay.io/redis/redis:7", ""},
+		{"ghcr.io/oliver006/redis_exporter:v1.74.0", "/repo/.cache/bin/redis_exporter"},
+		{"oliver006/redis_exporter:v1.80.0", "/repo/.cache/bin/redis_exporter"},
+		{"quay.io/oliver006/redis_exporter:v1.74.0-alpine", "/repo/.cache/bin/redis_exporter"},
 	}
 	for _, tt := range tests {
 		rule, ok := rules.Match(tt.image)
@@ -176,6 +180,8 @@ func TestRuleValidate(t *testing.T) {
 		{Image: "x", Binary: "/b", ListenFlags: []string{"listen"}},
 		{Image: "x", Binary: "/b", ListenFlags: []string{"--listen=:1"}},
 		{Image: "x", Binary: "/b", Subcommands: []string{"--signer"}},
+		{Image: "x", Binary: "/b", ListenEnv: []string{"ADDR=:1"}},
+		{Image: "x", Binary: "/b", LoopbackEnv: []string{""}},
 		{Image: "[", Binary: "/b"},
 		{Image: "x"},
 	}
@@ -223,5 +229,64 @@ func TestDefaultRulesNodeAgent(t *testing.T) {
 	op, _ := rules.Match("ghcr.io/opsuite/vald-operator:0.1.0")
 	if len(op.ExtraArgs) != 0 || op.User != "65532:65532" || len(op.ListenFlags) == 0 {
 		t.Errorf("operator rule %+v: want no extra args, user 65532:65532, listen flags", op)
+	}
+}
+
+// The exporter sidecar as the Valkey operator writes it: the server on localhost and the
+// listen address in the environment become the pod's address; the image's defaults
+// (REDIS_ADDR and the listen address unset) too; other values stay.
+func TestRedisExporterEnv(t *testing.T) {
+	rule, ok := Rules(DefaultImageRules("/repo/bin")).Match("ghcr.io/oliver006/redis_exporter:v1.74.0")
+	if !ok || rule.User != "59000:59000" {
+		t.Fatalf("redis_exporter rule %+v, %v", rule, ok)
+	}
+	const ip = "127.1.0.9"
+	tests := []struct {
+		env, want []string
+	}{
+		{
+			[]string{"REDIS_ADDR=redis://localhost:6379", "REDIS_USER=valkey-exporter", "REDIS_PASSWORD=localhost:1", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=:9121"},
+			[]string{"REDIS_ADDR=redis://127.1.0.9:6379", "REDIS_USER=valkey-exporter", "REDIS_PASSWORD=localhost:1", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.1.0.9:9121"},
+		},
+		{
+			[]string{"REDIS_ADDR=rediss://user:pw@127.0.0.1:6380", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=0.0.0.0:9200"},
+			[]string{"REDIS_ADDR=rediss://user:pw@127.1.0.9:6380", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.1.0.9:9200"},
+		},
+		{[]string{"REDIS_ADDR=localhost:6379"}, []string{"REDIS_ADDR=127.1.0.9:6379"}},
+		{[]string{"REDIS_ADDR=redis://[::1]"}, []string{"REDIS_ADDR=redis://127.1.0.9"}},
+		// Another member, or a server elsewhere, stays.
+		{[]string{"REDIS_ADDR=redis://demo-0-0.demo:6379", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.0.0.1:9121"},
+			[]string{"REDIS_ADDR=redis://demo-0-0.demo:6379", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.0.0.1:9121"}},
+	}
+	for _, tt := range tests {
+		vars := map[string]string{}
+		for _, e := range tt.env {
+			k, v, _ := strings.Cut(e, "=")
+			vars[k] = v
+		}
+		got := rule.podEnv(tt.env, vars, ip)
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("podEnv(%q) = %q, want %q", tt.env, got, tt.want)
+		}
+		for _, e := range tt.want {
+			if k, v, _ := strings.Cut(e, "="); vars[k] != v {
+				t.Errorf("vars[%s] = %q, want %q", k, vars[k], v)
+			}
+		}
+	}
+	// Neither set: the image's ENV, the binary's own defaults, is rewritten.
+	defaults := rule.podEnv(rule.Env, map[string]string{}, ip)
+	want := []string{"REDIS_ADDR=redis://127.1.0.9:6379", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.1.0.9:9121"}
+	if !reflect.DeepEqual(defaults, want) {
+		t.Errorf("image defaults %q, want %q", defaults, want)
+	}
+	if got := bindToPod([]string{"--web.listen-address=:9121"}, rule.ListenFlags, ip); got[0] != "--web.listen-address=127.1.0.9:9121" {
+		t.Errorf("listen flag %q", got)
+	}
+	// A rule without such variables leaves the environment alone.
+	valkey, _ := Rules(DefaultImageRules("/repo/bin")).Match("valkey/valkey:8.0")
+	in := []string{"REDIS_ADDR=redis://localhost:6379"}
+	if got := valkey.podEnv(in, map[string]string{}, ip); !reflect.DeepEqual(got, in) {
+		t.Errorf("valkey rule rewrote %q", got)
 	}
 }
