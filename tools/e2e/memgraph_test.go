@@ -29,7 +29,10 @@ import (
 	"github.com/opsuite/suite/tools/internal/bolt/boltclient"
 )
 
-var mgcGVR = schema.GroupVersionResource{Group: "memgraph.com", Version: "v1alpha1", Resource: "memgraphclusters"}
+var (
+	mgcGVR = schema.GroupVersionResource{Group: "memgraph.com", Version: "v1alpha1", Resource: "memgraphclusters"}
+	mgbGVR = schema.GroupVersionResource{Group: "memgraph.com", Version: "v1alpha1", Resource: "memgraphbackups"}
+)
 
 // The sample's cluster, as deploy/samples/memgraph.yaml names it.
 const (

@@ -22,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
@@ -37,6 +39,14 @@ const monitoredMemgraph = "monitored-memgraph"
 // monitoredValkey is the ValkeyCluster of monitoringNamespace that runs (1 shard, no
 // replica, the exporter sidecar on), for the exporter's series.
 const monitoredValkey = "monitored-valkey"
+
+// The backups of monitoredValkey and monitoredMemgraph the test makes fail: their clusters
+// name a store that refuses the keys of refusedKeys.
+const (
+	failingValkeyBackup   = "failing-valkey-backup"
+	failingMemgraphBackup = "failing-memgraph-backup"
+	refusedKeys           = "refused-s3-keys"
+)
 
 // exporterUser is the ACL user the Valkey operator gives the exporter sidecar.
 const exporterUser = "valkey-exporter"
@@ -54,7 +64,8 @@ var unplaced = map[string]any{"opsuite.io/e2e-monitoring": "nowhere"}
 // every query of every dashboard the charts installed (ConfigMaps labelled
 // grafana_dashboard=1) and every alert: each panel returns data, every series an alert
 // names exists, no rule fails to evaluate, and each alert the test provokes has its
-// expression true for the object and turns active: the NotReady alerts, and
+// expression true for the object and turns active: the NotReady alerts, the backup-failed
+// alerts of a Valkey and a Memgraph backup into a store that refuses their keys, and
 // ValkeyMemberDown for a member that refuses its exporter.
 func TestMonitoring(t *testing.T) {
 	for _, s := range services {
@@ -73,7 +84,9 @@ func TestMonitoring(t *testing.T) {
 	t.Cleanup(func() {
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), monitoringNamespace, metav1.DeleteOptions{})
 	})
-	provoked := applyMonitoredObjects(ctx, t)
+	// A store the backups reach and that refuses their keys: a versitygw on the host.
+	s3 := startMgS3(t)
+	provoked := applyMonitoredObjects(ctx, t, s3.endpoint)
 
 	// The scraper's identity: a ServiceAccount bound to every operator chart's
 	// <release>-metrics-reader, as README "Monitoring" tells a Prometheus to be.
@@ -212,6 +225,7 @@ func TestMonitoring(t *testing.T) {
 			wantAlertActive(ctx, t, prom, alertExprs, p)
 		}
 		provokeMemberDown(ctx, t, prom, alertExprs)
+		removeFailedBackups(ctx, t, prom)
 	})
 }
 
@@ -226,9 +240,15 @@ type provokedAlert struct {
 // a MemgraphCluster and a VeltrixCluster that no node can take (their pods stay Pending,
 // nothing runs, they stay not Ready; a backup of the Valkey one stays Pending), a
 // ValdOperatorRelease, and the two clusters that run, monitoredValkey and
-// monitoredMemgraph. Each operator has an object to export series for.
-func applyMonitoredObjects(ctx context.Context, t *testing.T) []provokedAlert {
+// monitoredMemgraph, each with a backup into the store at s3Endpoint that fails there: the
+// Secret refusedKeys holds keys the store does not know. Each operator has an object to
+// export series for.
+func applyMonitoredObjects(ctx context.Context, t *testing.T, s3Endpoint string) []provokedAlert {
 	t.Helper()
+	refusedStore := map[string]any{"objectStore": map[string]any{
+		"endpoint": s3Endpoint, "bucket": "backups", "region": "us-east-1", "forcePathStyle": true,
+		"credentials": map[string]any{"secretName": refusedKeys},
+	}}
 	placedCopy := func(obj map[string]any, name string) map[string]any {
 		placed := map[string]any{}
 		b, _ := yaml.Marshal(obj)
@@ -263,6 +283,7 @@ func applyMonitoredObjects(ctx context.Context, t *testing.T) []provokedAlert {
 				ps := placed["spec"].(map[string]any)
 				ps["shards"], ps["replicas"] = 1, 0
 				ps["exporter"] = map[string]any{"enabled": true}
+				ps["backup"] = refusedStore
 				docs = append(docs, placed)
 				meta["name"] = "unplaced-valkey"
 				spec["nodeSelector"] = unplaced
@@ -270,7 +291,9 @@ func applyMonitoredObjects(ctx context.Context, t *testing.T) []provokedAlert {
 				// A cluster that runs, the smallest one: its members' metrics-exporter
 				// sidecars serve the dashboard's Memgraph panels.
 				placed := placedCopy(obj, monitoredMemgraph)
-				placed["spec"].(map[string]any)["dataInstances"] = 1
+				ps := placed["spec"].(map[string]any)
+				ps["dataInstances"] = 1
+				ps["backup"] = refusedStore
 				docs = append(docs, placed)
 				meta["name"] = "unplaced-memgraph"
 				spec["nodeSelector"] = map[string]any{"coordinators": unplaced, "data": unplaced}
@@ -288,7 +311,14 @@ func applyMonitoredObjects(ctx context.Context, t *testing.T) []provokedAlert {
 			"metadata": map[string]any{"name": name, "namespace": monitoringNamespace},
 			"spec":     map[string]any{"cluster": map[string]any{"name": cluster}}}
 	}
-	docs = append(docs, backupOf("valkey.io/v1alpha1", "ValkeyBackup", "unplaced-valkey-backup", "unplaced-valkey"))
+	docs = append(docs,
+		backupOf("valkey.io/v1alpha1", "ValkeyBackup", "unplaced-valkey-backup", "unplaced-valkey"),
+		map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata":   map[string]any{"name": refusedKeys, "namespace": monitoringNamespace},
+			"stringData": map[string]any{"AWS_ACCESS_KEY_ID": "unknown-to-the-store", "AWS_SECRET_ACCESS_KEY": "not-the-store-secret"}},
+		backupOf("valkey.io/v1alpha1", "ValkeyBackup", failingValkeyBackup, monitoredValkey),
+		backupOf("memgraph.com/v1alpha1", "MemgraphBackup", failingMemgraphBackup, monitoredMemgraph),
+	)
 	var out []string
 	for _, d := range docs {
 		b, err := yaml.Marshal(d)
@@ -313,6 +343,8 @@ func applyMonitoredObjects(ctx context.Context, t *testing.T) []provokedAlert {
 		named("ValkeyClusterNotReady", "unplaced-valkey"),
 		named("MemgraphClusterNotReady", "unplaced-memgraph"),
 		named("VeltrixClusterNotReady", "unplaced-veltrix"),
+		named("ValkeyBackupFailed", failingValkeyBackup),
+		named("MemgraphBackupFailed", failingMemgraphBackup),
 	}
 }
 
@@ -741,6 +773,48 @@ func provokeMemberDown(ctx context.Context, t *testing.T, p *promServer, exprs m
 		return n == 1, err
 	}); err != nil {
 		t.Error(err)
+	}
+}
+
+// removeFailedBackups checks that the backups the test made fail did so because the store
+// refused their keys (Failed, UploadFailed), then deletes them: their state series leave
+// Prometheus (the operators forget a deleted object's series) and their alerts end.
+func removeFailedBackups(ctx context.Context, t *testing.T, p *promServer) {
+	t.Helper()
+	for _, b := range []struct {
+		gvr          schema.GroupVersionResource
+		name, family string
+	}{
+		{vkbGVR, failingValkeyBackup, "valkey_operator_backup_state"},
+		{mgbGVR, failingMemgraphBackup, "memgraph_operator_backup_state"},
+	} {
+		u, err := env.dyn.Resource(b.gvr).Namespace(monitoringNamespace).Get(ctx, b.name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("%s %s: %v", b.gvr.Resource, b.name, err)
+			continue
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		reason := ""
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Completed" {
+				reason = fmt.Sprint(m["reason"])
+			}
+		}
+		if phase != "Failed" || reason != "UploadFailed" {
+			t.Errorf("%s %s: phase %q, Completed reason %q; want Failed, UploadFailed (the store refuses the keys)", b.gvr.Resource, b.name, phase, reason)
+		}
+		if err := env.dyn.Resource(b.gvr).Namespace(monitoringNamespace).Delete(ctx, b.name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting %s %s: %v", b.gvr.Resource, b.name, err)
+			continue
+		}
+		gone := fmt.Sprintf(`%s{namespace=%q, name=%q} or ALERTS{namespace=%q, name=%q}`, b.family, monitoringNamespace, b.name, monitoringNamespace, b.name)
+		if err := poll(ctx, t, "the series and alerts of deleted "+b.name+" gone", time.Minute, func(ctx context.Context) (bool, error) {
+			n, err := p.query(ctx, gone)
+			return n == 0, err
+		}); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

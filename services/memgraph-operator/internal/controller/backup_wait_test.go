@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/opsuite/suite/services/memgraph-operator/internal/controller"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/controller/backup"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
+	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/objectstore"
 	"github.com/opsuite/suite/shared/objectstore/objectstoretest"
 	"github.com/opsuite/suite/shared/testenv"
@@ -18,8 +20,10 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // TestBackupWaitsAndFails: a MemgraphBackup waits, Pending with the reason, for a cluster
@@ -27,7 +31,8 @@ import (
 // credentials Secret (CredentialsMissing); with a MAIN but no backup agent answering
 // (pods made before spec.backup), it fails after its three attempts with
 // AgentUnavailable, a Warning event, and nothing left in the store; the credentials never
-// appear in its status.
+// appear in its status. Its state series (memgraph_operator_backup_state, the alert
+// MemgraphBackupFailed's source) follow each phase and go with the backup.
 func TestBackupWaitsAndFails(t *testing.T) {
 	ctx := context.Background()
 	s3 := objectstoretest.Start(t)
@@ -47,13 +52,17 @@ func TestBackupWaitsAndFails(t *testing.T) {
 	waitBackupReason(t, h, "b", memgraphv1.BackupReasonClusterNotFound)
 	h.create("w", 3, 2)
 	waitBackupReason(t, h, "b", memgraphv1.BackupReasonNoObjectStore)
-	c := h.cluster("w")
-	c.Spec.Backup = &memgraphv1.BackupConfiguration{ObjectStore: memgraphv1.ObjectStoreSpec{Endpoint: s3.Endpoint, Bucket: "backups",
-		Region: objectstoretest.Region, ForcePathStyle: true, Credentials: memgraphv1.ObjectStoreCredentials{SecretName: "s3"}}}
-	if err := h.c.Update(ctx, c); err != nil {
+	// The operator writes the cluster meanwhile: read it again on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c := h.cluster("w")
+		c.Spec.Backup = &memgraphv1.BackupConfiguration{ObjectStore: memgraphv1.ObjectStoreSpec{Endpoint: s3.Endpoint, Bucket: "backups",
+			Region: objectstoretest.Region, ForcePathStyle: true, Credentials: memgraphv1.ObjectStoreCredentials{SecretName: "s3"}}}
+		return h.c.Update(ctx, c)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitBackupReason(t, h, "b", memgraphv1.BackupReasonCredentialsMissing)
+	wantBackupState(t, "mg-backup-wait-b", h.ns, "b", memgraphv1.BackupPhasePending)
 	if err := h.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3", Namespace: h.ns}, Data: map[string][]byte{
 		objectstore.DefaultAccessKeyIDKey: []byte(s3.AccessKey), objectstore.DefaultSecretAccessKeyKey: []byte(s3.SecretKey)}}); err != nil {
 		t.Fatal(err)
@@ -75,6 +84,7 @@ func TestBackupWaitsAndFails(t *testing.T) {
 		}
 	}
 	h.waitBackupEvent("b", memgraphv1.BackupReasonAgentUnavailable)
+	wantBackupState(t, "mg-backup-wait-b", h.ns, "b", memgraphv1.BackupPhaseFailed)
 	if objs, err := store.List(ctx, ""); err != nil || len(objs) != 0 {
 		t.Errorf("a failed backup left %v (%v)", objs, err)
 	}
@@ -83,6 +93,37 @@ func TestBackupWaitsAndFails(t *testing.T) {
 	if ref := metav1.GetControllerOf(sec); ref == nil || ref.Name != "w" || len(sec.Data[resources.BackupAgentTokenKey]) != 64 {
 		t.Errorf("token Secret %+v", sec.ObjectMeta)
 	}
+	// A deleted backup's series go with it.
+	if err := h.c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "series of the deleted backup gone", func() (bool, string) {
+		series, err := metrics.ObjectSeries(ctrlmetrics.Registry, h.ns, "b")
+		return err == nil && len(series) == 0, fmt.Sprint(series, err)
+	})
+}
+
+// wantBackupState waits until the backup's state series (<operator>_backup_state) are 1
+// for phase and 0 for every other phase.
+func wantBackupState(t *testing.T, operator, ns, name string, phase memgraphv1.BackupPhase) {
+	t.Helper()
+	family := metrics.Prefix(operator) + "_backup_state"
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("%s of %s/%s %s", family, ns, name, phase), func() (bool, string) {
+		got, err := metrics.ObjectSeries(ctrlmetrics.Registry, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range []memgraphv1.BackupPhase{memgraphv1.BackupPhasePending, memgraphv1.BackupPhaseRunning, memgraphv1.BackupPhaseCompleted, memgraphv1.BackupPhaseFailed} {
+			want := 0.0
+			if p == phase {
+				want = 1
+			}
+			if v, ok := got[fmt.Sprintf("%s{state=%q}", family, p)]; !ok || v != want {
+				return false, fmt.Sprint(got)
+			}
+		}
+		return true, ""
+	})
 }
 
 func waitBackupReason(t *testing.T, h *harness, name, reason string) {

@@ -24,11 +24,13 @@ import (
 	"github.com/opsuite/suite/services/memgraph-operator/internal/snapshot"
 	"github.com/opsuite/suite/shared/backupschedule"
 	"github.com/opsuite/suite/shared/conditions"
+	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/objectstore"
 	"github.com/opsuite/suite/shared/reconciler"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -110,13 +112,24 @@ type controller struct {
 func Setup(mgr ctrl.Manager, cfg Config) error {
 	secrets := mgr.GetAPIReader()
 	cfg.defaults(secrets)
+	m, err := newMetrics(cfg.Operator)
+	if err != nil {
+		return err
+	}
 	ctl := &controller{cfg: cfg, client: mgr.GetClient(), secrets: secrets}
 	r, err := reconciler.New(reconciler.Config[*memgraphv1.MemgraphBackup]{
-		Name:       cfg.Operator,
-		Client:     mgr.GetClient(),
-		Recorder:   mgr.GetEventRecorder(Name),
-		New:        func() *memgraphv1.MemgraphBackup { return &memgraphv1.MemgraphBackup{} },
-		Run:        ctl.run,
+		Name:     cfg.Operator,
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(Name),
+		New:      func() *memgraphv1.MemgraphBackup { return &memgraphv1.MemgraphBackup{} },
+		// Every pass ends with the phase it leaves for the status write in the state
+		// series (the alert MemgraphBackupFailed selects state="Failed").
+		Run: func(ctx context.Context, b *memgraphv1.MemgraphBackup) (reconciler.Result, error) {
+			res, err := ctl.run(ctx, b)
+			m.SetState(b.Namespace, b.Name, string(b.Status.Phase))
+			return res, err
+		},
+		OnGone:     func(key types.NamespacedName, _ types.UID) { m.Forget(key.Namespace, key.Name) },
 		Conditions: func(b *memgraphv1.MemgraphBackup) []metav1.Condition { return b.Status.Conditions },
 		OwnEvents:  true,
 		ObserveGeneration: func(b *memgraphv1.MemgraphBackup, generation int64) {
@@ -130,6 +143,19 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 		Named(Name).
 		For(&memgraphv1.MemgraphBackup{}).
 		Complete(r)
+}
+
+// newMetrics registers memgraph_operator_backup_state{namespace,name,state}, one series
+// per phase of each MemgraphBackup (1 for the current one), shared by every manager of the
+// process.
+func newMetrics(operator string) (*metrics.Objects, error) {
+	return metrics.For(metrics.Kind{
+		Operator: operator,
+		Kind:     "MemgraphBackup",
+		Name:     "backup",
+		States: []string{string(memgraphv1.BackupPhasePending), string(memgraphv1.BackupPhaseRunning),
+			string(memgraphv1.BackupPhaseCompleted), string(memgraphv1.BackupPhaseFailed)},
+	})
 }
 
 // Layout is where a backup's objects go under the store's prefix: one folder per cluster
