@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
+	"github.com/opsuite/suite/shared/lostnodes"
 )
 
 // Lost members. With persistence a member's claim may be bound to a volume pinned to one
@@ -24,25 +25,18 @@ import (
 //   - With Automatic the claim is deleted at once; with Manual the loss is reported and a
 //     person deletes the claim.
 
-// NodeHealth is what the API says about a Kubernetes node.
-type NodeHealth int
+// NodeHealth is what the API says about a Kubernetes node (shared/lostnodes).
+type NodeHealth = lostnodes.Health
 
 // Node health.
 const (
-	// NodeReady: the node exists with Ready True, or without a Ready condition.
-	NodeReady NodeHealth = iota
-	// NodeNotReady: the node exists with Ready False or Unknown.
-	NodeNotReady
-	// NodeDeleted: no such node.
-	NodeDeleted
+	NodeReady    = lostnodes.Ready
+	NodeNotReady = lostnodes.NotReady
+	NodeDeleted  = lostnodes.Deleted
 )
 
 // NodeState is one Kubernetes node as observed.
-type NodeState struct {
-	Health NodeHealth
-	// NotReadySince is when its Ready condition last changed, for NodeNotReady.
-	NotReadySince time.Time
-}
+type NodeState = lostnodes.State
 
 // PinnedMember is a member whose claim is bound to a volume pinned to one node.
 type PinnedMember struct {
@@ -65,7 +59,7 @@ type LostInput struct {
 	GracePeriod time.Duration
 	Members     []PinnedMember
 	// Nodes are the nodes that exist; one not in it is deleted.
-	Nodes    map[string]NodeState
+	Nodes    lostnodes.Nodes
 	Snapshot valkey.Snapshot
 }
 

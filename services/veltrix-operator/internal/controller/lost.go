@@ -12,6 +12,7 @@ import (
 	"github.com/opsuite/suite/services/veltrix-operator/internal/executor"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/planner"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/resources"
+	"github.com/opsuite/suite/shared/lostnodes"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,24 +33,12 @@ func (p *pass) observeLost(ctx context.Context) error {
 	in := planner.LostInput{
 		Now: p.now, Automatic: c.Spec.LostNodes.Replace == veltrixv1.LostNodeReplaceAutomatic,
 		GracePeriod: c.Spec.LostNodes.GracePeriodOrDefault(), ReplicationFactor: c.Spec.ReplicationFactor,
-		Nodes: map[string]planner.NodeState{}, Lost: c.Status.LostNodes,
+		Lost:             c.Status.LostNodes,
 		ReplaceRequested: c.Annotations[veltrixv1.AnnotationReplaceMember],
 		ReofferRequested: c.Annotations[veltrixv1.AnnotationReofferNode],
 		Reported:         map[string][]string{},
 	}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		if !n.DeletionTimestamp.IsZero() {
-			continue
-		}
-		s := planner.NodeState{Health: planner.NodeReady}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
-				s = planner.NodeState{Health: planner.NodeNotReady, NotReadySince: cond.LastTransitionTime.Time}
-			}
-		}
-		in.Nodes[n.Name] = s
-	}
+	in.Nodes = lostnodes.Observe(nodes.Items)
 	if p.sts != nil && p.sts.Spec.Replicas != nil && *p.sts.Spec.Replicas > 0 {
 		members, err := p.placedMembers(ctx, *p.sts.Spec.Replicas)
 		if err != nil {

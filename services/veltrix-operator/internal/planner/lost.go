@@ -8,6 +8,7 @@ import (
 	"time"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
+	"github.com/opsuite/suite/shared/lostnodes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -34,25 +35,18 @@ import (
 //     reports are listed (DisksReturned) and never used until the annotation
 //     veltrix.io/reoffer-node names the node; the node then leaves the list.
 
-// NodeHealth is what the API says about a node.
-type NodeHealth int
+// NodeHealth is what the API says about a node (shared/lostnodes).
+type NodeHealth = lostnodes.Health
 
 // Node health.
 const (
-	// NodeReady: the node exists with Ready True, or without a Ready condition.
-	NodeReady NodeHealth = iota
-	// NodeNotReady: the node exists with Ready False or Unknown.
-	NodeNotReady
-	// NodeDeleted: no such node.
-	NodeDeleted
+	NodeReady    = lostnodes.Ready
+	NodeNotReady = lostnodes.NotReady
+	NodeDeleted  = lostnodes.Deleted
 )
 
 // NodeState is one node as observed.
-type NodeState struct {
-	Health NodeHealth
-	// NotReadySince is when its Ready condition last changed, for NodeNotReady.
-	NotReadySince time.Time
-}
+type NodeState = lostnodes.State
 
 // PlacedMember is a member pod and where its volumes are.
 type PlacedMember struct {
@@ -75,7 +69,7 @@ type LostInput struct {
 	// Members are the StatefulSet's ordinals [0, replicas), by ordinal.
 	Members []PlacedMember
 	// Nodes holds the nodes that exist; a node not in it is deleted.
-	Nodes map[string]NodeState
+	Nodes lostnodes.Nodes
 	// Lost is status.lostNodes as last stored.
 	Lost []veltrixv1.LostNode
 	// ReplaceRequested and ReofferRequested are the cluster's annotations

@@ -9,6 +9,7 @@ import (
 	"github.com/opsuite/suite/services/valkey-operator/internal/resources"
 	"github.com/opsuite/suite/services/valkey-operator/internal/valkey"
 	"github.com/opsuite/suite/shared/conditions"
+	"github.com/opsuite/suite/shared/lostnodes"
 	"github.com/opsuite/suite/shared/reconciler"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,9 +22,6 @@ import (
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
-
-// hostnameLabel is the node label a local volume's node affinity names.
-const hostnameLabel = "kubernetes.io/hostname"
 
 // lostState is the MemberLost condition a pass decided; nil when it sets none.
 type lostState struct {
@@ -65,29 +63,12 @@ func (p *pass) lostMembers(ctx context.Context, snap valkey.Snapshot, set nodeSe
 // the node its bound claim's volume is pinned to.
 func (p *pass) lostInput(ctx context.Context, snap valkey.Snapshot, set nodeSet, unreachable map[string]error) (planner.LostInput, map[string]*corev1.PersistentVolumeClaim, error) {
 	automatic, grace := p.c.Spec.LostNodesPolicy()
-	in := planner.LostInput{Now: p.now, Automatic: automatic, GracePeriod: grace, Nodes: map[string]planner.NodeState{}, Snapshot: snap}
+	in := planner.LostInput{Now: p.now, Automatic: automatic, GracePeriod: grace, Snapshot: snap}
 	var nodes corev1.NodeList
 	if err := p.ctl.client.List(ctx, &nodes); err != nil {
 		return in, nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		if !n.DeletionTimestamp.IsZero() {
-			continue
-		}
-		s := planner.NodeState{Health: planner.NodeReady}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
-				s = planner.NodeState{Health: planner.NodeNotReady, NotReadySince: cond.LastTransitionTime.Time}
-			}
-		}
-		// A local volume names the node by its hostname label, usually its name.
-		host := n.Labels[hostnameLabel]
-		if host == "" {
-			host = n.Name
-		}
-		in.Nodes[host] = s
-	}
+	in.Nodes = lostnodes.Observe(nodes.Items)
 	claims := map[string]*corev1.PersistentVolumeClaim{}
 	for _, m := range set.desired {
 		pvc := &corev1.PersistentVolumeClaim{}
@@ -129,24 +110,9 @@ func (ctl *Controller) volumeHost(ctx context.Context, name string) (string, err
 		}
 		return "", fmt.Errorf("reading PersistentVolume %s: %w", name, err)
 	}
-	host := pinnedHost(&pv)
+	host := lostnodes.PinnedHost(&pv)
 	ctl.volumeHosts.Store(name, host)
 	return host, nil
-}
-
-// pinnedHost is the one hostname a volume's required node affinity allows, if it has
-// exactly one term naming exactly one.
-func pinnedHost(pv *corev1.PersistentVolume) string {
-	a := pv.Spec.NodeAffinity
-	if a == nil || a.Required == nil || len(a.Required.NodeSelectorTerms) != 1 {
-		return ""
-	}
-	for _, e := range a.Required.NodeSelectorTerms[0].MatchExpressions {
-		if e.Key == hostnameLabel && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
-			return e.Values[0]
-		}
-	}
-	return ""
 }
 
 // replaceLost deletes m's claim (the one bound to the lost node's volume), then its pod.
