@@ -17,6 +17,41 @@ const (
 	// false. Never a reason for Ready: the cluster serves without it. The same type and
 	// reasons as a ValkeyCluster's and a VeltrixCluster's.
 	ConditionMetricsMonitored = "MetricsMonitored"
+	// ConditionMemberLost (negative polarity) is True while a member's volumes are on a
+	// lost node (or one NotReady within spec.lostNodes.gracePeriod) and the member does
+	// not serve again elsewhere. Absent until a member was first found so. While True
+	// the cluster is Degraded with its reason.
+	ConditionMemberLost = "MemberLost"
+)
+
+// MemberLost reasons, the same as a VeltrixCluster's and a ValkeyCluster's.
+const (
+	// ReasonNodeNotReady (True): a member's node is NotReady, within the grace period.
+	ReasonNodeNotReady = "NodeNotReady"
+	// ReasonReplacementManual (True): lost, and spec.lostNodes.replace is Manual.
+	ReasonReplacementManual = "ReplacementManual"
+	// ReasonReplacementRefused (True): lost, but replacing it now could lose data or the
+	// coordinators' quorum; the message says why and what would change it.
+	ReasonReplacementRefused = "ReplacementRefused"
+	// ReasonReplacing (True): the member is being replaced (or waits for the coordinators'
+	// failover before it is).
+	ReasonReplacing = "Replacing"
+	// ReasonReplaced (False): every lost member serves again on another node.
+	ReasonReplaced = "Replaced"
+	// ReasonNoMemberLost (False): no member is on a lost node any more.
+	ReasonNoMemberLost = "NoMemberLost"
+
+	// AnnotationReplaceMember on a MemgraphCluster names a lost member (its pod) to replace
+	// with spec.lostNodes.replace Manual (or one whose node is NotReady within the grace
+	// period). The operator removes it once acted on, or when it names no lost member.
+	AnnotationReplaceMember = "memgraph.com/replace-member"
+
+	// LostNodeDeleted and LostNodeNotReady are status.lostNodes[].reason.
+	LostNodeDeleted  = "Deleted"
+	LostNodeNotReady = "NotReady"
+	// ReplacementReplacing and ReplacementReplaced are status.lostNodes[].replacement.
+	ReplacementReplacing = "Replacing"
+	ReplacementReplaced  = "Replaced"
 )
 
 // MetricsMonitored reasons.

@@ -211,6 +211,14 @@ type MemgraphClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bootstrap is immutable: create a new cluster to restore another backup"
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// LostNodes is what happens to a member whose volumes are on a lost Kubernetes node
+	// (deleted, or NotReady for longer than gracePeriod): on local volumes pinned to one
+	// node its pod can never start anywhere else. Automatic (the default) replaces it
+	// once that loses nothing: a data instance only while another one serves as MAIN, a
+	// coordinator only while the others keep a Raft quorum without it. Not in upstream.
+	// +optional
+	LostNodes *LostNodesSpec `json:"lostNodes,omitempty"`
 }
 
 // ReplicationMode is REGISTER INSTANCE's replication mode, in Memgraph's words.
@@ -902,6 +910,15 @@ type MemgraphClusterStatus struct {
 	// memgraph_operator_failovers_total. Unset until the first.
 	// +optional
 	LastFailoverTime *metav1.Time `json:"lastFailoverTime,omitempty"`
+
+	// LostNodes are the members found on a lost node (spec.lostNodes) and how far their
+	// replacement got; a member's entry goes once its node is back (Ready) or it is on a
+	// node that is not lost.
+	// +listType=map
+	// +listMapKey=member
+	// +listMapKey=node
+	// +optional
+	LostNodes []LostNode `json:"lostNodes,omitempty"`
 
 	// Conditions: Ready, Converged and Updated.
 	// +optional
