@@ -9,6 +9,7 @@ package controller
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/opsuite/suite/services/memgraph-operator/internal/planner"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/resources"
 	"github.com/opsuite/suite/shared/children"
+	"github.com/opsuite/suite/shared/conditions"
 	"github.com/opsuite/suite/shared/metrics"
 	"github.com/opsuite/suite/shared/reconciler"
 	"github.com/opsuite/suite/shared/ssa"
@@ -187,6 +189,9 @@ type Controller struct {
 	// watch reads the coordinators of steady clusters between passes (watch.go).
 	watch *failoverWatch
 
+	// volumeHosts caches the host each PersistentVolume is pinned to (lost.go).
+	volumeHosts sync.Map
+
 	mu sync.Mutex
 	// nodes remembers each node's last check, so passes do not call the agents each time.
 	nodes map[string]nodeCheck
@@ -221,6 +226,8 @@ func Setup(mgr ctrl.Manager, cfg Config) error {
 			return c.Status.Conditions
 		},
 		ObserveGeneration: func(c *memgraphv1.MemgraphCluster, gen int64) { c.Status.ObservedGeneration = gen },
+		// MemberLost True is an issue: its events are Warnings.
+		Summary: []conditions.SummaryOption{conditions.NegativePolarity(append(slices.Clone(conditions.DefaultNegativePolarity), memgraphv1.ConditionMemberLost)...)},
 		// A gone cluster's series are deleted.
 		OnGone: func(key types.NamespacedName, _ types.UID) {
 			m.Forget(key.Namespace, key.Name)

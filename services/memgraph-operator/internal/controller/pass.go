@@ -61,6 +61,8 @@ type pass struct {
 	monitor monitorFinding
 	// external is what the external-access step found (external.go).
 	external externalFinding
+	// lost is what the lost-member step found and did (lost.go).
+	lost lostFinding
 }
 
 // run is the reconciler's pass over c.
@@ -69,6 +71,10 @@ func (ctl *Controller) run(ctx context.Context, c *memgraphv1.MemgraphCluster) (
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	mainBefore := c.Status.Main
 	wait, err := p.reconcile(ctx)
+	if r := p.lost.recheck; r > 0 && (wait <= 0 || r < wait) {
+		// A node within its grace period counts as lost then.
+		wait = r
+	}
 	p.writeStatus()
 	p.noteMain(key, mainBefore)
 	ctl.metrics.SetState(c.Namespace, c.Name, string(c.Status.State))
@@ -138,6 +144,16 @@ func (p *pass) reconcile(ctx context.Context) (time.Duration, error) {
 	ctx = WithBoltTLS(ctx, bt)
 	want := resources.Advertise(p.c, resources.DesiredMembership(p.c, *p.sts[resources.RoleCoordinator].Spec.Replicas, *p.sts[resources.RoleData].Spec.Replicas), p.external.addrs)
 	p.target = watchTarget{creds: creds, tls: bt, want: want}
+	if err := p.lostMembers(ctx, creds, want); err != nil {
+		return 0, err
+	}
+	if p.lost.released {
+		// Pods and claims were deleted this pass: the counts read before are stale, and
+		// the registration waits for the pods the StatefulSets make anew.
+		p.notReady = append(p.notReady, "the pods of members on lost nodes are made anew")
+		p.observe(ctx, creds, want)
+		return cfg.Poll, nil
+	}
 	// The gate is strict, retiring pods included: the registration acts on a fully known
 	// cluster or not at all.
 	if len(p.notReady) > 0 || cfg.Registrar == nil {

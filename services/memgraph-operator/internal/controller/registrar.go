@@ -61,6 +61,17 @@ func (b BoltRegistrar) Observe(ctx context.Context, _ *memgraphv1.MemgraphCluste
 	return r, err
 }
 
+// replaceLostTimeout bounds one lost-member step: a discovery and a few removals.
+const replaceLostTimeout = 30 * time.Second
+
+// ReplaceLost implements LostReplacer with executor.ReplaceLost.
+func (b BoltRegistrar) ReplaceLost(ctx context.Context, _ *memgraphv1.MemgraphCluster, creds Credentials, want planner.Desired, in planner.LostInput) (executor.LostOutcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, replaceLostTimeout)
+	defer cancel()
+	_, d := b.dialer(ctx, creds)
+	return executor.ReplaceLost(ctx, d, want, in)
+}
+
 // dialer dials as creds, verifying with the pass's CA, and records failed handshakes.
 func (b BoltRegistrar) dialer(ctx context.Context, creds Credentials) (memgraph.Options, *tlsRecorder) {
 	o := b.Options

@@ -91,6 +91,7 @@ func (p *pass) writeStatus() {
 	p.setVolumesResized(set)
 	p.setRestored(set)
 	p.setMetricsMonitored(set)
+	p.setMemberLost(set)
 	st.State, st.Reason = summarize(st.Conditions)
 }
 
@@ -188,8 +189,10 @@ func (p *pass) setNodesPrepared(set setFunc) {
 // stateRules map the MemgraphCluster's conditions onto the suite's state words: Ready when
 // serving, converged and updated; Reconciling while serving with work in flight (Converged
 // or Updated not True), while pods start or commands run; Degraded when it serves in part
-// (no MAIN, no leader, coordinators unreachable); Failed otherwise.
+// (no MAIN, no leader, coordinators unreachable) or while a member is lost (MemberLost
+// True, its reason the state's); Failed otherwise.
 var stateRules = []conditions.StateOption{
+	conditions.DegradedTypes(memgraphv1.ConditionMemberLost),
 	conditions.Settling(memgraphv1.ConditionConverged, memgraphv1.ConditionUpdated),
 	conditions.InProgress(memgraphv1.ReasonWorkloadsNotReady, memgraphv1.ReasonRegistrationInProgress,
 		memgraphv1.ReasonRetirementInProgress, memgraphv1.ReasonLeadershipTransferInProgress,
