@@ -53,7 +53,6 @@ var unexercised = map[string][]excuse{
 		{"servicemonitors", "monitoring.coreos.com", []string{"get", "create", "patch", "delete"}, "the suite's cluster has no ServiceMonitor CRD, so cluster/monitoring.go only finds it missing; TestServiceMonitor installs the CRD against the API server and writes, reads and deletes one"},
 	},
 	"memgraph-operator": {
-		{"nodes", "", []string{"list", "watch"}, "externalAccessConfig serviceType NodePort reads the Kubernetes node a member's pod runs on for its address (controller/external.go nodeOf); TestMemgraphExternalAccess takes LoadBalancer, which the suite's cluster has"},
 		{"services", "", []string{"delete"}, "shared/children prunes a Service the cluster controls and no longer wants (a name an earlier operator version used; pass.go childrenOf)"},
 		{"poddisruptionbudgets", "policy", []string{"delete"}, "as services, for a PodDisruptionBudget"},
 		{"servicemonitors", "monitoring.coreos.com", []string{"list", "watch", "create", "patch", "delete"}, "the suite's cluster has no ServiceMonitor CRD, so monitoring.go only finds it missing; TestServiceMonitor installs the CRD against the API server and syncs one"},
