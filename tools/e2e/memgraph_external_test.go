@@ -208,7 +208,7 @@ func (x *mgxScenario) waitWriter(ctx context.Context, step string, lbs map[strin
 		rt, err := routeVia(ctx, lbs[mgxName+"-external"])
 		if err != nil {
 			last = err.Error()
-			return false, nil
+			return false, nil //nolint:nilerr // retried; the last error is reported
 		}
 		last = fmt.Sprintf("writers %v", rt.Writers)
 		return len(rt.Writers) == 1 && ok(byAddr[rt.Writers[0]]), nil
@@ -335,7 +335,7 @@ func (x *mgxScenario) routingTable(ctx context.Context, step string, lbs map[str
 		got, err := routeVia(ctx, lbs[mgxName+"-external"])
 		if err != nil {
 			last = err.Error()
-			return false, nil
+			return false, nil //nolint:nilerr // retried; the last error is reported
 		}
 		rt = *got
 		last = fmt.Sprintf("%+v", got)
