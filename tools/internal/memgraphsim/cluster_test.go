@@ -35,7 +35,8 @@ type testCluster struct {
 func fastOptions(dir string) Options {
 	return Options{BoltAddress: "127.0.0.1", DataDirectory: dir, LogLevel: "WARNING", DataRecovery: true, RestoreReplication: true,
 		InstanceDownTimeout: 1500 * time.Millisecond, HealthCheckInterval: 200 * time.Millisecond,
-		RaftHeartbeat: 300 * time.Millisecond, RaftElection: 300 * time.Millisecond, ReplicationTimeout: time.Second, Licensed: true}
+		RaftHeartbeat: 300 * time.Millisecond, RaftElection: 300 * time.Millisecond, ReplicationTimeout: time.Second, Licensed: true,
+		WALEnabled: true, WALFileSize: DefaultWALFileSizeKiB * 1024}
 }
 
 func newTestCluster(t *testing.T, coordinators, data int) *testCluster {

@@ -64,8 +64,10 @@ type dataInstance struct {
 	replSrv      *rpcServer
 	links        map[string]*replicaLink
 
-	// dirLocked is LOCK DATA DIRECTORY's state: while set, no snapshot is removed.
+	// dirLocked is LOCK DATA DIRECTORY's state: while set, no durability file is removed.
 	dirLocked bool
+	// snapshotRunning: a CREATE SNAPSHOT is writing its file.
+	snapshotRunning atomic.Bool
 
 	// writeMu serialises commits, so replicas see transactions in commit order.
 	writeMu sync.Mutex
@@ -100,7 +102,7 @@ type replicaLink struct {
 }
 
 func newDataInstance(opts Options, ilog *invariantLog, log *slog.Logger) (*dataInstance, error) {
-	store, err := OpenStore(opts.DataDirectory, opts.DataRecovery)
+	store, err := OpenStoreWith(opts.DataDirectory, StoreOptions{Recover: opts.DataRecovery, WAL: opts.WALEnabled, WALFileSize: opts.WALFileSize})
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +132,10 @@ func newDataInstance(opts Options, ilog *invariantLog, log *slog.Logger) (*dataI
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, err
 		}
+	}
+	store.SetEpoch(d.st.Epoch)
+	if store.LoadedSnapshot() != "" || store.ReplayedWAL() > 0 {
+		log.Info("Recovered from durability files", "snapshot", store.LoadedSnapshot(), "walRecords", store.ReplayedWAL(), "timestamp", store.Committed())
 	}
 	return d, nil
 }
@@ -172,6 +178,9 @@ func (d *dataInstance) close() {
 	if d.st.Name != "" {
 		d.ilog.record(Event{Instance: d.st.Name, Role: RoleDown, Epoch: d.st.Epoch})
 	}
+	if err := d.store.Close(); err != nil {
+		d.log.Warn("Finalizing the WAL file failed", "error", err)
+	}
 }
 
 // listenReplicationLocked starts the replication server on the port of addr (the host is
@@ -210,6 +219,7 @@ func (d *dataInstance) persistLocked() error {
 func (d *dataInstance) setRoleLocked(name, role string, epoch uint64, writable bool) {
 	changed := d.st.Name != name || d.st.Role != role || d.st.Epoch != epoch || d.writable != writable
 	d.st.Name, d.st.Role, d.st.Epoch, d.writable = name, role, epoch, writable
+	d.store.SetEpoch(epoch)
 	if changed {
 		d.log.Info("Replication role changed", "instance", name, "role", role, "epoch", epoch)
 		d.ilog.record(Event{Instance: name, Role: role, Epoch: epoch, Writable: writable && role == RoleMain})
@@ -341,6 +351,7 @@ func (d *dataInstance) handleReplication(req request) response {
 	}
 	if req.Epoch > d.st.Epoch {
 		d.st.Epoch = req.Epoch
+		d.store.SetEpoch(req.Epoch)
 		if err := d.persistLocked(); err != nil {
 			d.mu.Unlock()
 			return errResponse(err)
@@ -525,15 +536,37 @@ func (d *dataInstance) commit(w Write) ([]StoredNode, error) {
 	return created, nil
 }
 
-// createSnapshot writes the graph as it is now (no commit runs meanwhile: it holds the
-// write lock) to a new snapshot file.
+// ErrSnapshotRunning is Memgraph's answer to a CREATE SNAPSHOT while another runs.
+const ErrSnapshotRunning = "Another snapshot creation is already in progress"
+
+// createSnapshot writes the graph as of the last commit to a new snapshot file. Like
+// Memgraph's, the snapshot is of the moment it starts (taken between two commits: it
+// holds the write lock that long) and commits go on while the file is written
+// (SnapshotDelay stands in for the time a large graph takes); they go to the WAL file
+// started with it, so the snapshot and the WAL after it hold every commit.
 func (d *dataInstance) createSnapshot() (SnapshotFile, error) {
+	if !d.snapshotRunning.CompareAndSwap(false, true) {
+		return SnapshotFile{}, errors.New(ErrSnapshotRunning)
+	}
+	defer d.snapshotRunning.Store(false)
 	d.writeMu.Lock()
-	defer d.writeMu.Unlock()
+	g, epoch, err := d.store.snapshotForDurability()
+	d.writeMu.Unlock()
+	if err != nil {
+		return SnapshotFile{}, err
+	}
+	at := time.Now()
+	if d.opts.SnapshotDelay > 0 {
+		select {
+		case <-time.After(d.opts.SnapshotDelay):
+		case <-d.stop:
+			return SnapshotFile{}, errors.New("the instance is shutting down")
+		}
+	}
 	d.mu.Lock()
-	epoch, locked := d.st.Epoch, d.dirLocked
+	locked := d.dirLocked
 	d.mu.Unlock()
-	return writeSnapshot(d.opts.DataDirectory, epoch, d.store.Snapshot(), time.Now(), d.opts.SnapshotRetention, locked)
+	return writeSnapshot(d.opts.DataDirectory, epoch, g, at, d.opts.SnapshotRetention, locked)
 }
 
 // role returns the current role for queries.

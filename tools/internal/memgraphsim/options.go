@@ -59,6 +59,15 @@ type Options struct {
 	Licensed bool
 	// SnapshotRetention is --storage-snapshot-retention-count: the snapshots kept.
 	SnapshotRetention int
+	// WALEnabled is --storage-wal-enabled (Memgraph's default true): every commit is
+	// appended to a WAL file in <data-directory>/wal; WALFileSize is
+	// --storage-wal-file-size-kib in bytes.
+	WALEnabled  bool
+	WALFileSize int64
+	// SnapshotDelay (MEMGRAPH_SIM_SNAPSHOT_DELAY) is how long CREATE SNAPSHOT takes to
+	// write its file, commits going on meanwhile, as they do while Memgraph writes the
+	// snapshot of a large graph.
+	SnapshotDelay time.Duration
 }
 
 // Version is what SHOW VERSION answers: the Memgraph release the simulator follows, marked
@@ -126,11 +135,13 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 	fs.StringVar(&o.BoltCertFile, "bolt-cert-file", "", "PEM certificate (chain) of the Bolt server; with --bolt-key-file, Bolt is TLS only")
 	fs.StringVar(&o.BoltKeyFile, "bolt-key-file", "", "PEM private key of --bolt-cert-file")
 	// Accepted because manifests pass them; they change nothing here.
-	for _, name := range []string{"storage-wal-enabled", "storage-snapshot-on-exit", "storage-properties-on-edges", "telemetry-enabled"} {
+	fs.BoolVar(&o.WALEnabled, "storage-wal-enabled", true, "append every commit to the write-ahead log in <data-directory>/wal")
+	walKiB := fs.Int64("storage-wal-file-size-kib", DefaultWALFileSizeKiB, "size past which a WAL file is finalized")
+	for _, name := range []string{"storage-snapshot-on-exit", "storage-properties-on-edges", "telemetry-enabled"} {
 		fs.Bool(name, false, "ignored")
 	}
 	fs.IntVar(&o.SnapshotRetention, "storage-snapshot-retention-count", DefaultSnapshotRetention, "snapshots kept")
-	for _, name := range []string{"storage-snapshot-interval-sec", "storage-wal-file-size-kib", "query-execution-timeout-sec", "monitoring-port"} {
+	for _, name := range []string{"storage-snapshot-interval-sec", "query-execution-timeout-sec", "monitoring-port"} {
 		fs.Int(name, 0, "ignored")
 	}
 	for _, name := range []string{"experimental-enabled", "log-file", "nuraft-log-file", "storage-mode", "metrics-address", "monitoring-address", "memory-limit", "query-modules-directory"} {
@@ -155,6 +166,7 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 		// Memgraph's own behaviour: one of the pair alone is ignored.
 		warnings = append(warnings, "Using non-secure Bolt connection (without SSL): --bolt-cert-file and --bolt-key-file must both be set")
 	}
+	o.WALFileSize = *walKiB * 1024
 	o.InstanceDownTimeout = time.Duration(*downSec) * time.Second
 	o.HealthCheckInterval = time.Duration(*checkSec) * time.Second
 	o.User, o.Password = getenv("MEMGRAPH_USER"), getenv("MEMGRAPH_PASSWORD")
@@ -169,6 +181,11 @@ func ParseOptions(args []string, getenv func(string) string) (Options, []string,
 	}
 	if o.ReplicationTimeout, err = durationEnv(getenv, "MEMGRAPH_SIM_REPLICATION_TIMEOUT", 2*time.Second); err != nil {
 		return o, warnings, err
+	}
+	if v := getenv("MEMGRAPH_SIM_SNAPSHOT_DELAY"); v != "" {
+		if o.SnapshotDelay, err = durationEnv(getenv, "MEMGRAPH_SIM_SNAPSHOT_DELAY", 0); err != nil {
+			return o, warnings, err
+		}
 	}
 	for _, name := range strings.Split(getenv("MEMGRAPH_SIM_PAUSE_REPLICATION_TO"), ",") {
 		if name = strings.TrimSpace(name); name != "" {

@@ -64,3 +64,19 @@ func TestParseOptionsValuesAndUnknownFlags(t *testing.T) {
 		t.Fatalf("warnings %q, want one about --some-future-flag", warnings)
 	}
 }
+
+// TestParseOptionsDurability: the WAL is on by default with Memgraph's file size, its
+// flags are honoured, and MEMGRAPH_SIM_SNAPSHOT_DELAY takes a duration.
+func TestParseOptionsDurability(t *testing.T) {
+	o, _, err := ParseOptions(nil, env(nil))
+	if err != nil || !o.WALEnabled || o.WALFileSize != DefaultWALFileSizeKiB*1024 || o.SnapshotDelay != 0 {
+		t.Fatalf("defaults %+v %v", o, err)
+	}
+	o, warnings, err := ParseOptions([]string{"--storage-wal-enabled=false", "--storage-wal-file-size-kib=4"}, env(map[string]string{"MEMGRAPH_SIM_SNAPSHOT_DELAY": "2s"}))
+	if err != nil || o.WALEnabled || o.WALFileSize != 4096 || o.SnapshotDelay != 2*time.Second || len(warnings) != 0 {
+		t.Fatalf("options %+v %v %v", o, warnings, err)
+	}
+	if _, _, err := ParseOptions(nil, env(map[string]string{"MEMGRAPH_SIM_SNAPSHOT_DELAY": "soon"})); err == nil {
+		t.Error("a malformed MEMGRAPH_SIM_SNAPSHOT_DELAY was taken")
+	}
+}

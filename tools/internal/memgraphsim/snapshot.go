@@ -102,7 +102,8 @@ func DecodeSnapshot(b []byte) (snapshotBody, error) {
 }
 
 // writeSnapshot stores g as a new snapshot (temporary file, fsync, rename) and removes
-// the oldest beyond retention unless the data directory is locked.
+// the oldest beyond retention, and the WAL files the oldest kept covers, unless the data
+// directory is locked.
 func writeSnapshot(dir string, epoch uint64, g graph, at time.Time, retention int, locked bool) (SnapshotFile, error) {
 	sdir := filepath.Join(dir, snapshotDir)
 	if err := os.MkdirAll(sdir, 0o750); err != nil {
@@ -136,6 +137,11 @@ func writeSnapshot(dir string, epoch uint64, g graph, at time.Time, retention in
 		}
 		for i := retention; i < len(names); i++ {
 			_ = os.Remove(filepath.Join(sdir, names[i]))
+		}
+		// The WAL files the oldest snapshot kept already covers go too.
+		oldest := names[min(retention, len(names))-1]
+		if ts, err := strconv.ParseUint(oldest[strings.LastIndex(oldest, "_")+1:], 10, 64); err == nil {
+			pruneWAL(dir, ts)
 		}
 	}
 	return SnapshotFile{Name: name, Path: p, snapshotBody: snapshotBody{Epoch: epoch, Committed: g.Committed, CreatedAt: at.UTC()}}, nil

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // StoredNode is one node of the graph.
@@ -56,38 +57,101 @@ type EdgePattern struct {
 // Store is a data instance's graph, written through to one file in the data directory on
 // every commit, so a restarted instance recovers it (--data-recovery-on-startup).
 type Store struct {
-	mu     sync.RWMutex
-	path   string
-	g      graph
-	loaded string
+	mu       sync.RWMutex
+	dir      string
+	path     string
+	g        graph
+	loaded   string
+	replayed int
+	// wal appends every commit to the write-ahead log (nil: --storage-wal-enabled=false);
+	// epoch is what its records carry.
+	wal   *walWriter
+	epoch uint64
 }
 
 const storeFile = "sim-graph.json"
 
-// OpenStore opens the graph in dir; recover=false starts empty, as Memgraph does when told
-// not to recover (the old file is overwritten on the first commit).
+// StoreOptions say how a data instance's store starts.
+type StoreOptions struct {
+	// Recover loads the graph from the data directory (--data-recovery-on-startup).
+	Recover bool
+	// WAL writes the write-ahead log (--storage-wal-enabled); WALFileSize is the size in
+	// bytes past which a WAL file is finalized (--storage-wal-file-size-kib).
+	WAL         bool
+	WALFileSize int64
+}
+
+// OpenStore opens the graph in dir without a write-ahead log; recover=false starts empty.
 func OpenStore(dir string, recover bool) (*Store, error) {
-	s := &Store{path: filepath.Join(dir, storeFile), g: graph{NextID: 0}}
-	if !recover {
-		return s, nil
+	return OpenStoreWith(dir, StoreOptions{Recover: recover})
+}
+
+// OpenStoreWith opens the graph in dir. With Recover the current graph file wins; without
+// one (a restore fills an empty data directory with durability files) the newest snapshot
+// that reads whole is loaded and the WAL records after it replayed, as Memgraph recovers.
+// Without Recover the graph starts empty, as Memgraph does when told not to recover, and
+// the old durability files are moved aside into .old folders.
+func OpenStoreWith(dir string, o StoreOptions) (*Store, error) {
+	s := &Store{dir: dir, path: filepath.Join(dir, storeFile), g: graph{NextID: 0}}
+	if o.Recover {
+		switch err := readJSON(s.path, &s.g); {
+		case errors.Is(err, fs.ErrNotExist):
+			snap, ok, err := newestSnapshot(dir)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				s.g = snap.Graph
+				s.loaded = snap.Name
+			}
+			if s.replayed, err = replayWAL(dir, &s.g); err != nil {
+				return nil, err
+			}
+		case err != nil:
+			return nil, err
+		}
+		s.g.normalize()
+	} else if o.WAL {
+		if err := moveToOld(dir); err != nil {
+			return nil, err
+		}
 	}
-	switch err := readJSON(s.path, &s.g); {
-	case errors.Is(err, fs.ErrNotExist):
-		// No current state: start from the newest snapshot that reads whole, as Memgraph
-		// recovers from its snapshots directory (a restore puts one there).
-		snap, ok, err := newestSnapshot(dir)
+	if o.WAL {
+		w, err := newWALWriter(dir, o.WALFileSize)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			s.g = snap.Graph
-			s.loaded = snap.Name
-		}
-	case err != nil:
-		return nil, err
+		s.wal = w
 	}
-	s.g.normalize()
 	return s, nil
+}
+
+// SetEpoch sets the epoch the next WAL records carry (a new one starts a new WAL file).
+func (s *Store) SetEpoch(epoch uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch = epoch
+}
+
+// Close finalizes the current WAL file.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wal == nil {
+		return nil
+	}
+	return s.wal.finalize()
+}
+
+// ReplayedWAL is how many WAL records the store replayed at open, after its snapshot.
+func (s *Store) ReplayedWAL() int { return s.replayed }
+
+// logLocked appends a transaction to the WAL, when there is one.
+func (s *Store) logLocked(nodes []StoredNode, edges []StoredEdge) error {
+	if s.wal == nil {
+		return nil
+	}
+	return s.wal.append(WALRecord{Epoch: s.epoch, Prev: s.g.Committed, Committed: s.g.Committed + 1, Nodes: nodes, Edges: edges})
 }
 
 // normalize turns the JSON numbers of properties back into Go values.
@@ -206,6 +270,9 @@ func (s *Store) CommitWrite(w Write) ([]StoredNode, []StoredEdge, uint64, error)
 	next.NextID += int64(len(created))
 	next.NextEdgeID += int64(len(edges))
 	next.Committed++
+	if err := s.logLocked(created, edges); err != nil {
+		return nil, nil, 0, err
+	}
 	if err := writeJSON(s.path, next); err != nil {
 		return nil, nil, 0, err
 	}
@@ -222,19 +289,12 @@ func (s *Store) Append(prev uint64, nodes []StoredNode, edges []StoredEdge) (com
 		return s.g.Committed, false, nil
 	}
 	next := s.g
-	next.Nodes = append(append([]StoredNode(nil), s.g.Nodes...), nodes...)
-	next.Edges = append(append([]StoredEdge(nil), s.g.Edges...), edges...)
-	for _, n := range nodes {
-		if n.ID >= next.NextID {
-			next.NextID = n.ID + 1
-		}
+	next.Nodes = append([]StoredNode(nil), s.g.Nodes...)
+	next.Edges = append([]StoredEdge(nil), s.g.Edges...)
+	next.apply(nodes, edges)
+	if err := s.logLocked(nodes, edges); err != nil {
+		return s.g.Committed, false, err
 	}
-	for _, e := range edges {
-		if e.ID >= next.NextEdgeID {
-			next.NextEdgeID = e.ID + 1
-		}
-	}
-	next.Committed++
 	if err := writeJSON(s.path, next); err != nil {
 		return s.g.Committed, false, err
 	}
@@ -253,15 +313,46 @@ func (s *Store) Snapshot() graph {
 }
 
 // Replace installs a snapshot sent by the MAIN (a replica that diverged or fell behind).
+// With a WAL, as Memgraph's replica does with the snapshot it receives, the previous
+// durability files go into .old folders and the graph is written as the one snapshot, so
+// a recovery from the files (snapshot, then WAL) never mixes the two histories.
 func (s *Store) Replace(g graph) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g.normalize()
+	if s.wal != nil {
+		if err := s.wal.finalize(); err != nil {
+			return err
+		}
+		if err := moveToOld(s.dir); err != nil {
+			return err
+		}
+		if _, err := writeSnapshot(s.dir, s.epoch, g, time.Now(), 0, true); err != nil {
+			return err
+		}
+	}
 	if err := writeJSON(s.path, g); err != nil {
 		return err
 	}
 	s.g = g
 	return nil
+}
+
+// snapshotForDurability is the graph as of now for CREATE SNAPSHOT, with the epoch it
+// belongs to; the current WAL file is finalized with it, so the records after the
+// snapshot start a file of their own.
+func (s *Store) snapshotForDurability() (graph, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.g
+	g.Nodes = append([]StoredNode(nil), s.g.Nodes...)
+	g.Edges = append([]StoredEdge(nil), s.g.Edges...)
+	if s.wal != nil {
+		if err := s.wal.finalize(); err != nil {
+			return g, s.epoch, err
+		}
+	}
+	return g, s.epoch, nil
 }
 
 // Stats are the figures SHOW STORAGE INFO reports.
