@@ -96,6 +96,10 @@ type replicaLink struct {
 	// failedAt is the last failed send: a write does not wait for a replica that failed
 	// within the last second (Memgraph's replica in RECOVERY); the catch-up loop serves it.
 	failedAt time.Time
+	// checkedAt is the last check of a replica that had nothing to catch up: the MAIN
+	// pings it every second (Memgraph's --replication-replica-check-frequency-sec), so a
+	// replica that went away shows "invalid" in SHOW REPLICAS even when no write failed.
+	checkedAt time.Time
 	// authSent and authAcked: the replica holds the MAIN's users as of authAcked.
 	authSent  bool
 	authAcked uint64
@@ -318,7 +322,7 @@ func (d *dataInstance) lag() response {
 			acked = 0
 		}
 		l.mu.Unlock()
-		out = append(out, replicaLag{Name: l.spec.Name, Committed: acked, Behind: committed - min(acked, committed)})
+		out = append(out, replicaLag{Name: l.spec.Name, Committed: acked, Behind: committed - min(acked, committed), Invalid: !l.synced && !l.failedAt.IsZero()})
 	}
 	return response{Role: role, Committed: committed, Lag: out}
 }
@@ -466,13 +470,29 @@ func (d *dataInstance) catchUpLoop() {
 		for _, l := range links {
 			l.mu.Lock()
 			behind := !l.synced || l.acked != committed
+			check := !behind && time.Since(l.checkedAt) >= time.Second
 			l.mu.Unlock()
-			if behind {
+			switch {
+			case behind:
 				if err := d.send(l, epoch, 0, nil, nil); err != nil {
 					d.log.Debug("Replica catch-up failed", "replica", l.spec.Name, "error", err)
 				}
+			case check:
+				d.check(l, epoch)
 			}
 		}
+	}
+}
+
+// check pings a replica that has nothing to catch up; one that does not answer is no
+// longer counted in sync, and the catch-up loop sends it a snapshot once it answers.
+func (d *dataInstance) check(l *replicaLink, epoch uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checkedAt = time.Now()
+	if _, err := d.callReplica(l.spec, request{Op: "ping", Epoch: epoch}); err != nil {
+		l.synced, l.failedAt = false, time.Now()
+		d.log.Debug("Replica check failed", "replica", l.spec.Name, "error", err)
 	}
 }
 

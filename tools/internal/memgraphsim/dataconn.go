@@ -190,7 +190,10 @@ func (c *dataConn) showReplicas() (*bolt.Result, error) {
 	for _, s := range specs {
 		l := behind[s.Name]
 		status := "ready"
-		if l.Behind > 0 {
+		switch {
+		case l.Invalid:
+			status = "invalid"
+		case l.Behind > 0:
 			status = "recovery"
 		}
 		rows = append(rows, []any{s.Name, s.ReplicationServer, s.Mode, nil,

@@ -214,3 +214,36 @@ func TestReplaceKeepsOldFilesAside(t *testing.T) {
 		t.Errorf("WAL files covered by the oldest snapshot kept (timestamp %d) remain: %v", oldest, names)
 	}
 }
+
+// TestShowReplicasStatus: SHOW REPLICAS on the MAIN gives each replica's data_info as
+// Memgraph does ({memgraph: {ts, behind, status}}): ready and 0 behind when caught up;
+// a replica that went away shows "invalid" within the check period although no write
+// failed, and ready again once it is back and caught up.
+func TestShowReplicasStatus(t *testing.T) {
+	tc := newTestCluster(t, 1, 2)
+	tc.bootstrap()
+	main, replica := tc.data[0], tc.data[1]
+	mustRun(t, main, `CREATE (:Person {id: 1})`)
+	status := func() (string, int64, int64) {
+		rows := mustRun(t, main, "SHOW REPLICAS").Records
+		if len(rows) != 1 {
+			t.Fatalf("SHOW REPLICAS: %v", rows)
+		}
+		db := rows[0][4].(map[string]any)["memgraph"].(map[string]any)
+		return db["status"].(string), db["ts"].(int64), db["behind"].(int64)
+	}
+	testenv.EventuallyTrue(t, 5*time.Second, "the replica ready at 1", func() bool {
+		s, ts, behind := status()
+		return s == "ready" && ts == 1 && behind == 0
+	})
+	tc.stop(replica)
+	testenv.EventuallyTrue(t, 5*time.Second, "the stopped replica invalid", func() bool {
+		s, _, _ := status()
+		return s == "invalid"
+	})
+	tc.start(replica)
+	testenv.EventuallyTrue(t, 15*time.Second, "the replica back and ready", func() bool {
+		s, ts, behind := status()
+		return s == "ready" && ts == 1 && behind == 0
+	})
+}

@@ -61,6 +61,9 @@ type replicaLag struct {
 	Name      string `json:"name"`
 	Committed uint64 `json:"committed"`
 	Behind    uint64 `json:"behind"`
+	// Invalid: the MAIN's last send or check of the replica failed (Memgraph's
+	// MAYBE_BEHIND, "invalid" in SHOW REPLICAS).
+	Invalid bool `json:"invalid,omitempty"`
 }
 
 // call sends one request to addr (from the local address from, nil for any) and decodes the response; a response carrying Error
