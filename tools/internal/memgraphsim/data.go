@@ -566,7 +566,7 @@ const ErrSnapshotRunning = "Another snapshot creation is already in progress"
 // started with it, so the snapshot and the WAL after it hold every commit.
 func (d *dataInstance) createSnapshot() (SnapshotFile, error) {
 	if !d.snapshotRunning.CompareAndSwap(false, true) {
-		return SnapshotFile{}, errors.New(ErrSnapshotRunning)
+		return SnapshotFile{}, errors.New(ErrSnapshotRunning) //nolint:staticcheck // Memgraph's own wording, capital and all
 	}
 	defer d.snapshotRunning.Store(false)
 	d.writeMu.Lock()
