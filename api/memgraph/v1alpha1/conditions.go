@@ -137,7 +137,12 @@ const (
 	// (a volume that already holds data, a file that changed since it was verified, the
 	// store unreachable); its termination message says which.
 	ReasonRestoreFailed = "RestoreFailed"
-	// ReasonBackupCorrupted: a stored file does not match the manifest's size or SHA-256;
-	// no pod is created, nothing is written, the backup stays as it is.
+	// ReasonBackupCorrupted: a stored file is missing or does not match its manifest
+	// entry (size, SHA-256, or the epoch and commit timestamps it records); no pod is
+	// created, nothing is written, the backup stays as it is.
 	ReasonBackupCorrupted = "BackupCorrupted"
+	// ReasonManifestInvalid: the backup's manifest is not one the operator restores (an
+	// unknown format, or files, timestamps and epoch that do not agree, such as WAL files
+	// with a gap after the snapshot); no pod is created.
+	ReasonManifestInvalid = "ManifestInvalid"
 )

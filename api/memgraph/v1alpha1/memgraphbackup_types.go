@@ -161,8 +161,13 @@ const BackupConditionCompleted = "Completed"
 
 // MemgraphBackup condition reasons; the reasons of Warning events too.
 const (
-	// BackupReasonBackupCompleted: Completed=True.
+	// BackupReasonBackupCompleted: Completed=True, the snapshot taken on a replica
+	// caught up with the MAIN.
 	BackupReasonBackupCompleted = "BackupCompleted"
+	// BackupReasonCompletedOnMain: Completed=True, but the snapshot was taken on the MAIN
+	// (which carries the extra load) because no replica was caught up with it, or none
+	// that was could be backed up; a Warning event says so.
+	BackupReasonCompletedOnMain = "CompletedOnMain"
 	// BackupReasonRunning: the snapshot is being taken and uploaded.
 	BackupReasonRunning = "Running"
 	// BackupReasonClusterNotFound: the named MemgraphCluster does not exist (yet).
@@ -180,6 +185,12 @@ const (
 	// BackupReasonUploadFailed: the snapshot could not be taken, read or stored after the
 	// retries.
 	BackupReasonUploadFailed = "UploadFailed"
+)
+
+// The roles a backup's source instance can have (status.role).
+const (
+	BackupRoleMain    = "main"
+	BackupRoleReplica = "replica"
 )
 
 // MemgraphBackupSpec names the cluster to back up. A backup is taken once; its spec never
@@ -235,16 +246,34 @@ type MemgraphBackupStatus struct {
 	// Path is the backup's folder in the bucket; its manifest is <path>/manifest.json.
 	// +optional
 	Path string `json:"path,omitempty"`
-	// Instance is the data instance the snapshot was taken on (the MAIN).
+	// Instance is the data instance the snapshot was taken on: a replica caught up with
+	// the MAIN when there is one, else the MAIN.
 	// +optional
 	Instance string `json:"instance,omitempty"`
+	// Role is that instance's role when the snapshot was taken: replica or main.
+	// +optional
+	Role string `json:"role,omitempty"`
+	// Main is the cluster's MAIN when the backup ran.
+	// +optional
+	Main string `json:"main,omitempty"`
+	// Epoch is the MAIN's epoch as the snapshot file records it (Memgraph's epoch id,
+	// which no query shows); empty when the backup agent does not read the file's format.
+	// +optional
+	Epoch string `json:"epoch,omitempty"`
+	// SnapshotTimestamp is the snapshot's commit timestamp.
+	// +optional
+	SnapshotTimestamp int64 `json:"snapshotTimestamp,omitempty"`
+	// Timestamp is the last commit the backup holds: the snapshot's, or that of the last
+	// transaction in the WAL files stored with it, which a restore replays.
+	// +optional
+	Timestamp int64 `json:"timestamp,omitempty"`
 	// ServerVersion is the Memgraph version (SHOW VERSION) of that instance.
 	// +optional
 	ServerVersion string `json:"serverVersion,omitempty"`
 	// Size is the stored bytes of every file.
 	// +optional
 	Size int64 `json:"size,omitempty"`
-	// Files are the stored durability files.
+	// Files are the stored durability files: the snapshot, then the WAL files.
 	// +listType=atomic
 	// +optional
 	Files []BackupFileStatus `json:"files,omitempty"`
@@ -259,13 +288,16 @@ type MemgraphBackupStatus struct {
 }
 
 // MemgraphBackup is one backup of a MemgraphCluster to its object store: a snapshot
-// taken on the MAIN (CREATE SNAPSHOT), uploaded with a manifest. Not in upstream.
+// taken on a replica caught up with the MAIN, or on the MAIN when none is (CREATE
+// SNAPSHOT), and the WAL files written after it, uploaded with a manifest. Not in
+// upstream.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mgb,categories=opsuite
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Instance",type=string,JSONPath=`.status.instance`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.role`,description="The source instance's role: replica, or main when no replica was caught up"
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.size`,description="Stored bytes"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MemgraphBackup struct {

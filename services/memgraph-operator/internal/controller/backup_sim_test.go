@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +29,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +46,7 @@ type simCluster struct {
 // startSimCluster maps cluster name's members (3 coordinators, 2 data instances) onto
 // loopback ports in book and starts its coordinators; its data instances are started by
 // the caller (a restore fills a data directory first).
-func startSimCluster(t *testing.T, ns, name string, book *addressBook, opts memgraph.Options) *simCluster {
+func startSimCluster(t *testing.T, ns, name string, book *addressBook, opts memgraph.Options, extraEnv ...string) *simCluster {
 	t.Helper()
 	shape := &memgraphv1.MemgraphCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: memgraphv1.MemgraphClusterSpec{Coordinators: 3, DataInstances: 2}}
@@ -62,7 +64,7 @@ func startSimCluster(t *testing.T, ns, name string, book *addressBook, opts memg
 			"127.0.0.1:" + strconv.Itoa(testenv.FreePortBelowEphemeral(t))
 	}
 	book.add(addrs)
-	procs.ExtraEnv = []string{simAddressMapEnv(addrs), "MEMGRAPH_USER=admin", "MEMGRAPH_PASSWORD=s3cret"}
+	procs.ExtraEnv = append([]string{simAddressMapEnv(addrs), "MEMGRAPH_USER=admin", "MEMGRAPH_PASSWORD=s3cret"}, extraEnv...)
 	for id := 1; id <= 3; id++ {
 		procs.StartCoordinator(id)
 	}
@@ -132,16 +134,23 @@ func (sc *simCluster) graphOf(ctx context.Context, member string) ([]int64, int6
 // TestBackupAndRestoreAgainstSimulators: against the real API server, a real S3 server
 // (versitygw) and simulator processes driven over Bolt by the real registrar. A cluster
 // with spec.backup gets the backup agent sidecar and its token; nodes and edges are
-// written through the MAIN; a MemgraphBackup takes a snapshot on the MAIN (LOCK DATA
-// DIRECTORY, CREATE SNAPSHOT), streams it from the agent into the store and writes the
-// manifest (Completed, size, files, checksums); more nodes are written. A new cluster
-// with spec.bootstrap naming the backup verifies it and renders the restore init
+// written through the MAIN, and a writer goes on writing one node per commit while a
+// MemgraphBackup runs. The backup is taken on the replica, which the MAIN's SHOW REPLICAS
+// shows caught up (LOCK DATA DIRECTORY, CREATE SNAPSHOT, which takes 1.5 s here while the
+// commits go on into the replica's WAL); the snapshot and the WAL files after it are
+// streamed from the agent into the store and the manifest written: Completed, the
+// replica as source, the MAIN's epoch, the server version, the WAL carrying commits after
+// the snapshot's. With the replica stopped (SHOW REPLICAS: invalid) a second backup is
+// taken on the MAIN, CompletedOnMain with a Warning event. A new cluster with
+// spec.bootstrap naming the first backup verifies it and renders the restore init
 // container, which the test runs (as the kubelet would) on the first data instance's
-// empty volume; its simulators start, the registration makes that instance MAIN, the
-// replica syncs, Restored turns True, and every node and edge written before the backup,
-// and none after, reads back on the MAIN and the replica. A third cluster bootstrapped
-// from a backup whose snapshot object was corrupted creates nothing and says
-// BackupCorrupted; the corrupted backup's objects stay where they were.
+// empty volume; its simulators start, recovering the snapshot and replaying the WAL, the
+// registration makes that instance MAIN, the replica syncs, Restored turns True, and
+// every node and edge up to the manifest's last commit, and none after, reads back on
+// the MAIN and the replica. A third cluster bootstrapped from a backup whose snapshot
+// object was corrupted creates nothing and says BackupCorrupted, a fourth from a backup
+// whose manifest was changed to leave a gap in its WAL says ManifestInvalid; the stored
+// objects stay where they were.
 func TestBackupAndRestoreAgainstSimulators(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -182,10 +191,12 @@ func TestBackupAndRestoreAgainstSimulators(t *testing.T) {
 		return c
 	}
 
-	// The source cluster, its data written through the MAIN.
-	src := startSimCluster(t, h.ns, "src", book, opts)
+	// The source cluster, its data written through the MAIN. Its snapshots take 1.5 s to
+	// write, as a large graph's would.
+	src := startSimCluster(t, h.ns, "src", book, opts, "MEMGRAPH_SIM_SNAPSHOT_DELAY=1500ms")
+	srcProcs := map[string]*memgraphtest.Process{}
 	for _, n := range dataNames("src", 2) {
-		src.procs.StartData(n)
+		srcProcs[n] = src.procs.StartData(n)
 	}
 	newCluster("src", "")
 	h.podsRun(resources.StatefulSetName("src", resources.RoleCoordinator))
@@ -207,45 +218,103 @@ func TestBackupAndRestoreAgainstSimulators(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wantIDs, wantEdges, err := src.graphOf(ctx, c.Status.Main)
-	if err != nil || len(wantIDs) != before || wantEdges != before/2 {
-		t.Fatalf("source graph: %d nodes, %d edges, %v", len(wantIDs), wantEdges, err)
+	ids, edges, err := src.graphOf(ctx, c.Status.Main)
+	if err != nil || len(ids) != before || edges != before/2 {
+		t.Fatalf("source graph: %d nodes, %d edges, %v", len(ids), edges, err)
 	}
+	replicaName := dataNames("src", 2)[1]
+	if c.Status.Main == replicaName {
+		replicaName = dataNames("src", 2)[0]
+	}
+	var epoch struct {
+		Epoch uint64 `json:"epoch"`
+	}
+	if b, err := os.ReadFile(filepath.Join(src.procs.DataDirOf(c.Status.Main), "sim-replication.json")); err != nil || json.Unmarshal(b, &epoch) != nil || epoch.Epoch == 0 {
+		t.Fatalf("the MAIN's replication state: %v", err)
+	}
+	base := storageCommitted(ctx, t, mainSession)
 
-	// The backup.
+	// The backup, with a writer going on meanwhile: one node per commit, ids counting up.
+	stopWriter := make(chan struct{})
+	writer := make(chan error, 1)
+	go func() {
+		for i := int64(before); ; i++ {
+			select {
+			case <-stopWriter:
+				writer <- nil
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := mainSession.Query(ctx, fmt.Sprintf(`CREATE (:Person {id: %d, name: "person-%d"})`, i, i)); err != nil {
+				writer <- fmt.Errorf("write %d: %w", i, err)
+				return
+			}
+		}
+	}()
 	b1 := &memgraphv1.MemgraphBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: h.ns},
 		Spec: memgraphv1.MemgraphBackupSpec{Cluster: memgraphv1.ClusterReference{Name: "src"}}}
 	if err := h.c.Create(ctx, b1); err != nil {
 		t.Fatal(err)
 	}
 	b1 = waitBackup(t, h, "b1", memgraphv1.BackupPhaseCompleted)
-	if b1.Status.Instance != c.Status.Main || b1.Status.Size <= 0 || len(b1.Status.Files) != 1 || b1.Status.ServerVersion == "" ||
+	close(stopWriter)
+	if err := <-writer; err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(b1.Status.Conditions, memgraphv1.BackupConditionCompleted)
+	if b1.Status.Instance != replicaName || b1.Status.Role != memgraphv1.BackupRoleReplica || b1.Status.Main != c.Status.Main ||
+		b1.Status.Epoch != strconv.FormatUint(epoch.Epoch, 10) || b1.Status.ServerVersion != "3.12.1-sim" || cond.Reason != memgraphv1.BackupReasonBackupCompleted ||
+		b1.Status.Size <= 0 || len(b1.Status.Files) < 2 || b1.Status.Timestamp <= b1.Status.SnapshotTimestamp ||
 		!strings.HasPrefix(b1.Status.Path, "team-a/memgraph/"+h.ns+"/src/b1-") || b1.Status.Bucket != "backups" {
-		t.Fatalf("backup status %+v", b1.Status)
+		t.Fatalf("backup status %+v, want the replica %s as source, the MAIN's epoch %d and WAL after the snapshot", b1.Status, replicaName, epoch.Epoch)
 	}
 	m, err := snapshot.ReadManifest(ctx, bucketStore, b1.Status.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Snapshot != b1.Status.Files[0].Name || m.Files[0].SHA256 != b1.Status.Files[0].SHA256 || m.SnapshotTimestamp == 0 ||
+	if m.Format != snapshot.ManifestFormat || m.Snapshot != b1.Status.Files[0].Name || m.Files[0].SHA256 != b1.Status.Files[0].SHA256 ||
+		m.Instance != replicaName || m.Role != memgraphv1.BackupRoleReplica || m.Main != c.Status.Main || m.Epoch != b1.Status.Epoch ||
+		m.ServerVersion != b1.Status.ServerVersion || int64(m.Timestamp) != b1.Status.Timestamp || int64(m.SnapshotTimestamp) != b1.Status.SnapshotTimestamp ||
+		m.Files[1].Prev > m.SnapshotTimestamp || m.Files[len(m.Files)-1].Timestamp != m.Timestamp ||
 		m.Cluster.Name != "src" || m.Backup.UID != string(b1.UID) || !m.StoppedAt.After(m.StartedAt) {
 		t.Fatalf("manifest %+v against status %+v", m, b1.Status)
 	}
-	t.Logf("backup %s: %s, %d bytes, %s", b1.Status.Path, m.Snapshot, m.Size, m.StoppedAt.Sub(m.StartedAt))
+	// The restore holds every commit up to the manifest's last: the 60 before the backup
+	// and the writer's first ones, in order.
+	wantIDs := make([]int64, before+int(m.Timestamp-base))
+	for i := range wantIDs {
+		wantIDs[i] = int64(i)
+	}
+	wantEdges := int64(before / 2)
+	written := storageCommitted(ctx, t, mainSession) - base
+	t.Logf("backup %s: %s at commit %d and %d WAL files up to %d (the writer made %d commits), %d bytes, %s",
+		b1.Status.Path, m.Snapshot, m.SnapshotTimestamp, len(m.Files)-1, m.Timestamp, written, m.Size, m.StoppedAt.Sub(m.StartedAt))
 	// Written after the backup: not in the restore.
-	for i := int64(before); i < before+10; i++ {
+	next := before + int64(written)
+	for i := next; i < next+10; i++ {
 		if _, err := mainSession.Query(ctx, fmt.Sprintf(`CREATE (:Person {id: %d, name: "person-%d"})`, i, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	// A second backup, then its snapshot object corrupted in the store.
+	// The replica stopped: the MAIN's SHOW REPLICAS shows it invalid, and a second backup
+	// is taken on the MAIN, with a warning. Its snapshot object is then corrupted.
+	src.procs.Stop(srcProcs[replicaName])
+	testenv.Eventually(t, 15*time.Second, "the MAIN sees its replica gone", func() (bool, string) {
+		reps, err := mainSession.Replicas(ctx)
+		return err == nil && len(reps) == 1 && !reps[0].CaughtUp(), fmt.Sprintf("%+v %v", reps, err)
+	})
 	b2 := &memgraphv1.MemgraphBackup{ObjectMeta: metav1.ObjectMeta{Name: "b2", Namespace: h.ns},
 		Spec: memgraphv1.MemgraphBackupSpec{Cluster: memgraphv1.ClusterReference{Name: "src"}}}
 	if err := h.c.Create(ctx, b2); err != nil {
 		t.Fatal(err)
 	}
 	b2 = waitBackup(t, h, "b2", memgraphv1.BackupPhaseCompleted)
+	if cond := meta.FindStatusCondition(b2.Status.Conditions, memgraphv1.BackupConditionCompleted); b2.Status.Instance != c.Status.Main ||
+		b2.Status.Role != memgraphv1.BackupRoleMain || cond.Reason != memgraphv1.BackupReasonCompletedOnMain || b2.Status.Epoch != b1.Status.Epoch {
+		t.Fatalf("a backup with no replica caught up: %+v", b2.Status)
+	}
+	h.waitBackupEvent("b2", memgraphv1.BackupReasonCompletedOnMain)
 	obj := path.Join(b2.Status.Path, b2.Status.Files[0].Name)
 	good, err := bucketStore.GetBytes(ctx, obj, 1<<30)
 	if err != nil {
@@ -347,16 +416,53 @@ func TestBackupAndRestoreAgainstSimulators(t *testing.T) {
 		})
 	}
 
+	// A manifest whose WAL no longer follows on its snapshot restores nothing.
+	gapDir := "team-a/gap"
+	for _, f := range m.Files {
+		b, err := bucketStore.GetBytes(ctx, path.Join(b1.Status.Path, f.Name), 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bucketStore.PutBytes(ctx, path.Join(gapDir, f.Name), b, "application/octet-stream"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gapped := m
+	gapped.Files = slices.Clone(m.Files)
+	gapped.Files[1].Prev = m.SnapshotTimestamp + 1
+	body, _ := json.Marshal(gapped)
+	if err := bucketStore.PutBytes(ctx, path.Join(gapDir, snapshot.ManifestName), body, "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	b3 := &memgraphv1.MemgraphBackup{ObjectMeta: metav1.ObjectMeta{Name: "b3", Namespace: h.ns},
+		Spec: memgraphv1.MemgraphBackupSpec{Cluster: memgraphv1.ClusterReference{Name: "src"}}}
+	if err := h.c.Create(ctx, b3); err != nil {
+		t.Fatal(err)
+	}
+	// b3 stands for a backup whose manifest was changed in the store: its status points
+	// at the changed copy (the backup itself completes on the MAIN first).
+	b3 = waitBackup(t, h, "b3", memgraphv1.BackupPhaseCompleted)
+	b3.Status.Path = gapDir
+	if err := h.c.Status().Update(ctx, b3); err != nil {
+		t.Fatal(err)
+	}
+	newCluster("gap", "b3")
+	if got := h.waitCondition("gap", memgraphv1.ConditionRestored, metav1.ConditionFalse, memgraphv1.ReasonManifestInvalid); got.Status.State != memgraphv1.StateFailed {
+		t.Errorf("state %s with an invalid manifest, want Failed", got.Status.State)
+	}
+
 	// A corrupted backup restores nothing.
 	newCluster("bad", "b2")
 	got := h.waitCondition("bad", memgraphv1.ConditionRestored, metav1.ConditionFalse, memgraphv1.ReasonBackupCorrupted)
 	if got.Status.State != memgraphv1.StateFailed {
 		t.Errorf("state %s with a corrupted backup, want Failed", got.Status.State)
 	}
-	for _, r := range []resources.Role{resources.RoleCoordinator, resources.RoleData} {
-		err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: resources.StatefulSetName("bad", r)}, &appsv1.StatefulSet{})
-		if !apierrors.IsNotFound(err) {
-			t.Errorf("StatefulSet %s of a cluster with a corrupted backup: %v", resources.StatefulSetName("bad", r), err)
+	for _, name := range []string{"bad", "gap"} {
+		for _, r := range []resources.Role{resources.RoleCoordinator, resources.RoleData} {
+			err := h.c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: resources.StatefulSetName(name, r)}, &appsv1.StatefulSet{})
+			if !apierrors.IsNotFound(err) {
+				t.Errorf("StatefulSet %s of a cluster with a corrupted backup: %v", resources.StatefulSetName(name, r), err)
+			}
 		}
 	}
 	if still, err := bucketStore.GetBytes(ctx, obj, 1<<30); err != nil || len(still) != len(bad) {
@@ -365,6 +471,24 @@ func TestBackupAndRestoreAgainstSimulators(t *testing.T) {
 	if _, err := snapshot.ReadManifest(ctx, bucketStore, b2.Status.Path); err != nil {
 		t.Errorf("the corrupted backup's manifest is gone: %v", err)
 	}
+}
+
+// storageCommitted is the instance's committed transactions (the simulator's SHOW
+// STORAGE INFO row committed_transactions).
+func storageCommitted(ctx context.Context, t *testing.T, s memgraph.Session) uint64 {
+	t.Helper()
+	rows, err := s.Query(ctx, "SHOW STORAGE INFO")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r["storage info"] == "committed_transactions" {
+			n, _ := r["value"].(int64)
+			return uint64(n)
+		}
+	}
+	t.Fatalf("SHOW STORAGE INFO has no committed_transactions: %v", rows)
+	return 0
 }
 
 func hasContainer(cs []corev1.Container, name string) bool {

@@ -41,7 +41,8 @@ const (
 	msgBackupNotCompleted = "The MemgraphBackup named by spec.bootstrap.backup is not Completed; only a complete backup is restored"
 	msgBackupUnreadable   = "The backup's manifest or files could not be read from the object store (see the operator's log); nothing was created, the next pass tries again"
 	msgRestoreFailed      = "The restore init container of the first data instance failed: its termination message says why (a volume that already holds data is never overwritten; a file that no longer matches its manifest is not used); the kubelet retries it"
-	msgBackupCorrupted    = "A file of the backup does not match its manifest's size or SHA-256 (see the operator's log): nothing was created or written, and the backup was left as it is; restore another backup into a new cluster"
+	msgBackupCorrupted    = "A file of the backup is missing or does not match its manifest (size, SHA-256, or the epoch and commit timestamps it records; see the operator's log): nothing was created or written, and the backup was left as it is; restore another backup into a new cluster"
+	msgManifestInvalid    = "The backup's manifest is not one this operator restores: an unknown format, or files, timestamps and epoch that do not agree (see the operator's log); nothing was created or written, and the backup was left as it is; restore another backup into a new cluster"
 )
 
 // bootstrap decides where the first data instance restores from. Before the data
@@ -76,7 +77,7 @@ func (p *pass) bootstrap(ctx context.Context, live *appsv1.StatefulSet) error {
 		// Verified by an earlier pass whose StatefulSet write did not land.
 		p.restore.source = src
 		return nil
-	case cond != nil && cond.Reason == memgraphv1.ReasonBackupCorrupted:
+	case cond != nil && (cond.Reason == memgraphv1.ReasonBackupCorrupted || cond.Reason == memgraphv1.ReasonManifestInvalid):
 		// Final for this cluster: the backup is not read again on every pass.
 		p.restore.reason, p.restore.msg = cond.Reason, cond.Message
 		return nil
@@ -94,6 +95,10 @@ func (p *pass) bootstrap(ctx context.Context, live *appsv1.StatefulSet) error {
 		_, err = snapshot.Verify(ctx, store, src.Path)
 	}
 	switch {
+	case snapshot.IsManifestInvalid(err):
+		log.FromContext(ctx).Error(err, "Backup manifest invalid: nothing restored", "memgraphBackup", b.Name)
+		p.restore.reason, p.restore.msg = memgraphv1.ReasonManifestInvalid, msgManifestInvalid
+		return nil
 	case snapshot.IsCorrupted(err):
 		log.FromContext(ctx).Error(err, "Backup corrupted: nothing restored", "memgraphBackup", b.Name)
 		p.restore.reason, p.restore.msg = memgraphv1.ReasonBackupCorrupted, msgBackupCorrupted

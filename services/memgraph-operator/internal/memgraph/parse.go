@@ -102,7 +102,37 @@ func ParseReplicas(rows []map[string]any) ([]Replica, error) {
 		default:
 			return nil, fmt.Errorf("row %d: sync_mode %q", i, mode)
 		}
-		out = append(out, Replica{Name: name, Mode: mode})
+		rep := Replica{Name: name, Mode: mode}
+		if rep.Databases, err = parseReplicaData(r["data_info"]); err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		out = append(out, rep)
+	}
+	return out, nil
+}
+
+// parseReplicaData reads SHOW REPLICAS' data_info: database name to {ts, behind, status}.
+func parseReplicaData(v any) (map[string]ReplicaDatabase, error) {
+	if v == nil {
+		return nil, nil
+	}
+	info, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("data_info is %T", v)
+	}
+	out := make(map[string]ReplicaDatabase, len(info))
+	for db, e := range info {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("data_info[%q] is %T", db, e)
+		}
+		ts, ok1 := toInt64(m["ts"])
+		behind, ok2 := toInt64(m["behind"])
+		status, ok3 := m["status"].(string)
+		if !ok1 || !ok2 || !ok3 {
+			return nil, fmt.Errorf("data_info[%q] lacks integer ts and behind and a status", db)
+		}
+		out[db] = ReplicaDatabase{Timestamp: ts, Behind: behind, Status: strings.ToLower(status)}
 	}
 	return out, nil
 }

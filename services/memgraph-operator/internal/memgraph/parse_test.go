@@ -88,15 +88,34 @@ func TestParseCoordinatorSettingsAndReplicas(t *testing.T) {
 	if _, err := ParseCoordinatorSettings([]map[string]any{{"setting_name": "x", "setting_value": int64(5)}}); err == nil {
 		t.Error("a non-string value parsed")
 	}
+	// Memgraph's data_info: per database {ts, behind, status}; system_info may be null.
 	reps, err := ParseReplicas([]map[string]any{
-		{"name": "d_1", "sync_mode": "strict_sync"}, {"name": "d_2", "sync_mode": "async"}, {"name": "d_3", "sync_mode": "sync"},
+		{"name": "d_1", "sync_mode": "strict_sync", "system_info": nil, "data_info": map[string]any{"memgraph": map[string]any{"ts": int64(7), "behind": int64(0), "status": "ready"}}},
+		{"name": "d_2", "sync_mode": "async", "data_info": map[string]any{"memgraph": map[string]any{"ts": int64(5), "behind": int64(2), "status": "replicating"}}},
+		{"name": "d_3", "sync_mode": "sync", "data_info": map[string]any{"memgraph": map[string]any{"ts": int64(7), "behind": int64(0), "status": "ready"},
+			"tenant": map[string]any{"ts": int64(3), "behind": int64(0), "status": "recovery"}}},
+		{"name": "d_4", "sync_mode": "sync"},
 	})
-	want := []Replica{{Name: "d_1", Mode: ModeStrictSync}, {Name: "d_2", Mode: ModeAsync}, {Name: "d_3", Mode: ModeSync}}
-	if err != nil || len(reps) != 3 || reps[0] != want[0] || reps[1] != want[1] || reps[2] != want[2] {
-		t.Errorf("replicas %v, %v", reps, err)
+	want := []Replica{
+		{Name: "d_1", Mode: ModeStrictSync, Databases: map[string]ReplicaDatabase{"memgraph": {Timestamp: 7, Status: "ready"}}},
+		{Name: "d_2", Mode: ModeAsync, Databases: map[string]ReplicaDatabase{"memgraph": {Timestamp: 5, Behind: 2, Status: "replicating"}}},
+		{Name: "d_3", Mode: ModeSync, Databases: map[string]ReplicaDatabase{"memgraph": {Timestamp: 7, Status: "ready"}, "tenant": {Timestamp: 3, Status: "recovery"}}},
+		{Name: "d_4", Mode: ModeSync},
 	}
-	if _, err := ParseReplicas([]map[string]any{{"name": "d_1", "sync_mode": "semi"}}); err == nil {
-		t.Error("an unknown sync_mode parsed")
+	if err != nil || !reflect.DeepEqual(reps, want) {
+		t.Errorf("replicas %+v, %v", reps, err)
+	}
+	// Caught up: ready and nothing behind in every database; no data_info proves nothing.
+	for i, wantCaughtUp := range []bool{true, false, false, false} {
+		if reps[i].CaughtUp() != wantCaughtUp {
+			t.Errorf("%s caught up: %v", reps[i].Name, !wantCaughtUp)
+		}
+	}
+	for _, bad := range []map[string]any{{"name": "d_1", "sync_mode": "semi"},
+		{"name": "d_1", "sync_mode": "sync", "data_info": map[string]any{"memgraph": map[string]any{"ts": "7", "behind": int64(0), "status": "ready"}}}} {
+		if _, err := ParseReplicas([]map[string]any{bad}); err == nil {
+			t.Errorf("%v parsed", bad)
+		}
 	}
 	if got := ClassifyRefusal("Cluster cannot consists of both STRICT_SYNC and SYNC replicas. The valid cluster consists of either STRICT_SYNC and ASYNC or SYNC and ASYNC replicas."); got != RefusalModeMix {
 		t.Errorf("mix refusal classified %v", got)

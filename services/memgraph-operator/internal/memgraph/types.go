@@ -111,11 +111,42 @@ func (l Lag) String() string {
 	return fmt.Sprintf("%s%v", l.Instance, l.Databases)
 }
 
-// Replica is one row of SHOW REPLICAS on the MAIN: a replica's registered name and its
-// mode (ModeSync, ModeAsync or ModeStrictSync).
+// Replica is one row of SHOW REPLICAS on the MAIN: a replica's registered name, its
+// mode (ModeSync, ModeAsync or ModeStrictSync) and, per database, how far it is (the
+// data_info column).
 type Replica struct {
 	Name string
 	Mode string
+	// Databases is data_info: database name to the replica's state there (nil when the
+	// row carries none).
+	Databases map[string]ReplicaDatabase
+}
+
+// ReplicaDatabase is one database's entry of SHOW REPLICAS' data_info.
+type ReplicaDatabase struct {
+	// Timestamp is the replica's commit timestamp there (ts), Behind how many
+	// transactions it lacks that the MAIN committed (behind), Status the MAIN's view of
+	// the replica (ready, replicating, recovery, invalid, diverged).
+	Timestamp int64
+	Behind    int64
+	Status    string
+}
+
+// ReplicaReady is the data_info status of a replica that holds every transaction sent.
+const ReplicaReady = "ready"
+
+// CaughtUp says whether the MAIN sees the replica ready and no transaction behind in
+// every database it lists. A row without databases proves nothing.
+func (r Replica) CaughtUp() bool {
+	if len(r.Databases) == 0 {
+		return false
+	}
+	for _, d := range r.Databases {
+		if d.Status != ReplicaReady || d.Behind != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ModeConflicts says whether replicas of modes a and b cannot be in one cluster:

@@ -50,12 +50,14 @@ type Agent struct {
 }
 
 // Handler is the agent's HTTP API: GET /healthz, GET /v1/files (the list), GET
-// /v1/files/<name> (one file's bytes).
+// /v1/files/<name> (one file's bytes; ?length=N its first N bytes, for a WAL file still
+// being written), GET /v1/info/<name> (what the file says about itself, Info).
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /v1/files", a.authorized(a.list))
 	mux.HandleFunc("GET /v1/files/{dir}/{name}", a.authorized(a.file))
+	mux.HandleFunc("GET /v1/info/{dir}/{name}", a.authorized(a.info))
 	return mux
 }
 
@@ -107,9 +109,44 @@ func (a *Agent) file(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a regular file", http.StatusBadRequest)
 		return
 	}
+	// The size is fixed when the answer starts: a file that grows meanwhile (the WAL
+	// file being written) is served as it was, never with a length it does not announce.
+	n := st.Size()
+	if l := r.URL.Query().Get("length"); l != "" {
+		want, err := strconv.ParseInt(l, 10, 64)
+		if err != nil || want < 0 {
+			http.Error(w, "length must be a byte count", http.StatusBadRequest)
+			return
+		}
+		if want > n {
+			http.Error(w, "the file is shorter than the length asked for", http.StatusConflict)
+			return
+		}
+		n = want
+	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
-	_, _ = io.Copy(w, f)
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	_, _ = io.CopyN(w, f, n)
+}
+
+func (a *Agent) info(w http.ResponseWriter, r *http.Request) {
+	name, err := fileName(r.PathValue("dir"), r.PathValue("name"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	info, err := InspectFile(filepath.Join(a.DataDir, filepath.FromSlash(name)), name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		http.Error(w, "no such file", http.StatusNotFound)
+		return
+	case err != nil:
+		// A file that does not read whole (a corrupted snapshot) is not one to back up.
+		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(info)
 }
 
 // fileName checks a requested file: a plain name in snapshots/ or wal/, nothing else of
@@ -181,9 +218,26 @@ func (c Client) get(ctx context.Context, p string) (*http.Response, error) {
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		_ = resp.Body.Close()
-		return nil, fmt.Errorf("backup agent: GET %s: %s: %s", p, resp.Status, strings.TrimSpace(string(b)))
+		return nil, &AgentError{Path: p, Status: resp.StatusCode, Text: strings.TrimSpace(string(b))}
 	}
 	return resp, nil
+}
+
+// AgentError is an answer of the agent other than 200.
+type AgentError struct {
+	Path   string
+	Status int
+	Text   string
+}
+
+func (e *AgentError) Error() string {
+	return fmt.Sprintf("backup agent: GET %s: %d %s: %s", e.Path, e.Status, http.StatusText(e.Status), e.Text)
+}
+
+// IsAgentStatus reports whether err is the agent's answer with HTTP status code.
+func IsAgentStatus(err error, code int) bool {
+	var e *AgentError
+	return errors.As(err, &e) && e.Status == code
 }
 
 // List returns the durability files the agent sees.
@@ -202,13 +256,47 @@ func (c Client) List(ctx context.Context) ([]File, error) {
 
 // Open streams one file; the caller closes it. Size is the length the agent announced.
 func (c Client) Open(ctx context.Context, name string) (io.ReadCloser, int64, error) {
-	dir, base, ok := strings.Cut(name, "/")
-	if _, err := fileName(dir, base); !ok || err != nil {
-		return nil, 0, fmt.Errorf("backup agent: %q is not a file of %s/ or %s/", name, SnapshotsDir, WALDir)
+	return c.open(ctx, name, "")
+}
+
+// OpenLength streams the first length bytes of one file (a WAL file up to its last whole
+// transaction); the caller closes it.
+func (c Client) OpenLength(ctx context.Context, name string, length int64) (io.ReadCloser, int64, error) {
+	return c.open(ctx, name, "?length="+strconv.FormatInt(length, 10))
+}
+
+func (c Client) open(ctx context.Context, name, query string) (io.ReadCloser, int64, error) {
+	if err := checkName(name); err != nil {
+		return nil, 0, err
 	}
-	resp, err := c.get(ctx, "/v1/files/"+name)
+	resp, err := c.get(ctx, "/v1/files/"+name+query)
 	if err != nil {
 		return nil, 0, err
 	}
 	return resp.Body, resp.ContentLength, nil
+}
+
+// Info asks what one file says about itself.
+func (c Client) Info(ctx context.Context, name string) (Info, error) {
+	if err := checkName(name); err != nil {
+		return Info{}, err
+	}
+	resp, err := c.get(ctx, "/v1/info/"+name)
+	if err != nil {
+		return Info{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var info Info
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&info); err != nil {
+		return Info{}, fmt.Errorf("backup agent: reading the information of %s: %w", name, err)
+	}
+	return info, nil
+}
+
+func checkName(name string) error {
+	dir, base, ok := strings.Cut(name, "/")
+	if _, err := fileName(dir, base); !ok || err != nil {
+		return fmt.Errorf("backup agent: %q is not a file of %s/ or %s/", name, SnapshotsDir, WALDir)
+	}
+	return nil
 }

@@ -112,7 +112,7 @@ func RestoreCommand(ctx context.Context, args []string, getenv func(string) stri
 		_, _ = fmt.Fprintln(stderr, "the data directory was restored before; leaving it as Memgraph left it")
 		return nil
 	}
-	_, _ = fmt.Fprintf(stderr, "restored %s (%d files, %d bytes) from %s in %.1fs\n", out.Manifest.Snapshot, len(out.Manifest.Files),
-		out.Manifest.Size, *backup, time.Since(start).Seconds())
+	_, _ = fmt.Fprintf(stderr, "restored %s and %d WAL files (%d bytes, up to commit %d, epoch %q) from %s in %.1fs\n", out.Manifest.Snapshot,
+		len(out.Manifest.Files)-1, out.Manifest.Size, out.Manifest.Timestamp, out.Manifest.Epoch, *backup, time.Since(start).Seconds())
 	return nil
 }

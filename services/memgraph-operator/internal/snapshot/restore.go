@@ -60,25 +60,50 @@ func Verify(ctx context.Context, s Store, dir string) (Manifest, error) {
 	return m, nil
 }
 
-// copyChecked streams one file of the backup into w and checks it.
+// copyChecked streams one file of the backup into w and checks it: a missing object, or
+// one whose size or SHA-256 is not its manifest entry's, is ErrCorrupted; so is a file
+// whose content the manifest describes (Format) and that says otherwise of itself (its
+// epoch, its commit timestamps, the whole records it holds).
 func copyChecked(ctx context.Context, s Store, dir string, f ManifestFile, w io.Writer) error {
 	r, err := s.Get(ctx, path.Join(dir, f.Name))
+	if objectstore.IsNotFound(err) {
+		return fmt.Errorf("%w: %s, which the manifest names, is not in the store", ErrCorrupted, f.Name)
+	}
 	if err != nil {
 		return err
 	}
 	defer func() { _ = r.Close() }()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(w, h), r)
-	if err != nil {
+	var n countingWriter
+	tee := io.TeeReader(r, io.MultiWriter(w, h, &n))
+	info, ierr := Inspect(tee, f.Name, f.Size)
+	if _, err := io.Copy(io.Discard, tee); err != nil {
 		return fmt.Errorf("reading %s: %w", f.Name, err)
 	}
-	if n != f.Size {
+	if int64(n) != f.Size {
 		return fmt.Errorf("%w: %s holds %d bytes, the manifest says %d", ErrCorrupted, f.Name, n, f.Size)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
 		return fmt.Errorf("%w: %s has SHA-256 %s, the manifest says %s", ErrCorrupted, f.Name, got, f.SHA256)
 	}
+	if f.Format == "" {
+		return nil
+	}
+	if ierr != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupted, ierr)
+	}
+	if info.Format != f.Format || info.Epoch != f.Epoch || info.Timestamp != f.Timestamp || info.Prev != f.Prev || info.Length != f.Size {
+		return fmt.Errorf("%w: %s holds commits %d to %d of epoch %q in %d bytes (%s), its manifest entry says %d to %d of epoch %q in %d bytes (%s)",
+			ErrCorrupted, f.Name, info.Prev, info.Timestamp, info.Epoch, info.Length, info.Format, f.Prev, f.Timestamp, f.Epoch, f.Size, f.Format)
+	}
 	return nil
+}
+
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
 }
 
 // Outcome says what Restore did.
@@ -132,7 +157,8 @@ func Restore(ctx context.Context, s Store, dir, dataDir string) (Outcome, error)
 			return Outcome{}, err
 		}
 	}
-	marker, err := json.Marshal(map[string]any{"backup": m.Backup, "cluster": m.Cluster, "snapshot": m.Snapshot, "restoredAt": time.Now().UTC()})
+	marker, err := json.Marshal(map[string]any{"backup": m.Backup, "cluster": m.Cluster, "snapshot": m.Snapshot, "timestamp": m.Timestamp,
+		"epoch": m.Epoch, "restoredAt": time.Now().UTC()})
 	if err != nil {
 		return Outcome{}, err
 	}

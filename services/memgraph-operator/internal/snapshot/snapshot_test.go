@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,7 +31,9 @@ func writeFile(t *testing.T, p string, b []byte) {
 
 // TestAgentServesDurabilityFilesOnly: the agent lists and serves snapshots/ and wal/
 // files to a caller with the token, refuses one without it, and serves nothing else of the
-// data directory (the user store, a path out of it, hidden files).
+// data directory (the user store, a path out of it, hidden files). It says what a file
+// records (Info), and serves the first N bytes of a file being written, never more than
+// it holds.
 func TestAgentServesDurabilityFilesOnly(t *testing.T) {
 	data := t.TempDir()
 	writeFile(t, filepath.Join(data, "snapshots", "20261205000000000001_timestamp_7"), []byte("snapshot bytes"))
@@ -63,6 +66,36 @@ func TestAgentServesDurabilityFilesOnly(t *testing.T) {
 	if _, err := (snapshot.Client{BaseURL: srv.URL, Token: "wrong"}).List(ctx); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("a wrong token listed: %v", err)
 	}
+
+	// A WAL file being written: its whole transactions, and exactly that many bytes.
+	whole := simWAL(2, 7, 9)
+	writeFile(t, filepath.Join(data, "wal", "20261205000000000002_current"), append(bytes.Clone(whole), simWALLine(2, 9, 10)[:20]...))
+	info, err := c.Info(ctx, "wal/20261205000000000002_current")
+	if err != nil || info.Prev != 7 || info.Timestamp != 9 || info.Length != int64(len(whole)) || info.Epoch != "2" || !info.Current {
+		t.Fatalf("Info of the current WAL file: %+v %v", info, err)
+	}
+	r, n, err = c.OpenLength(ctx, info.Name, info.Length)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(r)
+	_ = r.Close()
+	if !bytes.Equal(b, whole) || n != int64(len(whole)) {
+		t.Fatalf("served %d bytes (%d announced), want the %d whole ones", len(b), n, len(whole))
+	}
+	if _, _, err := c.OpenLength(ctx, info.Name, 1<<20); !snapshot.IsAgentStatus(err, 409) {
+		t.Errorf("a length beyond the file: %v", err)
+	}
+	if info, err := c.Info(ctx, files[0].Name); err != nil || info.Timestamp != 7 || info.Format != "" {
+		t.Errorf("Info of a file of another format: %+v %v", info, err)
+	}
+	if _, err := c.Info(ctx, "wal/missing"); !snapshot.IsAgentStatus(err, 404) {
+		t.Errorf("Info of a missing file: %v", err)
+	}
+	writeFile(t, filepath.Join(data, "snapshots", "20261205000000000003_timestamp_9"), simSnapshot(2, 9, 10)[:40])
+	if _, err := c.Info(ctx, "snapshots/20261205000000000003_timestamp_9"); !snapshot.IsAgentStatus(err, 422) {
+		t.Errorf("Info of a cut simulator snapshot: %v", err)
+	}
 	for _, name := range []string{"auth/users", "snapshots/.tmp", "snapshots/../auth/users"} {
 		if _, _, err := c.Open(ctx, name); err == nil {
 			t.Errorf("%s was served", name)
@@ -86,7 +119,7 @@ func upload(t *testing.T, s interface {
 }, dir string, files map[string][]byte, snap string) snapshot.Manifest {
 	t.Helper()
 	m := snapshot.Manifest{Format: snapshot.ManifestFormat, Kind: "MemgraphBackup", Instance: "demo_data_0", Role: "main",
-		Snapshot: snap, SnapshotTimestamp: snapshot.SnapshotTimestamp(snap)}
+		Snapshot: snap, SnapshotTimestamp: snapshot.SnapshotTimestamp(snap), Timestamp: snapshot.SnapshotTimestamp(snap)}
 	for name, b := range files {
 		sum := sha256.Sum256(b)
 		if err := s.PutBytes(context.Background(), path.Join(dir, name), b, "application/octet-stream"); err != nil {
@@ -164,5 +197,104 @@ func TestRestoreChecksAndRefuses(t *testing.T) {
 	// The stored backup is untouched by the failed restore.
 	if got, err := store.GetBytes(ctx, path.Join("b2", snap), 1<<30); err != nil || !bytes.Equal(got, bad) {
 		t.Fatalf("the stored object changed: %v", err)
+	}
+}
+
+// uploadDescribed stores files with manifest entries that describe their content, as the
+// backup controller writes them for files whose format the agent reads; edit changes the
+// manifest before it is stored.
+func uploadDescribed(t *testing.T, s interface {
+	PutBytes(context.Context, string, []byte, string) error
+}, dir string, files []snapshot.ManifestFile, bodies [][]byte, edit func(*snapshot.Manifest)) {
+	t.Helper()
+	m := snapshot.Manifest{Format: snapshot.ManifestFormat, Kind: "MemgraphBackup", Instance: "demo_data_1", Role: "replica",
+		Snapshot: files[0].Name, SnapshotTimestamp: files[0].Timestamp, Epoch: files[0].Epoch, Timestamp: files[len(files)-1].Timestamp}
+	for i, f := range files {
+		sum := sha256.Sum256(bodies[i])
+		f.Size, f.SHA256 = int64(len(bodies[i])), hex.EncodeToString(sum[:])
+		if err := s.PutBytes(context.Background(), path.Join(dir, f.Name), bodies[i], "application/octet-stream"); err != nil {
+			t.Fatal(err)
+		}
+		m.Files = append(m.Files, f)
+		m.Size += f.Size
+	}
+	if edit != nil {
+		edit(&m)
+	}
+	body, _ := json.Marshal(m)
+	if err := s.PutBytes(context.Background(), path.Join(dir, snapshot.ManifestName), body, "application/json"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestoreWithWALChecksContent against versitygw: a backup of a snapshot and the WAL
+// after it restores both into snapshots/ and wal/; a stored file whose content says other
+// commits or another epoch than its manifest entry (its checksum matching), a file the
+// manifest names but the store lacks, and a manifest whose WAL leaves a gap after the
+// snapshot are all refused before anything is written.
+func TestRestoreWithWALChecksContent(t *testing.T) {
+	srv := objectstoretest.Start(t)
+	store := srv.Store(t, "backups", "")
+	ctx := context.Background()
+	snapName, walName := "snapshots/20261205000000000001_timestamp_10", "wal/20261205000000000002_current"
+	snapBody, walBody := simSnapshot(4, 10, 1000), simWAL(4, 10, 13)
+	files := []snapshot.ManifestFile{
+		{Name: snapName, Format: snapshot.FormatSim, Epoch: "4", Timestamp: 10},
+		{Name: walName, Format: snapshot.FormatSim, Epoch: "4", Prev: 10, Timestamp: 13},
+	}
+	uploadDescribed(t, store, "good", files, [][]byte{snapBody, walBody}, nil)
+	m, err := snapshot.Verify(ctx, store, "good")
+	if err != nil || m.Timestamp != 13 || m.Epoch != "4" {
+		t.Fatalf("Verify: %+v %v", m, err)
+	}
+	data := t.TempDir()
+	if _, err := snapshot.Restore(ctx, store, "good", data); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]byte{snapName: snapBody, walName: walBody} {
+		if got, _ := os.ReadFile(filepath.Join(data, filepath.FromSlash(name))); !bytes.Equal(got, want) {
+			t.Errorf("%s restored as %d bytes, want %d", name, len(got), len(want))
+		}
+	}
+
+	// The WAL file holds commits 11..13; its entry (and the manifest) say 11..14.
+	lying := slices.Clone(files)
+	lying[1].Timestamp = 14
+	uploadDescribed(t, store, "lying", lying, [][]byte{snapBody, walBody}, nil)
+	// The snapshot is of epoch 4; the manifest says 5 throughout.
+	otherEpoch := slices.Clone(files)
+	otherEpoch[0].Epoch, otherEpoch[1].Epoch = "5", "5"
+	uploadDescribed(t, store, "epoch", otherEpoch, [][]byte{snapBody, walBody}, nil)
+	for _, dir := range []string{"lying", "epoch"} {
+		_, err := snapshot.Verify(ctx, store, dir)
+		if !snapshot.IsCorrupted(err) || !strings.Contains(err.Error(), "manifest entry says") {
+			t.Errorf("Verify of %s: %v", dir, err)
+		}
+		empty := t.TempDir()
+		if _, err := snapshot.Restore(ctx, store, dir, empty); !snapshot.IsCorrupted(err) {
+			t.Errorf("Restore of %s: %v", dir, err)
+		}
+		if left, _ := snapshot.ListFiles(empty); len(left) != 0 {
+			t.Errorf("Restore of %s left %v", dir, left)
+		}
+	}
+
+	// A file the manifest names is not in the store.
+	uploadDescribed(t, store, "missing", files, [][]byte{snapBody, walBody}, nil)
+	if err := store.Delete(ctx, path.Join("missing", walName)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Verify(ctx, store, "missing"); !snapshot.IsCorrupted(err) || !strings.Contains(err.Error(), "not in the store") {
+		t.Errorf("Verify with a missing object: %v", err)
+	}
+
+	// WAL that starts after commit 11: commit 11 is nowhere.
+	gap := []snapshot.ManifestFile{files[0], {Name: walName, Format: snapshot.FormatSim, Epoch: "4", Prev: 11, Timestamp: 13}}
+	uploadDescribed(t, store, "gap", gap, [][]byte{snapBody, simWAL(4, 11, 13)}, nil)
+	if _, err := snapshot.Verify(ctx, store, "gap"); !snapshot.IsManifestInvalid(err) || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("Verify with a gap after the snapshot: %v", err)
+	}
+	if _, err := snapshot.Restore(ctx, store, "gap", t.TempDir()); !snapshot.IsManifestInvalid(err) {
+		t.Errorf("Restore with a gap after the snapshot: %v", err)
 	}
 }
