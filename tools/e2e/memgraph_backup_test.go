@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,6 +54,49 @@ func startMgS3(t *testing.T) *mgS3 {
 	return s
 }
 
+// mgReplicationEpoch reads the epoch the simulator's replication state file holds on the
+// volume of claim (sim-replication.json: the epoch the coordinators gave the instance).
+func mgReplicationEpoch(ctx context.Context, t *testing.T, claim string) string {
+	t.Helper()
+	if env.local == nil {
+		t.Fatal("reading a data instance's volume needs the local cluster the suite starts (E2E_KUBECONFIG is set)")
+	}
+	pv, err := kubectl(ctx, "get", "pvc", claim, "-n", mgNamespace, "-o", "jsonpath={.spec.volumeName}")
+	if err != nil || strings.TrimSpace(pv) == "" {
+		t.Fatalf("claim %s: %v %s", claim, err, pv)
+	}
+	dir := filepath.Join(env.local.VolumeDir(), strings.TrimSpace(pv))
+	if hp, err := kubectl(ctx, "get", "pv", strings.TrimSpace(pv), "-o", "jsonpath={.spec.hostPath.path}"); err == nil && strings.TrimSpace(hp) != "" {
+		dir = strings.TrimSpace(hp)
+	}
+	var st struct {
+		Epoch uint64 `json:"epoch"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "sim-replication.json"))
+	if err != nil || json.Unmarshal(b, &st) != nil || st.Epoch == 0 {
+		t.Fatalf("the replication state on %s: %v %s", dir, err, b)
+	}
+	return strconv.FormatUint(st.Epoch, 10)
+}
+
+// mgCommitted is the committed transactions on a data pod (the simulator's SHOW STORAGE
+// INFO row committed_transactions).
+func mgCommitted(ctx context.Context, t *testing.T, pod string) uint64 {
+	t.Helper()
+	res, err := mgRun(ctx, pod, "SHOW STORAGE INFO")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Records {
+		if r[0] == "committed_transactions" {
+			n, _ := r[1].(int64)
+			return uint64(n)
+		}
+	}
+	t.Fatalf("SHOW STORAGE INFO on %s has no committed_transactions: %v", pod, res.Records)
+	return 0
+}
+
 func mgBackupCluster(name, endpoint, bootstrap string) string {
 	y := fmt.Sprintf(`apiVersion: memgraph.com/v1alpha1
 kind: MemgraphCluster
@@ -72,9 +116,13 @@ spec:
 // TestMemgraphBackupRestore on the local cluster: the operator's chart as installed, its
 // pods as processes (the backup agent sidecar and the restore init container run
 // bin/memgraph-operator, the data instances bin/memgraph-sim), a versitygw on the host.
-// Nodes and edges are written through the MAIN, a MemgraphBackup completes, more nodes
-// are written, the cluster is deleted, a new cluster restores the backup, and every node
-// and edge written before the backup (none after) reads back on its MAIN.
+// Nodes and edges are written through the MAIN, a writer goes on writing one node per
+// commit while a MemgraphBackup runs; the backup completes on the replica (the MAIN's
+// SHOW REPLICAS shows it caught up), its manifest names the replica, the MAIN's epoch
+// (as the MAIN's replication state holds it) and the server version, and its timestamp
+// is where the snapshot and the WAL stored with it end. More nodes are written, the
+// cluster is deleted, a new cluster restores the backup, and exactly the nodes committed
+// up to the manifest's timestamp, and the edges, read back on its MAIN.
 func TestMemgraphBackupRestore(t *testing.T) {
 	ctx := mgScenario(t)
 	s3 := startMgS3(t)
@@ -134,6 +182,26 @@ func TestMemgraphBackupRestore(t *testing.T) {
 		}
 	}
 
+	// The MAIN's epoch, as its replication state on its volume holds it.
+	mainEpoch := mgReplicationEpoch(ctx, t, "lib-"+mainPod(c))
+	base := mgCommitted(ctx, t, mainPod(c))
+
+	// The backup, with a writer going on meanwhile.
+	stopWriter, writer := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for i := before; ; i++ {
+			select {
+			case <-stopWriter:
+				writer <- nil
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := mgRun(ctx, mainPod(c), fmt.Sprintf(`CREATE (:Person {id: %d})`, i)); err != nil {
+				writer <- fmt.Errorf("write %d: %w", i, err)
+				return
+			}
+		}
+	}()
 	begin = time.Now()
 	if out, err := kubectlStdin(ctx, fmt.Sprintf("apiVersion: memgraph.com/v1alpha1\nkind: MemgraphBackup\nmetadata: {name: mg-bk-1, namespace: %s}\nspec: {cluster: {name: %s}}\n", mgNamespace, src), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -142,9 +210,39 @@ func TestMemgraphBackupRestore(t *testing.T) {
 		out2, _ := kubectl(ctx, "get", "mgb", "mg-bk-1", "-n", mgNamespace, "-o", "yaml")
 		t.Fatalf("backup: %v\n%s\n%s", err, out, out2)
 	}
-	out, _ := kubectl(ctx, "get", "mgb", "mg-bk-1", "-n", mgNamespace, "-o", "jsonpath={.status.phase} {.status.instance} {.status.size} {.status.path}")
-	t.Logf("backup in %s: %s", since(begin), out)
-	for i := before; i < before+20; i++ {
+	took := since(begin)
+	close(stopWriter)
+	if err := <-writer; err != nil {
+		t.Fatal(err)
+	}
+	var bk memgraphv1.MemgraphBackup
+	if out, err := kubectl(ctx, "get", "mgb", "mg-bk-1", "-n", mgNamespace, "-o", "json"); err != nil || json.Unmarshal([]byte(out), &bk) != nil {
+		t.Fatalf("the backup: %v\n%s", err, out)
+	}
+	var m struct {
+		Instance, Role, Main, Epoch, ServerVersion string
+		SnapshotTimestamp, Timestamp               uint64
+		Files                                      []struct{ Name string }
+	}
+	if b, err := os.ReadFile(filepath.Join(s3.root, "backups", filepath.FromSlash(bk.Status.Path), "manifest.json")); err != nil || json.Unmarshal(b, &m) != nil {
+		t.Fatalf("the manifest of %s: %v", bk.Status.Path, err)
+	}
+	if bk.Status.Role != memgraphv1.BackupRoleReplica || bk.Status.Instance == c.Status.Main || bk.Status.Main != c.Status.Main ||
+		m.Role != bk.Status.Role || m.Instance != bk.Status.Instance || m.Main != c.Status.Main {
+		t.Fatalf("the backup was taken on %s (%s; manifest: %s, %s), want a replica of the MAIN %s", bk.Status.Instance, bk.Status.Role, m.Instance, m.Role, c.Status.Main)
+	}
+	if m.Epoch != mainEpoch || bk.Status.Epoch != mainEpoch || m.ServerVersion != "3.12.1-sim" || bk.Status.ServerVersion != m.ServerVersion {
+		t.Fatalf("manifest epoch %q, version %q (status %q, %q); the MAIN's epoch is %q", m.Epoch, m.ServerVersion, bk.Status.Epoch, bk.Status.ServerVersion, mainEpoch)
+	}
+	if m.Timestamp < m.SnapshotTimestamp || m.Timestamp < base || int64(m.Timestamp) != bk.Status.Timestamp || m.Files[0].Name != bk.Status.Files[0].Name {
+		t.Fatalf("manifest timestamps %d (snapshot %d), %d commits before the backup; status %+v", m.Timestamp, m.SnapshotTimestamp, base, bk.Status)
+	}
+	restoredIDs := before + int(m.Timestamp-base)
+	written := mgCommitted(ctx, t, mainPod(c)) - base
+	t.Logf("backup in %s on %s (%s): snapshot at commit %d, %d WAL files up to %d, epoch %s; the writer made %d commits",
+		took, bk.Status.Instance, bk.Status.Role, m.SnapshotTimestamp, len(m.Files)-1, m.Timestamp, m.Epoch, written)
+	next := before + int(written)
+	for i := next; i < next+20; i++ {
 		if _, err := mgRun(ctx, mainPod(c), fmt.Sprintf(`CREATE (:Person {id: %d})`, i)); err != nil {
 			t.Fatalf("write %d: %v", i, err)
 		}
@@ -186,12 +284,12 @@ func TestMemgraphBackupRestore(t *testing.T) {
 		ids = append(ids, int(id))
 	}
 	slices.Sort(ids)
-	want := make([]int, before)
+	want := make([]int, restoredIDs)
 	for i := range want {
 		want[i] = i
 	}
 	if !slices.Equal(ids, want) {
-		t.Fatalf("the restored cluster holds %d Person nodes (%v...), want ids 0..%d and none written after the backup", len(ids), ids[:min(len(ids), 5)], before-1)
+		t.Fatalf("the restored cluster holds %d Person nodes (%v...), want ids 0..%d (up to the manifest's commit %d) and none written after", len(ids), ids[:min(len(ids), 5)], restoredIDs-1, m.Timestamp)
 	}
 	edges, err := mgRun(ctx, mainPod(d), "MATCH ()-[r:KNOWS]->() RETURN count(r)")
 	if err != nil || len(edges.Records) != 1 || edges.Records[0][0] != int64(before/2) {
@@ -227,7 +325,7 @@ func TestMemgraphBackupRestore(t *testing.T) {
 	if after, err := os.ReadFile(file); err != nil || string(after) != string(b) {
 		t.Errorf("the corrupted backup's file changed: %v", err)
 	}
-	if n, err := mgRun(ctx, mainPod(d), "MATCH (n:Person) RETURN count(n)"); err != nil || n.Records[0][0] != int64(before) {
+	if n, err := mgRun(ctx, mainPod(d), "MATCH (n:Person) RETURN count(n)"); err != nil || n.Records[0][0] != int64(restoredIDs) {
 		t.Errorf("the restored cluster after the failed restore: %v %v", n, err)
 	}
 
@@ -270,7 +368,7 @@ func TestMemgraphBackupRestore(t *testing.T) {
 		out, _ := kubectl(ctx, "get", "mgb", "-n", mgNamespace)
 		t.Fatalf("%v\n%s", err, out)
 	}
-	out, _ = kubectl(ctx, "get", "mgb", "-n", mgNamespace, "-l", "memgraph.com/scheduled-backup=mg-bk-sched", "-o", "name")
+	out, _ := kubectl(ctx, "get", "mgb", "-n", mgNamespace, "-l", "memgraph.com/scheduled-backup=mg-bk-sched", "-o", "name")
 	t.Logf("retention removed %s; scheduled backups now: %s", firstName, strings.Join(strings.Fields(out), " "))
 	if out, err := kubectl(ctx, "patch", "mgsb", "mg-bk-sched", "-n", mgNamespace, "--type", "merge", "-p", `{"spec":{"suspend":true}}`); err != nil {
 		t.Fatalf("%v\n%s", err, out)
