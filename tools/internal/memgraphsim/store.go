@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -313,22 +314,34 @@ func (s *Store) Snapshot() graph {
 }
 
 // Replace installs a snapshot sent by the MAIN (a replica that diverged or fell behind).
-// With a WAL, as Memgraph's replica does with the snapshot it receives, the previous
-// durability files go into .old folders and the graph is written as the one snapshot, so
-// a recovery from the files (snapshot, then WAL) never mixes the two histories.
+// With a WAL: a graph that extends what the store holds (the replica was only behind) is
+// logged as one record of the commits it adds; one of another history (the replica
+// diverged) makes the previous durability files go into .old folders and is written as
+// the one snapshot, as Memgraph's replica does with the snapshot it receives, so a
+// recovery from the files (snapshot, then WAL) never mixes two histories.
 func (s *Store) Replace(g graph) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g.normalize()
 	if s.wal != nil {
-		if err := s.wal.finalize(); err != nil {
-			return err
-		}
-		if err := moveToOld(s.dir); err != nil {
-			return err
-		}
-		if _, err := writeSnapshot(s.dir, s.epoch, g, time.Now(), 0, true); err != nil {
-			return err
+		switch {
+		case g.Committed == s.g.Committed && extends(s.g, g) && len(g.Nodes) == len(s.g.Nodes) && len(g.Edges) == len(s.g.Edges):
+			return nil // nothing new
+		case g.Committed > s.g.Committed && extends(s.g, g):
+			if err := s.wal.append(WALRecord{Epoch: s.epoch, Prev: s.g.Committed, Committed: g.Committed,
+				Nodes: g.Nodes[len(s.g.Nodes):], Edges: g.Edges[len(s.g.Edges):]}); err != nil {
+				return err
+			}
+		default:
+			if err := s.wal.finalize(); err != nil {
+				return err
+			}
+			if err := moveToOld(s.dir); err != nil {
+				return err
+			}
+			if _, err := writeSnapshot(s.dir, s.epoch, g, time.Now(), 0, true); err != nil {
+				return err
+			}
 		}
 	}
 	if err := writeJSON(s.path, g); err != nil {
@@ -336,6 +349,15 @@ func (s *Store) Replace(g graph) error {
 	}
 	s.g = g
 	return nil
+}
+
+// extends says whether next holds every node and edge of prev, the same, first: the same
+// history, further on.
+func extends(prev, next graph) bool {
+	if next.Committed < prev.Committed || len(next.Nodes) < len(prev.Nodes) || len(next.Edges) < len(prev.Edges) {
+		return false
+	}
+	return reflect.DeepEqual(prev.Nodes, next.Nodes[:len(prev.Nodes)]) && reflect.DeepEqual(prev.Edges, next.Edges[:len(prev.Edges)])
 }
 
 // snapshotForDurability is the graph as of now for CREATE SNAPSHOT, with the epoch it

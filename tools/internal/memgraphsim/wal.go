@@ -42,7 +42,9 @@ const (
 // WALRecord is one committed transaction of the write-ahead log.
 type WALRecord struct {
 	Epoch uint64 `json:"epoch"`
-	// Prev is the commit timestamp the transaction follows; Committed is Prev+1.
+	// Prev is the commit timestamp the transaction follows; Committed is Prev+1, or
+	// more for the record of a replica that took the commits it lacked from its MAIN's
+	// graph at once.
 	Prev      uint64       `json:"prev"`
 	Committed uint64       `json:"committed"`
 	Nodes     []StoredNode `json:"nodes,omitempty"`
@@ -116,7 +118,7 @@ func decodeWALLine(line []byte) (WALRecord, error) {
 	if err := d.Decode(&rec); err != nil {
 		return rec, err
 	}
-	if rec.Committed != rec.Prev+1 {
+	if rec.Committed <= rec.Prev {
 		return rec, fmt.Errorf("record %d does not follow %d", rec.Committed, rec.Prev)
 	}
 	(&graph{Nodes: rec.Nodes, Edges: rec.Edges}).normalize()
@@ -193,6 +195,7 @@ func replayWAL(dir string, g *graph) (int, error) {
 				return applied, nil
 			}
 			g.apply(r.Nodes, r.Edges)
+			g.Committed = r.Committed
 			applied++
 		}
 	}
@@ -246,7 +249,7 @@ func newWALWriter(dir string, maxSize int64) (*walWriter, error) {
 		if err != nil || len(f.Records) == 0 {
 			continue
 		}
-		first, last := f.Records[0].Committed, f.Records[len(f.Records)-1].Committed
+		first, last := f.Records[0].Prev+1, f.Records[len(f.Records)-1].Committed
 		if err := os.Rename(p, filepath.Join(dir, walDir, finalName(n, first, last))); err != nil {
 			return nil, err
 		}
@@ -279,7 +282,7 @@ func (w *walWriter) append(r WALRecord) error {
 		return err
 	}
 	if w.first == 0 {
-		w.first = r.Committed
+		w.first = r.Prev + 1
 	}
 	w.last = r.Committed
 	w.size += int64(len(line))

@@ -142,10 +142,11 @@ func TestWALWrittenAndReplayed(t *testing.T) {
 	}
 }
 
-// TestReplaceKeepsOldFilesAside: a replica that takes a whole graph from its MAIN moves
-// its durability files into .old folders and keeps the graph as its one snapshot, so its
-// snapshot and WAL never mix two histories; a snapshot's retention drops the WAL files
-// the oldest kept snapshot covers.
+// TestReplaceKeepsOldFilesAside: a replica that takes a whole graph of another history
+// from its MAIN moves its durability files into .old folders and keeps the graph as its
+// one snapshot, so its snapshot and WAL never mix two histories; one that was only
+// behind logs the commits it lacked as one WAL record and keeps its files. A snapshot's
+// retention drops the WAL files the oldest kept snapshot covers.
 func TestReplaceKeepsOldFilesAside(t *testing.T) {
 	main, err := OpenStoreWith(t.TempDir(), StoreOptions{Recover: true, WAL: true})
 	if err != nil {
@@ -155,6 +156,39 @@ func TestReplaceKeepsOldFilesAside(t *testing.T) {
 		if _, _, _, err := main.CommitWrite(Write{Nodes: []NodePattern{{Labels: []string{"A"}}}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Behind: the same first commit, then the whole graph at 3.
+	behindDir := t.TempDir()
+	behind, err := OpenStoreWith(behindDir, StoreOptions{Recover: true, WAL: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := main.Snapshot()
+	if _, ok, err := behind.Append(0, first.Nodes[:1], nil); err != nil || !ok {
+		t.Fatal(err)
+	}
+	if err := behind.Replace(main.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	if err := behind.Replace(main.Snapshot()); err != nil { // nothing new: nothing logged
+		t.Fatal(err)
+	}
+	if err := behind.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := walNames(behindDir)
+	snaps, _ := snapshotNames(behindDir)
+	if len(names) != 1 || !strings.HasSuffix(names[0], "_from_1_to_3") || len(snaps) != 0 {
+		t.Fatalf("a replica only behind: WAL %v, snapshots %v", names, snaps)
+	}
+	if f, err := ReadWALFile(filepath.Join(behindDir, walDir, names[0])); err != nil || len(f.Records) != 2 || f.Records[1].Prev != 1 || f.Records[1].Committed != 3 {
+		t.Fatalf("its WAL: %+v %v", f, err)
+	}
+	if err := os.Remove(filepath.Join(behindDir, storeFile)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := OpenStoreWith(behindDir, StoreOptions{Recover: true}); err != nil || s.Committed() != 3 || s.Count("A", nil) != 3 {
+		t.Fatalf("recovered from its WAL alone: %v, %d commits", err, s.Committed())
 	}
 	dir := t.TempDir()
 	replica, err := OpenStoreWith(dir, StoreOptions{Recover: true, WAL: true})
@@ -174,7 +208,7 @@ func TestReplaceKeepsOldFilesAside(t *testing.T) {
 	if old, _ := os.ReadDir(filepath.Join(dir, walDir, ".old")); len(old) != 1 {
 		t.Errorf("the WAL's .old folder holds %d files, want the one written before", len(old))
 	}
-	snaps, _ := snapshotNames(dir)
+	snaps, _ = snapshotNames(dir)
 	if len(snaps) != 1 || !strings.HasSuffix(snaps[0], "_timestamp_3") {
 		t.Fatalf("snapshots after Replace: %v", snaps)
 	}
@@ -204,7 +238,7 @@ func TestReplaceKeepsOldFilesAside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	names, _ := walNames(dir)
+	names, _ = walNames(dir)
 	var tos []uint64
 	for _, n := range names {
 		_, to, _ := walRange(n)
