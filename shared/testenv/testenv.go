@@ -125,6 +125,10 @@ func Start(opts Options) (*Env, error) {
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+		// envtest's default (20 s) is short on two cores shared with the e2e suite's
+		// clusters: `make test` runs them beside these tests, and kube-apiserver missed
+		// it five times in a row there (load 30).
+		ControlPlaneStartTimeout: 90 * time.Second,
 	}
 	// envtest logs its retries through controller-runtime's logger; without one set it
 	// prints a stack trace instead. Tests may set their own logger afterwards.

@@ -106,18 +106,23 @@ func mustRun(t *testing.T, p *simProc, query string) *bolt.Result {
 	return r
 }
 
-// mustRunRetrying runs a coordinator write, retried for up to 10 s while the answer is
-// Memgraph's "Please retry the operation" (a Raft log write that failed, as when a
-// freshly added peer is still catching up); a real client retries it the same way.
+// mustRunRetrying runs a coordinator write, retried for up to 30 s while the answer is a
+// transient one (transientAnswers: a Raft log write that failed, as when a freshly added
+// peer is still catching up, or an election under way, as when a loaded host delays the
+// heartbeats of a group that just grew); a real client retries it the same way. After a
+// transient answer, a doneAnswers one says the earlier attempt took effect.
 func mustRunRetrying(t *testing.T, p *simProc, query string) *bolt.Result {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	has := func(err error, answers []string) bool {
+		return slices.ContainsFunc(answers, func(s string) bool { return strings.Contains(err.Error(), s) })
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for retried := false; ; retried = true {
 		r, err := run(t, p, query)
-		if err == nil {
+		if err == nil || (retried && has(err, doneAnswers)) {
 			return r
 		}
-		if !strings.Contains(err.Error(), "Please retry the operation") || time.Now().After(deadline) {
+		if !has(err, transientAnswers) || time.Now().After(deadline) {
 			t.Fatalf("%s: %v", query, err)
 		}
 		time.Sleep(100 * time.Millisecond)
