@@ -343,7 +343,11 @@ func vlnNodes(ctx context.Context, s service) (agent, general string, err error)
 	if err != nil {
 		return "", "", err
 	}
-	busy := map[string]bool{}
+	// An agent node with no operator's pod is best; on a cluster where every operator is
+	// installed (an e2e shard) there may be none, and then one without the Vald
+	// operator's pod: the other operators' pods on it go with the node and their
+	// Deployments make them again elsewhere (vlnDaemonSetsReady waits for that).
+	busy, vald := map[string]bool{}, map[string]bool{}
 	for _, op := range operators() {
 		ps, err := pods(ctx, op)
 		if err != nil {
@@ -351,13 +355,20 @@ func vlnNodes(ctx context.Context, s service) (agent, general string, err error)
 		}
 		for _, p := range ps {
 			busy[p.Spec.NodeName] = true
+			if op.name == s.name {
+				vald[p.Spec.NodeName] = true
+			}
 		}
 	}
+	var fallback string
 	for _, n := range nodes.Items {
 		switch n.Labels["pool.opsuite.io/type"] {
 		case "agent":
 			if agent == "" && !busy[n.Name] {
 				agent = n.Name
+			}
+			if fallback == "" && !vald[n.Name] {
+				fallback = n.Name
 			}
 		case "general":
 			if general == "" {
@@ -365,14 +376,17 @@ func vlnNodes(ctx context.Context, s service) (agent, general string, err error)
 			}
 		}
 	}
+	if agent == "" {
+		agent = fallback
+	}
 	if agent == "" || general == "" {
-		return "", "", fmt.Errorf("no agent node without an operator pod (%q) or no general node (%q) among %d nodes", agent, general, len(nodes.Items))
+		return "", "", fmt.Errorf("no agent node without the %s pod (%q) or no general node (%q) among %d nodes", s.name, agent, general, len(nodes.Items))
 	}
 	return agent, general, nil
 }
 
 // vlnDaemonSetsReady waits until every DaemonSet has its pods ready, the node agent's on
-// node among them.
+// node among them, and every operator's Deployment is rolled out.
 func vlnDaemonSetsReady(ctx context.Context, t *testing.T, node string) error {
 	var notReady []string
 	agents := serviceByName("node-agent")
@@ -393,6 +407,18 @@ func vlnDaemonSetsReady(ctx context.Context, t *testing.T, node string) error {
 		}
 		if !slices.ContainsFunc(ps.Items, func(p corev1.Pod) bool { return podReady(&p) }) {
 			notReady = append(notReady, "no ready node agent on "+node)
+		}
+		// The operators whose pods went with the node, made again elsewhere.
+		for _, op := range operators() {
+			ds, err := env.client.AppsV1().Deployments(op.namespace()).List(ctx, metav1.ListOptions{LabelSelector: selector(op.name)})
+			if err != nil {
+				return false, err
+			}
+			for _, d := range ds.Items {
+				if !deploymentReady(&d) {
+					notReady = append(notReady, "deployment "+d.Namespace+"/"+d.Name)
+				}
+			}
 		}
 		return len(notReady) == 0, nil
 	})
