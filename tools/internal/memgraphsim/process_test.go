@@ -127,14 +127,14 @@ var transientAnswers = []string{"Please retry the operation", "knows no leader t
 // Raft write that timed out still commits).
 var doneAnswers = []string{ErrDuplicateCoordinator, ErrDuplicateInstance, ErrMainExists}
 
-// mustBoltRetrying is mustBolt for a coordinator write, retried for up to 10 s while the
+// mustBoltRetrying is mustBolt for a coordinator write, retried for up to 30 s while the
 // answer is a transient one, as the operator retries it (mustRunRetrying in-process).
 func mustBoltRetrying(t *testing.T, c *boltClient, q string) {
 	t.Helper()
 	has := func(err error, answers []string) bool {
 		return slices.ContainsFunc(answers, func(s string) bool { return strings.Contains(err.Error(), s) })
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for retried := false; ; retried = true {
 		_, _, err := c.run(q)
 		if err == nil || (retried && has(err, doneAnswers)) {
