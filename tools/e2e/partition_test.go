@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // partitionComment marks every iptables rule the suite adds, so that a run killed before
@@ -99,4 +104,49 @@ func (p *netPartition) heal() time.Duration {
 		p.lasted = time.Since(p.begin)
 	})
 	return p.lasted
+}
+
+// operatorUser is the uid the named operator's pods run as, for partitionUser: the charts'
+// non-root user, which no data-plane process runs as.
+func operatorUser(ctx context.Context, t *testing.T, operator string) int64 {
+	t.Helper()
+	d, err := controllerDeployment(ctx, serviceByName(operator))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := podUser(d)
+	if uid <= 0 {
+		t.Fatalf("%s's pod runs as uid %d: a cut by user needs the charts' non-root user", operator, uid)
+	}
+	return uid
+}
+
+// eventsSince lists the events of reason about the object kind/name in namespace ns since
+// begin, as "<type> <action>: <note>", in time order.
+func eventsSince(ctx context.Context, t *testing.T, ns, kind, name, reason string, begin time.Time) []string {
+	t.Helper()
+	evs, err := env.client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ev struct {
+		at   time.Time
+		line string
+	}
+	var found []ev
+	for _, e := range evs.Items {
+		at := e.EventTime.Time
+		if at.IsZero() {
+			at = e.CreationTimestamp.Time
+		}
+		if e.Regarding.Kind == kind && e.Regarding.Name == name && e.Reason == reason && !at.Before(begin.Add(-time.Second)) {
+			found = append(found, ev{at, fmt.Sprintf("%s %s: %s", e.Type, e.Action, e.Note)})
+		}
+	}
+	slices.SortFunc(found, func(a, b ev) int { return a.at.Compare(b.at) })
+	out := make([]string, len(found))
+	for i, f := range found {
+		out[i] = f.line
+	}
+	return out
 }

@@ -181,6 +181,7 @@ func TestVeltrixSample(t *testing.T) {
 	}
 	vxReadAll(ctx, t, 1, keys, "the upgrade")
 	vxPartition(ctx, t, keys)
+	vxCutOperatorOff(ctx, t, keys)
 
 	// Deletion with the sample's reclaim policy Retain: the volumes stay.
 	if _, err := kubectl(ctx, "delete", "-f", sample, "--wait=true", "--timeout=3m"); err != nil {

@@ -67,6 +67,12 @@ const (
 	// ReasonVolumeDeviceMoved: a raw VLog partition now has another kernel name than its
 	// Block PersistentVolume points at (a PV's path cannot change).
 	ReasonVolumeDeviceMoved = "VolumeDeviceMoved"
+	// ReasonMembersUnreachable (Ready=False, MembershipSettled=Unknown): members whose
+	// pods are Ready and search-ready do not answer the operator's admin requests (a
+	// partition between the operator and the data plane); the message names each with
+	// the cause. The operator removes, adds back and marks lost nothing on that account,
+	// and changes no membership until they answer.
+	ReasonMembersUnreachable = "MembersUnreachable"
 )
 
 // Lost nodes: the condition, its reasons, the annotations that act by hand and the

@@ -204,7 +204,7 @@ func (p *pass) replaceLost(ctx context.Context) error {
 	}
 	logger := log.FromContext(ctx)
 	if r := d.Start; r != nil {
-		if err := executor.ForceRemove(ctx, p.admin, p.servingAdminAddrs(ctx, r.Member), r.Member); err != nil {
+		if err := executor.ForceRemove(ctx, p.admin, p.servingAdmins(ctx, r.Member), r.Member); err != nil {
 			logger.Info("Could not remove the lost member from membership", "member", r.Member, "node", r.Node, "err", err.Error())
 			d.MemberLost = metav1.Condition{Type: veltrixv1.ConditionMemberLost, Status: metav1.ConditionTrue, Reason: veltrixv1.ReasonReplacementRefused,
 				Message: fmt.Sprintf("member %s of lost node %s (%s) could not be removed from membership at once (DELETE ?force=true); retrying", r.Member, r.Node, r.Reason)}
@@ -289,21 +289,21 @@ func (p *pass) releaseLost(ctx context.Context, r veltrixv1.LostNode) error {
 	return nil
 }
 
-// servingAdminAddrs are the admin addresses of the serving pods but the member's own.
-func (p *pass) servingAdminAddrs(ctx context.Context, except string) []string {
+// servingAdmins are the admin addresses of the serving pods but the member's own.
+func (p *pass) servingAdmins(ctx context.Context, except string) []planner.Endpoint {
 	var pods corev1.PodList
 	if err := p.ctl.client.List(ctx, &pods, client.InNamespace(p.c.Namespace), client.MatchingLabels(resources.SelectorLabels(p.c))); err != nil {
 		return nil
 	}
 	sort.Slice(pods.Items, func(i, j int) bool { return ordinal(p.c, &pods.Items[i]) < ordinal(p.c, &pods.Items[j]) })
-	var out []string
+	var out []planner.Endpoint
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if pod.Name == except || !serving(pod) {
 			continue
 		}
 		if a := p.ctl.cfg.AdminAddr(p.c, pod); a != "" {
-			out = append(out, a)
+			out = append(out, planner.Endpoint{Pod: pod.Name, Addr: a})
 		}
 	}
 	return out

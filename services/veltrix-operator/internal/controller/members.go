@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
@@ -32,13 +34,13 @@ func (p *pass) members(ctx context.Context) error {
 	if err := p.searchReadyGates(ctx); err != nil {
 		return err
 	}
-	var adminAddrs []string
+	var admins []planner.Endpoint
 	for i := range p.pods {
 		pod := &p.pods[i]
 		if serving(pod) {
 			p.ready++
 			if a := p.ctl.cfg.AdminAddr(c, pod); a != "" {
-				adminAddrs = append(adminAddrs, a)
+				admins = append(admins, planner.Endpoint{Pod: pod.Name, Addr: a})
 			}
 		}
 	}
@@ -53,7 +55,7 @@ func (p *pass) members(ctx context.Context) error {
 		// A member removed by hand (or whose removal raced a raise of spec.size) while its
 		// pod stays is added back at the address its pod advertises (--advertise-addr).
 		MemberAddr: func(o int32) string { return p.ctl.cfg.MemberAddr(c, resources.PodName(c, o)) },
-		AdminAddrs: adminAddrs,
+		Admins:     admins,
 		// The removal record lives in the status: RemovalStuck counts from the DELETE,
 		// not from this process's start.
 		Removal: removalFromStatus(c.Status.MemberRemoval), Now: p.now, StuckAfter: p.ctl.cfg.RemovalStuckAfter,
@@ -81,7 +83,7 @@ func (p *pass) members(ctx context.Context) error {
 	if err := p.writeStatefulSet(ctx, d.Replicas); err != nil {
 		return err
 	}
-	p.readTopology(ctx, adminAddrs)
+	p.readTopology(ctx, admins, d.Unreachable)
 	return nil
 }
 
@@ -133,8 +135,28 @@ func serving(pod *corev1.Pod) bool {
 // searchReadyGates sets each running pod's veltrix.io/search-ready condition from INFO's
 // search_ready: only then does the pod count as Ready, so a rolling update waits for the
 // search index and not just for /readyz. An unanswered INFO leaves a True gate as it is
-// and never sets it True.
+// and never sets it True: the operator's failure to reach a member (a partition between
+// them) does not take a serving member out of service. Every pod is asked at once, each
+// within the client's timeout.
 func (p *pass) searchReadyGates(ctx context.Context) error {
+	type probe struct {
+		ok  bool
+		err error
+	}
+	probes := make([]probe, len(p.pods))
+	var wg sync.WaitGroup
+	for i := range p.pods {
+		pod := &p.pods[i]
+		addr := p.ctl.cfg.TextAddr(p.c, pod)
+		if !pod.DeletionTimestamp.IsZero() || pod.Status.Phase != corev1.PodRunning || addr == "" || !isTrue(pod, corev1.ContainersReady) {
+			continue
+		}
+		wg.Go(func() {
+			ok, err := executor.SearchReady(ctx, p.admin, addr)
+			probes[i] = probe{ok: ok, err: err}
+		})
+	}
+	wg.Wait()
 	for i := range p.pods {
 		pod := &p.pods[i]
 		if !pod.DeletionTimestamp.IsZero() || pod.Status.Phase != corev1.PodRunning {
@@ -143,19 +165,15 @@ func (p *pass) searchReadyGates(ctx context.Context) error {
 		addr := p.ctl.cfg.TextAddr(p.c, pod)
 		want := corev1.ConditionFalse
 		reason, message := "IndexRebuilding", "INFO reports search_ready=0"
-		switch {
+		switch pr := probes[i]; {
 		case addr == "" || !isTrue(pod, corev1.ContainersReady):
 			reason, message = "NotRunning", "the server has not opened its data yet"
-		default:
-			ok, err := executor.SearchReady(ctx, p.admin, addr)
-			switch {
-			case err != nil && isTrue(pod, veltrixv1.SearchReadyGate):
-				continue
-			case err != nil:
-				reason, message = "InfoUnanswered", "INFO did not answer"
-			case ok:
-				want, reason, message = corev1.ConditionTrue, "SearchReady", "INFO reports search_ready=1"
-			}
+		case pr.err != nil && isTrue(pod, veltrixv1.SearchReadyGate):
+			continue
+		case pr.err != nil:
+			reason, message = "InfoUnanswered", "INFO did not answer"
+		case pr.ok:
+			want, reason, message = corev1.ConditionTrue, "SearchReady", "INFO reports search_ready=1"
 		}
 		if cur := podCondition(pod, veltrixv1.SearchReadyGate); cur != nil && cur.Status == want && cur.Reason == reason {
 			continue
@@ -183,10 +201,14 @@ func (p *pass) searchReadyGates(ctx context.Context) error {
 	return nil
 }
 
-// readTopology reads /admin/cluster from the first member that answers, for the status.
-func (p *pass) readTopology(ctx context.Context, adminAddrs []string) {
-	for _, a := range adminAddrs {
-		t, err := p.admin.Cluster(ctx, a)
+// readTopology reads /admin/cluster from the first serving member that answers, for the
+// status, skipping those that did not answer the member list this pass.
+func (p *pass) readTopology(ctx context.Context, admins []planner.Endpoint, unreachable []string) {
+	for _, a := range admins {
+		if slices.Contains(unreachable, a.Pod) {
+			continue
+		}
+		t, err := p.admin.Cluster(ctx, a.Addr)
 		if err == nil {
 			p.topology = t
 			return

@@ -290,7 +290,8 @@ func (p *pass) readyCondition() metav1.Condition {
 	}
 	if d := p.decision; d != nil && !d.Converged() {
 		switch d.Reason {
-		case planner.ReasonRemovalRefused, planner.ReasonRemovalStuck, planner.ReasonBelowReplicationFactor:
+		case planner.ReasonRemovalRefused, planner.ReasonRemovalStuck, planner.ReasonBelowReplicationFactor,
+			planner.ReasonMembersUnreachable:
 			return cond(metav1.ConditionFalse, d.Reason, d.Waiting)
 		case "":
 			return cond(metav1.ConditionUnknown, planner.ReasonScaling, d.Waiting)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/opsuite/suite/services/veltrix-operator/internal/planner"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
@@ -15,24 +16,39 @@ import (
 // ErrNoAdminAddr: Step was given no ready pod to ask.
 var ErrNoAdminAddr = errors.New("no ready pod to ask for the members")
 
-// Step runs one pass: it reads the members from the first of in.AdminAddrs that answers
-// (in.Members is replaced), plans, and sends at most one DELETE (Decision.Remove) or POST
-// (Decision.Add) to that same pod.
+// Step runs one pass: it asks every serving pod (in.Admins) for the members at once, each
+// within the client's timeout, takes the answer of the first in order that gave one
+// (in.Members is replaced), records the serving pods that did not answer
+// (in.Unreachable), plans, and sends at most one DELETE (Decision.Remove) or POST
+// (Decision.Add) to the pod that answered.
 //
 // The Decision is always valid and meant to be applied, errors or not. The error is
-// non-nil only when the admin API could not be asked: no address answered the member list
-// (the Decision then holds, ReasonMembersUnknown, unless growing), or the DELETE failed
+// non-nil only when the admin API could not be asked: a serving pod did not answer (the
+// Decision then holds, ReasonMembersUnreachable, unless growing), no pod answered with
+// the member list (ReasonMembersUnknown, or MembersUnreachable), or the DELETE failed
 // without an answer or for want of authorization (the Decision holds, ReasonRemoving).
 // Callers log or report it and requeue after a delay rather than return it as a
 // reconcile error. A DELETE the server declines is not an error: Reason is
 // RemovalRefused, Detail the server's message, and Replicas stays.
 func Step(ctx context.Context, admin veltrix.Admin, in planner.Input) (planner.Decision, error) {
-	members, addr, readErr := readMembers(ctx, admin, in.AdminAddrs)
-	in.Members = members
-	d := planner.Plan(in)
-	if readErr != nil {
-		return d, readErr
+	read := readMembers(ctx, admin, in.Admins)
+	in.Members = read.members
+	in.Unreachable = nil
+	for pod, err := range read.unreachable {
+		if in.Unreachable == nil {
+			in.Unreachable = map[string]string{}
+		}
+		in.Unreachable[pod] = veltrix.Cause(err)
 	}
+	d := planner.Plan(in)
+	if read.err != nil {
+		return d, read.err
+	}
+	if d.Reason == planner.ReasonMembersUnreachable {
+		// Nothing is sent while the operator's view is incomplete (Plan holds).
+		return d, read.failures()
+	}
+	addr := read.addr
 	if d.Add.ID != "" {
 		return addBack(ctx, admin, addr, d)
 	}
@@ -72,26 +88,61 @@ func addBack(ctx context.Context, admin veltrix.Admin, addr string, d planner.De
 	}
 }
 
-// readMembers asks each address in turn and returns the first answer and who gave it.
-func readMembers(ctx context.Context, admin veltrix.Admin, addrs []string) ([]veltrix.Member, string, error) {
-	if len(addrs) == 0 {
-		return nil, "", ErrNoAdminAddr
+// memberRead is what readMembers found.
+type memberRead struct {
+	// members is the first answer in the order asked (nil when none answered), addr who
+	// gave it.
+	members []veltrix.Member
+	addr    string
+	// unreachable are the pods whose admin API gave no answer (veltrix.ErrUnreachable, a
+	// refused connection aside: nothing listens there, the pod's own probes see that), by
+	// pod name; other failures (a wrong token) are in errs only.
+	unreachable map[string]error
+	// err joins every failure when nobody answered; nil otherwise.
+	err  error
+	errs []error
+}
+
+// failures joins every pod's failure, nil when every pod answered.
+func (r memberRead) failures() error { return errors.Join(r.errs...) }
+
+// readMembers asks every endpoint at once (each request bounded by the client's timeout):
+// a pass waits for the slowest pod only, however many do not answer, where asking one
+// after another would cost one timeout per unanswering pod.
+func readMembers(ctx context.Context, admin veltrix.Admin, eps []planner.Endpoint) memberRead {
+	if len(eps) == 0 {
+		return memberRead{err: ErrNoAdminAddr}
 	}
-	var errs []error
-	for _, addr := range addrs {
-		members, err := admin.Members(ctx, addr)
-		if err == nil {
-			if members == nil {
-				members = []veltrix.Member{} // answered: known, even if empty
+	lists := make([][]veltrix.Member, len(eps))
+	errs := make([]error, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		wg.Go(func() { lists[i], errs[i] = admin.Members(ctx, ep.Addr) })
+	}
+	wg.Wait()
+	var r memberRead
+	for i, ep := range eps {
+		switch err := errs[i]; {
+		case err == nil && r.members == nil:
+			r.members, r.addr = lists[i], ep.Addr
+			if r.members == nil {
+				r.members = []veltrix.Member{} // answered: known, even if empty
 			}
-			return members, addr, nil
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil {
-			break
+		case err == nil:
+		case errors.Is(err, veltrix.ErrUnreachable) && !veltrix.NotListening(err):
+			if r.unreachable == nil {
+				r.unreachable = map[string]error{}
+			}
+			r.unreachable[ep.Pod] = err
+			r.errs = append(r.errs, err)
+		default:
+			r.errs = append(r.errs, err)
 		}
 	}
-	return nil, "", errors.Join(errs...)
+	if r.members == nil {
+		r.err = errors.Join(r.errs...)
+	}
+	return r
 }
 
 // SearchReady is the probe behind the veltrix.io/search-ready readiness gate: true once the
@@ -110,14 +161,16 @@ func SearchReady(ctx context.Context, admin veltrix.Admin, textAddr string) (boo
 	return v == "1", nil
 }
 
-// ForceRemove removes member id at once (DELETE ...?force=true), asking the first of
-// addrs that answers the member list; a member already gone is done. The member's data is
+// ForceRemove removes member id at once (DELETE ...?force=true), asking every endpoint
+// for the member list at once and the first in order that answered for the removal; a
+// member already gone is done. The member's data is
 // not moved: only for a member whose disks are lost, once its co-owners hold the copies.
-func ForceRemove(ctx context.Context, admin veltrix.Admin, addrs []string, id string) error {
-	members, addr, err := readMembers(ctx, admin, addrs)
-	if err != nil {
-		return err
+func ForceRemove(ctx context.Context, admin veltrix.Admin, eps []planner.Endpoint, id string) error {
+	read := readMembers(ctx, admin, eps)
+	if read.err != nil {
+		return read.err
 	}
+	members, addr := read.members, read.addr
 	present := false
 	for _, m := range members {
 		present = present || m.ID == id

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -42,14 +43,14 @@ func (s *statefulSet) readyPods() int32 {
 }
 
 func (s *statefulSet) input(size, rf int32) planner.Input {
-	var addrs []string
+	var admins []planner.Endpoint
 	for _, srv := range s.c.Servers() {
 		if srv.Ordinal < s.replicas && srv.Running() {
-			addrs = append(addrs, srv.AdminAddr)
+			admins = append(admins, planner.Endpoint{Pod: srv.ID, Addr: srv.AdminAddr})
 		}
 	}
 	return planner.Input{SpecSize: size, ReplicationFactor: rf, StatefulSetReplicas: s.replicas, ReadyPods: s.readyPods(),
-		PodName: s.c.PodName, MemberAddr: s.c.MemberAddr, AdminAddrs: addrs, Now: time.Now()}
+		PodName: s.c.PodName, MemberAddr: s.c.MemberAddr, Admins: admins, Now: time.Now()}
 }
 
 // apply lowers the StatefulSet as d says: a lowered one stops its highest process
@@ -109,8 +110,8 @@ func (s *statefulSet) converge(size, rf int32, timeout time.Duration) []string {
 			// other members may lag a gossip round behind, which is why keys are checked
 			// at the end.
 			victim := s.c.PodName(s.replicas - 1)
-			if st, ok := memberIDs(s.t, s.admin, in.AdminAddrs[0])[victim]; ok {
-				s.t.Fatalf("Step lowered to %d while %s reports %s as %s", d.Replicas, in.AdminAddrs[0], victim, st)
+			if st, ok := memberIDs(s.t, s.admin, in.Admins[0].Addr)[victim]; ok {
+				s.t.Fatalf("Step lowered to %d while %s reports %s as %s", d.Replicas, in.Admins[0].Addr, victim, st)
 			}
 		}
 		if d.Remove != "" || d.Replicas != last.Replicas || d.Reason != last.Reason || d.Leaving != last.Leaving {
@@ -226,7 +227,7 @@ func TestStepRefusedRemovalDoesNotShrink(t *testing.T) {
 		}
 		want := planner.Decision{Replicas: 3, Remove: "vx-2", Reason: planner.ReasonRemovalRefused,
 			Waiting: "the server refused to remove member vx-2; the StatefulSet is not shrunk", Detail: d.Detail}
-		if d != want || !strings.Contains(d.Detail, "refused") {
+		if !reflect.DeepEqual(d, want) || !strings.Contains(d.Detail, "refused") {
 			t.Fatalf("pass %d: Step = %+v, want %+v with the server's message in Detail", pass, d, want)
 		}
 		s.apply(d)
@@ -322,21 +323,30 @@ func TestStepAddsBackAMemberRemovedBeforeItsPodWent(t *testing.T) {
 	}
 }
 
-func TestStepAsksTheNextPodAndReportsUnreachable(t *testing.T) {
+// TestStepAsksEveryPodAndHoldsForTheUnreachable: a serving pod whose admin API gives no
+// answer (a black hole: packets dropped) is named with the cause, the members are read
+// from the others, and nothing is changed: a removal that is due waits. A pod where nobody
+// listens (its process down; its probes see that) is no partition: the members are read
+// from the next pod and the removal goes on. With no pod answering the members are
+// unknown; a wrong token is no unreachability.
+func TestStepAsksEveryPodAndHoldsForTheUnreachable(t *testing.T) {
 	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{AdminToken: "tok"})
-	dead := testenv.FreeAddr(t)
+	dead, hole := testenv.FreeAddr(t), veltrixtest.BlackHole(t)
 	s := &statefulSet{t: t, c: c, replicas: 3, admin: c.Client()}
+	admin := veltrix.New(veltrix.Options{Token: "tok", Timeout: 3 * time.Second})
 
-	in := s.input(3, 2)
-	in.AdminAddrs = append([]string{dead}, in.AdminAddrs...)
-	if d, err := Step(context.Background(), c.Client(), in); err != nil || !d.Converged() {
-		t.Fatalf("Step with a dead first address = %+v, %v; want converged from the next one", d, err)
+	in := s.input(2, 1) // vx-2 is due for removal
+	in.Admins = append([]planner.Endpoint{{Pod: "vx-0", Addr: hole}}, in.Admins[1:]...)
+	d, err := Step(context.Background(), admin, in)
+	if !errors.Is(err, veltrix.ErrUnreachable) || d.Reason != planner.ReasonMembersUnreachable || d.Remove != "" || d.Replicas != 3 ||
+		!slices.Equal(d.Unreachable, []string{"vx-0"}) || !strings.Contains(d.Waiting, "vx-0 (no answer within 3s)") {
+		t.Fatalf("Step with vx-0 unanswered = %+v, %v; want MembersUnreachable naming it, nothing removed", d, err)
 	}
 
-	in.AdminAddrs = []string{dead}
-	d, err := Step(context.Background(), c.Client(), in)
+	in.Admins = []planner.Endpoint{{Pod: "vx-0", Addr: dead}}
+	d, err = Step(context.Background(), admin, in)
 	if !errors.Is(err, veltrix.ErrUnreachable) || d.Reason != planner.ReasonMembersUnknown || d.Replicas != 3 {
-		t.Fatalf("Step with only a dead address = %+v, %v; want MembersUnknown and ErrUnreachable", d, err)
+		t.Fatalf("Step with only a refused address = %+v, %v; want MembersUnknown and ErrUnreachable", d, err)
 	}
 
 	in = s.input(2, 1)
@@ -346,9 +356,47 @@ func TestStepAsksTheNextPodAndReportsUnreachable(t *testing.T) {
 		t.Fatalf("Step with a wrong token = %+v, %v; want MembersUnknown and ErrUnauthorized", d, err)
 	}
 
-	in.AdminAddrs = nil
-	if _, err := Step(context.Background(), c.Client(), in); !errors.Is(err, ErrNoAdminAddr) {
+	in.Admins = nil
+	if _, err := Step(context.Background(), admin, in); !errors.Is(err, ErrNoAdminAddr) {
 		t.Fatalf("Step without addresses: %v, want ErrNoAdminAddr", err)
+	}
+
+	in = s.input(2, 1)
+	in.Admins = append([]planner.Endpoint{{Pod: "vx-0", Addr: dead}}, in.Admins[1:]...)
+	d, err = Step(context.Background(), admin, in)
+	if err != nil || d.Remove != "vx-2" || d.Reason != planner.ReasonRemoving {
+		t.Fatalf("Step with vx-0 not listening = %+v, %v; want the removal of vx-2 through the next pod", d, err)
+	}
+}
+
+// TestStepCutOffFromEveryPod: the operator's requests to every member go to a black hole
+// (taken, never answered: packets dropped). The pods are asked at once, so a pass costs one
+// client timeout, not one per pod; every pod is named with "no answer within"; nothing is
+// removed. Reached again, the removal that was due goes on.
+func TestStepCutOffFromEveryPod(t *testing.T) {
+	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{AdminToken: "tok"})
+	hole := veltrixtest.BlackHole(t)
+	s := &statefulSet{t: t, c: c, replicas: 3, admin: c.Client()}
+	admin := veltrix.New(veltrix.Options{Token: "tok", Timeout: 3 * time.Second})
+	in := s.input(2, 1)
+	var cut []planner.Endpoint
+	for _, ep := range in.Admins {
+		cut = append(cut, planner.Endpoint{Pod: ep.Pod, Addr: hole})
+	}
+	in.Admins = cut
+	begin := time.Now()
+	d, err := Step(context.Background(), admin, in)
+	took := time.Since(begin)
+	t.Logf("cut off from every pod: %s after %s: %s", d.Reason, took.Round(time.Millisecond), d.Waiting)
+	if !errors.Is(err, veltrix.ErrUnreachable) || d.Reason != planner.ReasonMembersUnreachable || d.Remove != "" || d.Replicas != 3 ||
+		!slices.Equal(d.Unreachable, []string{"vx-0", "vx-1", "vx-2"}) || strings.Count(d.Waiting, "(no answer within 3s)") != 3 {
+		t.Fatalf("Step cut off from every pod = %+v, %v; want MembersUnreachable naming the three, nothing removed", d, err)
+	}
+	if took >= 9*time.Second {
+		t.Errorf("a pass cut off from 3 pods took %s: one client timeout (3s) per pod, not one for all", took)
+	}
+	if removed := s.converge(2, 1, 2*time.Minute); !slices.Equal(removed, []string{"vx-2"}) {
+		t.Errorf("reached again: removed %q, want vx-2", removed)
 	}
 }
 

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -249,11 +250,88 @@ func TestPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.PodName = podName
 			got := Plan(tc.in)
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Plan:\n got %+v\nwant %+v", got, tc.want)
 			}
 			if got.Converged() != (tc.want.Reason == "") {
 				t.Errorf("Converged() = %v with reason %q", got.Converged(), got.Reason)
+			}
+		})
+	}
+}
+
+// TestPlanUnreachableVersusDown: a serving pod the operator cannot reach holds every
+// membership change, even with the member list read from another member (only the
+// operator's view is incomplete: the pod is Ready, the member may well serve); a member that
+// is down (its pod not Ready) holds removals only, as before, and is never removed, added
+// back or reported unreachable for it.
+func TestPlanUnreachableVersusDown(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	cut := map[string]string{"vx-2": "no answer within 5s"}
+	held := "the operator cannot reach 1 serving member(s): vx-2 (no answer within 5s); it changes no membership until they answer"
+	cases := []struct {
+		name string
+		in   Input
+		want Decision
+	}{
+		{
+			name: "shrink due, the victim unreachable: no DELETE",
+			in:   Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members(active(4)...), Unreachable: map[string]string{"vx-3": "no answer within 5s"}},
+			want: Decision{Replicas: 4, Reason: ReasonMembersUnreachable, Unreachable: []string{"vx-3"},
+				Waiting: "the operator cannot reach 1 serving member(s): vx-3 (no answer within 5s); it changes no membership until they answer"},
+		},
+		{
+			name: "shrink due, another member unreachable: no DELETE either",
+			in:   Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members(active(4)...), Unreachable: cut},
+			want: Decision{Replicas: 4, Reason: ReasonMembersUnreachable, Unreachable: []string{"vx-2"}, Waiting: held},
+		},
+		{
+			name: "shrink due, a member down (pod not Ready): the removal waits for it, as before",
+			in:   Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 3, Members: members(active(4)...)},
+			want: Decision{Replicas: 4, Reason: ReasonRemoving, Waiting: "waiting for all 4 pods to be ready before removing member vx-3"},
+		},
+		{
+			name: "a member missing while a pod is unreachable: not added back",
+			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 3, ReadyPods: 3, Members: members("0", "1"),
+				MemberAddr: memberAddr, Unreachable: cut},
+			want: Decision{Replicas: 3, Reason: ReasonMembersUnreachable, Unreachable: []string{"vx-2"}, Waiting: held},
+		},
+		{
+			name: "a removal under way keeps its record while held",
+			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 4, ReadyPods: 4, Members: members("0", "1", "2", "3:leaving"),
+				Unreachable: cut, Removal: Removal{Member: "vx-3", Since: t0}, Now: t0.Add(time.Hour), StuckAfter: time.Minute},
+			want: Decision{Replicas: 4, Reason: ReasonMembersUnreachable, Unreachable: []string{"vx-2"}, Waiting: held,
+				Leaving: "vx-3", Removal: Removal{Member: "vx-3", Since: t0}},
+		},
+		{
+			name: "every serving pod unreachable, members unknown: held, the record kept",
+			in: Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 3, ReadyPods: 3,
+				Unreachable: map[string]string{"vx-0": "no answer within 5s", "vx-1": "no answer within 5s", "vx-2": "connection refused"},
+				Removal:     Removal{Member: "vx-3", Since: t0}},
+			want: Decision{Replicas: 3, Reason: ReasonMembersUnreachable, Unreachable: []string{"vx-0", "vx-1", "vx-2"},
+				Waiting: "the operator cannot reach 3 serving member(s): vx-0 (no answer within 5s), vx-1 (no answer within 5s), vx-2 (connection refused); it changes no membership until they answer",
+				Removal: Removal{Member: "vx-3", Since: t0}},
+		},
+		{
+			name: "growing needs no member: it goes on while one is unreachable",
+			in:   Input{SpecSize: 5, ReplicationFactor: 2, StatefulSetReplicas: 3, ReadyPods: 3, Members: members(active(3)...), Unreachable: cut},
+			want: Decision{Replicas: 5, Reason: ReasonScaling, Waiting: "scaling up to 5 members"},
+		},
+		{
+			name: "converged but a member unreachable: not converged, nothing to do",
+			in:   Input{SpecSize: 3, ReplicationFactor: 2, StatefulSetReplicas: 3, ReadyPods: 3, Members: members(active(3)...), Unreachable: cut},
+			want: Decision{Replicas: 3, Reason: ReasonMembersUnreachable, Unreachable: []string{"vx-2"}, Waiting: held},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.PodName = podName
+			got := Plan(tc.in)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Plan:\n got %+v\nwant %+v", got, tc.want)
+			}
+			if got.Remove != "" || got.Add.ID != "" || got.Replicas < tc.in.StatefulSetReplicas {
+				t.Errorf("Plan changed the membership: %+v", got)
 			}
 		})
 	}

@@ -12,6 +12,13 @@
 //     copy is unavailable.
 //   - Never below replicationFactor: the wanted size is max(spec.size, replicationFactor);
 //     a smaller spec.size is reported as BelowReplicationFactor.
+//   - Members unreachable (serving pods whose admin API did not answer the operator,
+//     Input.Unreachable): hold; Replicas stays, nothing is removed or added back, even
+//     with the member list read from another member. The pods are Ready, so the members
+//     may well serve and only the operator's view is incomplete (a partition between the
+//     operator and the data plane): it changes nothing it cannot see. A member that is
+//     down (its pod not Ready) is no such hold: removals wait for every pod to be Ready,
+//     and a lost node's member is PlanLost's.
 //   - Members unknown (no ready pod answered): hold; Replicas stays, nothing is removed
 //     (growing still happens, as it needs no membership).
 //   - A member whose pod no longer exists (ordinal >= the StatefulSet's replicas, e.g. a pod
@@ -25,7 +32,7 @@
 //     stores it (in the cluster's status, so it outlives the operator process) and passes it
 //     back, so the limit does not restart with the operator.
 //
-// When several apply, the first of these wins: grow; members unknown; a member leaving;
+// When several apply, the first of these wins: grow; members unreachable; members unknown; a member leaving;
 // a member whose pod is gone; a member to add back; shrink; members yet to join;
 // BelowReplicationFactor; converged. One pass changes one thing.
 //
@@ -41,9 +48,12 @@ package planner
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	veltrixv1 "github.com/opsuite/suite/api/veltrix/v1alpha1"
 	"github.com/opsuite/suite/services/veltrix-operator/internal/veltrix"
 )
 
@@ -64,6 +74,9 @@ const (
 	ReasonBelowReplicationFactor = "BelowReplicationFactor"
 	// ReasonMembersUnknown: no ready pod answered with the member list; nothing is removed.
 	ReasonMembersUnknown = "MembersUnknown"
+	// ReasonMembersUnreachable: serving pods did not answer the operator; nothing is
+	// removed or added until they do.
+	ReasonMembersUnreachable = veltrixv1.ReasonMembersUnreachable
 )
 
 // DefaultStuckAfter is StuckAfter when Input leaves it zero: data moves at a bounded rate,
@@ -90,10 +103,15 @@ type Input struct {
 	// back (see Decision.Add).
 	MemberAddr func(ordinal int32) string
 
-	// AdminAddrs are the admin HTTP addresses (host:metricsPort) of Ready pods, lowest
-	// ordinal first; the executor's Step asks them in order for the members and sends its
-	// DELETE to the first that answered. Plan ignores them.
-	AdminAddrs []string
+	// Admins are the admin HTTP addresses (host:metricsPort) of the serving pods (Ready
+	// and search-ready), lowest ordinal first; the executor's Step asks them all at once
+	// for the members, takes the first in this order that answered and sends its DELETE
+	// there. Plan ignores them.
+	Admins []Endpoint
+	// Unreachable are the serving pods (by name, the member id) whose admin API did not
+	// answer the operator this pass, each with a short cause (veltrix.Cause); the
+	// executor's Step fills it. Plan holds while there are any.
+	Unreachable map[string]string
 
 	// Removal is the last pass's Decision.Removal as the caller stored it (zero: none).
 	Removal Removal
@@ -102,6 +120,14 @@ type Input struct {
 	// StuckAfter is how long a member may be leaving before RemovalStuck; zero means
 	// DefaultStuckAfter.
 	StuckAfter time.Duration
+}
+
+// Endpoint is a serving pod's admin HTTP address.
+type Endpoint struct {
+	// Pod is the pod's name, which is its member's id.
+	Pod string
+	// Addr is host:metricsPort.
+	Addr string
 }
 
 // Decision is what to do now.
@@ -129,6 +155,9 @@ type Decision struct {
 	// Detail is the server's own message for RemovalRefused, for an event or a log; it may
 	// vary, so it does not belong in a condition message.
 	Detail string
+	// Unreachable are the pods the MembersUnreachable hold waits for, sorted; nil
+	// otherwise.
+	Unreachable []string
 }
 
 // Removal is a member removal under way as the caller recorded it.
@@ -191,6 +220,9 @@ func plan(in Input) Decision {
 			d.Leaving = leavingMember(in.Members)
 		}
 		return d
+	}
+	if len(in.Unreachable) > 0 {
+		return unreachable(in, cur)
 	}
 	if in.Members == nil {
 		return Decision{Replicas: cur, Reason: ReasonMembersUnknown,
@@ -311,6 +343,24 @@ func (v view) startRemoval(in Input, id, why string) Decision {
 	default:
 		d.Remove = id
 		d.Waiting = fmt.Sprintf("removing member %s %s", id, why)
+	}
+	return d
+}
+
+// unreachable holds everything while serving pods do not answer the operator: the
+// message names each with its cause (stable words, veltrix.Cause) and the removal record
+// is kept while the member list shows its member leaving.
+func unreachable(in Input, cur int32) Decision {
+	pods := slices.Sorted(maps.Keys(in.Unreachable))
+	named := make([]string, len(pods))
+	for i, p := range pods {
+		named[i] = fmt.Sprintf("%s (%s)", p, in.Unreachable[p])
+	}
+	d := Decision{Replicas: cur, Reason: ReasonMembersUnreachable, Unreachable: pods,
+		Waiting: fmt.Sprintf("the operator cannot reach %d serving member(s): %s; it changes no membership until they answer",
+			len(pods), strings.Join(named, ", "))}
+	if in.Members != nil {
+		d.Leaving = leavingMember(in.Members)
 	}
 	return d
 }

@@ -187,12 +187,12 @@ func (c *Client) do(ctx context.Context, method, addr, path string, body []byte,
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return &Error{Op: op, Addr: addr, Kind: ErrUnreachable, Err: err}
+		return &Error{Op: op, Addr: addr, Kind: ErrUnreachable, Err: err, Timeout: timedOut(ctx, err, c.timeout)}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return &Error{Op: op, Addr: addr, Kind: ErrUnreachable, Status: resp.StatusCode, Err: err}
+		return &Error{Op: op, Addr: addr, Kind: ErrUnreachable, Status: resp.StatusCode, Err: err, Timeout: timedOut(ctx, err, c.timeout)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return &Error{Op: op, Addr: addr, Kind: kindOfStatus(resp.StatusCode), Status: resp.StatusCode, Message: serverMessage(data)}

@@ -1,8 +1,13 @@
 package veltrix
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"time"
 )
 
 // The kinds of failure callers act on differently; test them with errors.Is.
@@ -33,6 +38,52 @@ type Error struct {
 	Message string
 	// Err is the transport error behind ErrUnreachable.
 	Err error
+	// Timeout is the request's own limit (Options.Timeout) when it ran out before an
+	// answer came (ErrUnreachable: the packets may be dropped on the way), else 0.
+	Timeout time.Duration
+}
+
+// Cause says in a few stable words why err left the caller without an answer, for a
+// condition message: "no answer within 5s" when the request's own limit ran out (a member
+// whose packets are dropped), "connection refused", "connection failed", "no usable
+// answer", or the kind of any other failure ("unauthorized", "refused"). Never the raw
+// error, whose text carries ports and changes from one attempt to the next.
+func Cause(err error) string {
+	var e *Error
+	switch {
+	case err == nil:
+		return ""
+	case !errors.As(err, &e):
+		return "connection failed"
+	case !errors.Is(e.Kind, ErrUnreachable):
+		return e.Kind.Error()
+	case e.Timeout > 0:
+		return fmt.Sprintf("no answer within %s", e.Timeout)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case e.Status != 0 || e.Message != "":
+		return "no usable answer"
+	}
+	return "connection failed"
+}
+
+// NotListening says whether err is a refused connection: the member's address answered
+// that nothing listens on the port (its process is down, or not started yet). That is no
+// partition, in which packets are dropped and no answer comes: the member's own probes
+// see it down too.
+func NotListening(err error) bool {
+	return errors.Is(err, ErrUnreachable) && errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// timedOut is limit when err is the end of a request's own time (ctx's deadline, or a
+// transport timeout), else 0.
+func timedOut(ctx context.Context, err error, limit time.Duration) time.Duration {
+	var ne net.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return limit
+	}
+	return 0
 }
 
 func (e *Error) Error() string {

@@ -32,7 +32,7 @@ func Dial(ctx context.Context, addr string, timeout time.Duration) (*Conn, error
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, &Error{Op: "dial", Addr: addr, Kind: ErrUnreachable, Err: err}
+		return nil, &Error{Op: "dial", Addr: addr, Kind: ErrUnreachable, Err: err, Timeout: timedOut(ctx, err, timeout)}
 	}
 	return &Conn{addr: addr, timeout: timeout, nc: nc, r: bufio.NewReaderSize(nc, 4096)}, nil
 }
@@ -185,7 +185,7 @@ func (c *Conn) readLine() (string, error) {
 
 func (c *Conn) broken(op string, err error) error {
 	_ = c.nc.Close()
-	return &Error{Op: op, Addr: c.addr, Kind: ErrUnreachable, Err: err}
+	return &Error{Op: op, Addr: c.addr, Kind: ErrUnreachable, Err: err, Timeout: timedOut(context.Background(), err, c.timeout)}
 }
 
 // contextErr prefers the context's error to the deadline it caused.
