@@ -111,6 +111,11 @@ spec:
 // Ready with the documented conditions, the data plane agrees (CLUSTER NODES on every
 // member), and the step's documented events were emitted. Then a steady cluster emits no
 // event for 30 s, and no acknowledged write was lost.
+// vkMovesTimeout bounds a step that moves a shard's worth of slots: Valkey 8 answers each
+// SETSLOT once the primary's replicas have it, and on a 2-core host running the whole suite
+// (load 30) a scale-out from 3 to 4 shards took 4 min 5 s.
+const vkMovesTimeout = 6 * time.Minute
+
 func TestValkeyScenario(t *testing.T) {
 	needRunner(t, "the writer and the cli reach the Valkey pods at their addresses")
 	needInstalled(t, "valkey-operator")
@@ -138,13 +143,13 @@ func TestValkeyScenario(t *testing.T) {
 	}
 	s.startWriter(ctx, bin)
 
-	s.step(ctx, "scale out to 4x1", 4*time.Minute, vkWant{4, 1, vkImageOld, valkeyv1.ReasonRebalancingSlots}, s.patch(`{"spec":{"shards":4}}`),
+	s.step(ctx, "scale out to 4x1", vkMovesTimeout, vkWant{4, 1, vkImageOld, valkeyv1.ReasonRebalancingSlots}, s.patch(`{"spec":{"shards":4}}`),
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventClusterMeetBatch, valkeyv1.EventSlotsRebalancing,
 		valkeyv1.EventReplicaCreated, valkeyv1.EventClusterReady)
-	s.step(ctx, "scale out to 5x2", 4*time.Minute, vkWant{5, 2, vkImageOld, valkeyv1.ReasonRebalancingSlots}, s.patch(`{"spec":{"shards":5,"replicas":2}}`),
+	s.step(ctx, "scale out to 5x2", vkMovesTimeout, vkWant{5, 2, vkImageOld, valkeyv1.ReasonRebalancingSlots}, s.patch(`{"spec":{"shards":5,"replicas":2}}`),
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventClusterMeetBatch, valkeyv1.EventSlotsRebalancing,
 		valkeyv1.EventReplicaCreated, valkeyv1.EventClusterReady)
-	s.step(ctx, "scale in to 3x1", 4*time.Minute, vkWant{3, 1, vkImageOld, valkeyv1.ReasonRebalancingSlots}, s.patch(`{"spec":{"shards":3,"replicas":1}}`),
+	s.step(ctx, "scale in to 3x1", vkMovesTimeout, vkWant{3, 1, vkImageOld, valkeyv1.ReasonRebalancingSlots}, s.patch(`{"spec":{"shards":3,"replicas":1}}`),
 		valkeyv1.EventSlotsDraining, valkeyv1.EventValkeyNodeDeleted, valkeyv1.EventClusterReady)
 	before := s.podUIDs(ctx)
 	s.step(ctx, "roll the image to "+vkImageNew, 5*time.Minute, vkWant{3, 1, vkImageNew, valkeyv1.ReasonUpdatingNodes}, s.patch(`{"spec":{"image":"`+vkImageNew+`"}}`),
@@ -187,10 +192,10 @@ func TestValkeyScenario(t *testing.T) {
 		t.Errorf("pod %s was not replaced after its deletion (err %v)", victim.Name, err)
 	}
 
-	s.step(ctx, "kill the operator in the middle of a rebalance to 4x1", 4*time.Minute, vkWant{4, 1, vkImageNew, ""}, s.scaleAndKillOperator,
+	s.step(ctx, "kill the operator in the middle of a rebalance to 4x1", vkMovesTimeout, vkWant{4, 1, vkImageNew, ""}, s.scaleAndKillOperator,
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventSlotsRebalancing, valkeyv1.EventClusterReady)
 
-	s.step(ctx, "restart the control plane in the middle of a rebalance to 5x1", 5*time.Minute, vkWant{5, 1, vkImageNew, ""}, s.scaleAndRestartControlPlane,
+	s.step(ctx, "restart the control plane in the middle of a rebalance to 5x1", vkMovesTimeout+time.Minute, vkWant{5, 1, vkImageNew, ""}, s.scaleAndRestartControlPlane,
 		valkeyv1.EventValkeyNodeCreated, valkeyv1.EventSlotsRebalancing, valkeyv1.EventClusterReady)
 
 	sum := s.stopWriter()

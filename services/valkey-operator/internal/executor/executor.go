@@ -183,19 +183,83 @@ func (e *Executor) observe(ctx context.Context, addr string) (valkey.View, error
 // to one target, are pipelined: each such command stands alone, so sending them together
 // changes only how many round trips a rebalance waits for. After a failure in a run the
 // later commands of that run may have been applied too; the next observation shows it.
+//
+// Consecutive steps of one wave (planner.Step.Wave) run on their members at once, each
+// member's share in order: a member answers SETSLOT only once its replicas have it, so a
+// rebalance waits for the slowest member of each wave rather than for all of them in
+// turn. A wave that fails on some member counts as not done; its other members' shares
+// ran to their end or their own error.
 func (e *Executor) Run(ctx context.Context, steps []planner.Step) (int, error) {
+	for i := 0; i < len(steps); {
+		n := sameWave(steps[i:])
+		if steps[i].Wave != 0 {
+			if err := e.wave(ctx, steps[i:i+n]); err != nil {
+				return i, fmt.Errorf("steps %d-%d (%s, ...): %w", i+1, i+n, steps[i], err)
+			}
+			i += n
+			continue
+		}
+		done, err := e.sequence(ctx, steps[i:i+n])
+		if err != nil {
+			return i + done, fmt.Errorf("step %d (%s): %w", i+done+1, steps[i+done], err)
+		}
+		i += n
+	}
+	return len(steps), nil
+}
+
+// sameWave is how many steps from the first have its Wave.
+func sameWave(steps []planner.Step) int {
+	n := 1
+	for n < len(steps) && steps[n].Wave == steps[0].Wave {
+		n++
+	}
+	return n
+}
+
+// wave runs each member's share of steps at once and returns the first member's error.
+func (e *Executor) wave(ctx context.Context, steps []planner.Step) error {
+	var members []string
+	share := map[string][]planner.Step{}
+	for _, s := range steps {
+		if _, ok := share[s.On]; !ok {
+			members = append(members, s.On)
+		}
+		share[s.On] = append(share[s.On], s)
+	}
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i, on := range members {
+		wg.Go(func() {
+			if _, err := e.sequence(ctx, share[on]); err != nil {
+				errs[i] = fmt.Errorf("on %s: %w", on, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sequence runs steps in order, pipelining what batchLen allows, and returns how many
+// completed.
+func (e *Executor) sequence(ctx context.Context, steps []planner.Step) (int, error) {
 	for i := 0; i < len(steps); {
 		n := batchLen(steps[i:])
 		if n == 1 {
 			if err := e.step(ctx, steps[i]); err != nil {
-				return i, fmt.Errorf("step %d (%s): %w", i+1, steps[i], err)
+				return i, err
 			}
 			i++
 			continue
 		}
 		done, err := e.batch(ctx, steps[i:i+n])
 		if err != nil {
-			return i + done, fmt.Errorf("steps %d-%d (%s, ...): %w", i+1, i+n, steps[i], err)
+			return i + done, err
 		}
 		i += n
 	}

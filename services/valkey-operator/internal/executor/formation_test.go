@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -308,13 +309,13 @@ func checkCapabilities(t *testing.T, caps valkey.Capabilities) {
 
 // convergeReal runs observe-plan-execute passes over the servers at observe (members and
 // removed nodes still running) until the plan is converged and every member reports
-// cluster_state:ok. Its 3 minutes are for Valkey 8, which answers a SETSLOT only once the
+// cluster_state:ok. Its 5 minutes are for Valkey 8, which answers a SETSLOT only once the
 // primary's replicas acknowledged it: a pass moving 1024 slots takes 20 to 30 s on a
 // 2-core machine at load 30 (Redis 7.0: a few seconds).
 func convergeReal(ctx context.Context, t testing.TB, e *Executor, d planner.Desired, observe []string) {
 	t.Helper()
 	passes, steps := 0, 0
-	testenv.Eventually(t, 3*time.Minute, "cluster converged and cluster_state:ok everywhere", func() (bool, string) {
+	testenv.Eventually(t, 5*time.Minute, "cluster converged and cluster_state:ok everywhere", func() (bool, string) {
 		passes++
 		snap, failed := e.Observe(ctx, observe)
 		if len(failed) > 0 {
@@ -356,10 +357,19 @@ func TestRebalancesRealCluster(t *testing.T) {
 		addrs = append(addrs, s.member.Addr)
 	}
 	dumpClusterOnFailure(t, addrs)
-	e := New(func(addr string) (valkey.Conn, error) { return valkey.Dial(addr, valkey.Options{}) })
+	// The SETSLOT pipelines in flight at once over every member: a wave runs its members'
+	// shares together.
+	flight := &inFlight{}
+	e := New(func(addr string) (valkey.Conn, error) {
+		c, err := valkey.Dial(addr, valkey.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return trackedConn{Conn: c, f: flight}, nil
+	})
 	e.KeyBatch = 50
 	defer e.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
 	small := planner.Desired{Shards: 3, Replicas: 1, Members: all[:6], MoveBatch: 1024}
@@ -415,8 +425,14 @@ func TestRebalancesRealCluster(t *testing.T) {
 	}
 
 	big := planner.Desired{Shards: 4, Replicas: 1, Members: all, MoveBatch: 1024}
+	flight.reset()
 	convergeReal(ctx, t, e, big, addrs)
 	readAll("after scale-out to 4x1")
+	// Each moved slot's SETSLOT NODE goes to the donor and to both other primaries in one
+	// wave.
+	if most := flight.most(); most < 3 {
+		t.Errorf("at most %d members ran SETSLOT pipelines at once during the scale-out, want 3", most)
+	}
 	if got := slotsPerPrimary(addrs); len(got) != 4 || got[0] != 4096 || got[1] != 4096 || got[2] != 4096 || got[3] != 4096 {
 		t.Fatalf("slots per primary after scale-out: %v, want 4 x 4096", got)
 	}
@@ -437,6 +453,49 @@ func TestRebalancesRealCluster(t *testing.T) {
 			t.Fatalf("%s after scale-in: %v", a, info)
 		}
 	}
+}
+
+// inFlight counts the calls running at once and remembers the most.
+type inFlight struct {
+	mu        sync.Mutex
+	now, high int
+}
+
+func (f *inFlight) enter() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now++
+	f.high = max(f.high, f.now)
+}
+
+func (f *inFlight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now--
+}
+
+func (f *inFlight) most() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.high
+}
+
+func (f *inFlight) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.high = f.now
+}
+
+// trackedConn is a real connection whose SETSLOT pipelines inFlight counts.
+type trackedConn struct {
+	valkey.Conn
+	f *inFlight
+}
+
+func (c trackedConn) SetSlots(ctx context.Context, cmds ...valkey.SetSlot) (int, error) {
+	c.f.enter()
+	defer c.f.leave()
+	return c.Conn.SetSlots(ctx, cmds...)
 }
 
 // hotTag returns a hash tag whose slot is at least min.

@@ -38,7 +38,7 @@ func TestRebalancesWithACLAndTLS(t *testing.T) {
 		all = append(all, s.member)
 		addrs = append(addrs, s.member.Addr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 
 	// Neither the default user nor plain text gets in.

@@ -64,7 +64,7 @@ func TestClusterClientUserAcrossReshard(t *testing.T) {
 		addrs = append(addrs, s.member.Addr)
 	}
 	dumpClusterOnFailure(t, addrs)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 
 	e := New(func(addr string) (valkey.Conn, error) { return valkey.Dial(addr, cfg.dial) })

@@ -47,7 +47,8 @@ func (st *state) finishMoves(moves []valkey.SlotMove) {
 
 // ordered groups the steps of several slot moves by command and member so the executor
 // can pipeline them: every IMPORTING, every MIGRATING, every key migration, SETSLOT NODE on
-// each new owner, then on everybody else. Each slot keeps the order the protocol needs.
+// each new owner, then on everybody else. Each slot keeps the order the protocol needs;
+// each group is a Wave, whose members' shares the executor runs at once.
 func (st *state) ordered(steps []Step) []Step {
 	rank := func(s Step) int {
 		switch s.Op {
@@ -72,6 +73,9 @@ func (st *state) ordered(steps []Step) []Step {
 		}
 		return out[i].On < out[j].On
 	})
+	for i := range out {
+		out[i].Wave = rank(out[i]) + 1
+	}
 	return out
 }
 

@@ -94,6 +94,11 @@ type Step struct {
 	// Drain marks the steps of a move out of a node leaving the cluster (scale-in) rather
 	// than a rebalance between kept primaries.
 	Drain bool
+	// Wave, when not 0, lets the executor run this step at the same time as the steps next
+	// to it with the same Wave on other members (each member's own steps keep their
+	// order): the slot moves' IMPORTING, MIGRATING, key migrations and SETSLOT NODE on
+	// the new owners, then on every other primary, are one wave each.
+	Wave int
 }
 
 func (s Step) String() string {

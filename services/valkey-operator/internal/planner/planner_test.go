@@ -211,6 +211,15 @@ func TestPlanTable(t *testing.T) {
 					t.Fatalf("step %s touches another slot", s)
 				}
 			}
+			// MIGRATING, the keys and SETSLOT NODE on the new owner each a wave of their
+			// own; SETSLOT NODE on the source and the third primary one wave together.
+			var waves []int
+			for _, s := range p.Steps {
+				waves = append(waves, s.Wave)
+			}
+			if w := waves; w[0] == 0 || w[0] == w[1] || w[1] == w[2] || w[2] == w[3] || w[3] != w[4] {
+				t.Fatalf("waves %v of %v", waves, p.Steps)
+			}
 		},
 	}, {
 		name: "a half-done move waits while its target reports cluster_state fail (CLUSTERDOWN)",

@@ -169,7 +169,7 @@ func TestClusterLifecycle(t *testing.T) {
 
 	// Scale out: 4 shards, slots rebalanced, keys still there.
 	scale(t, c, ns, "demo", 4, 1)
-	got = waitReady(t, f, "demo", 180*time.Second)
+	got = waitReady(t, f, "demo", movesTimeout)
 	if got.Status.Shards != 4 || got.Status.ReadyShards != 4 {
 		t.Errorf("after scale-out: shards %d ready %d", got.Status.Shards, got.Status.ReadyShards)
 	}
@@ -180,7 +180,7 @@ func TestClusterLifecycle(t *testing.T) {
 
 	// Scale in: shard 3 drained, forgotten and its ValkeyNodes deleted.
 	scale(t, c, ns, "demo", 3, 1)
-	got = waitReady(t, f, "demo", 180*time.Second)
+	got = waitReady(t, f, "demo", movesTimeout)
 	if got.Status.Shards != 3 {
 		t.Errorf("after scale-in: shards %d", got.Status.Shards)
 	}
@@ -203,7 +203,7 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	// Until it completes, the roll reads UpdatingNodes, also while a rolled member restarts.
 	var reasons []string
-	testenv.Eventually(t, 180*time.Second, "demo Ready after the roll", func() (bool, string) {
+	testenv.Eventually(t, movesTimeout, "demo Ready after the roll", func() (bool, string) {
 		f.sync(ctx)
 		var now valkeyv1.ValkeyCluster
 		if err := c.Get(ctx, client.ObjectKeyFromObject(vc), &now); err != nil {
@@ -275,7 +275,7 @@ func TestScaleRevertedHalfway(t *testing.T) {
 		return p != nil && p.Reason == valkeyv1.ReasonRebalancingSlots, cur.Status.Reason
 	})
 	scale(t, c, ns, "r", 3, 1)
-	got := waitReady(t, f, "r", 180*time.Second)
+	got := waitReady(t, f, "r", movesTimeout)
 	if got.Status.Shards != 3 {
 		t.Errorf("after the revert: %d shards", got.Status.Shards)
 	}

@@ -200,13 +200,18 @@ func startController(t *testing.T, f *fleet, more ...testenv.ManagerOption) {
 			BusPort:         f.busPort,
 			Options:         func(context.Context, *valkeyv1.ValkeyCluster) (valkey.Options, error) { return valkey.Options{}, nil },
 			Poll:            300 * time.Millisecond,
-			FailoverTimeout: 30 * time.Second,
+			FailoverTimeout: 60 * time.Second, // the operator's default: a loaded 2-core host took over 30 s
 			Namespaces:      []string{f.ns},
 		})
 		// tests run in parallel, each with its own controller; the cache as the operator's
 		// (its own Secrets and ConfigMaps only).
 	}, append([]testenv.ManagerOption{testenv.InNamespaces(f.ns), func(o *ctrl.Options) { o.Cache.ByObject = nodecontroller.CacheByObject() }}, more...)...)
 }
+
+// movesTimeout bounds a wait that moves slots: Valkey 8 answers each SETSLOT only once the
+// primary's replicas have it, and a 2-core host running the whole suite (load 30) took
+// over 3 minutes for a shard's worth of slots.
+const movesTimeout = 5 * time.Minute
 
 // waitReady drives the fleet until the cluster is Ready for its current generation.
 func waitReady(t testing.TB, f *fleet, name string, timeout time.Duration) *valkeyv1.ValkeyCluster {

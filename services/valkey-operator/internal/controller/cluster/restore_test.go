@@ -216,7 +216,7 @@ func TestRestoreFromBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRestored(t, f, "more", valkeyv1.ReasonRestoreCompleted, 120*time.Second)
-	more := waitReady(t, f, "more", 180*time.Second)
+	more := waitReady(t, f, "more", movesTimeout)
 	t.Logf("restored with 3 shards and resharded to 4 in %s", time.Since(began).Round(time.Millisecond))
 	if more.Status.Shards != 4 || nodesOf(t, c, ns, "more") != 4 {
 		t.Fatalf("after the reshard: %d shards, %d nodes", more.Status.Shards, nodesOf(t, c, ns, "more"))
@@ -229,7 +229,7 @@ func TestRestoreFromBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRestored(t, f, "fewer", valkeyv1.ReasonRestoreCompleted, 120*time.Second)
-	fewer := waitReady(t, f, "fewer", 180*time.Second)
+	fewer := waitReady(t, f, "fewer", movesTimeout)
 	t.Logf("restored with 3 shards and resharded to 2 in %s", time.Since(began).Round(time.Millisecond))
 	if fewer.Status.Shards != 2 || nodesOf(t, c, ns, "fewer") != 2 {
 		t.Fatalf("after the scale-in: %d shards, %d nodes", fewer.Status.Shards, nodesOf(t, c, ns, "fewer"))

@@ -27,7 +27,7 @@ func TestScaleInUndoneAfterDrain(t *testing.T) {
 	t.Cleanup(func() { f.dumpOnFailure(t) })
 
 	scale(t, c, f.ns, "u", 3, 1)
-	testenv.Eventually(t, 180*time.Second, "shard 3 drained", func() (bool, string) {
+	testenv.Eventually(t, movesTimeout, "shard 3 drained", func() (bool, string) {
 		f.sync(ctx)
 		s := f.server("u-3-0")
 		if s == nil {
@@ -46,7 +46,7 @@ func TestScaleInUndoneAfterDrain(t *testing.T) {
 		return me.SlotTotal() == 0, fmt.Sprintf("u-3-0 serves %d slots", me.SlotTotal())
 	})
 	scale(t, c, f.ns, "u", 4, 1)
-	waitReady(t, f, "u", 180*time.Second)
+	waitReady(t, f, "u", movesTimeout)
 	assertTopology(t, f, 4, 1)
 	assertConverged(t, f)
 	assertShardsOnePrimary(t, f, 4)
