@@ -314,7 +314,7 @@ func checkCapabilities(t *testing.T, caps valkey.Capabilities) {
 // 2-core machine at load 30 (Redis 7.0: a few seconds).
 func convergeReal(ctx context.Context, t testing.TB, e *Executor, d planner.Desired, observe []string) {
 	t.Helper()
-	passes, steps := 0, 0
+	passes, steps, began := 0, 0, time.Now()
 	testenv.Eventually(t, 5*time.Minute, "cluster converged and cluster_state:ok everywhere", func() (bool, string) {
 		passes++
 		snap, failed := e.Observe(ctx, observe)
@@ -342,7 +342,7 @@ func convergeReal(ctx context.Context, t testing.TB, e *Executor, d planner.Desi
 		}
 		return true, ""
 	})
-	t.Logf("%dx%d converged after %d passes, %d steps", d.Shards, d.Replicas, passes, steps)
+	t.Logf("%dx%d converged after %d passes, %d steps, %s", d.Shards, d.Replicas, passes, steps, time.Since(began).Round(time.Millisecond))
 }
 
 // TestRebalancesRealCluster scales a real 3x1 cluster holding keys out to 4x1 (slots move
@@ -538,6 +538,61 @@ func TestSetSlotsPipeline(t *testing.T) {
 	if n, err := c.SetSlots(context.Background(), long[:bad]...); n != bad || err != nil {
 		t.Fatalf("SetSlots of %d = %d, %v; want all", bad, n, err)
 	}
+	// The chunks go over lanes of their own connections; a refusal in a later chunk (on
+	// another lane) does not hide the earlier one.
+	later := 2*valkey.SetSlotChunk + 1
+	long[later] = valkey.SetSlot{Slot: later, State: valkey.SlotImporting, NodeID: "0123456789012345678901234567890123456789"}
+	if n, err := c.SetSlots(context.Background(), long...); n != bad || err == nil || !strings.Contains(err.Error(), fmt.Sprintf("SETSLOT %d ", bad)) {
+		t.Fatalf("SetSlots of %d with refusals at %d and %d = %d, %v; want %d and its refusal", len(long), bad, later, n, err, bad)
+	}
+	var many []valkey.SetSlot
+	for slot := range valkey.SetSlotLanes * valkey.SetSlotChunk {
+		many = append(many, valkey.SetSlot{Slot: slot, State: valkey.SlotStable})
+	}
+	if n, err := c.SetSlots(context.Background(), many...); n != len(many) || err != nil {
+		t.Fatalf("SetSlots of %d = %d, %v; want all", len(many), n, err)
+	}
+	if got := connectedClients(t, servers[0].member.Addr); got < valkey.SetSlotLanes {
+		t.Errorf("%d clients connected after a run of %d chunks, want the %d lanes' connections at least", got, valkey.SetSlotLanes, valkey.SetSlotLanes)
+	}
+}
+
+// connectedClients asks the server at addr for INFO clients' connected_clients, over a
+// connection of its own (counted too).
+func connectedClients(t *testing.T, addr string) int {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write([]byte("INFO clients\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8192)
+	var reply strings.Builder
+	for {
+		if r := reply.String(); strings.Contains(r, "connected_clients:") && strings.Contains(r[strings.Index(r, "connected_clients:"):], "\r\n") {
+			break
+		}
+		n, err := nc.Read(buf)
+		if err != nil {
+			t.Fatalf("INFO clients on %s: %v (read %q)", addr, err, reply.String())
+		}
+		reply.Write(buf[:n])
+	}
+	for _, line := range strings.Split(reply.String(), "\r\n") {
+		if v, ok := strings.CutPrefix(line, "connected_clients:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("connected_clients %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no connected_clients in %q", reply.String())
+	return 0
 }
 
 // TestSetSlotNodeOnAReplicaIsMoot: a member that turned replica while a run of SETSLOT

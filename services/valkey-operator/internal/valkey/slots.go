@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 
 	valkeygo "github.com/valkey-io/valkey-go"
 )
@@ -123,8 +124,55 @@ func (c *conn) MigrateSlotsKeys(ctx context.Context, slots []int, addr string, b
 // waits for a pipeline. Redis 7.0 answers at once; for it the chunks only add round trips.
 const SetSlotChunk = 64
 
+// SetSlotLanes is how many connections SetSlots spreads a run over when its commands all
+// name different slots. The server holds each connection's next command until the
+// replicas acknowledged the one before, but one replication round trip acknowledges the
+// pending command of every connection at once: eight lanes wait about an eighth as long.
+const SetSlotLanes = 8
+
 func (c *conn) SetSlots(ctx context.Context, cmds ...SetSlot) (int, error) {
-	for start := 0; start < len(cmds); start += SetSlotChunk {
+	chunks := (len(cmds) + SetSlotChunk - 1) / SetSlotChunk
+	if chunks <= 1 || !distinctSlots(cmds) {
+		return c.setSlotChunks(ctx, c.c.DoMulti, cmds, 0, 1)
+	}
+	// Lane l sends chunks l, l+lanes, ...; each stops at its first refusal. The run's
+	// answer is the earliest refusal: every command before it was sent and applied (a
+	// chunk before it either ran whole on its lane or holds an earlier refusal).
+	lanes := min(SetSlotLanes, chunks)
+	failedAt := make([]int, lanes)
+	errs := make([]error, lanes)
+	var wg sync.WaitGroup
+	for l := range lanes {
+		wg.Go(func() {
+			failedAt[l] = len(cmds)
+			err := c.c.Dedicated(func(d valkeygo.DedicatedClient) error {
+				n, err := c.setSlotChunks(ctx, d.DoMulti, cmds, l, lanes)
+				failedAt[l] = n
+				return err
+			})
+			if err != nil && failedAt[l] == len(cmds) { // no connection for the lane
+				failedAt[l] = l * SetSlotChunk
+			}
+			errs[l] = err
+		})
+	}
+	wg.Wait()
+	first := 0
+	for l := range lanes {
+		if failedAt[l] < failedAt[first] {
+			first = l
+		}
+	}
+	if errs[first] != nil {
+		return failedAt[first], errs[first]
+	}
+	return len(cmds), nil
+}
+
+// setSlotChunks sends chunks lane, lane+lanes, ... of cmds through doMulti and returns
+// len(cmds) when all were applied, else the index of the first refused command.
+func (c *conn) setSlotChunks(ctx context.Context, doMulti func(context.Context, ...valkeygo.Completed) []valkeygo.ValkeyResult, cmds []SetSlot, lane, lanes int) (int, error) {
+	for start := lane * SetSlotChunk; start < len(cmds); start += lanes * SetSlotChunk {
 		chunk := cmds[start:min(start+SetSlotChunk, len(cmds))]
 		multi := make(valkeygo.Commands, len(chunk))
 		for i, x := range chunk {
@@ -134,16 +182,29 @@ func (c *conn) SetSlots(ctx context.Context, cmds ...SetSlot) (int, error) {
 			}
 			multi[i] = c.c.B().Arbitrary("CLUSTER", "SETSLOT").Args(args...).Build()
 		}
-		// A failed chunk ends the run: the later commands are not sent (they would each
+		// A failed chunk ends the lane: the later commands are not sent (they would each
 		// wait out the same missing acknowledgement), and the next observation shows what
 		// was applied.
-		for i, r := range c.c.DoMulti(ctx, multi...) {
+		for i, r := range doMulti(ctx, multi...) {
 			if err := r.Error(); err != nil && (chunk[i].State != SlotNode || !replicaRefusal(err)) {
 				return start + i, fmt.Errorf("CLUSTER SETSLOT %d %s on %s: %w", chunk[i].Slot, chunk[i].State, c.addr, err)
 			}
 		}
 	}
 	return len(cmds), nil
+}
+
+// distinctSlots reports whether no two commands name the same slot: only then may they
+// run in any order.
+func distinctSlots(cmds []SetSlot) bool {
+	seen := make(map[int]bool, len(cmds))
+	for _, x := range cmds {
+		if seen[x.Slot] {
+			return false
+		}
+		seen[x.Slot] = true
+	}
+	return true
 }
 
 // replicaRefusal reports the server's answer to CLUSTER SETSLOT on a replica. For SETSLOT
