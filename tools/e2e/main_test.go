@@ -304,6 +304,12 @@ func setup() (teardown func(), err error) {
 		}
 	}
 	o.Nodes = localcluster.DefaultNodes("default", general, e2eAgentNodes, o.NodeIPPrefix)
+	// A disk more per node than `make up`: the others shard runs the VeltrixDB scenarios
+	// one after another, and clusters with reclaimPolicy Retain, a lost node's returned
+	// disks (re-offered only by hand) and the sample's Delete cluster on the nodes' other
+	// disks took every disk of a zone with two (TestVeltrixPlacement's zone b, then
+	// TestVeltrixSample's one-member cluster: every agent FailedPrecondition).
+	o.DisksPerNode = 3
 	// A port base of the suite's own, below the kernel's ephemeral range (32768-60999
 	// here), where outgoing connections of the busy host could hold one of the ports.
 	// Instances use ports of their own too: a run's ports are free while its control plane
