@@ -166,17 +166,41 @@ func (d boltDialer) Dial(ctx context.Context, boltAddr string) (Session, error) 
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := drv.VerifyConnectivity(cctx); err != nil {
-		_ = drv.Close(context.WithoutCancel(ctx))
-		if d.roots != nil {
+		expired := cctx.Err() != nil
+		closeBounded(ctx, timeout, drv.Close)
+		if d.roots != nil && !expired {
 			// The driver does not expose its TLS errors; a handshake of our own says
 			// whether TLS was the cause, as the typed error the condition needs.
 			if herr := d.handshake(ctx, boltAddr); herr != nil {
 				return nil, &Error{Kind: KindTLS, Addr: boltAddr, Err: herr}
 			}
 		}
-		return nil, classify(boltAddr, "", err)
+		return nil, withTimeout(classify(boltAddr, "", err), expired, timeout)
 	}
 	return s, nil
+}
+
+// closeBounded closes within limit, whatever ctx's own deadline: a close may write to (or,
+// returning a connection to the pool, read from) a server whose packets are dropped, and
+// must not hold the pass for a TCP timeout.
+func closeBounded(ctx context.Context, limit time.Duration, close func(context.Context) error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	defer cancel()
+	_ = close(cctx)
+}
+
+// withTimeout records on an unreachable err that the call's own limit ran out (expired, or
+// the transport says it timed out): no answer came within limit.
+func withTimeout(err error, expired bool, limit time.Duration) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindUnreachable {
+		return err
+	}
+	var ne net.Error
+	if expired || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) || strings.Contains(err.Error(), "i/o timeout") {
+		e.Timeout = limit
+	}
+	return err
 }
 
 // ServedCertificate is the leaf certificate (DER) addr serves, verified as Dial verifies
@@ -240,6 +264,8 @@ type boltSession struct {
 func (s *boltSession) Addr() string { return s.addr }
 
 func (s *boltSession) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
 	if err := s.drv.Close(ctx); err != nil {
 		return classify(s.addr, "", err)
 	}
@@ -252,14 +278,14 @@ func (s *boltSession) run(ctx context.Context, cypher string) ([]*neo4j.Record, 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	sess := s.drv.NewSession(ctx, neo4j.SessionConfig{AccessMode: neo4j.AccessModeWrite})
-	defer func() { _ = sess.Close(context.WithoutCancel(ctx)) }()
+	defer closeBounded(ctx, s.timeout, sess.Close)
 	res, err := sess.Run(ctx, cypher, nil)
 	if err != nil {
-		return nil, classify(s.addr, cypher, err)
+		return nil, withTimeout(classify(s.addr, cypher, err), ctx.Err() != nil, s.timeout)
 	}
 	recs, err := res.Collect(ctx)
 	if err != nil {
-		return nil, classify(s.addr, cypher, err)
+		return nil, withTimeout(classify(s.addr, cypher, err), ctx.Err() != nil, s.timeout)
 	}
 	return recs, nil
 }

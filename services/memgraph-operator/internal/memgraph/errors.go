@@ -2,7 +2,10 @@ package memgraph
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Kind says what went wrong with a call.
@@ -48,6 +51,9 @@ type Error struct {
 	Code    string // the server's FAILURE code (KindRefused, KindUnauthenticated)
 	Message string // the server's FAILURE message, verbatim
 	Err     error  // the underlying error
+	// Timeout is the call's own limit (Options.Timeout) when it ran out before an answer
+	// came (KindUnreachable: the packets may be dropped on the way), else 0.
+	Timeout time.Duration
 }
 
 func (e *Error) Error() string {
@@ -86,6 +92,36 @@ func firstWords(q string) string {
 		return q[:i]
 	}
 	return q
+}
+
+// Cause says in a few stable words why err left the caller without an answer, for a
+// condition message: "no answer within 5s" when the call's own limit ran out (a member
+// whose packets are dropped), "connection refused", "connection failed", or the kind of
+// any other failure. Never the raw error, whose text carries ports and changes from one
+// attempt to the next.
+func Cause(err error) string {
+	var e *Error
+	switch {
+	case err == nil:
+		return ""
+	case !errors.As(err, &e):
+		return "connection failed"
+	case e.Kind != KindUnreachable:
+		return e.Kind.String()
+	case e.Timeout > 0:
+		return fmt.Sprintf("no answer within %s", e.Timeout)
+	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused"):
+		return "connection refused"
+	}
+	return "connection failed"
+}
+
+// NotListening says whether err is a refused connection: the member's address answered
+// that nothing listens on the port (its process is down, or not started yet). That is no
+// partition, in which packets are dropped and no answer comes: the coordinators see such a
+// member down too, within their down timeout.
+func NotListening(err error) bool {
+	return IsUnreachable(err) && Cause(err) == "connection refused"
 }
 
 // IsUnreachable says whether err is (or wraps) a connection failure.
