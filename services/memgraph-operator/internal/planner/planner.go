@@ -2,6 +2,15 @@
 // (SHOW INSTANCES, and SHOW REPLICATION LAG when a MAIN must move) into the ordered admin
 // commands of one registration pass. It is pure: no I/O, no clock, deterministic.
 //
+// Rule 0 comes before all others: while a member the operator cannot reach is up in the
+// leader's view (Observed.Unreachable, Unanswered), nothing is planned. The member may be
+// serving, and only the operator's own view is incomplete (a partition between the
+// operator and the data plane): the coordinators decide failovers, and a retirement,
+// handover or re-registration decided on a partial view could act against what they see.
+// The plan waits until the member answers or the coordinators mark it down. A member the
+// leader shows down is theirs already; one it does not list is registered through the
+// leader, which checks it itself.
+//
 // Rules (the commands come out as: 4, 5's removals, then 1 and 2 with 3 before them
 // unless 3's candidates are 2's new registrations; or, when the leader yields, 4, 5's
 // removals, 3 if it needs no new registration, and YIELD LEADERSHIP, the additions
@@ -74,6 +83,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
 )
@@ -151,6 +161,10 @@ type Observed struct {
 	// Replicas is the MAIN's SHOW REPLICAS, the only place a registered mode shows; nil
 	// when it was not read (rule 7 waits).
 	Replicas []memgraph.Replica
+	// Unreachable are the members (by SHOW INSTANCES name) the operator itself could not
+	// reach this pass, each with a short cause (memgraph.Cause). The leader's health
+	// checks may see them otherwise: see Unanswered.
+	Unreachable map[string]string
 	// MainBlocksMode: Memgraph refused a registration for mixing SYNC and STRICT_SYNC
 	// with no listed replica in the way (Report.ModeBlocked), so the MAIN's own
 	// registered mode is; rule 7 hands the MAIN over so that it can be re-registered.
@@ -163,6 +177,9 @@ type Result struct {
 	// Waiting says what the plan holds back and why, one stable sentence each; empty
 	// when nothing is held back.
 	Waiting []string
+	// Unanswered are the members rule 0 holds the plan for (Unanswered), sorted; nil when
+	// it does not.
+	Unanswered []string
 }
 
 // Converged says there is nothing to do and nothing to wait for.
@@ -176,7 +193,29 @@ const (
 	waitNoCaughtUpSurvivor = "no surviving replica is up and proven caught up by SHOW REPLICATION LAG to take over MAIN from %s"
 	waitMainlessUnregister = "retiring instances are kept registered until the cluster has a MAIN again"
 	waitNoSuccessor        = "leader %s is to step down but no other coordinator that stays is up to take over"
+	waitUnanswered         = "the operator cannot reach %s, which the leader shows up; nothing is changed until they answer or the coordinators mark them down"
 )
+
+// Unanswered names, sorted, the members the operator could not reach (seen.Unreachable)
+// that the leader shows up: they may be serving, unseen by the operator only. A member
+// down in the leader's view is the coordinators' to handle (they fail a MAIN over), and the
+// operator's own failure to reach it says nothing more; one the leader does not list (a
+// new pod whose name does not resolve yet, say) is registered through the leader, which
+// checks it itself.
+func Unanswered(seen Observed) []string {
+	up := map[string]bool{}
+	for _, in := range seen.Instances {
+		up[in.Name] = in.Up()
+	}
+	var out []string
+	for name := range seen.Unreachable {
+		if up[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // NeedsLag says whether Plan needs SHOW REPLICATION LAG for these instances: the MAIN is
 // up and retiring or draining, so it must be handed to a survivor proven caught up.
@@ -188,6 +227,12 @@ func NeedsLag(want Desired, instances []memgraph.Instance) bool {
 // Plan computes one pass's commands.
 func Plan(want Desired, seen Observed) Result {
 	var r Result
+	// 0. Members only the operator cannot see: nothing.
+	if held := Unanswered(seen); len(held) > 0 {
+		r.Unanswered = held
+		r.Waiting = []string{fmt.Sprintf(waitUnanswered, strings.Join(held, ", "))}
+		return r
+	}
 	retiringC := make(map[int]bool, len(want.RetiringCoordinators))
 	for _, id := range want.RetiringCoordinators {
 		retiringC[id] = true

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -409,5 +410,122 @@ func BenchmarkPlan(b *testing.B) {
 		if len(r.Commands) == 0 {
 			b.Fatal("empty plan")
 		}
+	}
+}
+
+// TestPlanUnreachableVersusDown: a member the operator cannot reach while the leader shows
+// it up holds the whole plan (rule 0): the coordinators see it, the operator does not, and
+// a handover, retirement or re-registration decided on that partial view could act against
+// what they see. A member the leader shows down is the coordinators' to handle, and one it
+// does not list is registered through it: the plan goes on for them as it would without
+// the operator's failure to reach them.
+func TestPlanUnreachableVersusDown(t *testing.T) {
+	w32 := desired(3, 2, 0, 0)
+	retireMain := desired(3, 3, 0, 1) // d_2 retires
+	cases := []struct {
+		name       string
+		want       Desired
+		seen       Observed
+		plan       []string
+		waiting    []string
+		unanswered []string
+	}{
+		{
+			name: "converged, the MAIN unreachable but up: nothing, and the plan says why",
+			want: w32,
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=main", "d_1=replica"),
+				Unreachable: map[string]string{"d_0": "no answer within 5s"}},
+			unanswered: []string{"d_0"},
+		},
+		{
+			name: "a retiring MAIN unreachable but up: no DEMOTE, no SET MAIN, no UNREGISTER",
+			want: retireMain,
+			seen: Observed{Leader: "coordinator_1", Instances: view(retireMain, 1, ids(1, 2, 3), "d_0=replica", "d_1=replica", "d_2=main"),
+				Lag:         []memgraph.Lag{{Instance: "d_0"}, {Instance: "d_1"}},
+				Unreachable: map[string]string{"d_2": "no answer within 5s"}},
+			unanswered: []string{"d_2"},
+		},
+		{
+			name: "a retiring MAIN the leader shows down: waits for the coordinators' failover, as without the probe",
+			want: retireMain,
+			seen: Observed{Leader: "coordinator_1", Instances: view(retireMain, 1, ids(1, 2, 3), "d_0=replica", "d_1=replica", "d_2=main/down"),
+				Unreachable: map[string]string{"d_2": "connection refused"}},
+			waiting: []string{fmt.Sprintf(waitRetiringMainDown, "d_2")},
+		},
+		{
+			name: "a replica unreachable but up holds a retirement of another",
+			want: retireMain,
+			seen: Observed{Leader: "coordinator_1", Instances: view(retireMain, 1, ids(1, 2, 3), "d_0=main", "d_1=replica", "d_2=replica"),
+				Unreachable: map[string]string{"d_1": "no answer within 5s"}},
+			unanswered: []string{"d_1"},
+		},
+		{
+			name: "the same replica down in the leader's view: the retirement goes on",
+			want: retireMain,
+			seen: Observed{Leader: "coordinator_1", Instances: view(retireMain, 1, ids(1, 2, 3), "d_0=main", "d_1=replica/down", "d_2=replica"),
+				Unreachable: map[string]string{"d_1": "no answer within 5s"}},
+			plan: []string{"UnregisterInstance d_2"},
+		},
+		{
+			name: "no MAIN, the survivor down and unreachable: promotion as rule 3 says",
+			want: w32,
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=unknown/down", "d_1=replica"),
+				Unreachable: map[string]string{"d_0": "connection refused"}},
+			plan: []string{"SetMain d_1"},
+		},
+		{
+			name: "no MAIN, the candidate unreachable but up: no promotion",
+			want: w32,
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=unknown/down", "d_1=replica"),
+				Unreachable: map[string]string{"d_1": "no answer within 5s"}},
+			unanswered: []string{"d_1"},
+		},
+		{
+			name: "an instance the leader does not list is registered through it, reachable or not",
+			want: desired(3, 3, 0, 0),
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=main", "d_1=replica"),
+				Unreachable: map[string]string{"d_2": "connection failed"}},
+			plan: []string{"RegisterInstance d_2 (or ASYNC)"},
+		},
+		{
+			name: "a follower unreachable but up, and a data instance too: both named, sorted",
+			want: desired(5, 2, 0, 0),
+			seen: Observed{Leader: "coordinator_1", Instances: view(w32, 1, ids(1, 2, 3), "d_0=main", "d_1=replica"),
+				Unreachable: map[string]string{"d_1": "no answer within 5s", "coordinator_2": "no answer within 5s"}},
+			unanswered: []string{"coordinator_2", "d_1"},
+		},
+		{
+			name: "a follower the leader shows down: the scale-up goes on",
+			want: desired(5, 2, 0, 0),
+			seen: Observed{Leader: "coordinator_1", Instances: func() []memgraph.Instance {
+				rows := view(w32, 1, ids(1, 2, 3), "d_0=main", "d_1=replica")
+				rows[1].Health = "down"
+				return rows
+			}(), Unreachable: map[string]string{"coordinator_2": "connection refused"}},
+			plan: []string{"AddCoordinator coordinator_4", "AddCoordinator coordinator_5"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Plan(c.want, c.seen)
+			if got := describe(r); !slices.Equal(got, c.plan) {
+				t.Errorf("plan\n got %q\nwant %q", got, c.plan)
+			}
+			if !slices.Equal(r.Unanswered, c.unanswered) {
+				t.Errorf("Unanswered %q, want %q", r.Unanswered, c.unanswered)
+			}
+			if got := Unanswered(c.seen); !slices.Equal(got, c.unanswered) {
+				t.Errorf("Unanswered(seen) %q, want %q", got, c.unanswered)
+			}
+			if c.waiting != nil && !slices.Equal(r.Waiting, c.waiting) {
+				t.Errorf("waiting\n got %q\nwant %q", r.Waiting, c.waiting)
+			}
+			if len(c.unanswered) > 0 {
+				if len(r.Waiting) != 1 || !strings.Contains(r.Waiting[0], strings.Join(c.unanswered, ", ")) || r.Converged() {
+					t.Errorf("held plan: Waiting %q, Converged %v; want one sentence naming %q", r.Waiting, r.Converged(), c.unanswered)
+				}
+			}
+			assertSafe(t, c.want, c.seen, r)
+		})
 	}
 }
