@@ -103,6 +103,12 @@ const (
 	// (no health check answered): Converged waits for them, while Ready holds as long as a
 	// leader and a MAIN serve.
 	ReasonMembersDown = "MembersDown"
+	// ReasonMembersUnreachable: declared members do not answer the operator while the
+	// leader shows them up, or no leader is reachable to say (a partition between the
+	// operator and the data plane): Ready is False (state Degraded) and names them with
+	// the cause, Converged is Unknown; the operator changes nothing in the cluster until
+	// they answer or the coordinators mark them down.
+	ReasonMembersUnreachable = "MembersUnreachable"
 	// ReasonUpdated: every pod runs the StatefulSets' current template.
 	ReasonUpdated = "Updated"
 	// ReasonUpdatePending: some pods run an older template (updates are OnDelete).

@@ -941,7 +941,8 @@ const (
 	// StateReady means one MAIN, a leader, everything registered, converged and updated.
 	StateReady ClusterState = "Ready"
 	// StateDegraded means serving in part: no MAIN, no coordinator leader, or the
-	// coordinators unreachable (the data instances may serve on).
+	// coordinators unreachable (the data instances may serve on); or members whose pods
+	// are ready do not answer the operator (MembersUnreachable).
 	StateDegraded ClusterState = "Degraded"
 	// StateFailed means not ready and nothing under way changes that (the coordinators'
 	// TLS cannot be verified): a person has to act.

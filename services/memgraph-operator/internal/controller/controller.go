@@ -88,6 +88,11 @@ type Registration struct {
 	// CoordinatorsBehind names the coordinators whose own view of the cluster did not
 	// match the leader's this pass (not caught up with the Raft log, or not answering).
 	CoordinatorsBehind []string
+	// Unanswered names the members that did not answer the operator this pass while the
+	// leader shows them up (all that did not answer when no leader was found),
+	// each as "name (cause)": Converged=False MembersUnreachable, and the pass changed
+	// nothing in the cluster.
+	Unanswered []string
 	// DataRoles are the data instances the leader's SHOW INSTANCES shows up, by name, with
 	// their role (main or replica); nil when no leader answered this pass, and then the
 	// role-assigned gates are left as they are.

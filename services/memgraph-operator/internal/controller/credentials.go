@@ -72,10 +72,12 @@ type credentialsFinding struct {
 
 // syncCredentials checks spec.auth's credentials against the MAIN and applies a change
 // through the last-good ones, then records what works. Only writing the record can fail
-// the pass; Memgraph's answers become the condition.
+// the pass; Memgraph's answers become the condition. While members do not answer the
+// operator (Registration.Unanswered) it changes nothing, credentials included: the
+// condition keeps what the last check said.
 func (p *pass) syncCredentials(ctx context.Context, want Credentials) error {
 	cs := p.ctl.cfg.Credentials
-	if p.c.Spec.Auth == nil || cs == nil || p.reg == nil || p.reg.MainBolt == "" {
+	if p.c.Spec.Auth == nil || cs == nil || p.reg == nil || p.reg.MainBolt == "" || len(p.reg.Unanswered) > 0 {
 		return nil
 	}
 	lastGood, err := p.lastGoodCredentials(ctx)

@@ -93,7 +93,7 @@ func tlsFailure(ctx context.Context, d *tlsRecorder, r *Registration) {
 func registrationOf(out executor.Outcome, want planner.Desired) Registration {
 	r := Registration{
 		Leader: out.Leader, Main: out.Main, Reason: out.Reason, Message: out.Message,
-		CoordinatorsBehind: out.CoordinatorsBehind, View: executor.ViewKey(out),
+		CoordinatorsBehind: out.CoordinatorsBehind, Unanswered: out.Unanswered, View: executor.ViewKey(out),
 	}
 	if out.Leader != "" && out.Instances != nil {
 		r.DataRoles = map[string]string{}

@@ -97,10 +97,21 @@ func (p *pass) writeStatus() {
 
 type setFunc func(t string, s metav1.ConditionStatus, reason, msg string)
 
+// msgUnanswered is Ready's and Converged's message for members that do not answer the
+// operator. The causes are memgraph.Cause's few stable words, so the message holds while
+// the partition does.
+func msgUnanswered(unanswered []string) string {
+	return fmt.Sprintf("The operator cannot reach %d member(s) whose pods are ready: %s; it changes nothing in the cluster until they answer or the coordinators mark them down (failovers are the coordinators')",
+		len(unanswered), strings.Join(unanswered, ", "))
+}
+
 // setConverged: converged when the registration reports so and no StatefulSet is left
 // above its declared count.
 func setConverged(set setFunc, reg *Registration, retiring bool) {
 	switch {
+	case len(reg.Unanswered) > 0:
+		// Unknown, not False: the operator cannot tell, and Ready carries the Warning.
+		set(memgraphv1.ConditionConverged, metav1.ConditionUnknown, memgraphv1.ReasonMembersUnreachable, msgUnanswered(reg.Unanswered))
 	case !reg.Converged:
 		reason, msg := reg.Reason, reg.Message
 		if reason == "" {
@@ -117,9 +128,14 @@ func setConverged(set setFunc, reg *Registration, retiring bool) {
 	}
 }
 
-// setReady: ready with a leader and a MAIN; the registration's reason explains a missing leader.
+// setReady: ready with a leader and a MAIN, every member answering the operator; the
+// registration's reason explains a missing leader. Members the operator cannot reach
+// come first: with no leader found they are every coordinator that gave no answer, and
+// their names say more than CoordinatorUnreachable.
 func setReady(set setFunc, reg *Registration) {
 	switch {
+	case len(reg.Unanswered) > 0:
+		set(memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonMembersUnreachable, msgUnanswered(reg.Unanswered))
 	case reg.Reason == memgraphv1.ReasonCoordinatorUnreachable || reg.Reason == memgraphv1.ReasonNoCoordinatorLeader ||
 		reg.Reason == memgraphv1.ReasonTLSVerificationFailed:
 		msg := reg.Message
@@ -189,15 +205,17 @@ func (p *pass) setNodesPrepared(set setFunc) {
 // stateRules map the MemgraphCluster's conditions onto the suite's state words: Ready when
 // serving, converged and updated; Reconciling while serving with work in flight (Converged
 // or Updated not True), while pods start or commands run; Degraded when it serves in part
-// (no MAIN, no leader, coordinators unreachable) or while a member is lost (MemberLost
-// True, its reason the state's); Failed otherwise.
+// (no MAIN, no leader, coordinators unreachable), when members whose pods are ready do not
+// answer the operator, or while a member is lost (MemberLost True, its reason the
+// state's); Failed otherwise.
 var stateRules = []conditions.StateOption{
 	conditions.DegradedTypes(memgraphv1.ConditionMemberLost),
 	conditions.Settling(memgraphv1.ConditionConverged, memgraphv1.ConditionUpdated),
 	conditions.InProgress(memgraphv1.ReasonWorkloadsNotReady, memgraphv1.ReasonRegistrationInProgress,
 		memgraphv1.ReasonRetirementInProgress, memgraphv1.ReasonLeadershipTransferInProgress,
 		memgraphv1.ReasonBackupNotCompleted, memgraphv1.ReasonBackupUnreadable, memgraphv1.ReasonRestoreInProgress),
-	conditions.DegradedReasons(memgraphv1.ReasonNoMain, memgraphv1.ReasonNoCoordinatorLeader, memgraphv1.ReasonCoordinatorUnreachable),
+	conditions.DegradedReasons(memgraphv1.ReasonNoMain, memgraphv1.ReasonNoCoordinatorLeader, memgraphv1.ReasonCoordinatorUnreachable,
+		memgraphv1.ReasonMembersUnreachable),
 }
 
 // summarize is the one-word state and the reason of the condition that decided it.

@@ -20,8 +20,9 @@ import (
 // Kubernetes event when no pod changes (a MAIN cut off from the coordinators by the
 // network), so without the watch the status would wait for the resync.
 //
-// What it costs: per steady cluster, one SHOW INSTANCES per coordinator every Watch; no
-// API-server call. A change wakes one pass, which either finds the cluster steady again
+// What it costs: per steady cluster, one SHOW INSTANCES per coordinator and one
+// connection per data instance (whether the operator still reaches it) every Watch; no
+// API-server call. A member that stops answering the operator changes the view too. A change wakes one pass, which either finds the cluster steady again
 // (and records the new view) or takes over at its own Poll until it is; a view that keeps
 // changing wakes at most one pass per Watch. Clusters that are not steady are not
 // watched: their passes already come every Poll.

@@ -162,6 +162,40 @@ type discovery struct {
 	sessions        []memgraph.Session
 	views           []View
 	reason, message string
+	// unreachable are the declared members the operator could not reach, by name, with
+	// memgraph.Cause's account of the failure.
+	unreachable map[string]string
+}
+
+// probeData dials every declared data instance at once, each within the Dialer's
+// timeout, and returns those that did not answer, by name, with the error. The pass talks
+// to data instances only through the leader, but what the operator can reach itself is
+// part of what it reports (a partition between the operator and the data plane) and of
+// what it may change (planner rule 0).
+func probeData(ctx context.Context, d memgraph.Dialer, want Desired) map[string]error {
+	errs := make([]error, len(want.Data))
+	var wg sync.WaitGroup
+	for i, di := range want.Data {
+		if di.BoltServer == "" {
+			continue
+		}
+		wg.Go(func() {
+			s, err := d.Dial(ctx, di.BoltServer)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			_ = s.Close(ctx)
+		})
+	}
+	wg.Wait()
+	out := map[string]error{}
+	for i, err := range errs {
+		if err != nil {
+			out[want.Data[i].Name] = err
+		}
+	}
+	return out
 }
 
 func (f *discovery) close(ctx context.Context) {

@@ -16,10 +16,15 @@
 // coordinator_1 while the real one still runs (TestPickLeader, and
 // TestWipedCoordinatorIsNotTakenForTheLeader against the simulator).
 //
-// A pass stops at the first refusal or transport error (the next pass re-observes), after
-// YIELD LEADERSHIP, and after a fallback promotion (planner.Execute). Reconcile returns
-// an error only for a malformed Desired or a cancelled context; whatever the cluster did
-// is in the Outcome, whose Reason is "" exactly when Converged.
+// Every pass also dials each declared data instance, at the same time as the coordinators
+// (probeData): a member that does not answer the operator while the leader shows it up
+// stops the pass before anything is planned (Outcome.Unanswered, ReasonMembersUnreachable;
+// planner rule 0), since only the operator's view is incomplete and the coordinators, which
+// see the member, decide its fate. A pass stops at the first refusal or transport error
+// (the next pass re-observes), after YIELD LEADERSHIP, and after a fallback promotion
+// (planner.Execute). Reconcile returns an error only for a malformed Desired or a
+// cancelled context; whatever the cluster did is in the Outcome, whose Reason is ""
+// exactly when Converged.
 package executor
 
 import (
@@ -51,6 +56,9 @@ const (
 	ReasonCommandRefused = mgv1.ReasonRegistrationFailed
 	// ReasonMembersDown: nothing to do, but declared members are down in the leader's view.
 	ReasonMembersDown = mgv1.ReasonMembersDown
+	// ReasonMembersUnreachable: members the leader shows up do not answer the operator
+	// (Outcome.Unanswered); nothing was planned (planner rule 0).
+	ReasonMembersUnreachable = mgv1.ReasonMembersUnreachable
 )
 
 // Outcome is what one pass saw and did.
@@ -80,6 +88,12 @@ type Outcome struct {
 	// CoordinatorsBehind are the declared coordinators whose own SHOW INSTANCES, read at
 	// the start of the pass, did not match the leader's (see Behind); nil when all did.
 	CoordinatorsBehind []string
+	// Unanswered are the declared members that did not answer the operator this pass (no
+	// answer, or the connection broken; a refused one is not listening, which is the
+	// coordinators' to see) and that the leader shows up (every one when no leader was
+	// found), as "name (cause)" with memgraph.Cause's words, sorted; nil when
+	// none. Every member is dialled at once, each within the Dialer's timeout.
+	Unanswered []string
 }
 
 // Reconcile runs one registration pass.
@@ -89,7 +103,16 @@ func Reconcile(ctx context.Context, d memgraph.Dialer, want Desired) (Outcome, e
 	if err != nil || ldr == nil {
 		return out, err
 	}
-	seen := planner.Observed{Leader: ldr.name, Instances: ldr.rows}
+	seen := planner.Observed{Leader: ldr.name, Instances: ldr.rows, Unreachable: found.unreachable}
+	if len(out.Unanswered) > 0 {
+		// Planner rule 0: members the leader shows up that the operator cannot reach.
+		// Nothing else is asked either: no lag, settings or SHOW REPLICAS.
+		if m, ok := memgraph.MainOf(out.Instances); ok {
+			out.Main = m.Name
+		}
+		out.Reason, out.Message = ReasonMembersUnreachable, unansweredMessage(out.Unanswered)
+		return out, nil
+	}
 	if planner.NeedsLag(want, ldr.rows) || want.ReadLag {
 		lag, err := ldr.sess.ReplicationLag(ctx)
 		switch {
@@ -271,6 +294,12 @@ func downMembers(want Desired, rows []memgraph.Instance) []string {
 		}
 	}
 	return out
+}
+
+// unansweredMessage is Outcome.Message for ReasonMembersUnreachable.
+func unansweredMessage(unanswered []string) string {
+	return fmt.Sprintf("the operator cannot reach %s, which the leader shows up; nothing is changed until they answer or the coordinators mark them down",
+		strings.Join(unanswered, ", "))
 }
 
 func unreachableLeader(ctx context.Context, out Outcome, err error) (Outcome, error) {
