@@ -171,3 +171,220 @@ func mgPartitionMain(ctx context.Context, t *testing.T, plane *mgPlane) {
 	}
 	plane.check(ctx, t, "the MAIN's partition", plane.coordinators, plane.data)
 }
+
+// mgOperatorCut is how long each of mgCutOperatorOff's cuts lasts at least; mgOperatorReport
+// is how long a cut may go on before the operator has said what it sees: generous for a
+// loaded machine (one observation takes a Bolt timeout, 5 s, and the failover watch reads
+// the coordinators every 5 s), and the test fails if it never says it.
+const (
+	mgOperatorCut    = 30 * time.Second
+	mgOperatorReport = 60 * time.Second
+)
+
+// mgCutOperatorOff cuts the Memgraph operator off from its data plane (issue "Faults across
+// the suite", item 2) while a client keeps writing to the MAIN: first from the MAIN alone
+// (the coordinators still reach it and see it up), then from every member, mgOperatorCut
+// each. The data plane does not need the operator: every write the MAIN acknowledged is on
+// the MAIN and every replica afterwards. The operator must say what it sees (Ready=False
+// MembersUnreachable naming each member it cannot reach with the cause, state Degraded,
+// one Warning event) and must change nothing it cannot see: no registration command, no
+// failover of its own, every pod kept, the same MAIN and replicas. After healing it is
+// Ready and Converged again.
+func mgCutOperatorOff(ctx context.Context, t *testing.T, plane *mgPlane) {
+	t.Helper()
+	uid := operatorUser(ctx, t, "memgraph-operator")
+	main, replicas := plane.view(ctx, t, "before the operator's partition")
+	var all []string
+	for i := 1; i <= plane.coordinators; i++ {
+		all = append(all, mgPodIP(ctx, t, fmt.Sprintf("%s-coordinator-%d", mgName, i)))
+	}
+	for _, inst := range append([]string{main}, replicas...) {
+		all = append(all, mgPodIP(ctx, t, mgPod(inst)))
+	}
+	slices.Sort(all)
+	w := startMgDirectWriter(ctx, main)
+	mgCutOperatorFrom(ctx, t, plane, uid, []string{mgPodIP(ctx, t, mgPod(main))}, "the MAIN "+main, 1)
+	mgCutOperatorFrom(ctx, t, plane, uid, all, "every member", plane.coordinators+plane.data)
+	acked, unconfirmed, failed, firstErr := w.stop()
+	t.Logf("writer on the MAIN %s during the operator's partitions: %d acknowledged, %d committed unconfirmed, %d failed (first error: %s)",
+		main, len(acked), unconfirmed, failed, firstErr)
+	if len(acked) == 0 {
+		t.Error("the MAIN acknowledged no write while the operator was cut off")
+	}
+	for _, inst := range append([]string{main}, replicas...) {
+		res, err := mgRun(ctx, mgPod(inst), "MATCH (n:E2EOperatorCut) RETURN n")
+		if err != nil {
+			t.Fatalf("reading the writer's nodes on %s: %v", inst, err)
+		}
+		have := map[int64]bool{}
+		for _, rec := range res.Records {
+			if n, ok := rec[0].(bolt.Node); ok {
+				if i, ok := n.Props["i"].(int64); ok {
+					have[i] = true
+				}
+			}
+		}
+		var lost []int64
+		for _, i := range acked {
+			if !have[i] {
+				lost = append(lost, i)
+			}
+		}
+		if len(lost) > 0 {
+			t.Errorf("%s lacks %d of the %d writes the MAIN acknowledged while the operator was cut off: %v", inst, len(lost), len(acked), lost)
+		}
+		t.Logf("%s: %d of %d acknowledged writes lost", inst, len(lost), len(acked))
+	}
+	plane.check(ctx, t, "the operator's partitions", plane.coordinators, plane.data)
+}
+
+// mgCutOperatorFrom is one cut of mgCutOperatorOff: the operator (uid) cut off from addrs,
+// which are members in number.
+func mgCutOperatorFrom(ctx context.Context, t *testing.T, plane *mgPlane, uid int64, addrs []string, what string, members int) {
+	t.Helper()
+	type identity struct {
+		main, leader string
+		roles        string
+		failover     *metav1.Time
+		pods         map[string]string
+	}
+	look := func(step string) identity {
+		t.Helper()
+		main, replicas := plane.view(ctx, t, step)
+		leader, _, _ := mgLeaderView(ctx, plane.coordinators)
+		c, err := mgCluster(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods, err := env.client.CoreV1().Pods(mgNamespace).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + mgName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := identity{main: main, leader: leader, roles: fmt.Sprintf("MAIN %s, replicas %v", main, replicas),
+			failover: c.Status.LastFailoverTime, pods: map[string]string{}}
+		for _, p := range pods.Items {
+			id.pods[p.Name] = string(p.UID)
+		}
+		return id
+	}
+	before := look("before the operator's partition from " + what)
+	cut := partitionUser(t, uid, addrs, 2*time.Minute)
+	begin := time.Now()
+	var reported time.Duration
+	var lines []string
+	for time.Since(begin) < mgOperatorCut || (reported == 0 && time.Since(begin) < mgOperatorReport) {
+		if c, err := mgCluster(ctx); err == nil {
+			conv := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionConverged)
+			rd := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionReady)
+			line := fmt.Sprintf("state %s", c.Status.State)
+			for _, cond := range []*metav1.Condition{rd, conv} {
+				if cond != nil {
+					line += fmt.Sprintf("; %s=%s %s: %s", cond.Type, cond.Status, cond.Reason, head(cond.Message, 300))
+				}
+			}
+			if len(lines) == 0 || lines[len(lines)-1] != line {
+				lines = append(lines, line)
+				t.Logf("+%.1fs operator cut off from %s reports: %s", time.Since(begin).Seconds(), what, line)
+			}
+			if reported == 0 && rd != nil && rd.Status == metav1.ConditionFalse && rd.Reason == memgraphv1.ReasonMembersUnreachable &&
+				strings.Count(rd.Message, "(no answer within") == members && c.Status.State == memgraphv1.StateDegraded {
+				reported = time.Since(begin)
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	lasted := cut.heal()
+	healed := time.Now()
+	t.Logf("operator partition from %s healed after %s", what, lasted.Round(100*time.Millisecond))
+	if reported == 0 {
+		mgDiagnose(ctx, t)
+		t.Errorf("cut off from %s for %s, the operator never reported Ready=False %s (state Degraded) naming %d members", what, lasted.Round(time.Second), memgraphv1.ReasonMembersUnreachable, members)
+	} else {
+		t.Logf("cut off from %s: Ready=False %s naming %d members after %.1fs", what, memgraphv1.ReasonMembersUnreachable, members, reported.Seconds())
+	}
+	mgScale(ctx, t, "after the operator's partition from "+what, "", int32(plane.coordinators), int32(plane.data), 4*time.Minute)
+	t.Logf("after the operator's partition from %s: Ready and Converged %s after healing", what, since(healed))
+	after := look("after the operator's partition from " + what)
+	if after.roles != before.roles {
+		t.Errorf("roles changed while the operator was cut off from %s: %s, before %s", what, after.roles, before.roles)
+	}
+	if after.leader != before.leader {
+		t.Logf("Raft leadership moved during the cut (the coordinators' own election): %s -> %s", before.leader, after.leader)
+	}
+	if !after.failover.Equal(before.failover) {
+		t.Errorf("lastFailoverTime moved while the operator was cut off from %s: %v, before %v", what, after.failover, before.failover)
+	}
+	for pod, uid := range before.pods {
+		if after.pods[pod] != uid {
+			t.Errorf("pod %s was replaced or deleted while the operator was cut off from %s", pod, what)
+		}
+	}
+	if ran := mgRanSince(ctx, t, begin, ""); len(ran) > 0 {
+		t.Errorf("the operator ran commands while cut off from %s (or right after): %q", what, ran)
+	}
+	events := eventsSince(ctx, t, mgNamespace, "MemgraphCluster", mgName, memgraphv1.ReasonMembersUnreachable, begin)
+	t.Logf("cut off from %s: %s events %q", what, memgraphv1.ReasonMembersUnreachable, events)
+	warnings := slices.DeleteFunc(slices.Clone(events), func(e string) bool { return !strings.HasPrefix(e, "Warning ") })
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "Warning "+memgraphv1.ConditionReady+":") {
+		t.Errorf("cut off from %s: %d Warning %s events, want one on Ready: %q", what, len(warnings), memgraphv1.ReasonMembersUnreachable, warnings)
+	}
+}
+
+// mgPodIP is a pod's address.
+func mgPodIP(ctx context.Context, t *testing.T, pod string) string {
+	t.Helper()
+	p, err := env.client.CoreV1().Pods(mgNamespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil || p.Status.PodIP == "" {
+		t.Fatalf("pod %s: no address (err %v)", pod, err)
+	}
+	return p.Status.PodIP
+}
+
+// mgDirectWriter writes numbered nodes (:E2EOperatorCut {i}) to one data instance over Bolt,
+// ten a second, from the suite (root, so a cut of the operator's user leaves it alone). A
+// write is acknowledged when it succeeded without Memgraph's "SYNC replica has not
+// confirmed" (committed on the MAIN only, which may be lost): those are counted apart.
+type mgDirectWriter struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	acked               []int64
+	unconfirmed, failed int
+	firstErr            string
+}
+
+func startMgDirectWriter(ctx context.Context, instance string) *mgDirectWriter {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &mgDirectWriter{cancel: cancel, done: make(chan struct{}), firstErr: "none"}
+	go func() {
+		defer close(w.done)
+		for i := int64(0); ctx.Err() == nil; i++ {
+			_, err := mgRun(ctx, mgPod(instance), fmt.Sprintf("CREATE (:E2EOperatorCut {i: %d})", i))
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err == nil:
+				w.acked = append(w.acked, i)
+			case strings.Contains(err.Error(), "SYNC replica has not confirmed"):
+				w.unconfirmed++
+			default:
+				if w.failed == 0 {
+					w.firstErr = err.Error()
+				}
+				w.failed++
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the writer and returns what it counted.
+func (w *mgDirectWriter) stop() (acked []int64, unconfirmed, failed int, firstErr string) {
+	w.cancel()
+	<-w.done
+	return w.acked, w.unconfirmed, w.failed, w.firstErr
+}

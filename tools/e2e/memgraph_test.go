@@ -452,6 +452,8 @@ func TestMemgraphSample(t *testing.T) {
 
 	// The MAIN cut off from the coordinators, a client writing to it all along.
 	mgPartitionMain(ctx, t, plane)
+	// The operator cut off from the MAIN, then from every member, a client writing all along.
+	mgCutOperatorOff(ctx, t, plane)
 }
 
 // mgParkMain makes instance the MAIN, as an administrator could on the leader: DEMOTE
