@@ -94,7 +94,7 @@ func TestAddressMapPeers(t *testing.T) {
 		mustRun(t, leader, fmt.Sprintf(`REGISTER INSTANCE data_%d WITH CONFIG {"bolt_server": %q, "management_server": %q, "replication_server": %q}`,
 			i, logical(name, 7687), logical(name, 10000), logical(name, 20000)))
 	}
-	mustRun(t, leader, "SET INSTANCE data_0 TO MAIN")
+	mustRunRetrying(t, leader, "SET INSTANCE data_0 TO MAIN")
 	testenv.EventuallyTrue(t, 10*time.Second, "every member up in the leader's SHOW INSTANCES", func() bool {
 		rows := showInstances(t, leader)
 		for _, n := range []string{"coordinator_2", "data_0", "data_1"} {

@@ -178,9 +178,9 @@ func (tc *testCluster) bootstrap() {
 		mustRunRetrying(tc.t, l, tc.addCoordinatorQuery(p))
 	}
 	for i, p := range tc.data {
-		mustRun(tc.t, l, registerQuery(fmt.Sprintf("instance_%d", i), p, testenv.FreePortBelowEphemeral(tc.t)))
+		mustRunRetrying(tc.t, l, registerQuery(fmt.Sprintf("instance_%d", i), p, testenv.FreePortBelowEphemeral(tc.t)))
 	}
-	mustRun(tc.t, l, "SET INSTANCE instance_0 TO MAIN")
+	mustRunRetrying(tc.t, l, "SET INSTANCE instance_0 TO MAIN")
 }
 
 // rows indexes SHOW INSTANCES by name.
@@ -318,7 +318,7 @@ func TestClusterBootstrapReplicationAndRefusals(t *testing.T) {
 	mustRun(t, leader, "DEMOTE INSTANCE instance_0")
 	_, err = run(t, main, `CREATE (:Person)`)
 	wantFailure(t, err, ErrWriteOnReplica)
-	mustRun(t, leader, "SET INSTANCE instance_1 TO MAIN")
+	mustRunRetrying(t, leader, "SET INSTANCE instance_1 TO MAIN")
 	mustRun(t, replica, `CREATE (:Person {name: "cid"})`)
 	if n := count(t, main, "Person"); n != 3 {
 		t.Fatalf("old MAIN, now replica, counts %d Person nodes, want 3", n)
@@ -534,7 +534,7 @@ func TestMainBackEmptyLosesToUpToDateReplica(t *testing.T) {
 func TestStrictSyncRefusesWhatAReplicaCannotConfirm(t *testing.T) {
 	tc := newTestCluster(t, 1, 3)
 	l := tc.waitLeader()
-	mustRun(t, l, tc.addCoordinatorQuery(tc.coords[0]))
+	mustRunRetrying(t, l, tc.addCoordinatorQuery(tc.coords[0]))
 	for i, p := range tc.data[:2] {
 		mustRun(t, l, strings.Replace(registerQuery(fmt.Sprintf("instance_%d", i), p, testenv.FreePortBelowEphemeral(t)), " WITH CONFIG", " AS STRICT_SYNC WITH CONFIG", 1))
 	}
@@ -542,7 +542,7 @@ func TestStrictSyncRefusesWhatAReplicaCannotConfirm(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), ErrStrictSyncAndSync) {
 		t.Fatalf("registering a SYNC replica beside STRICT_SYNC ones: %v", err)
 	}
-	mustRun(t, l, "SET INSTANCE instance_0 TO MAIN")
+	mustRunRetrying(t, l, "SET INSTANCE instance_0 TO MAIN")
 	main := tc.data[0]
 	mustRun(t, main, `CREATE (:Person)`)
 	if n := count(t, tc.data[1], "Person"); n != 1 {
@@ -586,7 +586,7 @@ func TestReRegisterMovesReplicationPort(t *testing.T) {
 	tc.bootstrap()
 	l, main, replica := tc.coords[0], tc.data[0], tc.data[1]
 	mustRun(t, l, "UNREGISTER INSTANCE instance_1")
-	mustRun(t, l, registerQuery("instance_1", replica, testenv.FreePortBelowEphemeral(t)))
+	mustRunRetrying(t, l, registerQuery("instance_1", replica, testenv.FreePortBelowEphemeral(t)))
 	mustRun(t, main, `CREATE (:Person)`)
 	if n := count(t, replica, "Person"); n != 1 {
 		t.Fatalf("replica on its new replication port counts %d, want 1", n)

@@ -20,9 +20,9 @@ func (tc *testCluster) bootstrapNamed(names ...string) {
 		mustRunRetrying(tc.t, l, tc.addCoordinatorQuery(p))
 	}
 	for i, p := range tc.data {
-		mustRun(tc.t, l, registerQuery(names[i], p, testenv.FreePortBelowEphemeral(tc.t)))
+		mustRunRetrying(tc.t, l, registerQuery(names[i], p, testenv.FreePortBelowEphemeral(tc.t)))
 	}
-	mustRun(tc.t, l, "SET INSTANCE "+names[0]+" TO MAIN")
+	mustRunRetrying(tc.t, l, "SET INSTANCE "+names[0]+" TO MAIN")
 }
 
 // writeLedger counts what a MAIN committed: every CREATE that returned success

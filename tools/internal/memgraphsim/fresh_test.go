@@ -26,12 +26,12 @@ func TestFreshHADataInstanceRefusesWrites(t *testing.T) {
 	l := tc.waitLeader()
 	mustRunRetrying(t, l, tc.addCoordinatorQuery(tc.coords[0]))
 	for i, p := range tc.data {
-		mustRun(t, l, registerQuery([]string{"instance_0", "instance_1"}[i], p, testenv.FreePortBelowEphemeral(t)))
+		mustRunRetrying(t, l, registerQuery([]string{"instance_0", "instance_1"}[i], p, testenv.FreePortBelowEphemeral(t)))
 	}
 	if _, err := run(t, tc.data[0], `CREATE (:Person)`); err == nil {
 		t.Fatal("a registered instance accepted a write before any SET INSTANCE TO MAIN")
 	}
-	mustRun(t, l, "SET INSTANCE instance_0 TO MAIN")
+	mustRunRetrying(t, l, "SET INSTANCE instance_0 TO MAIN")
 	testenv.EventuallyTrue(t, 5*time.Second, "the promoted MAIN accepting writes", func() bool {
 		_, err := run(t, tc.data[0], `CREATE (:Person)`)
 		return err == nil

@@ -81,13 +81,13 @@ func TestFailoverFollowsSyncFailoverOnly(t *testing.T) {
 	tc := newTestCluster(t, 1, 3)
 	l := tc.waitLeader()
 	mustRunRetrying(t, l, tc.addCoordinatorQuery(tc.coords[0]))
-	mustRun(t, l, registerQuery("instance_0", tc.data[0], testenv.FreePortBelowEphemeral(t)))
+	mustRunRetrying(t, l, registerQuery("instance_0", tc.data[0], testenv.FreePortBelowEphemeral(t)))
 	mustRun(t, l, strings.Replace(registerQuery("instance_1", tc.data[1], testenv.FreePortBelowEphemeral(t)), " WITH CONFIG", " AS ASYNC WITH CONFIG", 1))
 	strict := strings.Replace(registerQuery("instance_2", tc.data[2], testenv.FreePortBelowEphemeral(t)), " WITH CONFIG", " AS STRICT_SYNC WITH CONFIG", 1)
 	if _, err := run(t, l, strict); err == nil || !strings.Contains(err.Error(), ErrStrictSyncAndSync) {
 		t.Fatalf("STRICT_SYNC beside a SYNC instance: %v", err)
 	}
-	mustRun(t, l, "SET INSTANCE instance_0 TO MAIN")
+	mustRunRetrying(t, l, "SET INSTANCE instance_0 TO MAIN")
 	mustRun(t, tc.data[0], `CREATE (:Person)`)
 
 	tc.kill(tc.data[0])
