@@ -125,13 +125,15 @@ func (e *Executor) Failover(ctx context.Context, replicaAddr string, observe []s
 			if me.PrimaryID != res.PrimaryID {
 				return failed(fmt.Errorf("%s now follows %s instead of %s: roles changed, not retrying", replicaAddr, me.PrimaryID, res.PrimaryID))
 			}
-			now := e.now()
-			if now.After(deadline) {
-				res.Outcome = FailoverTimedOut
-				res.Message = fmt.Sprintf("%s still a replica of %s after %s (%d attempt(s))", replicaAddr, res.PrimaryID, timeout, res.Sent)
-				return res, nil
-			}
-			if now.After(retryAt) {
+			// A sent attempt is given its whole window, past the deadline too: the server
+			// may still complete it until then, and a failover that lands after the
+			// operator gave up would go unreported. No attempt is sent after the deadline.
+			if now := e.now(); now.After(retryAt) {
+				if now.After(deadline) {
+					res.Outcome = FailoverTimedOut
+					res.Message = fmt.Sprintf("%s still a replica of %s after %s (%d attempt(s))", replicaAddr, res.PrimaryID, timeout, res.Sent)
+					return res, nil
+				}
 				break
 			}
 			if err := sleep(ctx, failoverPoll); err != nil {
