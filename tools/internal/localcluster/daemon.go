@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -229,6 +230,7 @@ func RunDaemon(o Options) error {
 	signal.Notify(outages, syscall.SIGUSR1)
 	defer signal.Stop(outages)
 	stopped := map[*process]bool{} // stopped on purpose by an outage
+	crashes := crashLoop{restartable: map[string]bool{"kube-scheduler": true, "kube-controller-manager": true}}
 	for {
 		select {
 		case <-ctx.Done():
@@ -239,7 +241,29 @@ func RunDaemon(o Options) error {
 				delete(stopped, p)
 				continue
 			}
-			return fmt.Errorf("%s exited (%w); see %s", p.name, p.err, filepath.Join(o.LogDir(), p.name+".log"))
+			logFile := filepath.Join(o.LogDir(), p.name+".log")
+			wait, ok := crashes.next(p.name, time.Now())
+			if !ok && crashes.restartable[p.name] {
+				return fmt.Errorf("%s exited (%w), %d times within %s; see %s", p.name, p.err, maxCrashes+1, crashWindow, logFile)
+			}
+			if !ok {
+				return fmt.Errorf("%s exited (%w); see %s", p.name, p.err, logFile)
+			}
+			// As a kubelet restarts a static pod: kube-scheduler exits on purpose when its
+			// cache disagrees with the API (an assumed pod bound elsewhere), and
+			// kube-controller-manager when it loses its lease.
+			log.Warn("Control-plane component exited; restarting it", "component", p.name, "err", p.err, "after", wait, "log", logFile)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+			np, err := o.startProcess(p.name, p.binary, p.args)
+			if err != nil {
+				return fmt.Errorf("restarting %s: %w", p.name, err)
+			}
+			replace(procs, np)
+			watch(np)
 		case <-runnerStopped: // never ready when the runner is disabled (nil channel)
 			return fmt.Errorf("process runner stopped: %w", runnerErr)
 		case <-outages:
@@ -453,4 +477,33 @@ func waitDefaultServiceAccount(ctx context.Context, client kubernetes.Interface)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// Crash-loop limits of the restarted components: a component that exits more than
+// maxCrashes times within crashWindow stops the cluster.
+const (
+	maxCrashes  = 5
+	crashWindow = 10 * time.Minute
+)
+
+// crashLoop decides whether, and after what delay, a component that exited is restarted:
+// only the restartable ones, with a delay doubling from one second per recent exit.
+type crashLoop struct {
+	restartable map[string]bool
+	exits       map[string][]time.Time
+}
+
+func (c *crashLoop) next(name string, now time.Time) (time.Duration, bool) {
+	if !c.restartable[name] {
+		return 0, false
+	}
+	if c.exits == nil {
+		c.exits = map[string][]time.Time{}
+	}
+	recent := slices.DeleteFunc(c.exits[name], func(t time.Time) bool { return now.Sub(t) > crashWindow })
+	if len(recent) >= maxCrashes {
+		return 0, false
+	}
+	c.exits[name] = append(recent, now)
+	return time.Second << len(recent), true
 }

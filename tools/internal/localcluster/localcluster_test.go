@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,6 +147,7 @@ func TestLocalCluster(t *testing.T) {
 	t.Run("securityContext and file modes", func(t *testing.T) { checkSecurityContext(ctx, t, client) })
 	t.Run("hostPath /dev is the node's own", func(t *testing.T) { checkNodeDev(ctx, t, client, o) })
 	t.Run("audit log of ServiceAccounts' requests", func(t *testing.T) { checkAudit(ctx, t, client, cfg, o) })
+	t.Run("killed kube-scheduler restarts", func(t *testing.T) { checkSchedulerRestarts(ctx, t, client, o) })
 	t.Run("node deletion takes its pods", func(t *testing.T) {
 		redis, err := client.CoreV1().Pods("default").Get(ctx, "redis", metav1.GetOptions{})
 		if err != nil {
@@ -599,4 +602,51 @@ func BenchmarkIdleRSS(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/(1<<20), "MiB-RSS")
 	b.Logf("idle RSS of all cluster processes: %d MiB (%s)", total>>20, strings.Join(parts, " "))
+}
+
+// checkSchedulerRestarts kills kube-scheduler, as it kills itself when its cache disagrees
+// with the API: the daemon starts it again, as a kubelet restarts a static pod, and a new
+// pod is scheduled.
+func checkSchedulerRestarts(ctx context.Context, t *testing.T, client kubernetes.Interface, o localcluster.Options) {
+	pidFile := filepath.Join(o.PidDir(), "kube-scheduler.pid")
+	readPid := func() int {
+		data, _ := os.ReadFile(pidFile)
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		return pid
+	}
+	old := readPid()
+	if old == 0 {
+		t.Fatalf("no pid in %s", pidFile)
+	}
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "a new kube-scheduler process", func() (bool, string) {
+		pid := readPid()
+		return pid != 0 && pid != old && syscall.Kill(pid, 0) == nil, fmt.Sprintf("pid %d", pid)
+	})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "after-scheduler-restart", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Containers:  []corev1.Container{{Name: "c", Image: "registry.example/simulated:1"}},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	})
+	waitFor(ctx, t, "the new pod scheduled by the restarted kube-scheduler", func() (bool, string) {
+		p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.NodeName != "", string(p.Status.Phase)
+	})
+	log, _ := os.ReadFile(filepath.Join(o.LogDir(), "localcluster.log"))
+	if !strings.Contains(string(log), "Control-plane component exited; restarting it") {
+		t.Error("the daemon's log does not say it restarted kube-scheduler")
+	}
 }

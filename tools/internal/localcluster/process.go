@@ -15,10 +15,12 @@ import (
 // process is one control-plane component started by the daemon. It runs in its own
 // process group and receives SIGKILL when the daemon dies, so nothing outlives the daemon.
 type process struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	name   string
+	binary string
+	args   []string
+	cmd    *exec.Cmd
+	done   chan struct{}
+	err    error
 }
 
 func (o *Options) startProcess(name, binary string, args []string) (*process, error) {
@@ -39,7 +41,7 @@ func (o *Options) startProcess(name, binary string, args []string) (*process, er
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: name, binary: binary, args: args, cmd: cmd, done: make(chan struct{})}
 	if err := writePidFile(filepath.Join(o.PidDir(), name+".pid"), cmd.Process.Pid); err != nil {
 		return nil, err
 	}
