@@ -79,11 +79,8 @@ func moveTo(t testing.TB, s *server, m planner.Member, cfg serverConfig) *server
 // stop kills the server and waits until it is reaped.
 func (s *server) stop(t testing.TB) {
 	t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("server pid %d did not exit", s.cmd.Process.Pid)
+	if err := testenv.KillGroup(s.cmd.Process.Pid, s.done, 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -104,6 +101,7 @@ func launch(t testing.TB, m planner.Member, cfg serverConfig, dir string) *serve
 		"--save", "", "--appendonly", "no", "--cluster-node-timeout", "2000",
 		"--logfile", filepath.Join(dir, "server.log"))
 	cmd := exec.Command(bin.Server, append(args, cfg.args...)...)
+	testenv.OwnGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin.Name, err)
 	}
@@ -113,11 +111,8 @@ func launch(t testing.TB, m planner.Member, cfg serverConfig, dir string) *serve
 		close(s.done)
 	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		select {
-		case <-s.done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s pid %d did not exit", bin.Name, cmd.Process.Pid)
+		if err := testenv.KillGroup(cmd.Process.Pid, s.done, 10*time.Second); err != nil {
+			t.Errorf("%s: %v", bin.Name, err)
 		}
 		// A reaped pid that still answers signal 0 would be a leftover.
 		if err := syscall.Kill(cmd.Process.Pid, 0); err == nil {

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -169,14 +168,16 @@ func TestSelfSignedServesTLS(t *testing.T) {
 		"--tls-cert-file", filepath.Join(dir, TLSKeyCert), "--tls-key-file", filepath.Join(dir, TLSKeyKey),
 		"--tls-ca-cert-file", filepath.Join(dir, TLSKeyCA), "--tls-auth-clients", "optional",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "server.log"))
+	testenv.OwnGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-done
+		if err := testenv.KillGroup(cmd.Process.Pid, done, 10*time.Second); err != nil {
+			t.Error(err)
+		}
 		if t.Failed() {
 			b, _ := os.ReadFile(filepath.Join(dir, "server.log"))
 			t.Logf("server log:\n%s", b)

@@ -109,6 +109,7 @@ func (s *Server) start() {
 		"--repl-diskless-sync-delay", "1",
 		"--logfile", s.logFile()}, s.extra...)
 	cmd := exec.Command(s.bin.Server, args...)
+	testenv.OwnGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("starting %s: %v", s.bin.Name, err)
 	}
@@ -146,11 +147,8 @@ func (s *Server) Stop() {
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		s.t.Errorf("%s pid %d did not exit", s.bin.Name, cmd.Process.Pid)
+	if err := testenv.KillGroup(cmd.Process.Pid, done, 10*time.Second); err != nil {
+		s.t.Errorf("%s: %v", s.bin.Name, err)
 	}
 	// A reaped pid that still answers signal 0 would be a leftover.
 	if err := syscall.Kill(cmd.Process.Pid, 0); err == nil {
