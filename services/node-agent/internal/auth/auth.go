@@ -186,6 +186,11 @@ func (p Policy) logCall(method string, id Identity, start time.Time, err error) 
 	if code != codes.OK && code != codes.Unauthenticated && code != codes.ResourceExhausted {
 		level = slog.LevelInfo
 	}
-	p.Log.Log(context.Background(), level, "Handled call", "method", method, "user", id.User,
-		"code", code.String(), "duration", time.Since(start))
+	attrs := []any{"method", method, "user", id.User, "code", code.String(), "duration", time.Since(start)}
+	if code != codes.OK {
+		// Why, as the caller read it: a refusal in the agent's log alone says nothing of
+		// which rule refused.
+		attrs = append(attrs, "message", status.Convert(err).Message())
+	}
+	p.Log.Log(context.Background(), level, "Handled call", attrs...)
 }

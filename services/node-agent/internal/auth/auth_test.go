@@ -122,8 +122,17 @@ func TestPolicy(t *testing.T) {
 		t.Fatalf("unauthenticated calls logged at info:\n%s", logs.String())
 	}
 	_ = call(prepare, "Bearer reader-secret")
-	if !strings.Contains(logs.String(), "code=PermissionDenied") {
-		t.Fatalf("a denied call is not logged at info:\n%s", logs.String())
+	if !strings.Contains(logs.String(), "code=PermissionDenied") || !strings.Contains(logs.String(), "reader may not update nodes/disks.nodeagent.opsuite.io") {
+		t.Fatalf("a denied call is not logged at info with its reason:\n%s", logs.String())
+	}
+	// A refusal of the handler's own is logged with what it told the caller.
+	logs.Reset()
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("authorization", "Bearer writer-secret"))
+	_, err := unary(ctx, nil, &grpc.UnaryServerInfo{FullMethod: prepare}, func(context.Context, any) (any, error) {
+		return nil, status.Error(codes.FailedPrecondition, "device /dev/loop9 has partitions")
+	})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(logs.String(), "code=FailedPrecondition") || !strings.Contains(logs.String(), "device /dev/loop9 has partitions") {
+		t.Fatalf("a refused call (%v) is not logged with its message:\n%s", err, logs.String())
 	}
 }
 
