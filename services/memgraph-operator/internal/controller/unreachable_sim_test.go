@@ -58,7 +58,7 @@ func TestOperatorCutOffFromItsDataPlane(t *testing.T) {
 	book.mu.RLock()
 	maps.Copy(addrs, book.m)
 	book.mu.RUnlock()
-	hole := memgraphtest.BlackHole(t)
+	hole := testenv.BlackHole(t)
 
 	cut := func(what string, members []string) {
 		t.Helper()

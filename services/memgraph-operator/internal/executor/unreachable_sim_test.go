@@ -9,7 +9,7 @@ import (
 
 	"github.com/opsuite/suite/services/memgraph-operator/internal/executor"
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
-	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph/memgraphtest"
+	"github.com/opsuite/suite/shared/testenv"
 )
 
 // cutOffDialer is the real Dialer (3 s timeout, as the package's dialer: shorter ones
@@ -17,7 +17,7 @@ import (
 // connections go to a black hole.
 func cutOffDialer(t *testing.T, addrs ...string) memgraph.Dialer {
 	t.Helper()
-	hole := memgraphtest.BlackHole(t)
+	hole := testenv.BlackHole(t)
 	return memgraph.NewDialer(memgraph.Options{Timeout: 3 * time.Second, Resolve: func(a string) string {
 		if slices.Contains(addrs, a) {
 			return hole

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph"
-	"github.com/opsuite/suite/services/memgraph-operator/internal/memgraph/memgraphtest"
 	"github.com/opsuite/suite/shared/testenv"
 )
 
@@ -20,7 +19,7 @@ func TestDialBoundedAndCause(t *testing.T) {
 	for _, c := range []struct {
 		name, addr, cause string
 	}{
-		{"black hole", memgraphtest.BlackHole(t), "no answer within 500ms"},
+		{"black hole", testenv.BlackHole(t), "no answer within 500ms"},
 		{"nobody listening", testenv.FreeAddr(t), "connection refused"},
 	} {
 		begin := time.Now()

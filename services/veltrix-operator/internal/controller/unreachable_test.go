@@ -36,7 +36,7 @@ func TestOperatorCutOffFromMembers(t *testing.T) {
 	sims := veltrixtest.StartCluster(t, 3, veltrixtest.Options{Name: "vx", ReplicationFactor: 2, MoveRate: 5000, IndexRebuild: time.Second})
 	f := startFleet(t, operatorTokens(t, "cutoff", true), 1<<30, []string{"node-a", "node-b", "node-c"}, nil)
 	ns := testenv.NewNamespace(t, env.Client, "vx")
-	hole := veltrixtest.BlackHole(t)
+	hole := testenv.BlackHole(t)
 	var mu sync.Mutex
 	cut := map[string]bool{}
 	setCut := func(pods ...string) {

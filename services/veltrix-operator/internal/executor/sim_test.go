@@ -331,7 +331,7 @@ func TestStepAddsBackAMemberRemovedBeforeItsPodWent(t *testing.T) {
 // unknown; a wrong token is no unreachability.
 func TestStepAsksEveryPodAndHoldsForTheUnreachable(t *testing.T) {
 	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{AdminToken: "tok"})
-	dead, hole := testenv.FreeAddr(t), veltrixtest.BlackHole(t)
+	dead, hole := testenv.FreeAddr(t), testenv.BlackHole(t)
 	s := &statefulSet{t: t, c: c, replicas: 3, admin: c.Client()}
 	admin := veltrix.New(veltrix.Options{Token: "tok", Timeout: 3 * time.Second})
 
@@ -375,7 +375,7 @@ func TestStepAsksEveryPodAndHoldsForTheUnreachable(t *testing.T) {
 // removed. Reached again, the removal that was due goes on.
 func TestStepCutOffFromEveryPod(t *testing.T) {
 	c := veltrixtest.StartCluster(t, 3, veltrixtest.Options{AdminToken: "tok"})
-	hole := veltrixtest.BlackHole(t)
+	hole := testenv.BlackHole(t)
 	s := &statefulSet{t: t, c: c, replicas: 3, admin: c.Client()}
 	admin := veltrix.New(veltrix.Options{Token: "tok", Timeout: 3 * time.Second})
 	in := s.input(2, 1)

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -562,39 +561,4 @@ func logTail(path string, n int64) string {
 		return err.Error()
 	}
 	return string(b)
-}
-
-// BlackHole listens on a loopback port, accepts every connection and never answers: to a
-// client, a member whose packets are dropped (a partition between it and the client) once
-// the connection is made. Give a client this address in place of a member's to cut the
-// client off from it while the members still reach each other. It stops when the test
-// ends.
-func BlackHole(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, conn)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, conn := range held {
-			_ = conn.Close()
-		}
-	})
-	return ln.Addr().String()
 }

@@ -388,37 +388,3 @@ func tailFile(path string, n int) string {
 	}
 	return string(b)
 }
-
-// BlackHole listens on a loopback port, accepts every connection and never answers: to a
-// client, a member whose packets are dropped (a partition between it and the client) once
-// the connection is made. Point a Dialer's Options.Resolve at it to cut the dialler off
-// from a member while everyone else still reaches it. It stops when the test ends.
-func BlackHole(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
