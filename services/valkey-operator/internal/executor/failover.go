@@ -185,13 +185,13 @@ func (e *Executor) awaitAgreement(ctx context.Context, observe []string, deadlin
 func (e *Executor) awaitOwner(ctx context.Context, res FailoverResult, id string, slots []valkey.SlotRange, observe []string, deadline time.Time) (FailoverResult, error) {
 	for {
 		snap := e.views(ctx, observe)
-		behind := ""
+		behind, why := "", ""
 		for _, v := range snap.Views {
 			o := v.Owners()
 			for _, r := range slots {
 				for s := r.Start; s <= r.End; s++ {
-					if o[s] != id {
-						behind = v.Addr
+					if o[s] != id && behind != v.Addr {
+						behind, why = v.Addr, staleOwner(v, id, s, o[s])
 					}
 				}
 			}
@@ -201,7 +201,7 @@ func (e *Executor) awaitOwner(ctx context.Context, res FailoverResult, id string
 			return res, nil
 		}
 		if e.now().After(deadline) {
-			res.Outcome, res.Message = FailoverTimedOut, fmt.Sprintf("%s (%s) is primary but %s does not know it yet", res.Replica, id, behind)
+			res.Outcome, res.Message = FailoverTimedOut, fmt.Sprintf("%s (%s) is primary but %s does not know it yet: %s", res.Replica, id, behind, why)
 			return res, nil
 		}
 		if err := sleep(ctx, failoverPoll); err != nil {
@@ -209,6 +209,33 @@ func (e *Executor) awaitOwner(ctx context.Context, res FailoverResult, id string
 			return res, err
 		}
 	}
+}
+
+// staleOwner says what member view v believes of slot and of the new owner id: the
+// evidence a timed-out failover's event carries.
+func staleOwner(v valkey.View, id string, slot int, owner string) string {
+	seen := func(n valkey.Node) string {
+		role := "primary"
+		if n.Replica {
+			role = "replica of " + n.PrimaryID
+		}
+		return fmt.Sprintf("%s at %s, %s, config epoch %d, connected %t, fail %t, pfail %t, handshake %t, noaddr %t",
+			n.ID, n.Addr, role, n.ConfigEpoch, n.Connected, n.Fail, n.PFail, n.Handshake, n.NoAddr)
+	}
+	var b strings.Builder
+	if owner == "" {
+		fmt.Fprintf(&b, "slot %d has no owner there", slot)
+	} else if o, ok := v.Node(owner); ok {
+		fmt.Fprintf(&b, "slot %d owned there by %s", slot, seen(o))
+	} else {
+		fmt.Fprintf(&b, "slot %d owned there by %s", slot, owner)
+	}
+	if n, ok := v.Node(id); ok {
+		fmt.Fprintf(&b, "; it sees %s", seen(n))
+	} else {
+		fmt.Fprintf(&b, "; it does not know %s", id)
+	}
+	return b.String()
 }
 
 // views reads CLUSTER NODES from the members that answer; the others are skipped (a

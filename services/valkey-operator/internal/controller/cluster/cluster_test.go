@@ -446,6 +446,7 @@ func lateFailovers(t *testing.T, c client.Client, ns, name string) int {
 	n := 0
 	for _, e := range list.Items {
 		if e.Regarding.Name == name && e.Reason == valkeyv1.EventFailoverTimeout && strings.Contains(e.Note, " is primary but ") {
+			t.Logf("late failover: %s", e.Note)
 			n++
 		}
 	}
