@@ -25,7 +25,8 @@ type LostOutcome struct {
 // ReplaceLost plans what to do about members on lost nodes (planner.PlanLost, given the
 // leader's SHOW INSTANCES) and runs on the leader the membership removal of each
 // replacement that starts now: UNREGISTER INSTANCE, REMOVE COORDINATOR. It never
-// registers, promotes or adds: the registration does, once the new pods run. A removal
+// registers, promotes or adds: the registration does, once the new pods run. While members
+// the leader shows up do not answer the operator, nothing starts (planner rule 0). A removal
 // that fails drops its start (the member is judged again next pass). Without a leader
 // the plan starts nothing. The error is only a malformed want or a cancelled context.
 func ReplaceLost(ctx context.Context, d memgraph.Dialer, want Desired, in planner.LostInput) (LostOutcome, error) {
@@ -34,7 +35,7 @@ func ReplaceLost(ctx context.Context, d memgraph.Dialer, want Desired, in planne
 	if err != nil {
 		return LostOutcome{}, err
 	}
-	in.Leader, in.Instances = "", nil
+	in.Leader, in.Instances, in.Unanswered = "", nil, out.Unanswered
 	if ldr != nil {
 		in.Leader, in.Instances = ldr.name, ldr.rows
 	}

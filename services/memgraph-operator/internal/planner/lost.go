@@ -33,6 +33,8 @@ import (
 //     others keep a quorum of the membership without it, and never while it leads; one
 //     coordinator leaves the Raft membership per pass, so that each removal is judged on
 //     the membership the previous one left. Without a leader nothing is replaced.
+//   - Nothing starts while members the leader shows up do not answer the operator
+//     (Unanswered, as rule 0 of Plan): what it sees of the cluster is incomplete.
 //   - With Automatic the replacement starts once safe; with Manual once the annotation
 //     names the member's pod.
 //   - A replacement is Replaced once the member serves again in the leader's view from
@@ -77,6 +79,9 @@ type LostInput struct {
 	// leader answered (or it was not asked), and nothing is then replaced.
 	Leader    string
 	Instances []memgraph.Instance
+	// Unanswered are the members the leader shows up that did not answer the operator
+	// (planner.Unanswered, with their causes); while any is, no replacement starts.
+	Unanswered []string
 }
 
 // LostState is how far a lost member's replacement got, worst last: the MemberLost
@@ -274,6 +279,10 @@ func judge(in LostInput, m PinnedMember, r memgraphv1.LostNode, view map[string]
 			return "its process stops answering the coordinators' health checks", true, nil
 		}
 		return "its process still answers the coordinators' health checks (the node's kubelet is lost, not the member): it is replaced once it stops answering; bring the node back or stop the process", false, nil
+	}
+	if len(in.Unanswered) > 0 {
+		return fmt.Sprintf("the operator reaches %s again, which the leader shows up (nothing is changed while the operator cannot see them)",
+			strings.Join(in.Unanswered, ", ")), true, nil
 	}
 	if m.IsCoordinator() {
 		if !registered {
