@@ -90,6 +90,12 @@ const (
 	adminRingScale = 8
 )
 
+// adminPipelineTimeout bounds how long an admin connection waits for the replies of one
+// pipeline before the client closes it (valkey-go's ConnWriteTimeout, 10 s by default):
+// a SetSlots chunk may wait for SetSlotChunk replica acknowledgements of up to 2 s each.
+// Every call also has its context's deadline.
+const adminPipelineTimeout = 2*time.Second*SetSlotChunk + 8*time.Second
+
 // Dial opens an admin connection to the single member at addr; it never follows the
 // cluster topology, so every command lands on exactly that member.
 func Dial(addr string, o Options) (Conn, error) {
@@ -104,6 +110,7 @@ func Dial(addr string, o Options) (Conn, error) {
 		Username:          o.Username,
 		Password:          o.Password,
 		Dialer:            net.Dialer{Timeout: o.DialTimeout},
+		ConnWriteTimeout:  adminPipelineTimeout,
 		TLSConfig:         o.TLS,
 		// Admin traffic is small replies and short pipelines; the defaults (0.5 MiB read
 		// and write buffers, a 1024-slot ring) cost 1.4 MiB per member, 85 % of the
