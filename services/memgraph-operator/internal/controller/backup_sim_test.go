@@ -498,7 +498,9 @@ func hasContainer(cs []corev1.Container, name string) bool {
 func waitBackup(t *testing.T, h *harness, name string, phase memgraphv1.BackupPhase) *memgraphv1.MemgraphBackup {
 	t.Helper()
 	b := &memgraphv1.MemgraphBackup{}
-	testenv.Eventually(t, 60*time.Second, "backup "+name+" "+string(phase), func() (bool, string) {
+	// Three minutes: the local CI at a load of 60 saw the cluster take more than one to
+	// get a MAIN (its informers alone missed their sync timeout).
+	testenv.Eventually(t, 3*time.Minute, "backup "+name+" "+string(phase), func() (bool, string) {
 		if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: h.ns, Name: name}, b); err != nil {
 			return false, err.Error()
 		}
