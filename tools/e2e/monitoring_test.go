@@ -40,6 +40,10 @@ const monitoredMemgraph = "monitored-memgraph"
 // replica, the exporter sidecar on), for the exporter's series.
 const monitoredValkey = "monitored-valkey"
 
+// monitoredValkeyTLS is the same over TLS (a self-signed certificate): its exporter dials
+// localhost with TLS and verifies the member's certificate, which names localhost.
+const monitoredValkeyTLS = "monitored-valkey-tls"
+
 // The backups of monitoredValkey and monitoredMemgraph the test makes fail: their clusters
 // name a store that refuses the keys of refusedKeys.
 const (
@@ -114,7 +118,7 @@ func TestMonitoring(t *testing.T) {
 	for _, w := range []struct {
 		selector string
 		pods     int
-	}{{"memgraph.com/cluster=" + monitoredMemgraph, 4}, {"valkey.io/cluster=" + monitoredValkey, 1}} {
+	}{{"memgraph.com/cluster=" + monitoredMemgraph, 4}, {"valkey.io/cluster=" + monitoredValkey, 1}, {"valkey.io/cluster=" + monitoredValkeyTLS, 1}} {
 		err = poll(ctx, t, fmt.Sprintf("the %d pods of %s ready", w.pods, w.selector), 4*time.Minute, func(ctx context.Context) (bool, error) {
 			pods, err := env.client.CoreV1().Pods(monitoringNamespace).List(ctx, metav1.ListOptions{LabelSelector: w.selector})
 			if err != nil {
@@ -227,6 +231,18 @@ func TestMonitoring(t *testing.T) {
 		provokeMemberDown(ctx, t, prom, alertExprs)
 		removeFailedBackups(ctx, t, prom)
 	})
+
+	// The exporter of a TLS cluster reaches its member: redis_up 1, not only a target up.
+	t.Run("exporter over TLS", func(t *testing.T) {
+		up := fmt.Sprintf(`redis_up{namespace=%q, pod=~%q} == 1`, monitoringNamespace, monitoredValkeyTLS+"-.*")
+		if err := poll(ctx, t, "redis_up 1 for the member of "+monitoredValkeyTLS, 2*time.Minute, func(ctx context.Context) (bool, error) {
+			n, err := prom.query(ctx, up)
+			return n == 1, err
+		}); err != nil {
+			out, _ := kubectl(ctx, "-n", monitoringNamespace, "logs", "-l", "valkey.io/cluster="+monitoredValkeyTLS, "-c", "exporter", "--tail", "20")
+			t.Errorf("%v; exporter log:\n%s", err, out)
+		}
+	})
 }
 
 // provokedAlert is an alert the test makes true for the object of monitoringNamespace
@@ -285,6 +301,12 @@ func applyMonitoredObjects(ctx context.Context, t *testing.T, s3Endpoint string)
 				ps["exporter"] = map[string]any{"enabled": true}
 				ps["backup"] = refusedStore
 				docs = append(docs, placed)
+				withTLS := placedCopy(obj, monitoredValkeyTLS)
+				ts := withTLS["spec"].(map[string]any)
+				ts["shards"], ts["replicas"] = 1, 0
+				ts["exporter"] = map[string]any{"enabled": true}
+				ts["tls"] = map[string]any{"selfSigned": true}
+				docs = append(docs, withTLS)
 				meta["name"] = "unplaced-valkey"
 				spec["nodeSelector"] = unplaced
 			case "MemgraphCluster":

@@ -77,7 +77,17 @@ func (r *Runner) hostsTable() []hostEntry {
 // hostsFile renders /etc/hosts for pod.
 func hostsFile(pod *corev1.Pod, domain string, table []hostEntry) []byte {
 	var b strings.Builder
-	b.WriteString("# Written by the localcluster process runner.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	b.WriteString("# Written by the localcluster process runner.\n")
+	// In its own network namespace a container reaches the pod's other containers on
+	// localhost; here every pod shares the host's, and the pod's servers listen on the
+	// pod's address, so localhost names it. A client verifying a server certificate
+	// against "localhost" (redis_exporter over TLS) then dials the name the certificate
+	// holds.
+	localhost := "127.0.0.1"
+	if pod.Status.PodIP != "" {
+		localhost = pod.Status.PodIP
+	}
+	fmt.Fprintf(&b, "%s\tlocalhost\n::1\tip6-localhost ip6-loopback\n", localhost)
 	own := []string{podHostname(pod)}
 	if pod.Spec.Subdomain != "" {
 		base := fmt.Sprintf("%s.%s.%s", podHostname(pod), pod.Spec.Subdomain, pod.Namespace)

@@ -45,10 +45,11 @@ type ImageRule struct {
 	// (redis_exporter's REDIS_EXPORTER_WEB_LISTEN_ADDRESS).
 	ListenEnv []string `json:"listenEnv,omitempty"`
 	// LoopbackEnv names environment variables holding an address of the pod itself, a URL
-	// or host:port ("redis://localhost:6379"): a loopback host (localhost, 127.0.0.0/8,
-	// ::1) becomes the pod's address. In its own network namespace a container reaches
-	// the pod's other containers on loopback; here every pod shares the host's, and the
-	// pod's servers listen on the pod's address.
+	// or host:port ("redis://127.0.0.1:6379"): a loopback address (127.0.0.0/8, ::1)
+	// becomes the pod's address. In its own network namespace a container reaches the
+	// pod's other containers on loopback; here every pod shares the host's, and the pod's
+	// servers listen on the pod's address. The name localhost stays: the pod's /etc/hosts
+	// gives it the pod's address (hostsFile), and a TLS client keeps verifying that name.
 	LoopbackEnv []string `json:"loopbackEnv,omitempty"`
 	// Env is the image's ENV ("NAME=value"); the container's env overrides it.
 	Env []string `json:"env,omitempty"`
@@ -305,9 +306,6 @@ func loopbackToPod(value, podIP string) string {
 }
 
 func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }

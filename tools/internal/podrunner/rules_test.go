@@ -232,9 +232,11 @@ func TestDefaultRulesNodeAgent(t *testing.T) {
 	}
 }
 
-// The exporter sidecar as the Valkey operator writes it: the server on localhost and the
-// listen address in the environment become the pod's address; the image's defaults
-// (REDIS_ADDR and the listen address unset) too; other values stay.
+// The exporter sidecar as the Valkey operator writes it: a loopback address of the server
+// and the listen address in the environment become the pod's address; the image's
+// defaults (REDIS_ADDR and the listen address unset) too; the name localhost stays (the
+// pod's /etc/hosts names the pod's address so, and a TLS client verifies that name);
+// other values stay.
 func TestRedisExporterEnv(t *testing.T) {
 	rule, ok := Rules(DefaultImageRules("/repo/bin")).Match("ghcr.io/oliver006/redis_exporter:v1.74.0")
 	if !ok || rule.User != "59000:59000" {
@@ -246,13 +248,15 @@ func TestRedisExporterEnv(t *testing.T) {
 	}{
 		{
 			[]string{"REDIS_ADDR=redis://localhost:6379", "REDIS_USER=valkey-exporter", "REDIS_PASSWORD=localhost:1", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=:9121"},
-			[]string{"REDIS_ADDR=redis://127.1.0.9:6379", "REDIS_USER=valkey-exporter", "REDIS_PASSWORD=localhost:1", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.1.0.9:9121"},
+			[]string{"REDIS_ADDR=redis://localhost:6379", "REDIS_USER=valkey-exporter", "REDIS_PASSWORD=localhost:1", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.1.0.9:9121"},
 		},
 		{
 			[]string{"REDIS_ADDR=rediss://user:pw@127.0.0.1:6380", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=0.0.0.0:9200"},
 			[]string{"REDIS_ADDR=rediss://user:pw@127.1.0.9:6380", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.1.0.9:9200"},
 		},
-		{[]string{"REDIS_ADDR=localhost:6379"}, []string{"REDIS_ADDR=127.1.0.9:6379"}},
+		{[]string{"REDIS_ADDR=localhost:6379"}, []string{"REDIS_ADDR=localhost:6379"}},
+		{[]string{"REDIS_ADDR=rediss://localhost:6379"}, []string{"REDIS_ADDR=rediss://localhost:6379"}},
+		{[]string{"REDIS_ADDR=127.0.0.1:6379"}, []string{"REDIS_ADDR=127.1.0.9:6379"}},
 		{[]string{"REDIS_ADDR=redis://[::1]"}, []string{"REDIS_ADDR=redis://127.1.0.9"}},
 		// Another member, or a server elsewhere, stays.
 		{[]string{"REDIS_ADDR=redis://demo-0-0.demo:6379", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.0.0.1:9121"},
@@ -276,7 +280,7 @@ func TestRedisExporterEnv(t *testing.T) {
 	}
 	// Neither set: the image's ENV, the binary's own defaults, is rewritten.
 	defaults := rule.podEnv(rule.Env, map[string]string{}, ip)
-	want := []string{"REDIS_ADDR=redis://127.1.0.9:6379", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.1.0.9:9121"}
+	want := []string{"REDIS_ADDR=redis://localhost:6379", "REDIS_EXPORTER_WEB_LISTEN_ADDRESS=127.1.0.9:9121"}
 	if !reflect.DeepEqual(defaults, want) {
 		t.Errorf("image defaults %q, want %q", defaults, want)
 	}
