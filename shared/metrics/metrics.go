@@ -57,15 +57,41 @@ type Series struct {
 
 // Objects are the series of one kind's objects.
 type Objects struct {
-	state    *prometheus.GaugeVec
-	states   []string
+	state    *stateSeries
 	gauges   map[string]*prometheus.GaugeVec
 	counters map[string]*prometheus.CounterVec
+}
 
-	mu sync.Mutex
-	// extra is, per object, a current state missing from States (a state added to the
-	// API before the operator's list): it has its own series until the state changes.
-	extra map[types.NamespacedName]string
+// stateSeries is the <prefix>_<kind>_state family. It keeps each object's current state
+// and makes the series (one per listed state, 1 for the current one, and the current one's
+// own when the list lacks it) at each scrape: a gauge per object and state costs about 600
+// bytes, 2.5 MB for 1,000 objects of four states, where a state per object costs a map
+// entry.
+type stateSeries struct {
+	desc   *prometheus.Desc
+	states []string
+
+	mu      sync.RWMutex
+	objects map[types.NamespacedName]string
+}
+
+func (s *stateSeries) Describe(ch chan<- *prometheus.Desc) { ch <- s.desc }
+
+func (s *stateSeries) Collect(ch chan<- prometheus.Metric) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for key, current := range s.objects {
+		for _, state := range s.states {
+			v := 0.0
+			if state == current {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, v, key.Namespace, key.Name, state)
+		}
+		if current != "" && !slices.Contains(s.states, current) {
+			ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, 1, key.Namespace, key.Name, current)
+		}
+	}
 }
 
 // For registers k's series on controller-runtime's registry.
@@ -80,16 +106,17 @@ func Register(reg prometheus.Registerer, k Kind) (*Objects, error) {
 	prefix := Prefix(k.Operator)
 	obj := []string{LabelNamespace, LabelName}
 	o := &Objects{
-		states:   slices.Clone(k.States),
 		gauges:   map[string]*prometheus.GaugeVec{},
 		counters: map[string]*prometheus.CounterVec{},
-		extra:    map[types.NamespacedName]string{},
 	}
 	var err error
-	o.state, err = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: prefix + "_" + k.Name + "_state",
-		Help: fmt.Sprintf("1 for each %s's current status.state, 0 for its other states (%s).", k.Kind, strings.Join(k.States, ", ")),
-	}, append(obj, LabelState)))
+	o.state, err = register(reg, &stateSeries{
+		desc: prometheus.NewDesc(prefix+"_"+k.Name+"_state",
+			fmt.Sprintf("1 for each %s's current status.state, 0 for its other states (%s).", k.Kind, strings.Join(k.States, ", ")),
+			append(obj, LabelState), nil),
+		states:  slices.Clone(k.States),
+		objects: map[types.NamespacedName]string{},
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -133,22 +160,14 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 // every state to 0.
 func (o *Objects) SetState(namespace, name, state string) {
 	key := types.NamespacedName{Namespace: namespace, Name: name}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if prev, ok := o.extra[key]; ok && prev != state {
-		o.state.DeleteLabelValues(namespace, name, prev)
-		delete(o.extra, key)
+	o.state.mu.Lock()
+	prev, known := o.state.objects[key]
+	if !known || prev != state {
+		o.state.objects[key] = strings.Clone(state)
 	}
-	if state != "" && !slices.Contains(o.states, state) {
-		o.extra[key] = state
-		o.state.WithLabelValues(namespace, name, state).Set(1)
-	}
-	for _, s := range o.states {
-		v := 0.0
-		if s == state {
-			v = 1
-		}
-		o.state.WithLabelValues(namespace, name, s).Set(v)
+	o.state.mu.Unlock()
+	if known {
+		return // its counters exist
 	}
 	for _, c := range o.counters {
 		c.WithLabelValues(namespace, name)
@@ -180,10 +199,9 @@ func (o *Objects) Add(namespace, name, counter string, n int) {
 // reconciler.Config.OnGone.
 func (o *Objects) Forget(namespace, name string) {
 	l := prometheus.Labels{LabelNamespace: namespace, LabelName: name}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.extra, types.NamespacedName{Namespace: namespace, Name: name})
-	o.state.DeletePartialMatch(l)
+	o.state.mu.Lock()
+	delete(o.state.objects, types.NamespacedName{Namespace: namespace, Name: name})
+	o.state.mu.Unlock()
 	for _, g := range o.gauges {
 		g.DeletePartialMatch(l)
 	}

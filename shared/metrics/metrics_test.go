@@ -71,8 +71,8 @@ demo_operator_cluster_shards_ready{name="a",namespace="ns"} 3
 
 	// No state written yet: every state 0.
 	o.SetState("ns", "b", "")
-	if v := testutil.ToFloat64(o.state.WithLabelValues("ns", "b", "Initializing")); v != 0 {
-		t.Errorf("state of an object without one: Initializing %v", v)
+	if got, err := ObjectSeries(reg, "ns", "b"); err != nil || len(got) != 3+2 || got[`demo_operator_cluster_state{state="Initializing"}`] != 0 || got[`demo_operator_cluster_state{state="Ready"}`] != 0 || got[`demo_operator_cluster_state{state="Degraded"}`] != 0 {
+		t.Errorf("series of an object without a state: %v, %v; want every state 0 and the counters", got, err)
 	}
 }
 
@@ -126,9 +126,12 @@ func TestStateMissingFromTheList(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.SetState("ns", "a", "Resizing")
-	if v := testutil.ToFloat64(o.state.WithLabelValues("ns", "a", "Resizing")); v != 1 {
-		t.Errorf("Resizing %v, want 1", v)
-	}
+	compare(t, reg, help+`
+demo_operator_cluster_state{name="a",namespace="ns",state="Degraded"} 0
+demo_operator_cluster_state{name="a",namespace="ns",state="Initializing"} 0
+demo_operator_cluster_state{name="a",namespace="ns",state="Ready"} 0
+demo_operator_cluster_state{name="a",namespace="ns",state="Resizing"} 1
+`, "demo_operator_cluster_state")
 	o.SetState("ns", "a", "Ready")
 	if n, _ := testutil.GatherAndCount(reg, "demo_operator_cluster_state"); n != 3 {
 		t.Errorf("%d state series after leaving Resizing, want the 3 listed", n)
@@ -148,8 +151,11 @@ func TestRegisterTwiceShares(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.SetState("ns", "x", "Ready")
-	if v := testutil.ToFloat64(a.state.WithLabelValues("ns", "x", "Ready")); v != 1 {
-		t.Errorf("the first registration does not see the second's state: %v", v)
+	if a.state != b.state {
+		t.Error("the second registration has state series of its own")
+	}
+	if got, err := ObjectSeries(reg, "ns", "x"); err != nil || got[`demo_operator_cluster_state{state="Ready"}`] != 1 {
+		t.Errorf("series after the second registration's state: %v, %v", got, err)
 	}
 	other := demo
 	other.Gauges = []Series{{Name: "shards_ready", Help: "Something else."}}
