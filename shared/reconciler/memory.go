@@ -13,7 +13,10 @@ import (
 // up with it. The cache can lag a write by a pass or more; judged from the cached object,
 // a transition the last pass already recorded looks new again, and its event repeats. An
 // entry is dropped when its object is gone (NotFound, or its name reused by another UID),
-// so the memory holds no more than the objects that exist.
+// so the memory holds no more than the objects that exist. With TrackCache, the copy of a
+// status write is dropped as soon as the cache holds it, not at the object's next pass
+// (which a converged object may never have): the memory then holds copies only of the
+// writes the cache has yet to see.
 type memory[O client.Object] struct {
 	mu      sync.Mutex
 	objects map[types.NamespacedName]remembered[O]
@@ -24,6 +27,8 @@ type remembered[O client.Object] struct {
 	// written is the object after the last status write; nil once the cache has caught up.
 	written O
 	fresh   bool
+	// cached is the latest resourceVersion the cache was seen holding (TrackCache).
+	cached string
 }
 
 // fresher returns the newer of cached and the object after the last status write (its
@@ -53,22 +58,68 @@ func (m *memory[O]) fresher(key types.NamespacedName, cached O) (O, types.UID) {
 		}
 	}
 	// The cache has caught up (or the versions do not compare): it is the truth again.
-	m.objects[key] = remembered[O]{uid: r.uid}
+	m.objects[key] = remembered[O]{uid: r.uid, cached: r.cached}
 	return cached, ""
+}
+
+// newer reports whether resourceVersion a is later than b; versions that do not compare
+// are not.
+func newer(a, b string) bool {
+	cmp, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && cmp > 0
+}
+
+// seen records that the cache holds the object of key (of uid) at resourceVersion rv:
+// the copy of the last status write goes once the cache holds that version or a later
+// one, as fresher would drop it at the next pass. An object the memory does not know, or
+// knows by another UID, is left to fresher (which tells OnGone of a replaced one).
+func (m *memory[O]) seen(key types.NamespacedName, uid types.UID, rv string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.objects[key]
+	if !ok || r.uid != uid {
+		return
+	}
+	if r.cached == "" || newer(rv, r.cached) {
+		r.cached = rv
+	}
+	if r.fresh && !newer(r.written.GetResourceVersion(), rv) {
+		r.written, r.fresh = *new(O), false
+	}
+	m.objects[key] = r
 }
 
 // wrote records obj as the API server answered its status write.
 func (m *memory[O]) wrote(key types.NamespacedName, obj O) {
-	copied, ok := obj.DeepCopyObject().(O)
-	if !ok {
-		return
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.objects == nil {
 		m.objects = map[types.NamespacedName]remembered[O]{}
 	}
-	m.objects[key] = remembered[O]{uid: obj.GetUID(), written: copied, fresh: true}
+	prev := m.objects[key]
+	if prev.uid == obj.GetUID() && prev.cached != "" && !newer(obj.GetResourceVersion(), prev.cached) {
+		// The cache saw this write before its answer got here: nothing to remember.
+		m.objects[key] = remembered[O]{uid: prev.uid, cached: prev.cached}
+		return
+	}
+	copied, ok := obj.DeepCopyObject().(O)
+	if !ok {
+		return
+	}
+	m.objects[key] = remembered[O]{uid: obj.GetUID(), written: copied, fresh: true, cached: prev.cached}
+}
+
+// writtenCopies is how many copies of status writes the memory holds.
+func (m *memory[O]) writtenCopies() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, r := range m.objects {
+		if r.fresh {
+			n++
+		}
+	}
+	return n
 }
 
 // gone drops key and returns the UID it held ("" when unknown).

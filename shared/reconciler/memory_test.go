@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -108,5 +109,44 @@ func TestOnGone(t *testing.T) {
 	}
 	if r.Remembered() != 0 {
 		t.Errorf("remembered %d objects after they went, want 0", r.Remembered())
+	}
+}
+
+// TestTrackCacheDropsWrittenCopies: with TrackCache, the copy of a status write goes once
+// the cache holds the write, with no further pass; without it, it stays until one.
+func TestTrackCacheDropsWrittenCopies(t *testing.T) {
+	for _, track := range []bool{true, false} {
+		f := newFixture(t, func(_ context.Context, u *unstructured.Unstructured) (reconciler.Result, error) {
+			setCondition(u, cond("Ready", "True", "Succeeded"))
+			return reconciler.Done(), nil
+		})
+		r, err := reconciler.New(f.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if track {
+			mgr := env.StartManager(t, nil)
+			if err := r.TrackCache(context.Background(), mgr.GetCache(), newWidget()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		createWidget(t, f.ns, "w")
+		if _, err := f.reconcile(t, r, "w"); err != nil {
+			t.Fatal(err)
+		}
+		if n := f.writes.Count(); n != 1 {
+			t.Fatalf("the pass wrote %d times, want the status once", n)
+		}
+		if !track {
+			time.Sleep(time.Second)
+			if n := r.WrittenCopies(); n != 1 {
+				t.Errorf("without TrackCache: %d copies held after the write, want 1 until the next pass", n)
+			}
+			continue
+		}
+		testenv.Eventually(t, testenv.DefaultTimeout, "the copy of the status write to go", func() (bool, string) {
+			n := r.WrittenCopies()
+			return n == 0, fmt.Sprintf("%d copies held", n)
+		})
 	}
 }

@@ -22,7 +22,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -117,6 +119,32 @@ func (r *Reconciler[O]) Metrics() *Metrics { return r.metrics }
 // Remembered is how many objects the reconciler keeps in memory (those seen and not yet
 // found gone).
 func (r *Reconciler[O]) Remembered() int { return r.memory.len() }
+
+// WrittenCopies is how many copies of status writes the reconciler holds for objects whose
+// cache has yet to show them.
+func (r *Reconciler[O]) WrittenCopies() int { return r.memory.writtenCopies() }
+
+// TrackCache lets the reconciler see the cache's updates of its kind (obj: an empty object
+// of it), so that it keeps the copy of a status write only until the cache holds it. Without
+// it the copy stays until the object's next pass: for a converged object, whose status
+// writes filter out its next events, that is one copy of every object for as long as it
+// exists. Call it before the manager starts (or its cache has the informer).
+func (r *Reconciler[O]) TrackCache(ctx context.Context, informers cache.Informers, obj O) error {
+	inf, err := informers.GetInformer(ctx, obj)
+	if err != nil {
+		return fmt.Errorf("reconciler: informer to track the cache: %w", err)
+	}
+	seen := func(o any) {
+		if obj, ok := o.(client.Object); ok {
+			r.memory.seen(client.ObjectKeyFromObject(obj), obj.GetUID(), obj.GetResourceVersion())
+		}
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { seen(o) },
+		UpdateFunc: func(_, o any) { seen(o) },
+	})
+	return err
+}
 
 // Reconcile runs one pass for req.
 func (r *Reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
