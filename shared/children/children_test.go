@@ -219,3 +219,26 @@ func TestNeverPrunesOnEmptyOrAfterAFailure(t *testing.T) {
 		t.Errorf("after pruning everything: %s", got)
 	}
 }
+
+// TestOwnUpToDate: a Set's own check stands in for UpToDate: what it calls stale is
+// applied, what it calls up to date is not, whatever UpToDate would say.
+func TestOwnUpToDate(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	want := func() []*corev1.ConfigMap { return []*corev1.ConfigMap{desired("a", "1"), desired("b", "1")} }
+	if _, err := f.set.Sync(ctx, want()); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	f.set.UpToDate = func(d, l *corev1.ConfigMap) bool {
+		asked = append(asked, d.Name+"/"+l.Name)
+		return d.Name != "a"
+	}
+	out, err := f.set.Sync(ctx, want())
+	if err != nil || len(out.Applied) != 1 || out.Applied[0].Name != "a" || out.Unchanged != 1 {
+		t.Fatalf("sync with a check that calls a stale: %+v, %v", out, err)
+	}
+	if strings.Join(asked, ",") != "a/a,b/b" {
+		t.Errorf("the check was asked %v, want a/a,b/b", asked)
+	}
+}
