@@ -1,14 +1,20 @@
 package controller
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
+	"github.com/opsuite/suite/services/vald-operator/internal/resources"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestStripForCache(t *testing.T) {
@@ -49,4 +55,91 @@ func TestStripForCache(t *testing.T) {
 	if out, err := stripForCache(tombstone); err != nil || out != tombstone {
 		t.Errorf("a tombstone became %v, %v", out, err)
 	}
+}
+
+// TestPackedSpec: the cache holds a ValdRelease's spec packed, several times smaller, and
+// unpacks it to the same bytes; a packed spec is never JSON, and anything that is not one
+// passes through.
+func TestPackedSpec(t *testing.T) {
+	vrs, err := resources.DesiredValdReleases(resources.Input{Release: benchRelease("ns", 7)}, resources.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := vrs[0].Spec.Raw
+	packed := packSpec(raw)
+	if len(packed) == 0 || packed[0] != packedSpec || json.Valid(packed) || len(packed) > len(raw)/3 {
+		t.Fatalf("packed %d bytes into %d (first byte %#x); want a packed spec under a third of it", len(raw), len(packed), packed[0])
+	}
+	if again := packSpec(packed); !bytes.Equal(again, packed) {
+		t.Error("packing a packed spec changed it")
+	}
+	got, err := unpackSpec(packed)
+	if err != nil || !bytes.Equal(got, raw) {
+		t.Fatalf("unpacked %q, %v; want %q", got, err, raw)
+	}
+	for _, plain := range []string{"", "{}", `{"a":1}`} {
+		if got := packSpec([]byte(plain)); string(got) != plain {
+			t.Errorf("packSpec(%q) = %q; a spec that does not get smaller stays as it is", plain, got)
+		}
+		if got, err := unpackSpec([]byte(plain)); err != nil || string(got) != plain {
+			t.Errorf("unpackSpec(%q) = %q, %v", plain, got, err)
+		}
+	}
+	if _, err := unpackSpec([]byte{packedSpec, 0xff, 0xff}); err == nil {
+		t.Error("a corrupt packed spec unpacked without an error")
+	}
+
+	// Through stripForCache and the controller's read: the same spec, and the cached
+	// object's own spec untouched by the read.
+	vr := vrs[0].DeepCopy()
+	out, err := stripForCache(vr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := out.(*valdv1.ValdRelease)
+	list := &valdv1.ValdReleaseList{Items: []valdv1.ValdRelease{*cached}}
+	if err := unpackRead(list); err != nil || !bytes.Equal(list.Items[0].Spec.Raw, raw) {
+		t.Fatalf("read %q, %v; want %q", list.Items[0].Spec.Raw, err, raw)
+	}
+	if !bytes.Equal(cached.Spec.Raw, packed) {
+		t.Error("unpacking a read changed the cached object's spec")
+	}
+}
+
+// TestCachedSpecsReadAsApplied: the reconciler's reads of ValdReleases through the
+// binary's cache (specs packed) see the specs the API server holds. With that cache, a
+// converged release's check finds them up to date (TestConvergedPassWritesNothing counts
+// the writes), and a spec changed by hand is read as changed: the release writes it back.
+func TestCachedSpecsReadAsApplied(t *testing.T) {
+	h := start(t, nil)
+	h.create(h.release("vor", "a=1", "b=2"))
+	h.waitStatus("vor", statusCompleted)
+	ctx := context.Background()
+	for _, live := range h.valdReleases() {
+		var got valdv1.ValdRelease
+		h.waitFor("the cache to hold "+live.Name, func() bool {
+			return h.r.Client.Get(ctx, client.ObjectKeyFromObject(&live), &got) == nil && got.ResourceVersion == live.ResourceVersion
+		})
+		if !bytes.Equal(got.Spec.Raw, live.Spec.Raw) {
+			t.Errorf("ValdRelease %s read through the cache: spec %s; the API server holds %s", live.Name, got.Spec.Raw, live.Spec.Raw)
+		}
+		list := &valdv1.ValdReleaseList{}
+		if err := h.r.Client.List(ctx, list, client.InNamespace(h.ns), client.MatchingLabels{valdv1.LabelOperatorRelease: "vor"}, client.UnsafeDisableDeepCopy); err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range list.Items {
+			if item.Name == live.Name && !bytes.Equal(item.Spec.Raw, live.Spec.Raw) {
+				t.Errorf("ValdRelease %s listed through the cache: spec %s; the API server holds %s", live.Name, item.Spec.Raw, live.Spec.Raw)
+			}
+		}
+	}
+
+	vr := h.valdReleases()[0]
+	if err := env.Client.Patch(ctx, &vr, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"agent":{"ngt":{"dimension":9}}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the changed spec to be written back", func() bool {
+		got := &valdv1.ValdRelease{}
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(&vr), got) == nil && strings.Contains(string(got.Spec.Raw), `"dimension":8`)
+	})
 }

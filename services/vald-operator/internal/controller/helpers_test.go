@@ -46,7 +46,7 @@ func start(t *testing.T, mutate func(*Options)) *harness {
 	env.StartManager(t, func(mgr ctrl.Manager) (err error) {
 		h.r, err = SetupWithManager(mgr, opts)
 		return err
-	}, testenv.InNamespaces(h.ns))
+	}, testenv.InNamespaces(h.ns), ManagerOptions) // the binary's cache
 	return h
 }
 

@@ -75,12 +75,23 @@ func (x *valdReleaseIndex) controlledBy(uid string) []client.ListOption {
 }
 
 // indexedClient is the manager's client whose lists of one release's ValdReleases use the
-// index.
+// index, and whose reads of ValdReleases unpack the specs the cache holds packed
+// (packSpec), so that nothing past it sees a packed spec.
 type indexedClient struct {
 	client.Client
 	index *valdReleaseIndex
 }
 
+func (c indexedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := c.Client.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	return unpackRead(obj)
+}
+
 func (c indexedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return c.Client.List(ctx, list, c.index.narrow(list, opts)...)
+	if err := c.Client.List(ctx, list, c.index.narrow(list, opts)...); err != nil {
+		return err
+	}
+	return unpackRead(list)
 }
