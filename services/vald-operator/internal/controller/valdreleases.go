@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -52,6 +53,7 @@ func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOpera
 			Owner:    vor,
 			NewList:  func() client.ObjectList { return &valdv1.ValdReleaseList{} },
 			Selector: map[string]string{valdv1.LabelOperatorRelease: vor.Name},
+			UpToDate: valdReleaseUpToDate,
 		}
 		var out children.Outcome[*valdv1.ValdRelease]
 		out, err = set.Sync(ctx, desired)
@@ -93,6 +95,29 @@ func (r *Reconciler) syncValdReleases(ctx context.Context, vor *valdv1.ValdOpera
 		return lifecycle.Result{}, lifecycle.Retry("The operator may not read or delete ValdReleases (Forbidden): grant its ClusterRole get, list, watch and delete on valdreleases.vald.vdaas.org; retrying.", err)
 	}
 	return lifecycle.Result{}, err
+}
+
+// valdReleaseUpToDate is children.UpToDate for ValdReleases, without converting both to
+// maps when it need not: a spec is all a ValdRelease holds outside metadata and status, so
+// when the live spec has the desired spec's very bytes (the API server's answer to the
+// create or apply, or the cache's copy of it) and the metadata holds, UpToDate would say
+// yes. Anything else is left to UpToDate.
+func valdReleaseUpToDate(want, live *valdv1.ValdRelease) bool {
+	if want.Spec == nil || live.Spec == nil || !bytes.Equal(want.Spec.Raw, live.Spec.Raw) {
+		return children.UpToDate(want, live)
+	}
+	for k, v := range want.Labels {
+		if got, ok := live.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	for k, v := range want.Annotations {
+		if got, ok := live.Annotations[k]; !ok || got != v {
+			return false
+		}
+	}
+	w, l := metav1.GetControllerOfNoCopy(want), metav1.GetControllerOfNoCopy(live)
+	return (w == nil) == (l == nil) && (w == nil || w.UID == l.UID)
 }
 
 // nameTaken is the condition message of a ValdRelease name held by something else.

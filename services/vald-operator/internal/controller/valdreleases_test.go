@@ -37,15 +37,21 @@ func TestUpToDate(t *testing.T) {
 		{"missing key", vr(`{"agent":{"tolerations":[{"key":"a"}]}}`, labels, owner), false},
 		{"old generation", vr(`{"agent":{"ngt":{"dimension":8},"tolerations":[{"key":"a"}]}}`, map[string]string{valdv1.LabelManagedGeneration: "1"}, owner), false},
 		{"no owner", vr(`{"agent":{"ngt":{"dimension":8},"tolerations":[{"key":"a"}]}}`, labels, nil), false},
+		{"another controller", vr(`{"agent":{"ngt":{"dimension":8},"tolerations":[{"key":"a"}]}}`, labels, []metav1.OwnerReference{{APIVersion: "vald.vdaas.org/v1", Kind: "ValdOperatorRelease", Name: "v", UID: "u2", Controller: ptr.To(true)}}), false},
+		{"a label missing", vr(`{"agent":{"ngt":{"dimension":8},"tolerations":[{"key":"a"}]}}`, nil, owner), false},
 	}
 	for _, tc := range cases {
 		if got := upToDate(want, tc.current); got != tc.same {
 			t.Errorf("%s: upToDate = %v, want %v", tc.name, got, tc.same)
 		}
+		// The controller's own check, which compares the spec's bytes first, agrees.
+		if got := valdReleaseUpToDate(want, tc.current); got != tc.same {
+			t.Errorf("%s: valdReleaseUpToDate = %v, want %v", tc.name, got, tc.same)
+		}
 	}
 	changedHash := vr(`{"agent":{"ngt":{"dimension":8},"tolerations":[{"key":"a"}]}}`, labels, owner)
 	changedHash.Annotations[AnnotationValuesHash] = "other"
-	if upToDate(want, changedHash) {
+	if upToDate(want, changedHash) || valdReleaseUpToDate(want, changedHash) {
 		t.Error("a different values hash (operator configuration changed) must be applied")
 	}
 }
