@@ -194,6 +194,11 @@ func converge(b *testing.B, n int) {
 					completed++
 				}
 			}
+			select {
+			case err := <-op.done:
+				b.Fatalf("the operator exited (%v) with %d of %d releases Completed; its log:\n%s", err, completed, n, op.logTail())
+			default:
+			}
 			if time.Since(began) > 30*time.Minute {
 				b.Fatalf("%d of %d releases Completed after 30 minutes; operator log:\n%s", completed, n, op.logTail())
 			}
