@@ -17,7 +17,10 @@ import (
 const (
 	// indexOperatorRelease is the vald.vdaas.org/operator-release label.
 	indexOperatorRelease = "vald.operatorRelease"
-	// indexController is the uid of the controlling owner.
+	// indexController is the uid of the controlling release, only for the ValdReleases
+	// that lack that release's label (pruneUnlabelled looks for those alone): the labelled
+	// ones, all of them but those a person changed, would hold 1,000 entries of the index
+	// at 1,000 releases for nothing.
 	indexController = "vald.controller"
 )
 
@@ -34,7 +37,7 @@ func (x *valdReleaseIndex) register(ctx context.Context, c cache.Cache) error {
 		return nil
 	}
 	byController := func(o client.Object) []string {
-		if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+		if ref := metav1.GetControllerOfNoCopy(o); ref != nil && o.GetLabels()[valdv1.LabelOperatorRelease] != ref.Name {
 			return []string{string(ref.UID)}
 		}
 		return nil
@@ -65,8 +68,8 @@ func (x *valdReleaseIndex) narrow(list client.ObjectList, opts []client.ListOpti
 	return append(opts, client.MatchingFields{indexOperatorRelease: name})
 }
 
-// controlledBy is the list option of the ValdReleases controlled by uid (by the index when
-// registered, else none: the caller filters anyway).
+// controlledBy is the list option of the ValdReleases controlled by uid that lack its
+// label (by the index when registered, else none: the caller filters anyway).
 func (x *valdReleaseIndex) controlledBy(uid string) []client.ListOption {
 	if x == nil || !x.ready.Load() {
 		return nil
