@@ -142,24 +142,7 @@ func mgPartitionMain(ctx context.Context, t *testing.T, plane *mgPlane) {
 	// Every acknowledged write on every data instance; the unconfirmed ones are counted.
 	main, replicas := plane.view(ctx, t, "after the partition")
 	for _, inst := range append([]string{main}, replicas...) {
-		res, err := mgRun(ctx, mgPod(inst), "MATCH (n:E2EPartition) RETURN n")
-		if err != nil {
-			t.Fatalf("reading the partition's nodes on %s: %v", inst, err)
-		}
-		have := map[int64]bool{}
-		for _, rec := range res.Records {
-			if n, ok := rec[0].(bolt.Node); ok {
-				if i, ok := n.Props["i"].(int64); ok {
-					have[i] = true
-				}
-			}
-		}
-		var lost []int64
-		for _, i := range acked {
-			if !have[i] {
-				lost = append(lost, i)
-			}
-		}
+		have, lost := mgHeld(ctx, t, inst, "E2EPartition", acked)
 		kept := len(slices.DeleteFunc(slices.Clone(unconfirmed), func(i int64) bool { return !have[i] }))
 		if len(lost) > 0 {
 			t.Errorf("%s lacks %d of the %d writes the old MAIN acknowledged during the partition: %v", inst, len(lost), len(acked), lost)
@@ -212,30 +195,37 @@ func mgCutOperatorOff(ctx context.Context, t *testing.T, plane *mgPlane) {
 		t.Error("the MAIN acknowledged no write while the operator was cut off")
 	}
 	for _, inst := range append([]string{main}, replicas...) {
-		res, err := mgRun(ctx, mgPod(inst), "MATCH (n:E2EOperatorCut) RETURN n")
-		if err != nil {
-			t.Fatalf("reading the writer's nodes on %s: %v", inst, err)
-		}
-		have := map[int64]bool{}
-		for _, rec := range res.Records {
-			if n, ok := rec[0].(bolt.Node); ok {
-				if i, ok := n.Props["i"].(int64); ok {
-					have[i] = true
-				}
-			}
-		}
-		var lost []int64
-		for _, i := range acked {
-			if !have[i] {
-				lost = append(lost, i)
-			}
-		}
+		_, lost := mgHeld(ctx, t, inst, "E2EOperatorCut", acked)
 		if len(lost) > 0 {
 			t.Errorf("%s lacks %d of the %d writes the MAIN acknowledged while the operator was cut off: %v", inst, len(lost), len(acked), lost)
 		}
 		t.Logf("%s: %d of %d acknowledged writes lost", inst, len(lost), len(acked))
 	}
 	plane.check(ctx, t, "the operator's partitions", plane.coordinators, plane.data)
+}
+
+// mgHeld reads the nodes labelled label on data instance inst: the writes' numbers it holds
+// (property i), and those of acked it lacks.
+func mgHeld(ctx context.Context, t *testing.T, inst, label string, acked []int64) (have map[int64]bool, lost []int64) {
+	t.Helper()
+	res, err := mgRun(ctx, mgPod(inst), "MATCH (n:"+label+") RETURN n")
+	if err != nil {
+		t.Fatalf("reading the %s nodes on %s: %v", label, inst, err)
+	}
+	have = map[int64]bool{}
+	for _, rec := range res.Records {
+		if n, ok := rec[0].(bolt.Node); ok {
+			if i, ok := n.Props["i"].(int64); ok {
+				have[i] = true
+			}
+		}
+	}
+	for _, i := range acked {
+		if !have[i] {
+			lost = append(lost, i)
+		}
+	}
+	return have, lost
 }
 
 // mgCutOperatorFrom is one cut of mgCutOperatorOff: the operator (uid) cut off from addrs,
