@@ -23,6 +23,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The e2e suite takes about 19 min on 2 cores beside the unit tests (fresh-clone CI,
 # 2026-12-04); each scenario stops a minute before this deadline.
 TEST_TIMEOUT ?= 40m
+# Where make test keeps each run's whole output (one directory per run).
+TEST_OUTPUT ?= /tmp/opsuite-test-output
 FUZZ_TIME ?= 30s
 # make chaos: how long faults are injected, and their seed (random when empty; printed).
 CHAOS_DURATION ?= 10m
@@ -173,12 +175,15 @@ test: controlplane runtime-tools objectstore prometheus build sweep ## Unit, int
 	@# cores): it runs as two shards, each on its own local cluster (tools/e2e/shard_test.go),
 	@# beside the unit and integration tests, not after them. Without -v, go test prints each
 	@# package's output whole when it ends, so the three do not mix.
-	(cd tools/e2e && E2E_SHARD=valkey go test -count=1 -timeout $(TEST_TIMEOUT) .) & e2e1=$$!; \
-	(cd tools/e2e && E2E_SHARD=others go test -count=1 -timeout $(TEST_TIMEOUT) .) & e2e2=$$!; \
-	failed=""; go test -count=1 -timeout $(TEST_TIMEOUT) $(UNIT_PKGS) || failed=" unit/integration"; \
+	@# Each part's whole output is also kept in a file (TEST_OUTPUT): a CI log that shows
+	@# only part of it still leaves every failed test's messages on the machine.
+	out=$(TEST_OUTPUT)/$$(date -u +%Y%m%dT%H%M%S); mkdir -p $$out; echo "test: whole output in $$out"; \
+	(cd tools/e2e && E2E_SHARD=valkey go test -count=1 -timeout $(TEST_TIMEOUT) . > $$out/e2e-valkey.txt 2>&1; rc=$$?; cat $$out/e2e-valkey.txt; exit $$rc) & e2e1=$$!; \
+	(cd tools/e2e && E2E_SHARD=others go test -count=1 -timeout $(TEST_TIMEOUT) . > $$out/e2e-others.txt 2>&1; rc=$$?; cat $$out/e2e-others.txt; exit $$rc) & e2e2=$$!; \
+	failed=""; go test -count=1 -timeout $(TEST_TIMEOUT) $(UNIT_PKGS) 2>&1 | tee $$out/unit.txt; [ $${PIPESTATUS[0]} -eq 0 ] || failed=" unit/integration"; \
 	wait $$e2e1 || failed="$$failed e2e(valkey)"; \
 	wait $$e2e2 || failed="$$failed e2e(others)"; \
-	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed (whole output in $$out)"; exit 1; fi
 
 # The Valkey tests run valkey-server (Valkey 8.0 from bookworm-backports) unless
 # VALKEY_SERVER=redis-server picks Debian's Redis 7.0; this target is that compatibility
