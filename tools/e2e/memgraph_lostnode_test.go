@@ -110,7 +110,7 @@ spec:
 	oldMain := c.Status.Main
 	mainPod := strings.ReplaceAll(oldMain, "_", "-")
 	node := m.nodeOf(ctx, mainPod)
-	restoreMain := m.saveNode(ctx, node)
+	restoreMain := keepNode(ctx, m.t, node)
 	on := m.podsOn(ctx, node)
 	w.markNow("MAIN's node deleted")
 	deleted := time.Now()
@@ -146,7 +146,7 @@ spec:
 	c = m.cluster(ctx)
 	coordPod := m.coordinatorAway(ctx, c)
 	node2 := m.nodeOf(ctx, coordPod)
-	restoreCoord := m.saveNode(ctx, node2)
+	restoreCoord := keepNode(ctx, m.t, node2)
 	on = m.podsOn(ctx, node2)
 	w.markNow("a coordinator's node deleted")
 	deleted = time.Now()
@@ -201,8 +201,8 @@ spec:
 	m.readBack(ctx, acked)
 
 	// 3. The nodes back: nothing is lost any more.
-	for _, restore := range []func() error{restoreMain, restoreCoord} {
-		if err := restore(); err != nil {
+	for _, restore := range []func(context.Context) error{restoreMain, restoreCoord} {
+		if err := restore(ctx); err != nil {
 			t.Errorf("restoring a node: %v", err)
 		}
 	}
@@ -338,30 +338,6 @@ func (m *mglScenario) members(pods []string) []string {
 		}
 	}
 	return out
-}
-
-// saveNode returns what brings node back as it is now: the suite's later scenarios need
-// every node. It is also run when the test ends.
-func (m *mglScenario) saveNode(ctx context.Context, node string) func() error {
-	m.t.Helper()
-	saved, err := env.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	restore := func() error {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Labels: saved.Labels, Annotations: saved.Annotations}, Status: saved.Status}
-		_, err := env.client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	}
-	m.t.Cleanup(func() {
-		if err := restore(); err != nil {
-			m.t.Logf("restoring node %s: %v", node, err)
-		}
-	})
-	return restore
 }
 
 // coordinatorAway is a coordinator pod whose node runs neither data instance: the Raft

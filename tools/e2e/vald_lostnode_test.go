@@ -115,18 +115,6 @@ func TestValdLostNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	saved, err := env.client.CoreV1().Nodes().Get(ctx, agentNode, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	restore := func(ctx context.Context) error {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Labels: saved.Labels, Annotations: saved.Annotations}, Status: saved.Status}
-		_, err := env.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	}
 	t.Cleanup(func() {
 		bg := context.Background()
 		_ = env.client.CoreV1().Namespaces().Delete(bg, vlnNamespace, metav1.DeleteOptions{})
@@ -138,11 +126,7 @@ func TestValdLostNode(t *testing.T) {
 			t.Errorf("after the scenario: %v", err)
 		}
 	})
-	t.Cleanup(func() {
-		if err := restore(context.Background()); err != nil {
-			t.Errorf("restoring node %s: %v", agentNode, err)
-		}
-	})
+	restore := keepNode(ctx, t, agentNode)
 	t.Logf("agent pool: node %s; general pool: node %s (labels %s/namespace=%s, %s/type)", agentNode, generalNode, vlnPrefix, vlnNamespace, vlnPrefix)
 
 	applyManifest(ctx, t, vlnManifest())

@@ -71,23 +71,7 @@ func TestValkeyLostNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodeName := victim.Spec.NodeName
-	saved, err := env.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	restore := func() error {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Labels: saved.Labels, Annotations: saved.Annotations}, Status: saved.Status}
-		_, err := env.client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	}
-	t.Cleanup(func() {
-		if err := restore(); err != nil {
-			t.Logf("restoring node %s: %v", nodeName, err)
-		}
-	})
+	restore := keepNode(ctx, t, nodeName)
 	onNode := map[string]bool{}
 	pods, err := env.client.CoreV1().Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: "valkey.io/cluster=" + s.name})
 	if err != nil {
@@ -144,7 +128,7 @@ func TestValkeyLostNode(t *testing.T) {
 	if sum.Lost != 0 || sum.Unreadable != 0 {
 		t.Errorf("data safety: %d acknowledged keys lost (first: %v), %d unreadable", sum.Lost, sum.LostKeys, sum.Unreadable)
 	}
-	if err := restore(); err != nil {
+	if err := restore(ctx); err != nil {
 		t.Errorf("restoring node %s: %v", nodeName, err)
 	}
 }

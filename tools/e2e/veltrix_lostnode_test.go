@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -94,23 +93,7 @@ func TestVeltrixLostNode(t *testing.T) {
 	// Member 2 (not 0: the simulator's membership leader is the smallest id) loses its node.
 	victim := podOf(2)
 	nodeName := victim.Spec.NodeName
-	saved, err := env.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	restore := func() error {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Labels: saved.Labels, Annotations: saved.Annotations}, Spec: corev1.NodeSpec{Taints: nil}, Status: saved.Status}
-		_, err := env.client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	}
-	t.Cleanup(func() {
-		if err := restore(); err != nil {
-			t.Logf("restoring node %s: %v", nodeName, err)
-		}
-	})
+	restore := keepNode(ctx, t, nodeName)
 	lostDisks := map[string]bool{}
 	pvs, err := env.client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{LabelSelector: "veltrix.io/cluster=" + name + ",veltrix.io/volume=data"})
 	if err != nil {
@@ -187,7 +170,7 @@ func TestVeltrixLostNode(t *testing.T) {
 	}
 
 	// The node comes back with its disk: reported, never made into a volume by itself.
-	if err := restore(); err != nil {
+	if err := restore(ctx); err != nil {
 		t.Fatal(err)
 	}
 	err = poll(ctx, t, "DisksReturned=True naming the node's disk", 4*time.Minute, func(ctx context.Context) (bool, error) {

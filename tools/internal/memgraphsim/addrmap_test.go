@@ -86,12 +86,12 @@ func TestAddressMapPeers(t *testing.T) {
 	leader := tc.waitLeader()
 	for id := 1; id <= 2; id++ {
 		name := fmt.Sprintf("coord-%d", id)
-		mustRun(t, leader, fmt.Sprintf(`ADD COORDINATOR %d WITH CONFIG {"bolt_server": %q, "coordinator_server": %q, "management_server": %q}`,
+		mustRunRetrying(t, leader, fmt.Sprintf(`ADD COORDINATOR %d WITH CONFIG {"bolt_server": %q, "coordinator_server": %q, "management_server": %q}`,
 			id, logical(name, 7687), logical(name, 12000), logical(name, 10000)))
 	}
 	for i := range 2 {
 		name := fmt.Sprintf("data-%d", i)
-		mustRun(t, leader, fmt.Sprintf(`REGISTER INSTANCE data_%d WITH CONFIG {"bolt_server": %q, "management_server": %q, "replication_server": %q}`,
+		mustRunRetrying(t, leader, fmt.Sprintf(`REGISTER INSTANCE data_%d WITH CONFIG {"bolt_server": %q, "management_server": %q, "replication_server": %q}`,
 			i, logical(name, 7687), logical(name, 10000), logical(name, 20000)))
 	}
 	mustRunRetrying(t, leader, "SET INSTANCE data_0 TO MAIN")
