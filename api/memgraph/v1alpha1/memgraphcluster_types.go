@@ -876,11 +876,11 @@ type MemgraphClusterStatus struct {
 	// +optional
 	Reason string `json:"reason,omitempty"`
 
-	// Coordinators is how many coordinators SHOW INSTANCES lists as registered.
+	// Coordinators is how many coordinators the leader's SHOW INSTANCES last listed as registered.
 	// +optional
 	Coordinators int32 `json:"coordinators"`
 
-	// DataInstances is how many data instances SHOW INSTANCES lists as registered.
+	// DataInstances is how many data instances the leader's SHOW INSTANCES last listed as registered.
 	// +optional
 	DataInstances int32 `json:"dataInstances"`
 
@@ -893,8 +893,10 @@ type MemgraphClusterStatus struct {
 	// +optional
 	ReadyDataInstances int32 `json:"readyDataInstances,omitempty"`
 
-	// Main is the name of the data instance holding the MAIN role (e.g. instance_0),
-	// empty when there is none.
+	// Main is the name of the data instance holding the MAIN role (e.g. instance_0) as
+	// the coordinators' leader last reported it, empty when the leader names none. While
+	// no leader answers (leader empty) it keeps the last report: the data instances keep
+	// their roles without a leader.
 	// +optional
 	Main string `json:"main,omitempty"`
 

@@ -424,7 +424,7 @@ func TestDataPlaneReasons(t *testing.T) {
 	h.create("r", 3, 2)
 	h.podsRun("r-coordinator")
 	h.podsRun("r-data")
-	h.waitCondition("r", memgraphv1.ConditionReady, metav1.ConditionTrue, memgraphv1.ReasonReady)
+	ready := h.waitCondition("r", memgraphv1.ConditionReady, metav1.ConditionTrue, memgraphv1.ReasonReady)
 
 	h.reg.set(func(planner.Desired) (controller.Registration, error) {
 		return controller.Registration{Reason: memgraphv1.ReasonNoCoordinatorLeader, Message: "No coordinator names a leader"}, nil
@@ -433,6 +433,11 @@ func TestDataPlaneReasons(t *testing.T) {
 	if c.Status.State != memgraphv1.StateDegraded || c.Status.Reason != memgraphv1.ReasonNoCoordinatorLeader || c.Status.Leader != "" {
 		t.Errorf("state %s (%s) leader %q, want Degraded (NoCoordinatorLeader)", c.Status.State, c.Status.Reason, c.Status.Leader)
 	}
+	// Without a leader nothing is observed: the MAIN and the counts stay as last reported.
+	if ready.Status.Main == "" || c.Status.Main != ready.Status.Main || c.Status.Coordinators != ready.Status.Coordinators || c.Status.DataInstances != ready.Status.DataInstances {
+		t.Errorf("without a leader: main %q, %d coordinators, %d data instances; want what the leader last reported: %q, %d, %d",
+			c.Status.Main, c.Status.Coordinators, c.Status.DataInstances, ready.Status.Main, ready.Status.Coordinators, ready.Status.DataInstances)
+	}
 	h.reg.set(func(planner.Desired) (controller.Registration, error) {
 		return controller.Registration{Reason: memgraphv1.ReasonCoordinatorUnreachable, Message: "No coordinator answered"}, nil
 	})
@@ -440,7 +445,9 @@ func TestDataPlaneReasons(t *testing.T) {
 	h.reg.set(func(want planner.Desired) (controller.Registration, error) {
 		return controller.Registration{Leader: "coordinator_2", Converged: true, Coordinators: 3, DataInstances: 2}, nil
 	})
-	h.waitCondition("r", memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonNoMain)
+	if c := h.waitCondition("r", memgraphv1.ConditionReady, metav1.ConditionFalse, memgraphv1.ReasonNoMain); c.Status.Main != "" {
+		t.Errorf("a leader naming no MAIN: status.main %q, want empty", c.Status.Main)
+	}
 	h.reg.set(func(planner.Desired) (controller.Registration, error) {
 		return controller.Registration{}, errors.New("Couldn't register replica instance")
 	})

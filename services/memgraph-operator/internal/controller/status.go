@@ -39,12 +39,21 @@ func (p *pass) writeStatus() {
 	if sts := p.sts[resources.RoleData]; sts != nil {
 		st.ReadyDataInstances = sts.Status.ReadyReplicas
 	}
+	// The membership as the coordinators' leader reported it. While no leader answers
+	// (the coordinators cut off, or an election under way) status.leader says so, empty,
+	// and the rest keeps what a leader last reported, the conditions saying why it is not
+	// current: the data instances keep their roles without a leader, kubectl still shows
+	// the MAIN the clients were sent to, and an operator that restarted meanwhile tells
+	// the coordinators' failover from its own switchover (noteMain).
 	if seen := p.reg; seen != nil || p.seen != nil {
 		if seen == nil {
 			seen = p.seen
 		}
-		st.Main, st.Leader = seen.Main, seen.Leader
-		st.Coordinators, st.DataInstances = seen.Coordinators, seen.DataInstances
+		st.Leader = seen.Leader
+		if seen.Leader != "" {
+			st.Main = seen.Main
+			st.Coordinators, st.DataInstances = seen.Coordinators, seen.DataInstances
+		}
 	}
 	workloads := strings.Join(p.notReady, ", ")
 
