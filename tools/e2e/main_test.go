@@ -18,12 +18,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/opsuite/suite/shared/testenv"
 	"github.com/opsuite/suite/tools/internal/localcluster"
@@ -76,6 +78,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	flag.Parse()
+	// The suite's controller-runtime clients (the node-agent library's reader) log nothing
+	// the suite reads; without a logger controller-runtime prints a stack trace instead.
+	ctrllog.SetLogger(logr.Discard())
 	if err := selectShard(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(2)
