@@ -7,8 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +105,7 @@ func TestMemgraphTLSSample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		mgExporterReads(ctx, t, addr, pod)
 		svc := mgTLSName + "-data"
 		if strings.Contains(pod, "-coordinator-") {
 			svc = mgTLSName + "-coordinators"
@@ -310,4 +315,40 @@ func sampleSecrets(t *testing.T, path string) string {
 		t.Fatalf("%s holds no Secret", path)
 	}
 	return strings.Join(docs, "\n---\n")
+}
+
+// mgExporterPort is where the metrics-exporter sidecar serves by default
+// (spec.metricsExporter.port, memgraph/prometheus-exporter's 9115).
+const mgExporterPort = 9115
+
+// mgExporterReads waits until the metrics-exporter sidecar of pod (whose Bolt address is
+// boltAddr) serves the member's series: with spec.tls.bolt Memgraph serves its metrics
+// over HTTPS under the Bolt certificate, which the sidecar pins.
+func mgExporterReads(ctx context.Context, t *testing.T, boltAddr, pod string) {
+	t.Helper()
+	host, _, err := net.SplitHostPort(boltAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + net.JoinHostPort(host, strconv.Itoa(mgExporterPort)) + "/metrics"
+	want := `memory_usage{instance_name="` + pod + `"}`
+	var last string
+	err = poll(ctx, t, pod+"'s metrics-exporter reading Memgraph over HTTPS", time.Minute, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		last = fmt.Sprintf("HTTP %d: %.300s", resp.StatusCode, b)
+		return resp.StatusCode == http.StatusOK && strings.Contains(string(b), want), nil
+	})
+	if err != nil {
+		t.Errorf("%v; last answer of %s: %s", err, url, last)
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/opsuite/suite/tools/internal/bolt"
 )
 
 // metricsServer answers GET /metrics on --metrics-port as Memgraph Enterprise does: one
@@ -34,10 +36,16 @@ type haCounts struct {
 	becameLeader, failovers, raftFailedFailovers, noAliveFailovers atomic.Int64
 }
 
-func startMetrics(s *Server, addr string) (*metricsServer, error) {
+// startMetrics serves the document on addr; with the Bolt certificate pair (certs) it
+// serves HTTPS, as Memgraph does: its metrics server is given the Bolt server's SSL
+// context, so --bolt-cert-file and --bolt-key-file make the metrics endpoint TLS only too.
+func startMetrics(s *Server, addr string, certs *bolt.CertFiles) (*metricsServer, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics server: %w", err)
+	}
+	if certs != nil {
+		lis = bolt.TLSListener(lis, certs)
 	}
 	m := &metricsServer{s: s, lis: lis}
 	mux := http.NewServeMux()

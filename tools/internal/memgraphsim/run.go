@@ -92,7 +92,7 @@ func Start(ctx context.Context, opts Options, log *slog.Logger) (*Server, error)
 		log.Warn("Using non-secure Bolt connection (without SSL)")
 	}
 	if opts.MetricsPort > 0 {
-		if s.mets, err = startMetrics(s, opts.Addr(opts.MetricsPort)); err != nil {
+		if s.mets, err = startMetrics(s, opts.Addr(opts.MetricsPort), certs); err != nil {
 			s.bolt.Close()
 			s.closeEngine()
 			return nil, err

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -40,9 +42,9 @@ func TestProcessBoltTLS(t *testing.T) {
 	files := ca.WriteFiles(t, dir, "127.0.0.1")
 	tlsFlags := []string{"--bolt-cert-file=" + files.Cert, "--bolt-key-file=" + files.Key}
 
-	dataPort, coordBolt := testenv.FreePortBelowEphemeral(t), testenv.FreePortBelowEphemeral(t)
+	dataPort, coordBolt, metricsPort := testenv.FreePortBelowEphemeral(t), testenv.FreePortBelowEphemeral(t), testenv.FreePortBelowEphemeral(t)
 	data := &proc{name: "data", env: haEnv(), bolt: fmt.Sprintf("127.0.0.1:%d", dataPort),
-		args: append([]string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(dataPort),
+		args: append([]string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(dataPort), "--metrics-port=" + strconv.Itoa(metricsPort),
 			"--management-port=" + strconv.Itoa(testenv.FreePortBelowEphemeral(t)), "--data-directory=" + filepath.Join(dir, "d")}, tlsFlags...)}
 	coord := &proc{name: "coordinator", env: haEnv(), bolt: fmt.Sprintf("127.0.0.1:%d", coordBolt),
 		args: append([]string{"--bolt-address=127.0.0.1", "--bolt-port=" + strconv.Itoa(coordBolt),
@@ -92,6 +94,27 @@ func TestProcessBoltTLS(t *testing.T) {
 		}
 	}
 
+	// Memgraph gives its metrics server the Bolt SSL context: HTTPS with the Bolt pair,
+	// and plain HTTP refused.
+	metrics := fmt.Sprintf("127.0.0.1:%d", metricsPort)
+	httpsClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+	if resp, err := httpsClient.Get("https://" + metrics + "/metrics"); err != nil {
+		t.Errorf("metrics over HTTPS with the Bolt certificate: %v", err)
+	} else {
+		var doc map[string]map[string]any
+		err := json.NewDecoder(resp.Body).Decode(&doc)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || err != nil || doc["General"] == nil {
+			t.Errorf("metrics over HTTPS: HTTP %d, %v, document %v", resp.StatusCode, err, doc)
+		}
+	}
+	if resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + metrics + "/metrics"); err == nil {
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("metrics over plain HTTP were served beside Bolt TLS, want them refused")
+		}
+	}
+
 	served := func(addr string) [32]byte {
 		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool()})
 		if err != nil {
@@ -110,6 +133,9 @@ func TestProcessBoltTLS(t *testing.T) {
 	}
 	if served(data.bolt) == before {
 		t.Error("RELOAD BOLT_SERVER TLS did not serve the renewed certificate")
+	}
+	if served(metrics) != served(data.bolt) {
+		t.Error("the metrics server serves another certificate than Bolt after RELOAD BOLT_SERVER TLS")
 	}
 	if _, err := dc.Run(t.Context(), "SHOW REPLICATION ROLE", nil); err != nil {
 		t.Errorf("the connection that reloaded broke: %v", err)

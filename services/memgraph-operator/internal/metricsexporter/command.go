@@ -3,12 +3,16 @@ package metricsexporter
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -30,6 +34,49 @@ type Exporter struct {
 	Instance string
 	Timeout  time.Duration
 	Client   *http.Client
+}
+
+// PinnedClient reads an HTTPS Source that serves exactly the certificate in the PEM file
+// certFile, read again at each handshake. Memgraph gives its metrics server the Bolt SSL
+// context, so with spec.tls.bolt its metrics are HTTPS under the Bolt certificate, which
+// names the pod's DNS names and not the address the sidecar dials; the sidecar, in the
+// same pod, is given that certificate (from the same Secret, without the key) and trusts
+// it and nothing else. A renewed file is trusted from the next connection on; until
+// Memgraph reloads its pair (RELOAD BOLT_SERVER TLS, which the operator runs) a scrape
+// fails and says why.
+func PinnedClient(certFile string) *http.Client {
+	verify := func(raw [][]byte, _ [][]*x509.Certificate) error {
+		want, err := firstCertificate(certFile)
+		if err != nil {
+			return err
+		}
+		if len(raw) == 0 || !bytes.Equal(raw[0], want) {
+			return fmt.Errorf("memgraph serves a certificate other than %s", certFile)
+		}
+		return nil
+	}
+	return &http.Client{Transport: &http.Transport{
+		// The chain and name checks are replaced by VerifyPeerCertificate's pin.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, VerifyPeerCertificate: verify, MinVersion: tls.VersionTLS12}, //nolint:gosec // pinned in VerifyPeerCertificate
+		MaxIdleConns:    1,
+	}}
+}
+
+// firstCertificate is the DER of the first CERTIFICATE block of a PEM file.
+func firstCertificate(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var b *pem.Block
+		if b, data = pem.Decode(data); b == nil {
+			return nil, fmt.Errorf("%s holds no PEM certificate", path)
+		}
+		if b.Type == "CERTIFICATE" {
+			return b.Bytes, nil
+		}
+	}
 }
 
 // Handler serves /metrics and /healthz (always 200: the sidecar's own liveness).
@@ -93,8 +140,12 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&e.Source, "memgraph-url", "http://127.0.0.1:9091/metrics", "Memgraph's metrics endpoint (--metrics-address, --metrics-port)")
 	fs.StringVar(&e.Instance, "instance-name", "", "the instance_name label of every series (the pod)")
 	fs.DurationVar(&e.Timeout, "timeout", 5*time.Second, "how long one read of Memgraph's metrics may take")
+	cert := fs.String("memgraph-cert", "", "PEM file of the certificate Memgraph serves its metrics under (HTTPS with --bolt-cert-file): trusted alone")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cert != "" {
+		e.Client = PinnedClient(*cert)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -28,7 +28,8 @@ func TestMetricsExporter(t *testing.T) {
 			t.Fatalf("%s: no %s container", r, ContainerMetricsExporter)
 		}
 		k := sts.Spec.Template.Spec.Containers[i]
-		wantArgs := []string{"--listen=:9200", "--memgraph-url=http://$(POD_IP):19091/metrics", "--instance-name=$(POD_NAME)"}
+		// tuned() has spec.tls.bolt: HTTPS (TestMetricsExporterBoltTLS).
+		wantArgs := []string{"--listen=:9200", "--memgraph-url=https://$(POD_IP):19091/metrics", "--instance-name=$(POD_NAME)", "--memgraph-cert=" + ExporterCertDir + "/tls.crt"}
 		if k.Image != testOperatorImage || !slices.Equal(k.Command, []string{OperatorEntrypoint, metricsexporter.Command}) || !slices.Equal(k.Args, wantArgs) {
 			t.Errorf("%s: image %s command %v args %v, want %s %v %v", r, k.Image, k.Command, k.Args, testOperatorImage, []string{OperatorEntrypoint, metricsexporter.Command}, wantArgs)
 		}
@@ -93,4 +94,48 @@ func endpointPort(sm interface{ UnstructuredContent() map[string]any }) string {
 	}
 	p, _ := eps[0].(map[string]any)["port"].(string)
 	return p
+}
+
+// TestMetricsExporterBoltTLS: with spec.tls.bolt Memgraph serves its metrics over HTTPS
+// under the Bolt certificate, so the sidecar reads https:// and trusts that certificate,
+// mounted from the same Secret without its key, in a volume of its own; without it, plain
+// http:// and no volume.
+func TestMetricsExporterBoltTLS(t *testing.T) {
+	exporter := func(c *memgraphv1.MemgraphCluster, r Role) (corev1.Container, []corev1.Volume) {
+		t.Helper()
+		sts := StatefulSet(c, r, 3)
+		WithMetricsExporter(sts, c, testOperatorImage)
+		pod := sts.Spec.Template.Spec
+		i := slices.IndexFunc(pod.Containers, func(k corev1.Container) bool { return k.Name == ContainerMetricsExporter })
+		if i < 0 {
+			t.Fatalf("%s: no %s container", r, ContainerMetricsExporter)
+		}
+		return pod.Containers[i], pod.Volumes
+	}
+	plain := tuned()
+	plain.Spec.TLS = nil
+	tls := tuned()
+	tls.Spec.TLS = &memgraphv1.TLSSpec{Bolt: memgraphv1.BoltTLSSpec{SecretName: "memgraph-bolt"}}
+	for _, r := range []Role{RoleCoordinator, RoleData} {
+		k, volumes := exporter(plain, r)
+		if want := []string{"--listen=:9115", "--memgraph-url=http://$(POD_IP):19091/metrics", "--instance-name=$(POD_NAME)"}; !slices.Equal(k.Args, want) || len(k.VolumeMounts) != 0 ||
+			slices.ContainsFunc(volumes, func(v corev1.Volume) bool { return v.Name == VolumeExporterCert }) {
+			t.Errorf("%s without TLS: args %v mounts %v, want %v and no certificate", r, k.Args, k.VolumeMounts, want)
+		}
+
+		k, volumes = exporter(tls, r)
+		want := []string{"--listen=:9115", "--memgraph-url=https://$(POD_IP):19091/metrics", "--instance-name=$(POD_NAME)",
+			"--memgraph-cert=" + ExporterCertDir + "/tls.crt"}
+		if !slices.Equal(k.Args, want) {
+			t.Errorf("%s: args %v, want %v", r, k.Args, want)
+		}
+		if len(k.VolumeMounts) != 1 || k.VolumeMounts[0].Name != VolumeExporterCert || k.VolumeMounts[0].MountPath != ExporterCertDir || !k.VolumeMounts[0].ReadOnly {
+			t.Errorf("%s: mounts %+v, want %s read-only at %s", r, k.VolumeMounts, VolumeExporterCert, ExporterCertDir)
+		}
+		v := slices.IndexFunc(volumes, func(v corev1.Volume) bool { return v.Name == VolumeExporterCert })
+		if v < 0 || volumes[v].Secret == nil || volumes[v].Secret.SecretName != "memgraph-bolt" ||
+			!reflect.DeepEqual(volumes[v].Secret.Items, []corev1.KeyToPath{{Key: "tls.crt", Path: "tls.crt"}}) {
+			t.Errorf("%s: volumes %+v, want %s holding memgraph-bolt's tls.crt alone", r, volumes, VolumeExporterCert)
+		}
+	}
 }
