@@ -74,10 +74,14 @@ func conditionOf(conds []corev1.PodCondition, typ corev1.PodConditionType) *core
 	return nil
 }
 
-// reportStatus patches the pod status when it changed since the last patch.
+// reportStatus patches the pod status when it changed since the last patch, or when the
+// pod as the API server has it says otherwise: as the kubelet's status manager does, what
+// another writer changed is put back (the node lifecycle controller marks every pod of a
+// node NotReady when the node's lease lapses, a control-plane outage for one; once the
+// node is back, the kubelet reports its pods Ready again).
 func (w *podWorker) reportStatus(pod *corev1.Pod) {
 	st := w.desiredStatus(pod)
-	if w.lastStatus != nil && reflect.DeepEqual(*w.lastStatus, st) {
+	if w.lastStatus != nil && reflect.DeepEqual(*w.lastStatus, st) && statusAgrees(pod.Status, st) {
 		return
 	}
 	now := metav1.Now()
@@ -241,4 +245,18 @@ func truncate(s string) string {
 		return s[:300]
 	}
 	return s
+}
+
+// statusAgrees reports whether the pod's status holds what the runner reports: the phase
+// and the status of each condition it writes.
+func statusAgrees(got, want corev1.PodStatus) bool {
+	if got.Phase != want.Phase {
+		return false
+	}
+	for _, c := range want.Conditions {
+		if g := conditionOf(got.Conditions, c.Type); g == nil || g.Status != c.Status {
+			return false
+		}
+	}
+	return true
 }

@@ -79,6 +79,11 @@ func TestRunnerReadinessGates(t *testing.T) {
 	plain := runServer(ctx, t, client, "plain", "127.251.0.4", nil)
 
 	waitReady(ctx, t, client, plain, corev1.ConditionTrue, "", "")
+	// The node lifecycle controller marks a node's pods NotReady when its lease lapses (a
+	// control-plane outage); its containers still ready, the runner reports Ready again,
+	// as the kubelet's status manager does.
+	setGate(ctx, t, client, plain, string(corev1.PodReady), corev1.ConditionFalse, "NodeNotReady")
+	waitReady(ctx, t, client, plain, corev1.ConditionTrue, "", "")
 	waitReady(ctx, t, client, gated, corev1.ConditionFalse, "ReadinessGatesNotReady",
 		`corresponding condition of pod readiness gate "example.test/warm" does not exist.`)
 	// Held: the container runs and is ready, yet Ready stays False while the gate is missing.
