@@ -3,13 +3,16 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,12 +96,46 @@ func FreePortBelowEphemeral(t testing.TB) int {
 		seen = handedOut.ports[addr]
 		handedOut.ports[addr] = true
 		handedOut.Unlock()
-		if !seen {
+		if !seen && reservePort(p) {
 			return p
 		}
 	}
 	t.Fatal("testenv: no free port in 20000-31999")
 	return 0
+}
+
+// portLocks holds, for the process's life, a lock on a file per port FreePortBelowEphemeral
+// handed out: go test runs several packages' test binaries at once, and a port one of
+// them was given (its server not bound yet) is then skipped by the others, where only
+// this process's memory kept it before (a simulator failed with "address already in
+// use" in CI). The kernel drops the locks when the process ends.
+var portLocks struct {
+	sync.Mutex
+	files []*os.File
+}
+
+// portLockDir is where the lock files are, shared by every test process of the machine.
+var portLockDir = filepath.Join(os.TempDir(), "opsuite-testenv-ports")
+
+// reservePort takes port p's lock for this process; false when another live process
+// holds it. A lock that cannot be set up at all (no writable temporary directory) does
+// not stop the test: the in-process check still stands.
+func reservePort(p int) bool {
+	if err := os.MkdirAll(portLockDir, 0o777); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(portLockDir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return !errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	portLocks.Lock()
+	portLocks.files = append(portLocks.files, f)
+	portLocks.Unlock()
+	return true
 }
 
 // PortsFree reports, as an error naming the first taken one, whether the n loopback ports
