@@ -67,6 +67,17 @@ func TestBackupWaitsAndFails(t *testing.T) {
 		objectstore.DefaultAccessKeyIDKey: []byte(s3.AccessKey), objectstore.DefaultSecretAccessKeyKey: []byte(s3.SecretKey)}}); err != nil {
 		t.Fatal(err)
 	}
+	// spec.backup adds the backup agent to the data instances' StatefulSet; the pods made
+	// below must be of that spec, since podsRun marks a StatefulSet rolled out at its
+	// generation of the moment (a later change would wait for a rollout nobody runs here).
+	testenv.Eventually(t, time.Minute, "the data StatefulSet with the backup agent", func() (bool, string) {
+		for _, c := range h.sts(resources.StatefulSetName("w", resources.RoleData)).Spec.Template.Spec.Containers {
+			if c.Name == resources.ContainerBackupAgent {
+				return true, ""
+			}
+		}
+		return false, "no " + resources.ContainerBackupAgent + " container yet"
+	})
 	// The stub registrar makes the first data instance MAIN once the pods run.
 	h.podsRun(resources.StatefulSetName("w", resources.RoleCoordinator))
 	h.podsRun(resources.StatefulSetName("w", resources.RoleData))
