@@ -92,7 +92,7 @@ spec:
     coordinators: %[3]s
     data: %[3]s
 `, mglNamespace, mglName, mgFastProbes, storage)
-	m := &mglScenario{t: t}
+	m := &mglScenario{t: t, ns: mglNamespace, name: mglName, coordinators: 3, data: 2}
 	begin := time.Now()
 	if out, err := kubectlStdin(ctx, manifest, "apply", "-f", "-"); err != nil {
 		t.Fatalf("applying the cluster: %v\n%s", err, out)
@@ -215,18 +215,20 @@ spec:
 }
 
 // mglScenario is the cluster of TestMemgraphLostNode.
+// mglScenario is a 3+2 cluster (TestMemgraphLostNode's, or the chaos run's) with every
+// member behind a load balancer.
 type mglScenario struct {
-	t *testing.T
+	t        *testing.T
+	ns, name string
+	// coordinators and data are the members Ready waits for (spec.coordinators and
+	// spec.dataInstances).
+	coordinators, data int32
 }
 
 func (m *mglScenario) cluster(ctx context.Context) *memgraphv1.MemgraphCluster {
 	m.t.Helper()
-	u, err := env.dyn.Resource(mgcGVR).Namespace(mglNamespace).Get(ctx, mglName, metav1.GetOptions{})
+	c, err := mgClusterIn(ctx, m.ns, m.name)
 	if err != nil {
-		m.t.Fatal(err)
-	}
-	c := &memgraphv1.MemgraphCluster{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c); err != nil {
 		m.t.Fatal(err)
 	}
 	return c
@@ -244,8 +246,8 @@ func (m *mglScenario) until(ctx context.Context, step string, ready bool, also f
 	m.t.Helper()
 	var c *memgraphv1.MemgraphCluster
 	last := ""
-	err := poll(ctx, m.t, step+": "+mglName, 8*time.Minute, func(ctx context.Context) (bool, error) {
-		u, err := env.dyn.Resource(mgcGVR).Namespace(mglNamespace).Get(ctx, mglName, metav1.GetOptions{})
+	err := poll(ctx, m.t, step+": "+m.name, 8*time.Minute, func(ctx context.Context) (bool, error) {
+		u, err := env.dyn.Resource(mgcGVR).Namespace(m.ns).Get(ctx, m.name, metav1.GetOptions{})
 		if err != nil {
 			return transient(err)
 		}
@@ -268,9 +270,7 @@ func (m *mglScenario) until(ctx context.Context, step string, ready bool, also f
 		if !ready {
 			return true, nil
 		}
-		conv := meta.FindStatusCondition(got.Status.Conditions, memgraphv1.ConditionConverged)
-		return got.Status.State == memgraphv1.StateReady && conv != nil && conv.Status == metav1.ConditionTrue &&
-			conv.ObservedGeneration == got.Generation && got.Status.ReadyDataInstances == 2 && got.Status.ReadyCoordinators == 3, nil
+		return m.isReady(got), nil
 	})
 	if err != nil {
 		m.diagnose(ctx)
@@ -279,13 +279,20 @@ func (m *mglScenario) until(ctx context.Context, step string, ready bool, also f
 	return c
 }
 
+// isReady says whether c is Ready and Converged at its generation with every member ready.
+func (m *mglScenario) isReady(c *memgraphv1.MemgraphCluster) bool {
+	conv := meta.FindStatusCondition(c.Status.Conditions, memgraphv1.ConditionConverged)
+	return c.Status.State == memgraphv1.StateReady && conv != nil && conv.Status == metav1.ConditionTrue &&
+		conv.ObservedGeneration == c.Generation && c.Status.ReadyDataInstances == m.data && c.Status.ReadyCoordinators == m.coordinators
+}
+
 // replaced says whether pod runs again, Ready, on a node other than lost, with every claim
 // of it bound to a volume that is not on lost, and status.lostNodes records it Replaced.
 func (m *mglScenario) replaced(ctx context.Context, c *memgraphv1.MemgraphCluster, pod, lost string) bool {
 	recorded := slices.ContainsFunc(c.Status.LostNodes, func(l memgraphv1.LostNode) bool {
 		return l.Member == pod && l.Node == lost && l.Reason == memgraphv1.LostNodeDeleted && l.Replacement == memgraphv1.ReplacementReplaced
 	})
-	p, err := env.client.CoreV1().Pods(mglNamespace).Get(ctx, pod, metav1.GetOptions{})
+	p, err := env.client.CoreV1().Pods(m.ns).Get(ctx, pod, metav1.GetOptions{})
 	if !recorded || err != nil || p.Spec.NodeName == "" || p.Spec.NodeName == lost || !podReady(p) {
 		return false
 	}
@@ -293,7 +300,7 @@ func (m *mglScenario) replaced(ctx context.Context, c *memgraphv1.MemgraphCluste
 		if v.PersistentVolumeClaim == nil {
 			continue
 		}
-		pvc, err := env.client.CoreV1().PersistentVolumeClaims(mglNamespace).Get(ctx, v.PersistentVolumeClaim.ClaimName, metav1.GetOptions{})
+		pvc, err := env.client.CoreV1().PersistentVolumeClaims(m.ns).Get(ctx, v.PersistentVolumeClaim.ClaimName, metav1.GetOptions{})
 		if err != nil || pvc.Spec.VolumeName == "" {
 			return false
 		}
@@ -307,7 +314,7 @@ func (m *mglScenario) replaced(ctx context.Context, c *memgraphv1.MemgraphCluste
 
 func (m *mglScenario) nodeOf(ctx context.Context, pod string) string {
 	m.t.Helper()
-	p, err := env.client.CoreV1().Pods(mglNamespace).Get(ctx, pod, metav1.GetOptions{})
+	p, err := env.client.CoreV1().Pods(m.ns).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -333,7 +340,7 @@ func (m *mglScenario) podsOn(ctx context.Context, node string) []string {
 func (m *mglScenario) members(pods []string) []string {
 	var out []string
 	for _, p := range pods {
-		if name, ok := strings.CutPrefix(p, mglNamespace+"/"); ok {
+		if name, ok := strings.CutPrefix(p, m.ns+"/"); ok {
 			out = append(out, name)
 		}
 	}
@@ -345,13 +352,13 @@ func (m *mglScenario) members(pods []string) []string {
 func (m *mglScenario) coordinatorAway(ctx context.Context, c *memgraphv1.MemgraphCluster) string {
 	m.t.Helper()
 	dataNodes := map[string]bool{}
-	for o := range 2 {
-		dataNodes[m.nodeOf(ctx, fmt.Sprintf("%s-data-%d", mglName, o))] = true
+	for o := range int(m.data) {
+		dataNodes[m.nodeOf(ctx, fmt.Sprintf("%s-data-%d", m.name, o))] = true
 	}
-	leader := mglName + "-coordinator-" + strings.TrimPrefix(c.Status.Leader, "coordinator_")
+	leader := m.name + "-coordinator-" + strings.TrimPrefix(c.Status.Leader, "coordinator_")
 	candidates := []string{leader}
 	for id := 1; id <= 3; id++ {
-		candidates = append(candidates, fmt.Sprintf("%s-coordinator-%d", mglName, id))
+		candidates = append(candidates, fmt.Sprintf("%s-coordinator-%d", m.name, id))
 	}
 	for _, p := range candidates {
 		if n := m.nodeOf(ctx, p); n != "" && !dataNodes[n] {
@@ -368,7 +375,7 @@ func (m *mglScenario) advertised(ctx context.Context, step string) map[string]st
 	m.t.Helper()
 	lbs := map[string]string{}
 	err := poll(ctx, m.t, step+": every member's load-balancer address", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		svcs, err := env.client.CoreV1().Services(mglNamespace).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + mglName})
+		svcs, err := env.client.CoreV1().Services(m.ns).List(ctx, metav1.ListOptions{LabelSelector: "memgraph.com/cluster=" + m.name})
 		if err != nil {
 			return transient(err)
 		}
@@ -382,7 +389,7 @@ func (m *mglScenario) advertised(ctx context.Context, step string) map[string]st
 			}
 			lbs[s.Name] = net.JoinHostPort(s.Status.LoadBalancer.Ingress[0].IP, "7687")
 		}
-		return len(lbs) == 6, nil
+		return len(lbs) == 1+int(m.coordinators+m.data), nil
 	})
 	if err != nil {
 		m.t.Fatal(err)
@@ -400,7 +407,7 @@ type mglRow struct {
 func (m *mglScenario) showInstances(ctx context.Context, lbs map[string]string) (map[string]mglRow, error) {
 	ctx, cancel := context.WithTimeout(ctx, mgCall)
 	defer cancel()
-	res, err := boltclient.Query(ctx, lbs[mglName+"-external"], boltclient.Options{Timeout: mgCall}, "SHOW INSTANCES")
+	res, err := boltclient.Query(ctx, lbs[m.name+"-external"], boltclient.Options{Timeout: mgCall}, "SHOW INSTANCES")
 	if err != nil {
 		return nil, err
 	}
@@ -515,9 +522,9 @@ func (m *mglScenario) readBack(ctx context.Context, acked []int64) {
 	m.t.Helper()
 	main := m.ready(ctx, "before the read-back", nil).Status.Main
 	lbs := m.advertised(ctx, "before the read-back")
-	for o := range 2 {
-		inst := fmt.Sprintf("%s_data_%d", mglName, o)
-		addr := lbs[fmt.Sprintf("%s-data-%d-external", mglName, o)]
+	for o := range int(m.data) {
+		inst := fmt.Sprintf("%s_data_%d", m.name, o)
+		addr := lbs[fmt.Sprintf("%s-data-%d-external", m.name, o)]
 		var have map[int64]bool
 		last := ""
 		err := poll(ctx, m.t, "read back on "+inst, time.Minute, func(ctx context.Context) (bool, error) {
@@ -561,10 +568,10 @@ func (m *mglScenario) readBack(ctx context.Context, acked []int64) {
 }
 
 func (m *mglScenario) diagnose(ctx context.Context) {
-	if out, err := kubectl(ctx, "get", "mgc,sts,pods,pvc", "-n", mglNamespace, "-o", "wide"); err == nil {
+	if out, err := kubectl(ctx, "get", "mgc,sts,pods,pvc", "-n", m.ns, "-o", "wide"); err == nil {
 		m.t.Logf("%s", out)
 	}
-	if out, err := kubectl(ctx, "get", "events", "-n", mglNamespace, "--sort-by=.lastTimestamp"); err == nil {
+	if out, err := kubectl(ctx, "get", "events", "-n", m.ns, "--sort-by=.lastTimestamp"); err == nil {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		m.t.Logf("%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
 	}

@@ -719,7 +719,12 @@ func mgCluster(ctx context.Context) (*memgraphv1.MemgraphCluster, error) {
 
 // mgClusterNamed reads MemgraphCluster name in mgNamespace.
 func mgClusterNamed(ctx context.Context, name string) (*memgraphv1.MemgraphCluster, error) {
-	u, err := env.dyn.Resource(mgcGVR).Namespace(mgNamespace).Get(ctx, name, metav1.GetOptions{})
+	return mgClusterIn(ctx, mgNamespace, name)
+}
+
+// mgClusterIn reads MemgraphCluster name in ns.
+func mgClusterIn(ctx context.Context, ns, name string) (*memgraphv1.MemgraphCluster, error) {
+	u, err := env.dyn.Resource(mgcGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}

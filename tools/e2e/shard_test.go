@@ -24,7 +24,8 @@ type shard struct {
 }
 
 // valkeyTests are the Valkey shard's own tests: every Valkey test (TestValkey*) and the
-// chaos run (Valkey only so far).
+// chaos run of all four products, whose VeltrixDB cluster takes disks no other test here
+// uses.
 const valkeyTests = `Valkey.*|Chaos`
 
 // shards by E2E_SHARD. Unset runs the whole suite on one cluster.
