@@ -34,36 +34,7 @@ func (c *mgChaos) product() string  { return "memgraph" }
 func (c *mgChaos) operator() string { return "memgraph-operator" }
 
 func (c *mgChaos) create(ctx context.Context) {
-	manifest := fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: license
-  namespace: %[1]s
-stringData:
-  MEMGRAPH_ENTERPRISE_LICENSE: e2e-license
-  MEMGRAPH_ORGANIZATION_NAME: e2e-organization
----
-apiVersion: memgraph.com/v1alpha1
-kind: MemgraphCluster
-metadata:
-  name: %[2]s
-  namespace: %[1]s
-spec:
-  coordinators: 3
-  dataInstances: 2
-  secrets: {name: license}
-  externalAccessConfig:
-    coordinator: {serviceType: LoadBalancer}
-    dataInstance: {serviceType: LoadBalancer}
-  probes:
-    coordinators: %[3]s
-    data: %[3]s
-`, c.m.ns, c.m.name, mgFastProbes)
+	manifest := mgExternalManifest(c.m.ns, c.m.name, "")
 	if out, err := kubectlStdin(ctx, manifest, "apply", "-f", "-"); err != nil {
 		c.m.t.Fatalf("applying the MemgraphCluster: %v\n%s", err, out)
 	}

@@ -118,36 +118,7 @@ type mgxScenario struct {
 func newMgxScenario(ctx context.Context, t *testing.T) *mgxScenario {
 	t.Helper()
 	x := &mgxScenario{t: t}
-	manifest := fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: mgx-license
-  namespace: %[1]s
-stringData:
-  MEMGRAPH_ENTERPRISE_LICENSE: e2e-license
-  MEMGRAPH_ORGANIZATION_NAME: e2e-organization
----
-apiVersion: memgraph.com/v1alpha1
-kind: MemgraphCluster
-metadata:
-  name: %[2]s
-  namespace: %[1]s
-spec:
-  coordinators: 3
-  dataInstances: 2
-  secrets: {name: mgx-license}
-  externalAccessConfig:
-    coordinator: {serviceType: LoadBalancer}
-    dataInstance: {serviceType: LoadBalancer}
-  probes:
-    coordinators: %[3]s
-    data: %[3]s
-`, mgxNamespace, mgxName, mgFastProbes)
+	manifest := mgExternalManifest(mgxNamespace, mgxName, "")
 	t.Cleanup(func() {
 		_ = env.client.CoreV1().Namespaces().Delete(context.Background(), mgxNamespace, metav1.DeleteOptions{})
 	})
@@ -441,6 +412,41 @@ func (x *mgxScenario) diagnose(ctx context.Context) {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		x.t.Logf("%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
 	}
+}
+
+// mgExternalManifest is a namespace, a license Secret and a 3+2 MemgraphCluster in it with
+// every member behind a load balancer and fast probes; extra adds lines to its spec.
+func mgExternalManifest(ns, name, extra string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: %[2]s-license
+  namespace: %[1]s
+stringData:
+  MEMGRAPH_ENTERPRISE_LICENSE: e2e-license
+  MEMGRAPH_ORGANIZATION_NAME: e2e-organization
+---
+apiVersion: memgraph.com/v1alpha1
+kind: MemgraphCluster
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+spec:
+  coordinators: 3
+  dataInstances: 2
+  secrets: {name: %[2]s-license}
+  externalAccessConfig:
+    coordinator: {serviceType: LoadBalancer}
+    dataInstance: {serviceType: LoadBalancer}
+  probes:
+    coordinators: %[3]s
+    data: %[3]s
+%[4]s`, ns, name, mgFastProbes, extra)
 }
 
 // routeVia asks the coordinators' routing at addr for a routing table, as a neo4j://

@@ -59,39 +59,7 @@ func TestMemgraphLostNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	storage := fmt.Sprintf("{libPVCSize: 64Mi, logPVCSize: 64Mi, libStorageClassName: %[1]s, logStorageClassName: %[1]s}", mglClass)
-	manifest := fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: mgl-license
-  namespace: %[1]s
-stringData:
-  MEMGRAPH_ENTERPRISE_LICENSE: e2e-license
-  MEMGRAPH_ORGANIZATION_NAME: e2e-organization
----
-apiVersion: memgraph.com/v1alpha1
-kind: MemgraphCluster
-metadata:
-  name: %[2]s
-  namespace: %[1]s
-spec:
-  coordinators: 3
-  dataInstances: 2
-  secrets: {name: mgl-license}
-  externalAccessConfig:
-    coordinator: {serviceType: LoadBalancer}
-    dataInstance: {serviceType: LoadBalancer}
-  storage:
-    coordinators: %[4]s
-    data: %[4]s
-  probes:
-    coordinators: %[3]s
-    data: %[3]s
-`, mglNamespace, mglName, mgFastProbes, storage)
+	manifest := mgExternalManifest(mglNamespace, mglName, fmt.Sprintf("  storage:\n    coordinators: %[1]s\n    data: %[1]s\n", storage))
 	m := &mglScenario{t: t, ns: mglNamespace, name: mglName, coordinators: 3, data: 2}
 	begin := time.Now()
 	if out, err := kubectlStdin(ctx, manifest, "apply", "-f", "-"); err != nil {

@@ -31,14 +31,7 @@ const vxChaosName = "chaos-vx"
 type vxChaos struct {
 	t    *testing.T
 	size int32
-
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu       sync.Mutex
-	written  map[string]string
-	failed   int
-	firstErr string
+	w    *vxWriter
 }
 
 func newVxChaos(t *testing.T) *vxChaos {
@@ -47,7 +40,7 @@ func newVxChaos(t *testing.T) *vxChaos {
 			t.Logf("deleting VeltrixCluster %s: %v\n%s", vxChaosName, err, out)
 		}
 	})
-	return &vxChaos{t: t, size: 3, written: map[string]string{}, firstErr: "none"}
+	return &vxChaos{t: t, size: 3}
 }
 
 func (v *vxChaos) product() string  { return "veltrix" }
@@ -126,49 +119,12 @@ func (v *vxChaos) addr(ctx context.Context, ordinal int) (string, error) {
 	return net.JoinHostPort(p.Status.PodIP, "9000"), nil
 }
 
-// start waits for Ready and starts the writer: batches of five keys through members 0, 1
-// and 2 in turn, each PUT on a connection of its own to the member's address at the time;
-// a key is acknowledged when its PUT answered OK.
+// start waits for Ready and starts the writer, through the members' addresses at the time
+// of each batch.
 func (v *vxChaos) start(ctx context.Context) {
 	v.waitReady(ctx, "veltrix created")
-	wctx, cancel := context.WithCancel(ctx)
-	v.cancel, v.done = cancel, make(chan struct{})
-	v.t.Cleanup(v.stop)
-	go func() {
-		defer close(v.done)
-		for i := 0; wctx.Err() == nil; i++ {
-			o := i % 3
-			addr, aerr := v.addr(wctx, o)
-			for k := range 5 {
-				key, val := fmt.Sprintf("ch%d-%05d-%d", o, i, k), fmt.Sprintf("w%d-%05d-%d", o, i, k)
-				err := aerr
-				if err == nil {
-					err = vxPut(addr, key, val)
-				}
-				v.mu.Lock()
-				if err == nil {
-					v.written[key] = val
-				} else {
-					if v.failed == 0 {
-						v.firstErr = err.Error()
-					}
-					v.failed++
-				}
-				v.mu.Unlock()
-			}
-			select {
-			case <-wctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-}
-
-func (v *vxChaos) stop() {
-	if v.cancel != nil {
-		v.cancel()
-		<-v.done
-	}
+	v.w = startVxWriterVia(ctx, "ch", v.addr)
+	v.t.Cleanup(func() { v.w.stop() })
 }
 
 func (v *vxChaos) patch(ctx context.Context, p string) error {
@@ -210,10 +166,7 @@ func (v *vxChaos) faults() []chaosFault {
 
 func (v *vxChaos) finish(ctx context.Context) {
 	v.waitReady(ctx, "veltrix after the chaos")
-	v.stop()
-	v.mu.Lock()
-	written, failed, firstErr := v.written, v.failed, v.firstErr
-	v.mu.Unlock()
+	written, failed, firstErr := v.w.stop()
 	addr, err := v.addr(ctx, 0)
 	if err != nil {
 		v.t.Fatal(err)

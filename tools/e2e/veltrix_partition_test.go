@@ -190,21 +190,32 @@ type vxWriter struct {
 	firstErr string
 }
 
+// startVxWriter writes through the sample's members 0, 1 and 2 at their addresses now.
 func startVxWriter(ctx context.Context, t *testing.T) *vxWriter {
 	t.Helper()
 	var addrs []string
 	for o := range 3 {
 		addrs = append(addrs, vxMemberAddr(ctx, t, o))
 	}
+	return startVxWriterVia(ctx, "oc", func(_ context.Context, o int) (string, error) { return addrs[o], nil })
+}
+
+// startVxWriterVia writes keys prefix<ordinal>-<batch>-<n> through the member of each
+// ordinal at the address addr gives for the batch.
+func startVxWriterVia(ctx context.Context, prefix string, addr func(context.Context, int) (string, error)) *vxWriter {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &vxWriter{cancel: cancel, done: make(chan struct{}), written: map[string]string{}, firstErr: "none"}
 	go func() {
 		defer close(w.done)
 		for i := 0; ctx.Err() == nil; i++ {
 			o := i % 3
+			a, aerr := addr(ctx, o)
 			for k := range 5 {
-				key, val := fmt.Sprintf("oc%d-%05d-%d", o, i, k), fmt.Sprintf("w%d-%05d-%d", o, i, k)
-				err := vxPut(addrs[o], key, val)
+				key, val := fmt.Sprintf("%s%d-%05d-%d", prefix, o, i, k), fmt.Sprintf("w%d-%05d-%d", o, i, k)
+				err := aerr
+				if err == nil {
+					err = vxPut(a, key, val)
+				}
 				w.mu.Lock()
 				if err == nil {
 					w.written[key] = val
