@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"fmt"
 	"os"
@@ -153,7 +155,7 @@ func TestValkeyScheduledBackup(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	reason, err := kubectl(ctx, "get", "vksb", "every5s", "-n", vkSchedNamespace, "-o", `jsonpath={.status.conditions[?(@.type=="Scheduled")].reason}`)
-	if err != nil || reason != valkeyv1.ScheduledBackupReasonSuspended {
+	if err != nil || reason != backupv1.ScheduledBackupReasonSuspended {
 		t.Fatalf("Scheduled reason %q (%v), want Suspended", reason, err)
 	}
 	time.Sleep(2 * time.Second)

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -10,7 +12,7 @@ import (
 type BackupConfiguration struct {
 	// ObjectStore is the S3-compatible store the snapshots are uploaded to.
 	// +required
-	ObjectStore ObjectStoreSpec `json:"objectStore"`
+	ObjectStore backupv1.ObjectStoreSpec `json:"objectStore"`
 
 	// AgentPort is the port of the backup agent, a sidecar of every data-instance pod
 	// (the operator's own binary) that serves the snapshots Memgraph wrote to the
@@ -42,86 +44,6 @@ type BackupConfiguration struct {
 
 // DefaultBackupAgentPort is the backup agent's port when spec.backup.agentPort is unset.
 const DefaultBackupAgentPort = 7690
-
-// ObjectStoreSpec is an S3-compatible object store: AWS S3, Google Cloud Storage (its S3
-// interoperability endpoint with HMAC keys), MinIO, versitygw. Keys go under
-// <prefix>/memgraph/<namespace>/<cluster>/, so two clusters sharing a bucket never
-// overwrite each other.
-type ObjectStoreSpec struct {
-	// Endpoint is the store's URL: https://s3.amazonaws.com when unset,
-	// https://storage.googleapis.com for GCS, http(s)://<host>:<port> for MinIO or
-	// versitygw. Its scheme decides TLS.
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#]+/?$')",message="endpoint must be http://<host>[:port] or https://<host>[:port] with no path: put folders in prefix"
-	// +optional
-	Endpoint string `json:"endpoint,omitempty"`
-
-	// Bucket must exist; the operator does not create it.
-	// +kubebuilder:validation:MinLength=3
-	// +kubebuilder:validation:MaxLength=63
-	// +required
-	Bucket string `json:"bucket"`
-
-	// Prefix is a folder in the bucket above the per-cluster folders.
-	// +kubebuilder:validation:MaxLength=256
-	// +optional
-	Prefix string `json:"prefix,omitempty"`
-
-	// Region of the bucket; unset asks the endpoint (us-east-1 where it cannot say).
-	// +kubebuilder:validation:MaxLength=64
-	// +optional
-	Region string `json:"region,omitempty"`
-
-	// ForcePathStyle sends path-style requests (https://host/bucket/key), which MinIO
-	// and most self-hosted stores need.
-	// +optional
-	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
-
-	// Credentials name the Secret in the cluster's namespace holding the access keys.
-	// +required
-	Credentials ObjectStoreCredentials `json:"credentials"`
-
-	// CA names a Secret key holding PEM certificates to trust for an https endpoint signed
-	// by a private CA (besides the system's).
-	// +optional
-	CA *SecretKeyRef `json:"ca,omitempty"`
-}
-
-// ObjectStoreCredentials name the keys of a Secret that hold S3 access keys. They are read
-// by the operator when a backup runs, and by the restore init container from its
-// environment; they are never copied into a spec, a status, a log line or an event.
-type ObjectStoreCredentials struct {
-	// SecretName is a Secret in the cluster's namespace.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +required
-	SecretName string `json:"secretName"`
-	// AccessKeyIDKey is the key holding the access key id.
-	// +kubebuilder:default=AWS_ACCESS_KEY_ID
-	// +optional
-	AccessKeyIDKey string `json:"accessKeyIDKey,omitempty"`
-	// SecretAccessKeyKey is the key holding the secret access key.
-	// +kubebuilder:default=AWS_SECRET_ACCESS_KEY
-	// +optional
-	SecretAccessKeyKey string `json:"secretAccessKeyKey,omitempty"`
-	// SessionTokenKey is the key holding a session token, read when present.
-	// +kubebuilder:default=AWS_SESSION_TOKEN
-	// +optional
-	SessionTokenKey string `json:"sessionTokenKey,omitempty"`
-}
-
-// SecretKeyRef is one key of a Secret in the object's namespace.
-type SecretKeyRef struct {
-	// Name of the Secret.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +required
-	Name string `json:"name"`
-	// Key in the Secret.
-	// +kubebuilder:default=ca.crt
-	// +optional
-	Key string `json:"key,omitempty"`
-}
 
 // BootstrapSpec says what a new cluster starts from (spec.bootstrap, CloudNativePG's
 // word). It is set when the cluster is created and never changes.
@@ -199,16 +121,7 @@ const (
 type MemgraphBackupSpec struct {
 	// Cluster is the MemgraphCluster in this namespace to back up.
 	// +required
-	Cluster ClusterReference `json:"cluster"`
-}
-
-// ClusterReference names a MemgraphCluster in the same namespace.
-type ClusterReference struct {
-	// Name of the MemgraphCluster.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +required
-	Name string `json:"name"`
+	Cluster backupv1.ClusterReference `json:"cluster"`
 }
 
 // BackupFileStatus is one stored durability file.

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -35,7 +37,7 @@ type BootstrapRecovery struct {
 	// namespace; unset means spec.backup.objectStore. Its prefix is not used: backup and
 	// manifest name the objects by their whole key.
 	// +optional
-	ObjectStore *ObjectStoreSpec `json:"objectStore,omitempty"`
+	ObjectStore *backupv1.ObjectStoreSpec `json:"objectStore,omitempty"`
 }
 
 // BackupReference names a ValkeyBackup in the same namespace.

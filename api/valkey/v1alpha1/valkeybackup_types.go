@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -10,7 +12,7 @@ import (
 type BackupConfiguration struct {
 	// ObjectStore is the S3-compatible store the backups are streamed to.
 	// +required
-	ObjectStore ObjectStoreSpec `json:"objectStore"`
+	ObjectStore backupv1.ObjectStoreSpec `json:"objectStore"`
 
 	// RetentionPolicy is how long backups are kept, as CloudNativePG's: a count and a
 	// unit, d (days), w (weeks) or m (months), e.g. 30d. A backup older than that (from
@@ -29,86 +31,6 @@ type BackupConfiguration struct {
 	// +kubebuilder:validation:Maximum=10000
 	// +optional
 	KeepLast int32 `json:"keepLast,omitempty"`
-}
-
-// ObjectStoreSpec is an S3-compatible object store: AWS S3, Google Cloud Storage (its S3
-// interoperability endpoint with HMAC keys), MinIO, versitygw. Keys go under
-// <prefix>/<namespace>/<cluster>/, so two clusters sharing a bucket never overwrite
-// each other.
-type ObjectStoreSpec struct {
-	// Endpoint is the store's URL: https://s3.amazonaws.com when unset,
-	// https://storage.googleapis.com for GCS, http(s)://<host>:<port> for MinIO or
-	// versitygw. Its scheme decides TLS.
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#]+/?$')",message="endpoint must be http://<host>[:port] or https://<host>[:port] with no path: put folders in prefix"
-	// +optional
-	Endpoint string `json:"endpoint,omitempty"`
-
-	// Bucket must exist; the operator does not create it.
-	// +kubebuilder:validation:MinLength=3
-	// +kubebuilder:validation:MaxLength=63
-	// +required
-	Bucket string `json:"bucket"`
-
-	// Prefix is a folder in the bucket above the per-cluster folders.
-	// +kubebuilder:validation:MaxLength=256
-	// +optional
-	Prefix string `json:"prefix,omitempty"`
-
-	// Region of the bucket; unset asks the endpoint (us-east-1 where it cannot say).
-	// +kubebuilder:validation:MaxLength=64
-	// +optional
-	Region string `json:"region,omitempty"`
-
-	// ForcePathStyle sends path-style requests (https://host/bucket/key), which MinIO
-	// and most self-hosted stores need; unset uses virtual-host style for AWS and Google
-	// only.
-	// +optional
-	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
-
-	// Credentials name the Secret in the cluster's namespace holding the access keys.
-	// +required
-	Credentials ObjectStoreCredentials `json:"credentials"`
-
-	// CA names a Secret key holding PEM certificates to trust for an https endpoint signed
-	// by a private CA (besides the system's).
-	// +optional
-	CA *SecretKeyRef `json:"ca,omitempty"`
-}
-
-// ObjectStoreCredentials name the keys of a Secret that hold S3 access keys. The keys are
-// read when a backup runs and never copied into any object's spec, status, logs or events.
-type ObjectStoreCredentials struct {
-	// SecretName is a Secret in the cluster's namespace.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +required
-	SecretName string `json:"secretName"`
-	// AccessKeyIDKey is the key holding the access key id.
-	// +kubebuilder:default=AWS_ACCESS_KEY_ID
-	// +optional
-	AccessKeyIDKey string `json:"accessKeyIDKey,omitempty"`
-	// SecretAccessKeyKey is the key holding the secret access key.
-	// +kubebuilder:default=AWS_SECRET_ACCESS_KEY
-	// +optional
-	SecretAccessKeyKey string `json:"secretAccessKeyKey,omitempty"`
-	// SessionTokenKey is the key holding a session token, read when present.
-	// +kubebuilder:default=AWS_SESSION_TOKEN
-	// +optional
-	SessionTokenKey string `json:"sessionTokenKey,omitempty"`
-}
-
-// SecretKeyRef is one key of a Secret in the object's namespace.
-type SecretKeyRef struct {
-	// Name of the Secret.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +required
-	Name string `json:"name"`
-	// Key in the Secret.
-	// +kubebuilder:default=ca.crt
-	// +optional
-	Key string `json:"key,omitempty"`
 }
 
 // BackupPhase is a backup's one-word state.
@@ -160,16 +82,7 @@ const (
 type ValkeyBackupSpec struct {
 	// Cluster is the ValkeyCluster in this namespace to back up.
 	// +required
-	Cluster ClusterReference `json:"cluster"`
-}
-
-// ClusterReference names a ValkeyCluster in the same namespace.
-type ClusterReference struct {
-	// Name of the ValkeyCluster.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +required
-	Name string `json:"name"`
+	Cluster backupv1.ClusterReference `json:"cluster"`
 }
 
 // ShardBackupStatus is one shard's part of a backup.

@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -176,8 +178,8 @@ func TestBackupAndRestoreAgainstSimulators(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store := &memgraphv1.BackupConfiguration{ObjectStore: memgraphv1.ObjectStoreSpec{Endpoint: s3.Endpoint, Bucket: "backups", Prefix: "team-a",
-		Region: objectstoretest.Region, ForcePathStyle: true, Credentials: memgraphv1.ObjectStoreCredentials{SecretName: "s3"}}}
+	store := &memgraphv1.BackupConfiguration{ObjectStore: backupv1.ObjectStoreSpec{Endpoint: s3.Endpoint, Bucket: "backups", Prefix: "team-a",
+		Region: objectstoretest.Region, ForcePathStyle: true, Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3"}}}
 	newCluster := func(name string, bootstrap string) *memgraphv1.MemgraphCluster {
 		c := &memgraphv1.MemgraphCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
 			Spec: memgraphv1.MemgraphClusterSpec{Coordinators: 3, DataInstances: 2, Secrets: memgraphv1.SecretsSpec{Name: "memgraph-license"},
@@ -252,7 +254,7 @@ func TestBackupAndRestoreAgainstSimulators(t *testing.T) {
 		}
 	}()
 	b1 := &memgraphv1.MemgraphBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: h.ns},
-		Spec: memgraphv1.MemgraphBackupSpec{Cluster: memgraphv1.ClusterReference{Name: "src"}}}
+		Spec: memgraphv1.MemgraphBackupSpec{Cluster: backupv1.ClusterReference{Name: "src"}}}
 	if err := h.c.Create(ctx, b1); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +307,7 @@ func TestBackupAndRestoreAgainstSimulators(t *testing.T) {
 		return err == nil && len(reps) == 1 && !reps[0].CaughtUp(), fmt.Sprintf("%+v %v", reps, err)
 	})
 	b2 := &memgraphv1.MemgraphBackup{ObjectMeta: metav1.ObjectMeta{Name: "b2", Namespace: h.ns},
-		Spec: memgraphv1.MemgraphBackupSpec{Cluster: memgraphv1.ClusterReference{Name: "src"}}}
+		Spec: memgraphv1.MemgraphBackupSpec{Cluster: backupv1.ClusterReference{Name: "src"}}}
 	if err := h.c.Create(ctx, b2); err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +437,7 @@ func TestBackupAndRestoreAgainstSimulators(t *testing.T) {
 		t.Fatal(err)
 	}
 	b3 := &memgraphv1.MemgraphBackup{ObjectMeta: metav1.ObjectMeta{Name: "b3", Namespace: h.ns},
-		Spec: memgraphv1.MemgraphBackupSpec{Cluster: memgraphv1.ClusterReference{Name: "src"}}}
+		Spec: memgraphv1.MemgraphBackupSpec{Cluster: backupv1.ClusterReference{Name: "src"}}}
 	if err := h.c.Create(ctx, b3); err != nil {
 		t.Fatal(err)
 	}

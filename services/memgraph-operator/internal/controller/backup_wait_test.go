@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"fmt"
 	"strconv"
@@ -45,7 +47,7 @@ func TestBackupWaitsAndFails(t *testing.T) {
 	}, testenv.InNamespaces(h.ns), controller.ManagerOptions)
 
 	b := &memgraphv1.MemgraphBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: h.ns},
-		Spec: memgraphv1.MemgraphBackupSpec{Cluster: memgraphv1.ClusterReference{Name: "w"}}}
+		Spec: memgraphv1.MemgraphBackupSpec{Cluster: backupv1.ClusterReference{Name: "w"}}}
 	if err := h.c.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +57,8 @@ func TestBackupWaitsAndFails(t *testing.T) {
 	// The operator writes the cluster meanwhile: read it again on a conflict.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		c := h.cluster("w")
-		c.Spec.Backup = &memgraphv1.BackupConfiguration{ObjectStore: memgraphv1.ObjectStoreSpec{Endpoint: s3.Endpoint, Bucket: "backups",
-			Region: objectstoretest.Region, ForcePathStyle: true, Credentials: memgraphv1.ObjectStoreCredentials{SecretName: "s3"}}}
+		c.Spec.Backup = &memgraphv1.BackupConfiguration{ObjectStore: backupv1.ObjectStoreSpec{Endpoint: s3.Endpoint, Bucket: "backups",
+			Region: objectstoretest.Region, ForcePathStyle: true, Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3"}}}
 		return h.c.Update(ctx, c)
 	}); err != nil {
 		t.Fatal(err)

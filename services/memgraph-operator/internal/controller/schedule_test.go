@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"fmt"
 	"path"
@@ -49,13 +51,13 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 	}
 	c := &memgraphv1.MemgraphCluster{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: h.ns},
 		Spec: memgraphv1.MemgraphClusterSpec{Coordinators: 3, DataInstances: 2, Secrets: memgraphv1.SecretsSpec{Name: "memgraph-license"},
-			Backup: &memgraphv1.BackupConfiguration{KeepLast: 1, ObjectStore: memgraphv1.ObjectStoreSpec{Endpoint: s3.Endpoint, Bucket: "backups",
-				Prefix: "sched", Region: objectstoretest.Region, ForcePathStyle: true, Credentials: memgraphv1.ObjectStoreCredentials{SecretName: "s3"}}}}}
+			Backup: &memgraphv1.BackupConfiguration{KeepLast: 1, ObjectStore: backupv1.ObjectStoreSpec{Endpoint: s3.Endpoint, Bucket: "backups",
+				Prefix: "sched", Region: objectstoretest.Region, ForcePathStyle: true, Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3"}}}}}
 	if err := h.c.Create(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	sb := &memgraphv1.MemgraphScheduledBackup{ObjectMeta: metav1.ObjectMeta{Name: "every2s", Namespace: h.ns},
-		Spec: memgraphv1.MemgraphScheduledBackupSpec{Cluster: memgraphv1.ClusterReference{Name: "s"}, Schedule: "*/2 * * * * *", Immediate: true}}
+		Spec: backupv1.ScheduledBackupSpec{Cluster: backupv1.ClusterReference{Name: "s"}, Schedule: "*/2 * * * * *", Immediate: true}}
 	if err := h.c.Create(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +126,8 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 		if err := h.c.Get(ctx, client.ObjectKeyFromObject(sb), got); err != nil {
 			return false, err.Error()
 		}
-		cond := meta.FindStatusCondition(got.Status.Conditions, memgraphv1.ScheduledBackupConditionScheduled)
-		return cond != nil && cond.Reason == memgraphv1.ScheduledBackupReasonSuspended && got.Status.NextScheduleTime == nil, fmt.Sprint(cond)
+		cond := meta.FindStatusCondition(got.Status.Conditions, backupv1.ScheduledBackupConditionScheduled)
+		return cond != nil && cond.Reason == backupv1.ScheduledBackupReasonSuspended && got.Status.NextScheduleTime == nil, fmt.Sprint(cond)
 	})
 	if err := h.c.Get(ctx, client.ObjectKeyFromObject(&second), &second); err != nil {
 		t.Fatal(err)
@@ -141,7 +143,7 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 			return false, err.Error()
 		}
 		for _, e := range evs.Items {
-			if e.Reason == memgraphv1.BackupReasonBackupPruned && e.Regarding.Name == "s" && strings.Contains(e.Note, first.Name) {
+			if e.Reason == backupv1.BackupReasonBackupPruned && e.Regarding.Name == "s" && strings.Contains(e.Note, first.Name) {
 				return true, ""
 			}
 		}

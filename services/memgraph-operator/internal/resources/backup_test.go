@@ -1,6 +1,8 @@
 package resources
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"reflect"
 	"slices"
 	"testing"
@@ -13,10 +15,10 @@ import (
 const testOperatorImage = "registry.example/memgraph-operator:v1"
 
 func withStore(c *memgraphv1.MemgraphCluster) *memgraphv1.MemgraphCluster {
-	c.Spec.Backup = &memgraphv1.BackupConfiguration{ObjectStore: memgraphv1.ObjectStoreSpec{
+	c.Spec.Backup = &memgraphv1.BackupConfiguration{ObjectStore: backupv1.ObjectStoreSpec{
 		Endpoint: "https://minio.example:9000", Bucket: "backups", Region: "eu-1", ForcePathStyle: true,
-		Credentials: memgraphv1.ObjectStoreCredentials{SecretName: "s3", AccessKeyIDKey: "ID"},
-		CA:          &memgraphv1.SecretKeyRef{Name: "s3-ca"},
+		Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3", AccessKeyIDKey: "ID"},
+		CA:          &backupv1.SecretKeyRef{Name: "s3-ca"},
 	}}
 	return c
 }

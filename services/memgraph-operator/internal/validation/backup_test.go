@@ -1,6 +1,8 @@
 package validation
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"testing"
 
@@ -16,8 +18,8 @@ func TestBackupRules(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Client, "mgb-")
 	ctx := context.Background()
 	store := func(endpoint string) *memgraphv1.BackupConfiguration {
-		return &memgraphv1.BackupConfiguration{ObjectStore: memgraphv1.ObjectStoreSpec{Endpoint: endpoint, Bucket: "backups",
-			Credentials: memgraphv1.ObjectStoreCredentials{SecretName: "s3"}}}
+		return &memgraphv1.BackupConfiguration{ObjectStore: backupv1.ObjectStoreSpec{Endpoint: endpoint, Bucket: "backups",
+			Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3"}}}
 	}
 	boot := func(name string) *memgraphv1.BootstrapSpec {
 		return &memgraphv1.BootstrapSpec{Backup: memgraphv1.BackupReference{Name: name}}
@@ -60,7 +62,7 @@ func TestBackupRules(t *testing.T) {
 	})
 	t.Run("backup spec immutable", func(t *testing.T) {
 		b := &memgraphv1.MemgraphBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "b-"},
-			Spec: memgraphv1.MemgraphBackupSpec{Cluster: memgraphv1.ClusterReference{Name: "one"}}}
+			Spec: memgraphv1.MemgraphBackupSpec{Cluster: backupv1.ClusterReference{Name: "one"}}}
 		if err := env.Client.Create(ctx, b); err != nil {
 			t.Fatal(err)
 		}

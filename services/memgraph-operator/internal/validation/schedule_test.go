@@ -1,6 +1,8 @@
 package validation
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"testing"
 
@@ -19,7 +21,7 @@ func TestScheduleAndRetentionRules(t *testing.T) {
 		"@every 1h": "schedule must be cron in UTC", "CRON_TZ=UTC 0 3 * * *": "schedule must be cron in UTC", "0 3 * *": "schedule must be cron in UTC",
 	} {
 		sb := &memgraphv1.MemgraphScheduledBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "s-"},
-			Spec: memgraphv1.MemgraphScheduledBackupSpec{Cluster: memgraphv1.ClusterReference{Name: "c"}, Schedule: schedule}}
+			Spec: backupv1.ScheduledBackupSpec{Cluster: backupv1.ClusterReference{Name: "c"}, Schedule: schedule}}
 		t.Run("schedule "+schedule, func(t *testing.T) { verdict(t, env.Client.Create(ctx, sb), want) })
 	}
 	for name, tc := range map[string]struct {
@@ -36,7 +38,7 @@ func TestScheduleAndRetentionRules(t *testing.T) {
 		t.Run("retention "+name, func(t *testing.T) {
 			c := minimal(ns)
 			c.Spec.Backup = &memgraphv1.BackupConfiguration{RetentionPolicy: tc.policy, KeepLast: tc.keep,
-				ObjectStore: memgraphv1.ObjectStoreSpec{Bucket: "backups", Credentials: memgraphv1.ObjectStoreCredentials{SecretName: "s3"}}}
+				ObjectStore: backupv1.ObjectStoreSpec{Bucket: "backups", Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3"}}}
 			verdict(t, env.Client.Create(ctx, c), tc.want)
 		})
 	}

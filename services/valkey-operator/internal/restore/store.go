@@ -1,6 +1,8 @@
 package restore
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +11,6 @@ import (
 	"io"
 	"path"
 
-	valkeyv1 "github.com/opsuite/suite/api/valkey/v1alpha1"
 	"github.com/opsuite/suite/shared/objectstore"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +24,7 @@ type Access struct {
 }
 
 // ReadAccess reads spec's credentials (and CA) Secrets from namespace ns.
-func ReadAccess(ctx context.Context, secrets client.Reader, ns string, spec *valkeyv1.ObjectStoreSpec) (Access, error) {
+func ReadAccess(ctx context.Context, secrets client.Reader, ns string, spec *backupv1.ObjectStoreSpec) (Access, error) {
 	var sec corev1.Secret
 	if err := secrets.Get(ctx, client.ObjectKey{Namespace: ns, Name: spec.Credentials.SecretName}, &sec); err != nil {
 		return Access{}, fmt.Errorf("reading the object store credentials: %w", err)

@@ -1,6 +1,8 @@
 package validation
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"testing"
 
@@ -16,8 +18,8 @@ func TestBackupAdmission(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Client, "vkb-")
 	ctx := context.Background()
 	store := func(endpoint string) *valkeyv1.BackupConfiguration {
-		return &valkeyv1.BackupConfiguration{ObjectStore: valkeyv1.ObjectStoreSpec{Endpoint: endpoint, Bucket: "backups",
-			Credentials: valkeyv1.ObjectStoreCredentials{SecretName: "s3"}}}
+		return &valkeyv1.BackupConfiguration{ObjectStore: backupv1.ObjectStoreSpec{Endpoint: endpoint, Bucket: "backups",
+			Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3"}}}
 	}
 	for _, tc := range []struct {
 		name, endpoint, want string
@@ -44,7 +46,7 @@ func TestBackupAdmission(t *testing.T) {
 	expectAdmission(t, env.Client.Create(ctx, c), "spec.backup.objectStore.bucket")
 
 	b := &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vkb-" + rand.String(5)},
-		Spec: valkeyv1.ValkeyBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}}}
+		Spec: valkeyv1.ValkeyBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}}}
 	expectAdmission(t, env.Client.Create(ctx, b), "")
 	b.Spec.Cluster.Name = "other"
 	expectAdmission(t, env.Client.Update(ctx, b), "a ValkeyBackup's spec is immutable")

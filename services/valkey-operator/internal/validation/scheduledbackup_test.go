@@ -1,6 +1,8 @@
 package validation
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"fmt"
 	"strings"
@@ -47,19 +49,19 @@ func TestScheduledBackupAdmission(t *testing.T) {
 	} {
 		t.Run(tc.schedule, func(t *testing.T) {
 			sb := &valkeyv1.ValkeyScheduledBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vksb-" + rand.String(5)},
-				Spec: valkeyv1.ValkeyScheduledBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}, Schedule: tc.schedule}}
+				Spec: backupv1.ScheduledBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}, Schedule: tc.schedule}}
 			err := env.Client.Create(ctx, sb)
 			expectAdmission(t, err, tc.want)
 			if _, perr := backupschedule.Parse(tc.schedule); (perr == nil) != tc.parses {
 				t.Errorf("Parse: %v, want parses=%v", perr, tc.parses)
 			}
-			if err == nil && sb.Spec.BackupOwnerReference != valkeyv1.BackupOwnerNone {
+			if err == nil && sb.Spec.BackupOwnerReference != backupv1.BackupOwnerNone {
 				t.Errorf("backupOwnerReference defaulted to %q, want none", sb.Spec.BackupOwnerReference)
 			}
 		})
 	}
 	sb := &valkeyv1.ValkeyScheduledBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.Repeat("a", 239)},
-		Spec: valkeyv1.ValkeyScheduledBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}, Schedule: "@daily"}}
+		Spec: backupv1.ScheduledBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}, Schedule: "@daily"}}
 	expectAdmission(t, env.Client.Create(ctx, sb), "at most 238 characters")
 	sb.Name = strings.Repeat("a", 238)
 	expectAdmission(t, env.Client.Create(ctx, sb), "")
@@ -91,8 +93,8 @@ func TestRetentionAdmission(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%q/%d", tc.policy, tc.keepLast), func(t *testing.T) {
 			c := validCluster(ns)
-			c.Spec.Backup = &valkeyv1.BackupConfiguration{ObjectStore: valkeyv1.ObjectStoreSpec{Bucket: "backups",
-				Credentials: valkeyv1.ObjectStoreCredentials{SecretName: "s3"}}, RetentionPolicy: tc.policy, KeepLast: tc.keepLast}
+			c.Spec.Backup = &valkeyv1.BackupConfiguration{ObjectStore: backupv1.ObjectStoreSpec{Bucket: "backups",
+				Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3"}}, RetentionPolicy: tc.policy, KeepLast: tc.keepLast}
 			expectAdmission(t, env.Client.Create(ctx, c), tc.want)
 			if _, err := backupschedule.ParseWindow(tc.policy); tc.want == "" && err != nil {
 				t.Errorf("the API server accepted %q, ParseWindow refuses it: %v", tc.policy, err)

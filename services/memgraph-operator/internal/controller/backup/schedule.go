@@ -1,6 +1,8 @@
 package backup
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"time"
 
@@ -84,7 +86,7 @@ func (product) ScheduleStatus(sb *memgraphv1.MemgraphScheduledBackup) *backupsch
 }
 
 func (product) ScheduledBackup(meta metav1.ObjectMeta, cluster string) *memgraphv1.MemgraphBackup {
-	return &memgraphv1.MemgraphBackup{ObjectMeta: meta, Spec: memgraphv1.MemgraphBackupSpec{Cluster: memgraphv1.ClusterReference{Name: cluster}}}
+	return &memgraphv1.MemgraphBackup{ObjectMeta: meta, Spec: memgraphv1.MemgraphBackupSpec{Cluster: backupv1.ClusterReference{Name: cluster}}}
 }
 
 func (product) Retention(c *memgraphv1.MemgraphCluster) (string, int32, bool) {

@@ -1,6 +1,8 @@
 package backup_test
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -152,9 +154,9 @@ func newCluster(t *testing.T, c client.Client, ns, name string, srv *objectstore
 	}
 	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: valkeyv1.ValkeyClusterSpec{
 		Shards: 3, Replicas: 1,
-		Backup: &valkeyv1.BackupConfiguration{ObjectStore: valkeyv1.ObjectStoreSpec{
+		Backup: &valkeyv1.BackupConfiguration{ObjectStore: backupv1.ObjectStoreSpec{
 			Endpoint: srv.Endpoint, Bucket: "backups", Prefix: "team-a", Region: objectstoretest.Region, ForcePathStyle: true,
-			Credentials: valkeyv1.ObjectStoreCredentials{SecretName: "s3"}}}}}
+			Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3"}}}}}
 	if err := c.Create(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +233,7 @@ func TestBackupThreeShardsFromReplicas(t *testing.T) {
 
 	startController(t, ns, addrs(servers))
 	b := &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
-		Spec: valkeyv1.ValkeyBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}}}
+		Spec: valkeyv1.ValkeyBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}}}
 	if err := c.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +351,7 @@ func TestBackupFromPrimaryAndWaits(t *testing.T) {
 	startController(t, ns, addrs(servers))
 
 	b := &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "early"},
-		Spec: valkeyv1.ValkeyBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}}}
+		Spec: valkeyv1.ValkeyBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}}}
 	if err := c.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
@@ -359,8 +361,8 @@ func TestBackupFromPrimaryAndWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReason(t, c, b, metav1.ConditionFalse, valkeyv1.BackupReasonNoObjectStore, 20*time.Second)
-	vc.Spec.Backup = &valkeyv1.BackupConfiguration{ObjectStore: valkeyv1.ObjectStoreSpec{Endpoint: srv.Endpoint, Bucket: "backups",
-		Credentials: valkeyv1.ObjectStoreCredentials{SecretName: "s3"}}}
+	vc.Spec.Backup = &valkeyv1.BackupConfiguration{ObjectStore: backupv1.ObjectStoreSpec{Endpoint: srv.Endpoint, Bucket: "backups",
+		Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3"}}}
 	if err := c.Update(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +447,7 @@ func TestBackupRetriesThenFails(t *testing.T) {
 		currentBackup = name
 		mu.Unlock()
 		b := &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: valkeyv1.ValkeyBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}}}
+			Spec: valkeyv1.ValkeyBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}}}
 		if err := c.Create(ctx, b); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package backup
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"time"
 
@@ -85,7 +87,7 @@ func (product) ScheduleStatus(sb *valkeyv1.ValkeyScheduledBackup) *backupschedul
 }
 
 func (product) ScheduledBackup(meta metav1.ObjectMeta, cluster string) *valkeyv1.ValkeyBackup {
-	return &valkeyv1.ValkeyBackup{ObjectMeta: meta, Spec: valkeyv1.ValkeyBackupSpec{Cluster: valkeyv1.ClusterReference{Name: cluster}}}
+	return &valkeyv1.ValkeyBackup{ObjectMeta: meta, Spec: valkeyv1.ValkeyBackupSpec{Cluster: backupv1.ClusterReference{Name: cluster}}}
 }
 
 func (product) Retention(vc *valkeyv1.ValkeyCluster) (string, int32, bool) {

@@ -1,6 +1,8 @@
 package backup_test
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"fmt"
 	"path"
@@ -29,7 +31,7 @@ func scheduledCondition(c client.Client, sb *valkeyv1.ValkeyScheduledBackup) (*v
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(sb), &got); err != nil {
 		return nil, nil, err
 	}
-	return &got, conditions.Get(got.Status.Conditions, valkeyv1.ScheduledBackupConditionScheduled), nil
+	return &got, conditions.Get(got.Status.Conditions, backupv1.ScheduledBackupConditionScheduled), nil
 }
 
 func waitScheduled(t *testing.T, c client.Client, sb *valkeyv1.ValkeyScheduledBackup, status metav1.ConditionStatus, reason string) *valkeyv1.ValkeyScheduledBackup {
@@ -111,11 +113,11 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 	}, testenv.InNamespaces(ns))
 
 	sb := &valkeyv1.ValkeyScheduledBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "every2s"},
-		Spec: valkeyv1.ValkeyScheduledBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}, Schedule: "*/2 * * * * *"}}
+		Spec: backupv1.ScheduledBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}, Schedule: "*/2 * * * * *"}}
 	if err := c.Create(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	waitScheduled(t, c, sb, metav1.ConditionFalse, valkeyv1.ScheduledBackupReasonClusterNotFound)
+	waitScheduled(t, c, sb, metav1.ConditionFalse, backupv1.ScheduledBackupReasonClusterNotFound)
 	if got := scheduledBackups(t, c, ns, sb.Name); len(got) != 0 {
 		t.Fatalf("%d backups created for a missing cluster", len(got))
 	}
@@ -129,7 +131,7 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	active := waitScheduled(t, c, sb, metav1.ConditionTrue, valkeyv1.ScheduledBackupReasonActive)
+	active := waitScheduled(t, c, sb, metav1.ConditionTrue, backupv1.ScheduledBackupReasonActive)
 	if active.Status.NextScheduleTime == nil || active.Status.NextScheduleTime.Second()%2 != 0 {
 		t.Fatalf("nextScheduleTime %v, want an even second", active.Status.NextScheduleTime)
 	}
@@ -181,7 +183,7 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 	}
 	want := fmt.Sprintf("Deleted backup %s (Completed, 2 objects) under the retention policy.", first.Name)
 	testenv.Eventually(t, 10*time.Second, "the BackupPruned event", func() (bool, string) {
-		notes := eventNotes(t, c, ns, valkeyv1.BackupReasonBackupPruned)
+		notes := eventNotes(t, c, ns, backupv1.BackupReasonBackupPruned)
 		return slices.Contains(notes, want), fmt.Sprintf("%q", notes)
 	})
 
@@ -194,7 +196,7 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 		cur.Spec.Suspend = true
 		return c.Update(ctx, &cur)
 	})
-	suspended := waitScheduled(t, c, sb, metav1.ConditionFalse, valkeyv1.ScheduledBackupReasonSuspended)
+	suspended := waitScheduled(t, c, sb, metav1.ConditionFalse, backupv1.ScheduledBackupReasonSuspended)
 	if suspended.Status.NextScheduleTime != nil {
 		t.Fatalf("nextScheduleTime %v while suspended", suspended.Status.NextScheduleTime)
 	}
@@ -231,8 +233,8 @@ func TestScheduledBackupsAndRetention(t *testing.T) {
 		n != backupschedule.Name(sb.Name, final.Status.LastScheduleTime.Time) {
 		t.Fatalf("status lastBackupName %q lastScheduleTime %v, newest backup %s", n, final.Status.LastScheduleTime, kept.Name)
 	}
-	created := eventNotes(t, c, ns, valkeyv1.ScheduledBackupReasonBackupCreated)
-	t.Logf("%d BackupCreated events, %d BackupPruned, 1 backup kept", len(created), len(eventNotes(t, c, ns, valkeyv1.BackupReasonBackupPruned)))
+	created := eventNotes(t, c, ns, backupv1.ScheduledBackupReasonBackupCreated)
+	t.Logf("%d BackupCreated events, %d BackupPruned, 1 backup kept", len(created), len(eventNotes(t, c, ns, backupv1.BackupReasonBackupPruned)))
 }
 
 // TestScheduledBackupImmediateOwnedAndInvalid: immediate creates the first backup at once,
@@ -253,12 +255,12 @@ func TestScheduledBackupImmediateOwnedAndInvalid(t *testing.T) {
 	}
 
 	sb := &valkeyv1.ValkeyScheduledBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "yearly"},
-		Spec: valkeyv1.ValkeyScheduledBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}, Schedule: "@yearly",
-			Immediate: true, BackupOwnerReference: valkeyv1.BackupOwnerSelf}}
+		Spec: backupv1.ScheduledBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}, Schedule: "@yearly",
+			Immediate: true, BackupOwnerReference: backupv1.BackupOwnerSelf}}
 	if err := c.Create(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	got := waitScheduled(t, c, sb, metav1.ConditionTrue, valkeyv1.ScheduledBackupReasonActive)
+	got := waitScheduled(t, c, sb, metav1.ConditionTrue, backupv1.ScheduledBackupReasonActive)
 	wantName := backupschedule.Name(sb.Name, sb.CreationTimestamp.Time)
 	if got.Status.LastBackupName != wantName || !got.Status.LastScheduleTime.Equal(&sb.CreationTimestamp) {
 		t.Fatalf("last backup %s at %v, want %s at the creation time %v", got.Status.LastBackupName, got.Status.LastScheduleTime, wantName, sb.CreationTimestamp)
@@ -276,13 +278,13 @@ func TestScheduledBackupImmediateOwnedAndInvalid(t *testing.T) {
 	}
 
 	bad := &valkeyv1.ValkeyScheduledBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "feb30"},
-		Spec: valkeyv1.ValkeyScheduledBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}, Schedule: "0 0 0 30 2 *", Immediate: true}}
+		Spec: backupv1.ScheduledBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}, Schedule: "0 0 0 30 2 *", Immediate: true}}
 	if err := c.Create(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	waitScheduled(t, c, bad, metav1.ConditionFalse, valkeyv1.ScheduledBackupReasonInvalidSchedule)
+	waitScheduled(t, c, bad, metav1.ConditionFalse, backupv1.ScheduledBackupReasonInvalidSchedule)
 	testenv.Eventually(t, 10*time.Second, "InvalidSchedule Warning event", func() (bool, string) {
-		notes := eventNotes(t, c, ns, valkeyv1.ScheduledBackupReasonInvalidSchedule)
+		notes := eventNotes(t, c, ns, backupv1.ScheduledBackupReasonInvalidSchedule)
 		return len(notes) == 1 && strings.Contains(notes[0], "names no time"), fmt.Sprint(notes)
 	})
 	if list := scheduledBackups(t, c, ns, bad.Name); len(list) != 0 {
@@ -326,7 +328,7 @@ func TestRetentionNeverPrunesInProgress(t *testing.T) {
 	paths := map[string]string{}
 	for _, f := range fixtures {
 		b := &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: f.name},
-			Spec: valkeyv1.ValkeyBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}}}
+			Spec: valkeyv1.ValkeyBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}}}
 		if err := c.Create(ctx, b); err != nil {
 			t.Fatal(err)
 		}
@@ -393,7 +395,7 @@ func TestRetentionNeverPrunesInProgress(t *testing.T) {
 		}
 	}
 	testenv.Eventually(t, 10*time.Second, "PruneSkipped Warning event", func() (bool, string) {
-		notes := eventNotes(t, c, ns, valkeyv1.BackupReasonPruneSkipped)
+		notes := eventNotes(t, c, ns, backupv1.BackupReasonPruneSkipped)
 		return len(notes) > 0 && strings.Contains(notes[0], "elsewhere"), fmt.Sprint(notes)
 	})
 
@@ -413,7 +415,7 @@ func TestRetentionNeverPrunesInProgress(t *testing.T) {
 	if stored("new-completed") != 0 || stored("running") != 2 || stored("pending") != 2 {
 		t.Fatalf("objects left: new-completed %d, running %d, pending %d", stored("new-completed"), stored("running"), stored("pending"))
 	}
-	for _, e := range eventNotes(t, c, ns, valkeyv1.BackupReasonBackupPruned) {
+	for _, e := range eventNotes(t, c, ns, backupv1.BackupReasonBackupPruned) {
 		if strings.Contains(e, srv.SecretKey) || strings.Contains(e, srv.AccessKey) {
 			t.Fatalf("event carries a key: %s", e)
 		}
@@ -446,7 +448,7 @@ func TestScheduledBackupClockAndLostStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := &valkeyv1.ValkeyScheduledBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
-		Spec: valkeyv1.ValkeyScheduledBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "cache"}, Schedule: "0 0 3 * * *"}}
+		Spec: backupv1.ScheduledBackupSpec{Cluster: backupv1.ClusterReference{Name: "cache"}, Schedule: "0 0 3 * * *"}}
 	if err := c.Create(ctx, sb); err != nil {
 		t.Fatal(err)
 	}

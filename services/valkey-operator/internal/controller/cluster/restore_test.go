@@ -1,6 +1,8 @@
 package cluster_test
 
 import (
+	backupv1 "github.com/opsuite/suite/api/backup/v1alpha1"
+
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -85,7 +87,7 @@ func waitRestored(t *testing.T, f *fleet, name, reason string, timeout time.Dura
 	return &vc
 }
 
-func bootstrapped(ns, name string, shards, replicas int32, rec valkeyv1.BootstrapRecovery, store valkeyv1.ObjectStoreSpec) *valkeyv1.ValkeyCluster {
+func bootstrapped(ns, name string, shards, replicas int32, rec valkeyv1.BootstrapRecovery, store backupv1.ObjectStoreSpec) *valkeyv1.ValkeyCluster {
 	return &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: valkeyv1.ValkeyClusterSpec{
 		Shards: shards, Replicas: replicas, Backup: &valkeyv1.BackupConfiguration{ObjectStore: store},
 		Bootstrap: &valkeyv1.BootstrapConfiguration{Recovery: &rec}}}
@@ -130,8 +132,8 @@ func TestRestoreFromBackup(t *testing.T) {
 		"AWS_ACCESS_KEY_ID": []byte(srv.AccessKey), "AWS_SECRET_ACCESS_KEY": []byte(srv.SecretKey)}}); err != nil {
 		t.Fatal(err)
 	}
-	objStore := valkeyv1.ObjectStoreSpec{Endpoint: srv.Endpoint, Bucket: "backups", Prefix: "team-a", Region: objectstoretest.Region,
-		ForcePathStyle: true, Credentials: valkeyv1.ObjectStoreCredentials{SecretName: "s3"}}
+	objStore := backupv1.ObjectStoreSpec{Endpoint: srv.Endpoint, Bucket: "backups", Prefix: "team-a", Region: objectstoretest.Region,
+		ForcePathStyle: true, Credentials: backupv1.ObjectStoreCredentials{SecretName: "s3"}}
 
 	// The source: 3 shards x 1 replica with 3000 keys, backed up.
 	src := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "src"}, Spec: valkeyv1.ValkeyClusterSpec{
@@ -142,7 +144,7 @@ func TestRestoreFromBackup(t *testing.T) {
 	waitReady(t, f, "src", 120*time.Second)
 	want := checksummedKeys(t, f.seedsOf("src"), 3000)
 	b := &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
-		Spec: valkeyv1.ValkeyBackupSpec{Cluster: valkeyv1.ClusterReference{Name: "src"}}}
+		Spec: valkeyv1.ValkeyBackupSpec{Cluster: backupv1.ClusterReference{Name: "src"}}}
 	if err := c.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
