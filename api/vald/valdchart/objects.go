@@ -1,6 +1,7 @@
 package valdchart
 
 import (
+	"math"
 	"sort"
 	"strings"
 )
@@ -36,6 +37,7 @@ type component struct {
 	enabled     bool   // default of <path>.enabled
 	workload    string // default of <path>.kind; CronJob for the index jobs (no kind key)
 	pods        bool   // a Service, a PodDisruptionBudget and a PriorityClass (podPriority)
+	priority    int64  // default of <path>.podPriority.value, where pods
 	hpa         bool   // default of <path>.hpa.enabled; false where the chart has none
 	hasHPA      bool
 	account     string // default of <path>.serviceAccountName (a ServiceAccount when set)
@@ -47,14 +49,16 @@ type component struct {
 
 // components are the parts of the chart this package models: every one the operator
 // writes or names. The filter and mirror gateways, the index corrector, deletion and
-// read-replica jobs, the index operator and network policies are not modelled.
+// read-replica jobs, the index operator and network policies are not modelled. They are in
+// the order of the chart's template directories (agent/, discoverer/, gateway/lb/,
+// manager/index/), which is the order Helm applies objects of one kind in.
 var components = []component{
-	{path: "agent", name: "vald-agent", enabled: true, workload: "StatefulSet", pods: true, hasHPA: true,
+	{path: "agent", name: "vald-agent", enabled: true, workload: "StatefulSet", pods: true, priority: 1000000000, hasHPA: true,
 		account: "agent-ngt", clusterRole: "agent", gate: "agent.ngt.enable_export_index_info_to_k8s"},
-	{path: "discoverer", name: "vald-discoverer", enabled: true, workload: "Deployment", pods: true, hasHPA: true,
+	{path: "discoverer", name: "vald-discoverer", enabled: true, workload: "Deployment", pods: true, priority: 1000000, hasHPA: true,
 		account: "vald", clusterRole: "discoverer"},
-	{path: "gateway.lb", name: "vald-lb-gateway", enabled: true, workload: "Deployment", pods: true, hasHPA: true, hpa: true},
-	{path: "manager.index", name: "vald-manager-index", enabled: true, workload: "Deployment", pods: true},
+	{path: "gateway.lb", name: "vald-lb-gateway", enabled: true, workload: "Deployment", pods: true, priority: 1000000, hasHPA: true, hpa: true},
+	{path: "manager.index", name: "vald-manager-index", enabled: true, workload: "Deployment", pods: true, priority: 1000000},
 	{path: "manager.index.creator", name: "vald-index-creation", workload: "CronJob"},
 	{path: "manager.index.saver", name: "vald-index-save", workload: "CronJob"},
 }
@@ -81,7 +85,7 @@ func Objects(release, namespace string, values map[string]any) []Resource {
 			add("Service", namespace, name)
 			add("PodDisruptionBudget", namespace, name)
 			if boolAt(values, c.path+".podPriority.enabled", true) {
-				add("PriorityClass", "", namespace+"-"+name+"-priority")
+				add("PriorityClass", "", priorityClassName(namespace, name))
 			}
 		}
 		if c.hasHPA && boolAt(values, c.path+".hpa.enabled", c.hpa) {
@@ -116,6 +120,37 @@ func Objects(release, namespace string, values map[string]any) []Resource {
 		out[i] = keyed[i].Resource
 	}
 	return out
+}
+
+// PriorityClass is a PriorityClass the chart renders, and the value it gives the class.
+// Kubernetes refuses to change the value of a class that exists.
+type PriorityClass struct {
+	Name  string
+	Value int64
+}
+
+// PriorityClasses lists the PriorityClasses the chart renders in namespace with values, in
+// the order Helm applies them: one for each enabled component whose podPriority is enabled
+// (the chart's default), <namespace>-<component name>-priority, valued podPriority.value or
+// the chart's default (1000000000 for the agent, 1000000 for the others).
+func PriorityClasses(namespace string, values map[string]any) []PriorityClass {
+	var out []PriorityClass
+	for _, c := range components {
+		if !c.pods || !boolAt(values, c.path+".enabled", c.enabled) || !boolAt(values, c.path+".podPriority.enabled", true) {
+			continue
+		}
+		out = append(out, PriorityClass{
+			Name:  priorityClassName(namespace, stringAt(values, c.path+".name", c.name)),
+			Value: intAt(values, c.path+".podPriority.value", c.priority),
+		})
+	}
+	return out
+}
+
+// priorityClassName is the chart's name of a component's PriorityClass: cluster-scoped, so
+// it carries the release's namespace.
+func priorityClassName(namespace, component string) string {
+	return namespace + "-" + component + "-priority"
 }
 
 // Clash is an object two renders share.
@@ -171,6 +206,28 @@ func stringAt(values map[string]any, path, def string) string {
 		if s, ok := v.(string); ok {
 			return s
 		}
+	}
+	return def
+}
+
+// intAt is the integer at path, or def when absent or null (Helm drops a null key, so the
+// chart's default applies). A value that is no integer reads as def: the schema check
+// refuses it first.
+func intAt(values map[string]any, path string, def int64) int64 {
+	v, ok := lookup(values, path)
+	if !ok {
+		return def
+	}
+	switch n := v.(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	case int32:
+		return int64(n)
+	}
+	if f, ok := asFloat(v); ok && f == math.Trunc(f) {
+		return int64(f)
 	}
 	return def
 }
