@@ -3,17 +3,23 @@ package valdhelmsim
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/opsuite/suite/api/vald/valdchart"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// What the Vald chart, played here, refuses before anything is installed: values of the
-// wrong type for the keys whose types are recorded in api/vald/valdchart (the chart's
-// values.schema.json), and objects another release owns (Helm's ownership check). The
-// objects a release renders are the ones valdchart.Objects models.
+// What the Vald chart, played here, refuses: values of the wrong type for the keys whose
+// types are recorded in api/vald/valdchart (the chart's values.schema.json), and objects
+// another release owns (Helm's ownership check), before anything is installed; and, as
+// the upgrade applies the render, a new value for a PriorityClass the release has (the API
+// server's validation). The objects a release renders are the ones valdchart.Objects
+// models, its PriorityClasses' values valdchart.PriorityClasses.
 
 // Taken is an object the render shares with another release that has it installed.
 type Taken struct {
@@ -48,6 +54,32 @@ func ownershipRefusal(release types.NamespacedName, t Taken, upgrade bool) strin
 	}
 	return fmt.Sprintf("rendered manifests contain a resource that already exists. Unable to continue with %s: %s %q in namespace %q exists and cannot be imported into the current release: invalid ownership metadata; annotation validation error: %s",
 		action, t.Object.Kind, t.Object.Name, t.Object.Namespace, why)
+}
+
+// priorityClassKind is what the API server names PriorityClasses by in its errors.
+var priorityClassKind = schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}
+
+// priorityRefusal is the error the real operator reports for an upgrade that renders a
+// PriorityClass the deployed release has, under the same name, with another value; ""
+// when there is none. Kubernetes refuses to change a class's value
+// (ValidatePriorityClassUpdate, k8s.io/kubernetes pkg/apis/scheduling/validation); Helm's
+// upgrade patches every object and joins the failed patches' errors with " && "
+// (Client.Update, helm.sh/helm/v3 pkg/kube); operator-sdk's helm-operator prefixes the
+// upgrade's error (manager.UpgradeRelease) and writes it as the condition's message.
+func priorityRefusal(deployed map[string]int64, render []valdchart.PriorityClass) string {
+	var failed []string
+	for _, pc := range render {
+		if value, ok := deployed[pc.Name]; ok && value != pc.Value {
+			invalid := apierrors.NewInvalid(priorityClassKind, pc.Name, field.ErrorList{
+				field.Forbidden(field.NewPath("value"), "may not be changed in an update."),
+			})
+			failed = append(failed, fmt.Sprintf("cannot patch %q with kind %s: %v", pc.Name, priorityClassKind.Kind, invalid))
+		}
+	}
+	if len(failed) == 0 {
+		return ""
+	}
+	return "failed to upgrade release: " + strings.Join(failed, " && ")
 }
 
 // owners records which release has which objects installed, as Helm's ownership
@@ -132,6 +164,27 @@ func decodeObjects(s string) []valdchart.Resource {
 		parts := strings.SplitN(line, "/", 3)
 		if len(parts) == 3 {
 			out = append(out, valdchart.Resource{Kind: parts[0], Namespace: parts[1], Name: parts[2]})
+		}
+	}
+	return out
+}
+
+// encodePriorities and decodePriorities keep the values of a render's PriorityClasses in
+// the manifest's ConfigMap, one "name=value" a line in the order Helm applies them.
+func encodePriorities(pcs []valdchart.PriorityClass) string {
+	lines := make([]string, len(pcs))
+	for i, pc := range pcs {
+		lines[i] = pc.Name + "=" + strconv.FormatInt(pc.Value, 10)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func decodePriorities(s string) map[string]int64 {
+	out := map[string]int64{}
+	for _, line := range strings.Split(s, "\n") {
+		name, value, ok := strings.Cut(line, "=")
+		if v, err := strconv.ParseInt(value, 10, 64); ok && err == nil {
+			out[name] = v
 		}
 	}
 	return out

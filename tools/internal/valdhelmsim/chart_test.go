@@ -3,6 +3,7 @@ package valdhelmsim
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -246,5 +247,172 @@ func TestTwoReleasesOneObject(t *testing.T) {
 	}
 	waitVR(t, ns, "second", "is Deployed once first is uninstalled", func(_ *unstructured.Unstructured, st Status) bool {
 		return hasCond(st, ConditionDeployed, "True", ReasonInstallSuccessful) && st.Get(ConditionReleaseFailed) == nil
+	})
+}
+
+// release runs one try of generation gen with values (JSON) to its end on o, and returns
+// the object with the planned status in place.
+func release(t *testing.T, o Observed, gen int64, values string) (Observed, Plan) {
+	t.Helper()
+	var spec map[string]any
+	if err := json.Unmarshal([]byte(values), &spec); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC).Add(time.Duration(gen) * time.Minute)
+	o.Generation, o.Spec = gen, spec
+	o.Render = valdchart.Objects(o.Name, o.Namespace, spec)
+	p, err := Next(o, t0, t0.Add(time.Second), time.Second, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Status = p.Status
+	return o, p
+}
+
+// priorityRefused is the real operator's message for an upgrade that changes the value of
+// the PriorityClass name.
+func priorityRefused(name string) string {
+	return `cannot patch "` + name + `" with kind PriorityClass: PriorityClass.scheduling.k8s.io "` + name + `" is invalid: value: Forbidden: may not be changed in an update.`
+}
+
+// TestRefusesPriorityValueChange: an upgrade whose values change the value of a
+// PriorityClass the deployed release has fails as the real operator's does: ReleaseFailed
+// UpgradeError with Helm's patch error for each class (the API server refuses the new
+// value), the deployed release and Deployed kept, and no retry until the values change. A
+// first value given to a class at the chart's default changes it too.
+func TestRefusesPriorityValueChange(t *testing.T) {
+	o := Observed{Namespace: "ns", Name: "vr"}
+	o, p := release(t, o, 1, `{"agent": {"name": "vald-agent-tokyo", "podPriority": {"value": 2000000}}}`)
+	if !p.Installed || !hasCond(p.Status, ConditionDeployed, "True", ReasonInstallSuccessful) {
+		t.Fatalf("install: %+v", p.Status)
+	}
+	deployed := *p.Status.DeployedRelease
+
+	o, p = release(t, o, 2, `{"agent": {"name": "vald-agent-tokyo", "podPriority": {"value": 3000000}}}`)
+	wantCond(t, o.Status, ConditionReleaseFailed, "True", ReasonUpgradeError,
+		"failed to upgrade release: "+priorityRefused("ns-vald-agent-tokyo-priority"))
+	wantCond(t, o.Status, ConditionDeployed, "True", ReasonInstallSuccessful, DeployedMessage)
+	if p.Installed || p.RequeueAfter != 0 || *o.Status.DeployedRelease != deployed {
+		t.Fatalf("refused upgrade: installed %t, requeue %s, release %+v", p.Installed, p.RequeueAfter, o.Status.DeployedRelease)
+	}
+	// Later passes of the same try change nothing and schedule nothing.
+	again, err := Next(o, o.Status.Get(ConditionReleaseFailed).LastTransitionTime.Time, time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), time.Second, false)
+	if err != nil || !statusEqual(again.Status, o.Status) || again.RequeueAfter != 0 {
+		t.Fatalf("a refused upgrade moved: %+v, %v", again, err)
+	}
+
+	// Back to generation 1's values: upgraded. Then values for two components at the chart's
+	// default: both patches fail, in the order Helm applies the classes.
+	o, p = release(t, o, 3, `{"agent": {"name": "vald-agent-tokyo", "podPriority": {"value": 2000000}}, "discoverer": {"terminationGracePeriodSeconds": 60}}`)
+	if !hasCond(p.Status, ConditionDeployed, "True", ReasonUpgradeSuccessful) || p.Status.Get(ConditionReleaseFailed) != nil {
+		t.Fatalf("upgrade to the deployed value: %+v", p.Status)
+	}
+	o, _ = release(t, o, 4, `{"agent": {"name": "vald-agent-tokyo", "podPriority": {"value": 2000000}},
+		"discoverer": {"podPriority": {"value": 5}}, "gateway": {"lb": {"podPriority": {"enabled": false}}}, "manager": {"index": {"podPriority": {"value": 7}}}}`)
+	wantCond(t, o.Status, ConditionReleaseFailed, "True", ReasonUpgradeError,
+		"failed to upgrade release: "+priorityRefused("ns-vald-discoverer-priority")+" && "+priorityRefused("ns-vald-manager-index-priority"))
+	wantCond(t, o.Status, ConditionDeployed, "True", ReasonUpgradeSuccessful, DeployedMessage)
+}
+
+// steps releases each values in turn, a generation each, and checks whether the release
+// deploys them or refuses them (UpgradeError, the deployed release kept).
+func steps(t *testing.T, o Observed, steps []struct {
+	values  string
+	refused bool
+}) Observed {
+	t.Helper()
+	for i, s := range steps {
+		before := o.Status.DeployedRelease
+		var p Plan
+		o, p = release(t, o, int64(i+1), s.values)
+		failed := o.Status.Get(ConditionReleaseFailed)
+		switch {
+		case s.refused && (p.Installed || failed == nil || failed.Reason != ReasonUpgradeError || !reflect.DeepEqual(o.Status.DeployedRelease, before)):
+			t.Fatalf("step %d (%s) not refused: %+v", i+1, s.values, o.Status)
+		case !s.refused && (!p.Installed || failed != nil):
+			t.Fatalf("step %d (%s) not deployed: %+v", i+1, s.values, o.Status)
+		}
+	}
+	return o
+}
+
+// TestPriorityClassRecreatedWithNewValue: a new value for a class that exists is refused;
+// the class disabled (the upgrade deletes it) and then enabled with the new value (the
+// upgrade creates it) deploys in two steps, as does a component disabled and enabled
+// again, or renamed (a class of another name).
+func TestPriorityClassRecreatedWithNewValue(t *testing.T) {
+	o := steps(t, Observed{Namespace: "ns", Name: "vr"}, []struct {
+		values  string
+		refused bool
+	}{
+		{`{"agent": {"podPriority": {"value": 2000000}}}`, false},
+		{`{"agent": {"podPriority": {"value": 3000000}}}`, true},
+		{`{"agent": {"podPriority": {"enabled": false, "value": 2000000}}}`, false},
+		{`{"agent": {"podPriority": {"enabled": true, "value": 3000000}}}`, false},
+		{`{"agent": {"podPriority": {"value": 3000000}}, "manager": {"index": {"podPriority": {"value": 9}}}}`, true},
+		{`{"agent": {"podPriority": {"value": 3000000}}, "manager": {"index": {"enabled": false}}}`, false},
+		{`{"agent": {"podPriority": {"value": 3000000}}, "manager": {"index": {"podPriority": {"value": 9}}}}`, false},
+		{`{"agent": {"name": "vald-agent-osaka", "podPriority": {"value": 4000000}}, "manager": {"index": {"podPriority": {"value": 9}}}}`, false},
+	})
+	got := releasedPriorities(o.Status.DeployedRelease)
+	want := map[string]int64{"ns-vald-agent-osaka-priority": 4000000, "ns-vald-discoverer-priority": 1000000,
+		"ns-vald-lb-gateway-priority": 1000000, "ns-vald-manager-index-priority": 9}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("released classes %v, want %v", got, want)
+	}
+}
+
+// TestPriorityValueUnchanged: upgrades that leave every class's value as deployed succeed
+// (another key changed, the chart's default given as the value, enabled given as true),
+// before and after one that changes a value is refused.
+func TestPriorityValueUnchanged(t *testing.T) {
+	steps(t, Observed{Namespace: "ns", Name: "vr"}, []struct {
+		values  string
+		refused bool
+	}{
+		{`{}`, false},
+		{`{"agent": {"terminationGracePeriodSeconds": 600}}`, false},
+		{`{"agent": {"podPriority": {"value": 1000000000}}, "discoverer": {"podPriority": {"enabled": true, "value": 1000000}}}`, false},
+		{`{"agent": {"podPriority": {"value": 999}}}`, true},
+		{`{"agent": {"podPriority": {"enabled": true}}, "gateway": {"lb": {"podPriority": {"value": 1000000}}}}`, false},
+	})
+}
+
+// TestPriorityValueFixedThroughAPIServer: on the API server, a ValdRelease whose new values
+// change its agents' class's value fails the upgrade with the real operator's message and
+// keeps the deployed release; disabled, then enabled with the new value, it deploys.
+func TestPriorityValueFixedThroughAPIServer(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "vhs-priority-")
+	startSimulator(t, ns)
+	agent := func(podPriority map[string]any) map[string]any {
+		return map[string]any{"agent": map[string]any{"ngt": map[string]any{"dimension": int64(4)}, "podPriority": podPriority}}
+	}
+	if err := env.Client.Create(context.Background(), newVR(ns, "vr", agent(map[string]any{"value": int64(2000000)}), nil)); err != nil {
+		t.Fatal(err)
+	}
+	vr, _ := waitVR(t, ns, "vr", "is Deployed", func(_ *unstructured.Unstructured, st Status) bool {
+		return hasCond(st, ConditionDeployed, "True", ReasonInstallSuccessful)
+	})
+	deployed := StatusOf(vr.Object).DeployedRelease
+
+	patchVR(t, ns, "vr", `{"spec": {"agent": {"podPriority": {"value": 3000000}}}}`)
+	vr, _ = waitVR(t, ns, "vr", "fails the upgrade", func(_ *unstructured.Unstructured, st Status) bool {
+		return hasCond(st, ConditionReleaseFailed, "True", ReasonUpgradeError)
+	})
+	st := StatusOf(vr.Object)
+	class := ns + "-vald-agent-priority"
+	wantCond(t, st, ConditionReleaseFailed, "True", ReasonUpgradeError, "failed to upgrade release: "+priorityRefused(class))
+	wantCond(t, st, ConditionDeployed, "True", ReasonInstallSuccessful, DeployedMessage)
+	if !reflect.DeepEqual(st.DeployedRelease, deployed) {
+		t.Fatalf("the refused upgrade replaced the release: %s", describe(vr))
+	}
+
+	patchVR(t, ns, "vr", `{"spec": {"agent": {"podPriority": {"enabled": false}}}}`)
+	waitVR(t, ns, "vr", "deploys without the class", func(_ *unstructured.Unstructured, st Status) bool {
+		return hasCond(st, ConditionDeployed, "True", ReasonUpgradeSuccessful) && st.Get(ConditionReleaseFailed) == nil
+	})
+	patchVR(t, ns, "vr", `{"spec": {"agent": {"podPriority": {"enabled": true}}}}`)
+	waitVR(t, ns, "vr", "deploys the class with the new value", func(_ *unstructured.Unstructured, st Status) bool {
+		return st.Get(ConditionReleaseFailed) == nil && releasedPriorities(st.DeployedRelease)[class] == 3000000
 	})
 }

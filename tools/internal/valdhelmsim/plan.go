@@ -115,6 +115,16 @@ func Next(o Observed, started, now time.Time, delay time.Duration, finalizer boo
 		st.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: reason, Message: msg}, now)
 		return Plan{Status: st, RequeueAfter: max(delay, time.Second)}, nil
 	}
+	// Helm then applies the render. The API server refuses a new value for a PriorityClass
+	// the release has, and every retry fails the same way until the values change (back to
+	// the deployed value, or disabling the class, which the upgrade then deletes), so the
+	// try is not repeated meanwhile.
+	if deployed {
+		if msg := priorityRefusal(releasedPriorities(st.DeployedRelease), renderedPriorities(o)); msg != "" {
+			st.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: reason, Message: msg}, now)
+			return Plan{Status: st}, nil
+		}
+	}
 	reason = ReasonInstallSuccessful
 	if deployed {
 		reason = ReasonUpgradeSuccessful
@@ -178,6 +188,9 @@ func renderManifest(o Observed) (string, error) {
 	if len(o.Render) > 0 {
 		m.Data["objects"] = encodeObjects(o.Render)
 	}
+	if pcs := renderedPriorities(o); len(pcs) > 0 {
+		m.Data["priorityClasses"] = encodePriorities(pcs)
+	}
 	out, err := yaml.Marshal(m)
 	if err != nil {
 		return "", err
@@ -196,6 +209,25 @@ func releasedObjects(r *Release) []valdchart.Resource {
 		return nil
 	}
 	return decodeObjects(m.Data["objects"])
+}
+
+// renderedPriorities is the PriorityClasses the chart renders for o's values.
+func renderedPriorities(o Observed) []valdchart.PriorityClass {
+	return valdchart.PriorityClasses(o.Namespace, valuesOf(o.Spec))
+}
+
+// releasedPriorities reads the values of the PriorityClasses a deployed release installed
+// (none known for a release the simulator did not render, or rendered before it recorded
+// them: its classes' values are not checked).
+func releasedPriorities(r *Release) map[string]int64 {
+	if r == nil || !strings.Contains(r.Manifest, manifestSource) {
+		return nil
+	}
+	var m manifestObject
+	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(r.Manifest, "---\n")), &m); err != nil {
+		return nil
+	}
+	return decodePriorities(m.Data["priorityClasses"])
 }
 
 // releasedGeneration reads the generation a deployed release was made from. A release
