@@ -253,9 +253,9 @@ type Placement struct {
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// PodPriority is the Vald chart's PriorityClass of the component (<component>.podPriority):
-	// the chart creates a class <namespace>-<component name>-priority of this value, with
-	// preemptionPolicy Never, and runs the pods in it; it has no key to name a class of
-	// your own. Unset keeps the chart's default: on, at 1000000000 for agents and
+	// the chart creates a class <namespace>-<component name>-priority of this value (the
+	// agents' with preemptionPolicy Never) and runs the pods in it; it has no key to name
+	// a class of your own. Unset keeps the chart's default: on, at 1000000000 for agents and
 	// 1000000 for the others.
 	// +optional
 	PodPriority *PodPriority `json:"podPriority,omitempty"`
