@@ -285,6 +285,12 @@ func allWritesFloor(b *testing.B, c client.Client, n int) (time.Duration, apiser
 	ns := newNamespace(b)
 	before := readAPIServer(b)
 	cpuBefore := readCPUShares(b)
+	var profile sync.WaitGroup
+	if dir := os.Getenv("VALD_BENCH_PROFILE"); dir != "" {
+		// The API server's work for the same writes with no operator, to set against
+		// apiserver-cpu.pprof (the operator's run) with `go tool pprof -diff_base`.
+		profile.Go(func() { saveAPIServerProfile(b, filepath.Join(dir, "apiserver-cpu-writes-floor.pprof")) })
+	}
 	began := time.Now()
 	err := parallel(n, floorClients, func(i int) error {
 		vor := benchRelease(ns, i)
@@ -305,6 +311,7 @@ func allWritesFloor(b *testing.B, c client.Client, n int) (time.Duration, apiser
 	took := time.Since(began)
 	cpu := readCPUShares(b).since(cpuBefore)
 	stats := readAPIServer(b).since(before)
+	profile.Wait()
 	if err != nil {
 		b.Fatal(err)
 	}
