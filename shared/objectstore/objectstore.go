@@ -32,6 +32,11 @@ const DefaultEndpoint = "https://s3.amazonaws.com"
 // buffered once in memory, and S3's 10,000 parts cap one object at 160 GiB with it.
 const DefaultPartSize = 16 << 20
 
+// DefaultConcurrency is how many parts an upload holds at once (one filling from the
+// stream while the others upload), so Put buffers DefaultConcurrency x PartSize bytes:
+// 48 MiB with the default part size.
+const DefaultConcurrency = 3
+
 // Secret keys CredentialsFromSecret reads unless told otherwise: the names the AWS tools use.
 const (
 	DefaultAccessKeyIDKey     = "AWS_ACCESS_KEY_ID"
@@ -61,6 +66,9 @@ type Settings struct {
 	PathStyle bool
 	// PartSize is the multipart part size (default DefaultPartSize; at least 5 MiB).
 	PartSize uint64
+	// Concurrency is how many parts of an upload are buffered at once (default
+	// DefaultConcurrency; 1 reads and uploads in turn).
+	Concurrency int
 }
 
 // Credentials are S3 access keys. They print as a redaction so a logged value leaks nothing.
@@ -111,10 +119,11 @@ func CredentialsFromSecret(s *corev1.Secret, keys SecretKeys) (Credentials, erro
 
 // Store is one bucket and prefix of an S3 endpoint.
 type Store struct {
-	c        *minio.Client
-	bucket   string
-	prefix   string
-	partSize uint64
+	c           *minio.Client
+	bucket      string
+	prefix      string
+	partSize    uint64
+	concurrency int
 }
 
 // Object is one stored object; Name is its key without the store's prefix.
@@ -157,6 +166,12 @@ func New(s Settings, cred Credentials) (*Store, error) {
 	if s.PartSize < 5<<20 {
 		return nil, fmt.Errorf("objectstore: part size %d is below S3's minimum of 5 MiB", s.PartSize)
 	}
+	if s.Concurrency == 0 {
+		s.Concurrency = DefaultConcurrency
+	}
+	if s.Concurrency < 1 || s.Concurrency > 64 {
+		return nil, fmt.Errorf("objectstore: concurrency %d is outside 1 to 64", s.Concurrency)
+	}
 	transport, err := minio.DefaultTransport(secure)
 	if err != nil {
 		return nil, err
@@ -185,7 +200,7 @@ func New(s Settings, cred Credentials) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objectstore: %w", err)
 	}
-	return &Store{c: c, bucket: s.Bucket, prefix: cleanPrefix(s.Prefix), partSize: s.PartSize}, nil
+	return &Store{c: c, bucket: s.Bucket, prefix: cleanPrefix(s.Prefix), partSize: s.PartSize, concurrency: s.Concurrency}, nil
 }
 
 func cleanPrefix(p string) string {
@@ -230,18 +245,20 @@ func (s *Store) CheckBucket(ctx context.Context) error {
 }
 
 // Put streams r to name until EOF, in parts of the store's part size, and returns the
-// object's size and the SHA-256 of what it read. Nothing is visible under name unless
-// the whole stream was stored: a failed upload is aborted.
+// object's size and the SHA-256 of what it read. Reading and uploading overlap: while
+// parts upload, the next fills from r (at most the store's concurrency of parts in
+// memory), so a stream that produces slowly, a member's snapshot, is not paused by each
+// part's upload. Nothing is visible under name unless the whole stream was stored: a
+// failed upload is aborted.
 func (s *Store) Put(ctx context.Context, name string, r io.Reader, contentType string) (Uploaded, error) {
 	h := sha256.New()
 	cr := &countingReader{r: io.TeeReader(r, h)}
 	key := s.Key(name)
 	info, err := s.c.PutObject(ctx, s.bucket, key, cr, -1, minio.PutObjectOptions{
-		ContentType: contentType,
-		PartSize:    s.partSize,
-		// One part buffered at a time: a backup streams from a socket and must not hold
-		// several parts of it in memory.
-		NumThreads: 1,
+		ContentType:           contentType,
+		PartSize:              s.partSize,
+		NumThreads:            uint(s.concurrency),
+		ConcurrentStreamParts: s.concurrency > 1,
 	})
 	if err != nil {
 		return Uploaded{}, fmt.Errorf("objectstore: uploading %s: %w", key, err)
