@@ -266,37 +266,48 @@ func (l *lengthReader) Read(p []byte) (int, error) {
 type markReader struct {
 	r    io.Reader
 	mark []byte
-	// held are bytes read but not yet passed on: they may start the mark.
-	held []byte
-	buf  []byte
-	done bool
+	// buf[start:end] are bytes read but not yet passed on: they may start the mark.
+	buf        []byte
+	start, end int
+	done       bool
 }
+
+// markReadSize is how much one read from the connection asks for: a few socket buffers,
+// so a snapshot of gigabytes takes few reads and no allocation after the first.
+const markReadSize = 256 << 10
 
 func (m *markReader) Read(p []byte) (int, error) {
 	for {
+		held := m.buf[m.start:m.end]
 		if m.done {
-			if len(m.held) == 0 {
+			if len(held) == 0 {
 				return 0, io.EOF
 			}
-			n := copy(p, m.held)
-			m.held = m.held[n:]
+			n := copy(p, held)
+			m.start += n
 			return n, nil
 		}
 		// Pass on what can no longer be the start of the mark.
-		if safe := len(m.held) - (len(m.mark) - 1); safe > 0 {
-			n := copy(p, m.held[:safe])
-			m.held = m.held[n:]
+		if safe := len(held) - (len(m.mark) - 1); safe > 0 {
+			n := copy(p, held[:safe])
+			m.start += n
 			return n, nil
 		}
 		if m.buf == nil {
-			m.buf = make([]byte, 64<<10)
+			m.buf = make([]byte, markReadSize+len(m.mark))
 		}
-		n, err := m.r.Read(m.buf)
-		m.held = append(m.held, m.buf[:n]...)
-		if i := bytes.Index(m.held, m.mark); i >= 0 {
+		// Fewer than a mark's bytes are held: move them to the front and read after them.
+		m.end = copy(m.buf, held)
+		m.start = 0
+		n, err := m.r.Read(m.buf[m.end:])
+		m.end += n
+		// The mark can only end in what was just read, so the search starts a mark's
+		// length before it.
+		from := max(0, m.end-n-len(m.mark))
+		if i := bytes.Index(m.buf[from:m.end], m.mark); i >= 0 {
 			// Anything after the mark is the replication stream of a server that ignored
 			// rdb-only: not part of the snapshot.
-			m.held, m.done = m.held[:i], true
+			m.end, m.done = from+i, true
 			continue
 		}
 		if err == io.EOF {
