@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/opsuite/suite/shared/objectstore"
 	"github.com/opsuite/suite/shared/testenv"
 )
@@ -182,6 +184,46 @@ func (s *Server) Store(t testing.TB, bucket, prefix string) *objectstore.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// UploadFile stores the file at from under bucket/key with minio-go's FPutObject and its
+// defaults (the size known, parts uploaded in parallel): copying a file with the S3 client
+// directly, the baseline benchmarks compare the operator's paths with.
+func (s *Server) UploadFile(ctx context.Context, bucket, key, from string) error {
+	c, err := s.client()
+	if err != nil {
+		return err
+	}
+	_, err = c.FPutObject(ctx, bucket, key, from, minio.PutObjectOptions{ContentType: "application/octet-stream"})
+	return err
+}
+
+// DownloadFile writes bucket/key to the file at to with minio-go's FGetObject and its
+// defaults, the download's baseline.
+func (s *Server) DownloadFile(ctx context.Context, bucket, key, to string) error {
+	c, err := s.client()
+	if err != nil {
+		return err
+	}
+	return c.FGetObject(ctx, bucket, key, to, minio.GetObjectOptions{})
+}
+
+func (s *Server) client() (*minio.Client, error) {
+	secure := s.CA != nil
+	transport, err := minio.DefaultTransport(secure)
+	if err != nil {
+		return nil, err
+	}
+	if secure {
+		transport.TLSClientConfig.RootCAs = pool(s.CA)
+	}
+	return minio.New(fmt.Sprintf("127.0.0.1:%d", s.Port), &minio.Options{
+		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Secure:       secure,
+		Region:       Region,
+		Transport:    transport,
+		BucketLookup: minio.BucketLookupPath,
+	})
 }
 
 func pool(pemCA []byte) *x509.CertPool {
