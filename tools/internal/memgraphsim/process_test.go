@@ -202,6 +202,10 @@ func TestProcessCluster(t *testing.T) {
 			parts[0], p.bolt, parts[1], parts[2]))
 	}
 	for i, p := range data {
+		// As the operator registers a data instance once its pod is ready: under load a
+		// process opens its listeners late, and Memgraph refuses to register an instance it
+		// cannot reach.
+		dialRetry(t, p.bolt)
 		parts := strings.Split(meta[p], "|")
 		mustBoltRetrying(t, c1, fmt.Sprintf(`REGISTER INSTANCE instance_%d WITH CONFIG {"bolt_server": %q, "management_server": %q, "replication_server": %q}`,
 			i, p.bolt, parts[0], parts[1]))
