@@ -152,12 +152,13 @@ func TestValdReleasesCoexist(t *testing.T) {
 	awaitSimDeployed(ctx, t, nsA, "search", 2, "b1", "b2")
 }
 
-// helmFailure is the message of ReleaseFailed=True, or "".
+// helmFailure is the message of ReleaseFailed=True (an install or upgrade Helm refused)
+// or Irreconcilable=True (an upgrade's candidate release Helm refused), or "".
 func helmFailure(vr *unstructured.Unstructured) string {
 	conds, _, _ := unstructured.NestedSlice(vr.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
-		if m["type"] == "ReleaseFailed" && m["status"] == "True" {
+		if (m["type"] == "ReleaseFailed" || m["type"] == "Irreconcilable") && m["status"] == "True" {
 			msg, _ := m["message"].(string)
 			return msg
 		}

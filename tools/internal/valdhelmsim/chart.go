@@ -41,19 +41,42 @@ func schemaRefusal(spec any) string {
 	return ""
 }
 
-// ownershipRefusal is Helm's error for the first object of the render another release
-// owns, as an install (nothing deployed) or an upgrade reports it.
-func ownershipRefusal(release types.NamespacedName, t Taken, upgrade bool) string {
-	action := "install"
-	if upgrade {
-		action = "update"
+// installRefusal is Helm's error when it installs o (nothing deployed), "" when the
+// install passes its checks: the values against the chart's schema first, then the
+// objects another release owns (retry: the owner may go without o changing).
+func installRefusal(o Observed) (msg string, retry bool) {
+	if msg := schemaRefusal(o.Spec); msg != "" {
+		return msg, false
 	}
-	why := fmt.Sprintf(`key "meta.helm.sh/release-name" must equal %q: current value is %q`, release.Name, t.Owner.Name)
-	if t.Owner.Name == release.Name {
-		why = fmt.Sprintf(`key "meta.helm.sh/release-namespace" must equal %q: current value is %q`, release.Namespace, t.Owner.Namespace)
+	if len(o.Taken) > 0 {
+		return "rendered manifests contain a resource that already exists. Unable to continue with install: " + ownershipConflict(o, o.Taken[0]), true
 	}
-	return fmt.Sprintf("rendered manifests contain a resource that already exists. Unable to continue with %s: %s %q in namespace %q exists and cannot be imported into the current release: invalid ownership metadata; annotation validation error: %s",
-		action, t.Object.Kind, t.Object.Name, t.Object.Namespace, why)
+	return "", false
+}
+
+// candidateRefusal is Helm's error for the dry-run upgrade of a deployed o to its current
+// values, "" when it passes: the schema, then the objects the upgrade would create that
+// another release owns (Helm checks only those the deployed release does not have; o.Taken
+// never holds this release's own).
+func candidateRefusal(o Observed) (msg string, retry bool) {
+	if msg := schemaRefusal(o.Spec); msg != "" {
+		return msg, false
+	}
+	if len(o.Taken) > 0 {
+		return "Unable to continue with update: " + ownershipConflict(o, o.Taken[0]), true
+	}
+	return "", false
+}
+
+// ownershipConflict is Helm's error for an object of o's render that release t.Owner has
+// installed (existingResourceConflict, helm.sh/helm/v3 pkg/action).
+func ownershipConflict(o Observed, t Taken) string {
+	why := fmt.Sprintf(`key "meta.helm.sh/release-name" must equal %q: current value is %q`, o.Name, t.Owner.Name)
+	if t.Owner.Name == o.Name {
+		why = fmt.Sprintf(`key "meta.helm.sh/release-namespace" must equal %q: current value is %q`, o.Namespace, t.Owner.Namespace)
+	}
+	return fmt.Sprintf("%s %q in namespace %q exists and cannot be imported into the current release: invalid ownership metadata; annotation validation error: %s",
+		t.Object.Kind, t.Object.Name, t.Object.Namespace, why)
 }
 
 // priorityClassKind is what the API server names PriorityClasses by in its errors.

@@ -15,8 +15,11 @@ import (
 )
 
 // TestRefusesWrongTypes: values of the wrong type for a key whose type the chart declares
-// fail the try as Helm's schema check does (InstallError with Helm's message; UpgradeError
-// with the old release kept), and are not retried until the values change.
+// fail as Helm's schema check does, in the helm-operator's words: an install is
+// ReleaseFailed/InstallError "failed to install release: <Helm's message>"; an upgrade
+// fails the candidate release's dry run, Irreconcilable/ReconcileError "failed to get
+// candidate release: <Helm's message>", at once, with the deployed release kept and no
+// ReleaseFailed. Neither is retried until the values change.
 func TestRefusesWrongTypes(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
 	var spec map[string]any
@@ -29,8 +32,8 @@ func TestRefusesWrongTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed := p.Status.Get(ConditionReleaseFailed)
-	want := "values don't meet the specifications of the schema(s) in the following chart(s):\nvald:\n- at '/discoverer/rollingUpdate/maxUnavailable': got number, want string"
-	if failed == nil || failed.Reason != ReasonInstallError || failed.Message != want || p.Status.Get(ConditionDeployed) != nil || p.Installed || p.RequeueAfter != 0 {
+	helm := "values don't meet the specifications of the schema(s) in the following chart(s):\nvald:\n- at '/discoverer/rollingUpdate/maxUnavailable': got number, want string"
+	if failed == nil || failed.Reason != ReasonInstallError || failed.Message != "failed to install release: "+helm || p.Status.Get(ConditionDeployed) != nil || p.Installed || p.RequeueAfter != 0 {
 		t.Fatalf("plan %+v", p)
 	}
 
@@ -42,10 +45,24 @@ func TestRefusesWrongTypes(t *testing.T) {
 		t.Fatalf("plan %+v, %v", p, err)
 	}
 	o.Status, o.Generation, o.Spec = p.Status, 2, spec
-	p, err = Next(o, t0, t0.Add(4*time.Second), time.Second, false)
-	if err != nil || !hasCond(p.Status, ConditionReleaseFailed, "True", ReasonUpgradeError) || !hasCond(p.Status, ConditionDeployed, "True", ReasonInstallSuccessful) {
+	deployed := p.Status.DeployedRelease
+	// At the try's start, not after the deploy delay: the dry run comes first.
+	p, err = Next(o, t0.Add(4*time.Second), t0.Add(4*time.Second), time.Second, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCond(t, p.Status, ConditionIrreconcilable, "True", ReasonReconcileError, "failed to get candidate release: "+helm)
+	wantNoCond(t, p.Status, ConditionReleaseFailed)
+	if !hasCond(p.Status, ConditionDeployed, "True", ReasonInstallSuccessful) || !reflect.DeepEqual(p.Status.DeployedRelease, deployed) || p.Installed || p.RequeueAfter != 0 {
+		t.Fatalf("plan %+v", p)
+	}
+	// Values fixed: the dry run passes, Irreconcilable goes, the upgrade is tried.
+	o.Status, o.Generation, o.Spec = p.Status, 3, map[string]any{"discoverer": map[string]any{"rollingUpdate": map[string]any{"maxUnavailable": "2"}}}
+	p, err = Next(o, t0.Add(5*time.Second), t0.Add(6*time.Second), time.Second, false)
+	if err != nil || !p.Installed || !hasCond(p.Status, ConditionDeployed, "True", ReasonUpgradeSuccessful) {
 		t.Fatalf("plan %+v, %v", p, err)
 	}
+	wantNoCond(t, p.Status, ConditionIrreconcilable)
 }
 
 // TestNewKeysTyped: the keys the operator writes since issue 22 item 4 pass with the types
@@ -175,7 +192,8 @@ func TestPlacementKeysTyped(t *testing.T) {
 }
 
 // TestRefusesOwnedObjects: a render sharing an object with another installed release fails
-// as Helm's ownership check does, naming the object and the owner, and is tried again.
+// as Helm's ownership check does, naming the object and the owner, and is tried again: an
+// install as ReleaseFailed, an upgrade as the candidate release's Irreconcilable.
 func TestRefusesOwnedObjects(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC)
 	owner := types.NamespacedName{Namespace: "a", Name: "first"}
@@ -185,7 +203,7 @@ func TestRefusesOwnedObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `rendered manifests contain a resource that already exists. Unable to continue with install: ClusterRoleBinding "discoverer" in namespace "" exists and cannot be imported into the current release: invalid ownership metadata; annotation validation error: key "meta.helm.sh/release-name" must equal "second": current value is "first"`
+	want := `failed to install release: rendered manifests contain a resource that already exists. Unable to continue with install: ClusterRoleBinding "discoverer" in namespace "" exists and cannot be imported into the current release: invalid ownership metadata; annotation validation error: key "meta.helm.sh/release-name" must equal "second": current value is "first"`
 	failed := p.Status.Get(ConditionReleaseFailed)
 	if failed == nil || failed.Reason != ReasonInstallError || failed.Message != want || p.Installed || p.RequeueAfter != time.Second {
 		t.Fatalf("plan %+v", p)
@@ -205,11 +223,33 @@ func TestRefusesOwnedObjects(t *testing.T) {
 	if got := releasedObjects(p.Status.DeployedRelease); len(got) != 1 || got[0] != crb {
 		t.Fatalf("released objects %v from %q", got, p.Status.DeployedRelease.Manifest)
 	}
+
+	// An upgrade whose render adds an object "first" owns fails the candidate release's
+	// dry run: Irreconcilable at once, Helm's update wording, retried; the deployed
+	// release stays.
+	cm := valdchart.Resource{Kind: "ConfigMap", Namespace: "b", Name: "vald-agent-config"}
+	o.Name, o.Generation, o.Status = "second", 2, p.Status
+	o.Render, o.Taken = []valdchart.Resource{crb, cm}, []Taken{{Object: cm, Owner: owner}}
+	p, _ = Next(o, t0.Add(2*time.Second), t0.Add(2*time.Second), time.Second, false)
+	wantCond(t, p.Status, ConditionIrreconcilable, "True", ReasonReconcileError,
+		`failed to get candidate release: Unable to continue with update: ConfigMap "vald-agent-config" in namespace "b" exists and cannot be imported into the current release: invalid ownership metadata; annotation validation error: key "meta.helm.sh/release-name" must equal "second": current value is "first"`)
+	wantNoCond(t, p.Status, ConditionReleaseFailed)
+	if p.Installed || p.RequeueAfter != time.Second || !hasCond(p.Status, ConditionDeployed, "True", ReasonInstallSuccessful) {
+		t.Fatalf("plan %+v", p)
+	}
+	// The owner gone: the dry run passes and the upgrade installs both objects.
+	o.Status, o.Taken = p.Status, nil
+	p, _ = Next(o, t0.Add(3*time.Second), t0.Add(4*time.Second), time.Second, false)
+	wantNoCond(t, p.Status, ConditionIrreconcilable)
+	if !p.Installed || !hasCond(p.Status, ConditionDeployed, "True", ReasonUpgradeSuccessful) {
+		t.Fatalf("plan %+v", p)
+	}
 }
 
 // TestTwoReleasesOneObject: on the API server, two ValdReleases with the chart's default
 // names in one namespace: the first is Deployed, the second fails (ReleaseFailed,
-// InstallError, Helm's message naming the first), and installs once the first is gone.
+// InstallError, the helm-operator's message naming the first), and installs once the first
+// is gone.
 // With names of their own both deploy.
 func TestTwoReleasesOneObject(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Client, "vhs-owned-")
@@ -230,7 +270,7 @@ func TestTwoReleasesOneObject(t *testing.T) {
 	})
 	st := StatusOf(vr.Object)
 	msg := st.Get(ConditionReleaseFailed).Message
-	if !strings.HasPrefix(msg, "rendered manifests contain a resource that already exists. Unable to continue with install: ") || !strings.HasSuffix(msg, `must equal "second": current value is "first"`) {
+	if !strings.HasPrefix(msg, "failed to install release: rendered manifests contain a resource that already exists. Unable to continue with install: ") || !strings.HasSuffix(msg, `must equal "second": current value is "first"`) {
 		t.Fatalf("message %q", msg)
 	}
 	if st.Get(ConditionDeployed) != nil {

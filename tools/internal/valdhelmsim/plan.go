@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/opsuite/suite/api/vald/valdchart"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 )
 
@@ -88,6 +87,22 @@ func Next(o Observed, started, now time.Time, delay time.Duration, finalizer boo
 		}
 		return Plan{Status: st, AddFinalizer: hold}, nil
 	}
+	if deployed {
+		// With a release deployed, operator-sdk's helm-operator first renders the candidate
+		// release, a dry-run upgrade (manager.Sync), at the start of every reconcile. What
+		// Helm refuses there, values against the chart's schema and objects another
+		// release owns, is Irreconcilable, at once, prefixed "failed to get candidate
+		// release: "; the deployed release and the other conditions stay as they were,
+		// and no upgrade is tried.
+		if msg, retry := candidateRefusal(o); msg != "" {
+			st.Set(Condition{Type: ConditionIrreconcilable, Status: "True", Reason: ReasonReconcileError, Message: "failed to get candidate release: " + msg}, now)
+			plan := Plan{Status: st}
+			if retry {
+				plan.RequeueAfter = max(delay, time.Second)
+			}
+			return plan, nil
+		}
+	}
 	// A try is under way: Helm installs or upgrades inside one reconcile, so until it ends
 	// the status shows what the last try left.
 	if left := delay - now.Sub(started); left > 0 {
@@ -102,18 +117,19 @@ func Next(o Observed, started, now time.Time, delay time.Duration, finalizer boo
 		st.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: reason, Message: failMsg}, now)
 		return Plan{Status: st}, nil
 	}
-	// Helm validates the values against the chart's schema before it renders anything.
-	if msg := schemaRefusal(o.Spec); msg != "" {
-		st.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: reason, Message: msg}, now)
-		return Plan{Status: st}, nil
-	}
-	// Then it refuses to take over an object another release owns. That can change
-	// without this release changing (the other one goes), so the try is made again, as
-	// the real operator retries a failed reconcile.
-	if len(o.Taken) > 0 {
-		msg := ownershipRefusal(types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, o.Taken[0], deployed)
-		st.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: reason, Message: msg}, now)
-		return Plan{Status: st, RequeueAfter: max(delay, time.Second)}, nil
+	// An install meets the same refusals in Helm's install itself: ReleaseFailed, with
+	// the helm-operator's "failed to install release: " (manager.InstallRelease). An
+	// ownership refusal can clear without this release changing (the other one goes), so
+	// the try is made again, as the real operator retries a failed reconcile.
+	if !deployed {
+		if msg, retry := installRefusal(o); msg != "" {
+			plan := Plan{Status: st}
+			if retry {
+				plan.RequeueAfter = max(delay, time.Second)
+			}
+			plan.Status.Set(Condition{Type: ConditionReleaseFailed, Status: "True", Reason: reason, Message: "failed to install release: " + msg}, now)
+			return plan, nil
+		}
 	}
 	// Helm then applies the render. The API server refuses a new value for a PriorityClass
 	// the release has, and every retry fails the same way until the values change (back to
