@@ -90,13 +90,13 @@ func BenchmarkWrites(b *testing.B) {
 					vors[k] = &list.Items[j]
 				}
 			}
-			before := readAPIServer(b)
+			before := readAPIServer(b, benchCluster{cfg: env.Config})
 			began := time.Now()
 			if err := parallel(n, workers, w.write); err != nil {
 				b.Fatalf("%s: %v", w.name, err)
 			}
 			wall := time.Since(began)
-			cpu := readAPIServer(b).since(before).cpu
+			cpu := readAPIServer(b, benchCluster{cfg: env.Config}).since(before).cpu
 			b.ReportMetric(cpu*1000/float64(n), w.name+"-apiserver-cpu-ms/op")
 			b.ReportMetric(wall.Seconds()*1000/float64(n), w.name+"-ms/op")
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,10 +22,14 @@ import (
 	valdv1 "github.com/opsuite/suite/api/vald/v1"
 	"github.com/opsuite/suite/services/vald-operator/internal/resources"
 	"github.com/opsuite/suite/shared/testenv"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,6 +101,30 @@ func parallel(n, workers int, f func(i int) error) error {
 	return first
 }
 
+// benchCluster is where the benchmark runs: the test API server, or, with
+// VALD_BENCH_KUBECONFIG, the cluster that kubeconfig names (the local cluster of `make up`,
+// with its controller-manager, scheduler and simulated nodes), which must have the
+// ValdOperatorRelease and ValdRelease CRDs and no vald-operator of its own running.
+type benchCluster struct {
+	cfg        *rest.Config
+	kubeconfig string
+	// external: not the test API server; the CPU shares then count the cluster's
+	// control-plane processes wherever they run, not this process's children.
+	external bool
+}
+
+func targetCluster(b *testing.B) benchCluster {
+	path := os.Getenv("VALD_BENCH_KUBECONFIG")
+	if path == "" {
+		return benchCluster{cfg: env.Config, kubeconfig: env.Kubeconfig(b)}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		b.Fatalf("VALD_BENCH_KUBECONFIG: %v", err)
+	}
+	return benchCluster{cfg: cfg, kubeconfig: path, external: true}
+}
+
 // floorClients is the concurrency of the floor: the ValdReleases created directly by 16
 // parallel clients, as the issue that set the target measured it.
 const floorClients = 16
@@ -126,14 +155,26 @@ func BenchmarkConverge1000(b *testing.B) { converge(b, 1000) }
 // writes made directly (cpu-x-writes-floor: this process, etcd, the API server and the
 // operator, all on the same cores), and the operator process's RSS (VmRSS once converged, VmHWM its peak). VALD_BENCH_PROFILE=<dir> also saves CPU profiles of the operator and
 // the API server taken during the convergence, and the operator's block and mutex
-// profiles, for `go tool pprof`.
+// profiles, for `go tool pprof`. VALD_BENCH_KUBECONFIG=<file> runs it all on the cluster
+// that kubeconfig names instead (see benchCluster).
 func converge(b *testing.B, n int) {
 	bin := operatorBinary(b)
-	cfg := *env.Config
+	target := targetCluster(b)
+	cfg := *target.cfg
 	cfg.QPS, cfg.Burst = -1, 0 // the benchmark's own clients are never the bottleneck
 	direct, err := client.New(&cfg, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		b.Fatal(err)
+	}
+	newNamespace := func(b *testing.B) string {
+		ns := testenv.NewNamespace(b, direct, "vor-")
+		if target.external {
+			// Its objects are deleted as each phase ends; the namespace goes with the run.
+			b.Cleanup(func() {
+				_ = direct.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			})
+		}
+		return ns
 	}
 	ctx := context.Background()
 	profileDir := os.Getenv("VALD_BENCH_PROFILE")
@@ -152,23 +193,23 @@ func converge(b *testing.B, n int) {
 			}
 			vrs = append(vrs, built...)
 		}
-		floorBefore := readAPIServer(b)
+		floorBefore := readAPIServer(b, target)
 		began := time.Now()
 		if err := parallel(len(vrs), floorClients, func(i int) error { return direct.Create(ctx, vrs[i]) }); err != nil {
 			b.Fatal(err)
 		}
 		floor := time.Since(began)
-		floorStats := readAPIServer(b).since(floorBefore)
+		floorStats := readAPIServer(b, target).since(floorBefore)
 		deleteAllIn(b, direct, floorNS, &valdv1.ValdReleaseList{})
-		writesFloor, writesFloorStats, writesFloorCPU := allWritesFloor(b, direct, n)
+		writesFloor, writesFloorStats, writesFloorCPU := allWritesFloor(b, target, direct, newNamespace, n)
 
 		ns := newNamespace(b)
-		watch := releaseWatcher(b, ns)
-		op := startOperator(b, bin, ns)
+		watch := releaseWatcher(b, target, ns, n)
+		op := startOperator(b, target, bin, ns)
 		idleRSS, _ := procMemory(b, op.cmd.Process.Pid)
-		before := readAPIServer(b)
+		before := readAPIServer(b, target)
 		opCPU := cpuSeconds(b, op.cmd.Process.Pid)
-		cpuBefore := readCPUShares(b)
+		cpuBefore := readCPUShares(b, target)
 
 		var profiles sync.WaitGroup
 		if profileDir != "" {
@@ -179,7 +220,7 @@ func converge(b *testing.B, n int) {
 			}()
 			go func() {
 				defer profiles.Done()
-				saveAPIServerProfile(b, filepath.Join(profileDir, "apiserver-cpu.pprof"))
+				saveAPIServerProfile(b, target, filepath.Join(profileDir, "apiserver-cpu.pprof"))
 			}()
 		}
 		began = time.Now()
@@ -190,39 +231,30 @@ func converge(b *testing.B, n int) {
 		// Half a second a release, at least 30 minutes: far above a converging run's
 		// pace (40 ms a release on two busy cores), so only a stuck run hits it.
 		limit := max(30*time.Minute, time.Duration(n)*500*time.Millisecond)
-		for completed := 0; completed < n; {
-			// Read only: without UnsafeDisableDeepCopy each look copied all n releases
-			// (20 times a second, a core-second or more of this process's CPU over a run
-			// of 1,000, on the cores the operator and the API server share).
-			list := &valdv1.ValdOperatorReleaseList{}
-			if err := watch.List(ctx, list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-				b.Fatal(err)
-			}
-			completed = 0
-			for _, v := range list.Items {
-				if v.Status.State == "Ready" && v.Status.Phase == valdv1.ConditionCompleted {
-					completed++
+		tick := time.NewTicker(time.Second)
+	wait:
+		for {
+			select {
+			case <-watch.all:
+				break wait
+			case err := <-op.done:
+				b.Fatalf("the operator exited (%v) with %d of %d releases Completed; its log:\n%s", err, watch.count(), n, op.logTail())
+			case <-tick.C:
+				if time.Since(began) > limit {
+					b.Fatalf("%d of %d releases Completed after %s; operator log:\n%s", watch.count(), n, limit, op.logTail())
 				}
 			}
-			select {
-			case err := <-op.done:
-				b.Fatalf("the operator exited (%v) with %d of %d releases Completed; its log:\n%s", err, completed, n, op.logTail())
-			default:
-			}
-			if time.Since(began) > limit {
-				b.Fatalf("%d of %d releases Completed after %s; operator log:\n%s", completed, n, limit, op.logTail())
-			}
-			time.Sleep(50 * time.Millisecond)
 		}
+		tick.Stop()
 		converged := time.Since(began)
 		mem := procStatus(b, op.cmd.Process.Pid)
 		rss, peak := mem["VmRSS:"], mem["VmHWM:"]
 		opCPU = cpuSeconds(b, op.cmd.Process.Pid) - opCPU
-		opRunCPU := readCPUShares(b).since(cpuBefore)
-		opStats := readAPIServer(b).since(before)
+		opRunCPU := readCPUShares(b, target).since(cpuBefore)
+		opStats := readAPIServer(b, target).since(before)
 		writes := opStats.operatorWrites()
 		time.Sleep(3 * time.Second)
-		idle := readAPIServer(b).since(before).operatorWrites() - writes
+		idle := readAPIServer(b, target).since(before).operatorWrites() - writes
 		profiles.Wait()
 		if profileDir != "" {
 			for _, p := range []string{"block", "mutex", "heap"} {
@@ -233,6 +265,10 @@ func converge(b *testing.B, n int) {
 		if n, first := op.errors(); n > 0 {
 			b.Logf("the operator logged %d errors; the first: %s", n, first)
 		}
+		// The next round's operator, or the next -count's, watches every namespace: what
+		// this one converged would be in its cache and its initial list.
+		deleteAllIn(b, direct, ns, &valdv1.ValdReleaseList{})
+		deleteAllIn(b, direct, ns, &valdv1.ValdOperatorReleaseList{})
 
 		ratio := converged.Seconds() / floor.Seconds()
 		b.ReportMetric(float64(n), "releases")
@@ -280,16 +316,16 @@ var completedStatus = []byte(`{"status":{"phase":"Completed","progressText":"3/3
 // the ratio to this one is what the operator adds to the writes it cannot avoid. What it
 // wrote is deleted before the operator starts. It returns the time and what the API server
 // counted (its CPU, the writes) while they were made, the deletion left out.
-func allWritesFloor(b *testing.B, c client.Client, n int) (time.Duration, apiserverStats, cpuShares) {
+func allWritesFloor(b *testing.B, target benchCluster, c client.Client, newNamespace func(*testing.B) string, n int) (time.Duration, apiserverStats, cpuShares) {
 	ctx := context.Background()
 	ns := newNamespace(b)
-	before := readAPIServer(b)
-	cpuBefore := readCPUShares(b)
+	before := readAPIServer(b, target)
+	cpuBefore := readCPUShares(b, target)
 	var profile sync.WaitGroup
 	if dir := os.Getenv("VALD_BENCH_PROFILE"); dir != "" {
 		// The API server's work for the same writes with no operator, to set against
 		// apiserver-cpu.pprof (the operator's run) with `go tool pprof -diff_base`.
-		profile.Go(func() { saveAPIServerProfile(b, filepath.Join(dir, "apiserver-cpu-writes-floor.pprof")) })
+		profile.Go(func() { saveAPIServerProfile(b, target, filepath.Join(dir, "apiserver-cpu-writes-floor.pprof")) })
 	}
 	began := time.Now()
 	err := parallel(n, floorClients, func(i int) error {
@@ -309,8 +345,8 @@ func allWritesFloor(b *testing.B, c client.Client, n int) (time.Duration, apiser
 		return c.Status().Patch(ctx, vor, client.RawPatch(types.MergePatchType, completedStatus))
 	})
 	took := time.Since(began)
-	cpu := readCPUShares(b).since(cpuBefore)
-	stats := readAPIServer(b).since(before)
+	cpu := readCPUShares(b, target).since(cpuBefore)
+	stats := readAPIServer(b, target).since(before)
 	profile.Wait()
 	if err != nil {
 		b.Fatal(err)
@@ -327,8 +363,10 @@ func allWritesFloor(b *testing.B, c client.Client, n int) (time.Duration, apiser
 // two cores is what sets its time once they are busy.
 type cpuShares map[string]float64
 
-// readCPUShares reads the CPU seconds of this process and its children.
-func readCPUShares(b *testing.B) cpuShares {
+// readCPUShares reads the CPU seconds of this process and its children; on an external
+// cluster, of this process, the operator it started, and the cluster's control plane
+// (clusterProcesses, wherever they run; this process's idle test API server left out).
+func readCPUShares(b *testing.B, target benchCluster) cpuShares {
 	self := os.Getpid()
 	out := cpuShares{"benchmark": cpuSeconds(b, self)}
 	dirs, err := filepath.Glob("/proc/[0-9]*")
@@ -345,15 +383,29 @@ func readCPUShares(b *testing.B) cpuShares {
 			continue
 		}
 		f := strings.Fields(string(raw[end+2:]))
-		if ppid, _ := strconv.Atoi(f[1]); ppid != self || len(f) < 13 {
+		if len(f) < 13 {
+			continue
+		}
+		name := string(raw[open+1 : end])
+		ppid, _ := strconv.Atoi(f[1])
+		switch {
+		case !target.external && ppid != self:
+			continue
+		case target.external && ppid == self && name != "vald-operator":
+			continue
+		case target.external && ppid != self && !clusterProcesses[name]:
 			continue
 		}
 		utime, _ := strconv.ParseFloat(f[11], 64)
 		stime, _ := strconv.ParseFloat(f[12], 64)
-		out[string(raw[open+1:end])] += (utime + stime) / 100
+		out[name] += (utime + stime) / 100
 	}
 	return out
 }
+
+// clusterProcesses are the control plane of the local cluster, by command name (the
+// kernel keeps 15 characters of it: kube-controller-manager is "kube-controller").
+var clusterProcesses = map[string]bool{"etcd": true, "kube-apiserver": true, "kube-controller": true, "kube-scheduler": true}
 
 func (c cpuShares) since(before cpuShares) cpuShares {
 	out := cpuShares{}
@@ -443,9 +495,9 @@ type operatorProcess struct {
 // startOperator runs the binary with the chart's arguments and defaults (leader election
 // on, JSON logs at info, metrics served), its profiler on a free address, and waits until
 // it is ready.
-func startOperator(b *testing.B, bin, leaseNS string) *operatorProcess {
+func startOperator(b *testing.B, target benchCluster, bin, leaseNS string) *operatorProcess {
 	probe, metrics, pprof := testenv.FreeAddr(b), testenv.FreeAddr(b), testenv.FreeAddr(b)
-	cmd := exec.Command(bin, "--kubeconfig="+env.Kubeconfig(b), "--leader-elect=true", "--leader-election-namespace="+leaseNS,
+	cmd := exec.Command(bin, "--kubeconfig="+target.kubeconfig, "--leader-elect=true", "--leader-election-namespace="+leaseNS,
 		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probe, "--log-level=info", "--log-format=json")
 	cmd.Env = append(os.Environ(), "REQUIRE_DEPLOYED=false", "PPROF_BIND_ADDRESS="+pprof)
 	// The chart's Go runtime settings, as the container gets them.
@@ -533,21 +585,62 @@ func chartGoRuntime(b *testing.B) map[string]string {
 	return out
 }
 
-// releaseWatcher is an informer of the releases in ns, so that waiting for convergence
-// costs the API server one watch rather than a list of n releases every few milliseconds.
-func releaseWatcher(b *testing.B, ns string) cache.Cache {
-	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+// completions counts the releases of a namespace seen Completed, from an informer's
+// events: waiting for convergence costs one watch and a look at each event, where a
+// poll of the cache looked at all n releases every time (at 10,000 releases, 20 polls a
+// second took tens of CPU seconds from the cores the operator and the API server share).
+type completions struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	n    int
+	all  chan struct{} // closed once n are Completed
+}
+
+func (c *completions) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
+}
+
+func (c *completions) observe(obj any) {
+	v, ok := obj.(*valdv1.ValdOperatorRelease)
+	if !ok || v.Status.State != "Ready" || v.Status.Phase != valdv1.ConditionCompleted {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen[v.Name] || len(c.seen) >= c.n {
+		return
+	}
+	c.seen[v.Name] = true
+	if len(c.seen) == c.n {
+		close(c.all)
+	}
+}
+
+// releaseWatcher is an informer of the releases in ns, counting those Completed until n
+// are.
+func releaseWatcher(b *testing.B, target benchCluster, ns string, n int) *completions {
+	c, err := cache.New(target.cfg, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	go func() { _ = c.Start(ctx) }()
-	if _, err := c.GetInformer(ctx, &valdv1.ValdOperatorRelease{}); err != nil {
+	inf, err := c.GetInformer(ctx, &valdv1.ValdOperatorRelease{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := &completions{seen: map[string]bool{}, n: n, all: make(chan struct{})}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { done.observe(obj) },
+		UpdateFunc: func(_, obj any) { done.observe(obj) },
+	}); err != nil {
 		b.Fatal(err)
 	}
 	c.WaitForCacheSync(ctx)
-	return c
+	return done
 }
 
 // procMemory reads a process's VmRSS and VmHWM in MiB.
@@ -580,7 +673,10 @@ func procStatus(b *testing.B, pid int) map[string]float64 {
 // by "resource[/subresource] VERB" (reads left out) and its own CPU seconds.
 type apiserverStats struct {
 	writes map[string]float64
-	cpu    float64
+	// reads are the lists and watches of the operator's kinds, and the watches the API
+	// server ended because their client fell behind (each is a new list or watch).
+	reads map[string]float64
+	cpu   float64
 }
 
 // operatorWrites sums the writes the operator makes: every write on valdreleases and on
@@ -597,35 +693,39 @@ func (s apiserverStats) operatorWrites() float64 {
 
 // since is s minus an earlier reading.
 func (s apiserverStats) since(before apiserverStats) apiserverStats {
-	out := apiserverStats{writes: map[string]float64{}, cpu: s.cpu - before.cpu}
+	out := apiserverStats{writes: map[string]float64{}, reads: map[string]float64{}, cpu: s.cpu - before.cpu}
 	for k, v := range s.writes {
 		if d := v - before.writes[k]; d > 0 {
 			out.writes[k] = d
+		}
+	}
+	for k, v := range s.reads {
+		if d := v - before.reads[k]; d > 0 {
+			out.reads[k] = d
 		}
 	}
 	return out
 }
 
 func (s apiserverStats) String() string {
-	keys := make([]string, 0, len(s.writes))
-	for k := range s.writes {
-		keys = append(keys, k)
+	list := func(m map[string]float64) string {
+		keys := slices.Sorted(maps.Keys(m))
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
+		}
+		return strings.Join(parts, ", ")
 	}
-	slices.Sort(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %.0f", k, s.writes[k]))
-	}
-	return fmt.Sprintf("API server CPU %.1f s; writes: %s", s.cpu, strings.Join(parts, ", "))
+	return fmt.Sprintf("API server CPU %.1f s; writes: %s; reads: %s", s.cpu, list(s.writes), list(s.reads))
 }
 
 // readAPIServer reads the API server's request counters and CPU time.
-func readAPIServer(b *testing.B) apiserverStats {
-	raw, err := kubernetes.NewForConfigOrDie(env.Config).RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+func readAPIServer(b *testing.B, target benchCluster) apiserverStats {
+	raw, err := kubernetes.NewForConfigOrDie(target.cfg).RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := apiserverStats{writes: map[string]float64{}}
+	st := apiserverStats{writes: map[string]float64{}, reads: map[string]float64{}}
 	label := func(line, name string) string {
 		_, v, ok := strings.Cut(line, name+`="`)
 		if !ok {
@@ -648,12 +748,20 @@ func readAPIServer(b *testing.B) apiserverStats {
 		switch {
 		case strings.HasPrefix(line, "process_cpu_seconds_total "):
 			st.cpu = value()
+		case strings.HasPrefix(line, "apiserver_terminated_watchers_total{"):
+			st.reads["terminated watches of "+label(line, "resource")] += value()
 		case strings.HasPrefix(line, "apiserver_request_total{"):
 			verb := label(line, "verb")
-			if verb == "GET" || verb == "LIST" || verb == "WATCH" {
+			res := label(line, "resource")
+			if verb == "LIST" || verb == "WATCH" {
+				if res == "valdreleases" || res == "valdoperatorreleases" {
+					st.reads[res+" "+verb] += value()
+				}
 				continue
 			}
-			res := label(line, "resource")
+			if verb == "GET" {
+				continue
+			}
 			if sub := label(line, "subresource"); sub != "" {
 				res += "/" + sub
 			}
@@ -690,8 +798,8 @@ func saveProfile(b *testing.B, url, path string) {
 
 // saveAPIServerProfile takes a 10 s CPU profile of the test API server (served at
 // /debug/pprof, --profiling is on by default) into path.
-func saveAPIServerProfile(b *testing.B, path string) {
-	raw, err := kubernetes.NewForConfigOrDie(env.Config).RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").Timeout(time.Minute).DoRaw(context.Background())
+func saveAPIServerProfile(b *testing.B, target benchCluster, path string) {
+	raw, err := kubernetes.NewForConfigOrDie(target.cfg).RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").Timeout(time.Minute).DoRaw(context.Background())
 	if err != nil {
 		b.Errorf("API server profile: %v", err)
 		return
