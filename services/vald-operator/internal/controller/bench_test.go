@@ -405,7 +405,10 @@ func readCPUShares(b *testing.B, target benchCluster) cpuShares {
 
 // clusterProcesses are the control plane of the local cluster, by command name (the
 // kernel keeps 15 characters of it: kube-controller-manager is "kube-controller").
-var clusterProcesses = map[string]bool{"etcd": true, "kube-apiserver": true, "kube-controller": true, "kube-scheduler": true}
+var clusterProcesses = map[string]bool{
+	"etcd": true, "kube-apiserver": true, "kube-controller": true, "kube-scheduler": true,
+	"kwok": true, "localcluster": true, // the simulated nodes and the process that runs pods
+}
 
 func (c cpuShares) since(before cpuShares) cpuShares {
 	out := cpuShares{}
