@@ -41,31 +41,22 @@ func schemaRefusal(spec any) string {
 	return ""
 }
 
-// installRefusal is Helm's error when it installs o (nothing deployed), "" when the
-// install passes its checks: the values against the chart's schema first, then the
-// objects another release owns (retry: the owner may go without o changing).
-func installRefusal(o Observed) (msg string, retry bool) {
+// refusal is Helm's error for o's values and render, "" when they pass its checks: the
+// values against the chart's schema first, then the objects another release owns (retry:
+// the owner may go without o changing), in the words of an install (nothing deployed) or
+// of the dry-run upgrade to o's current values (Helm checks only the objects the deployed
+// release does not have; o.Taken never holds this release's own).
+func refusal(o Observed, deployed bool) (msg string, retry bool) {
 	if msg := schemaRefusal(o.Spec); msg != "" {
 		return msg, false
 	}
-	if len(o.Taken) > 0 {
-		return "rendered manifests contain a resource that already exists. Unable to continue with install: " + ownershipConflict(o, o.Taken[0]), true
+	if len(o.Taken) == 0 {
+		return "", false
 	}
-	return "", false
-}
-
-// candidateRefusal is Helm's error for the dry-run upgrade of a deployed o to its current
-// values, "" when it passes: the schema, then the objects the upgrade would create that
-// another release owns (Helm checks only those the deployed release does not have; o.Taken
-// never holds this release's own).
-func candidateRefusal(o Observed) (msg string, retry bool) {
-	if msg := schemaRefusal(o.Spec); msg != "" {
-		return msg, false
-	}
-	if len(o.Taken) > 0 {
+	if deployed {
 		return "Unable to continue with update: " + ownershipConflict(o, o.Taken[0]), true
 	}
-	return "", false
+	return "rendered manifests contain a resource that already exists. Unable to continue with install: " + ownershipConflict(o, o.Taken[0]), true
 }
 
 // ownershipConflict is Helm's error for an object of o's render that release t.Owner has

@@ -94,7 +94,7 @@ func Next(o Observed, started, now time.Time, delay time.Duration, finalizer boo
 		// release owns, is Irreconcilable, at once, prefixed "failed to get candidate
 		// release: "; the deployed release and the other conditions stay as they were,
 		// and no upgrade is tried.
-		if msg, retry := candidateRefusal(o); msg != "" {
+		if msg, retry := refusal(o, true); msg != "" {
 			st.Set(Condition{Type: ConditionIrreconcilable, Status: "True", Reason: ReasonReconcileError, Message: "failed to get candidate release: " + msg}, now)
 			plan := Plan{Status: st}
 			if retry {
@@ -122,7 +122,7 @@ func Next(o Observed, started, now time.Time, delay time.Duration, finalizer boo
 	// ownership refusal can clear without this release changing (the other one goes), so
 	// the try is made again, as the real operator retries a failed reconcile.
 	if !deployed {
-		if msg, retry := installRefusal(o); msg != "" {
+		if msg, retry := refusal(o, false); msg != "" {
 			plan := Plan{Status: st}
 			if retry {
 				plan.RequeueAfter = max(delay, time.Second)
