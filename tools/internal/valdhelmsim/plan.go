@@ -217,6 +217,12 @@ func renderManifest(o Observed) (string, error) {
 // releasedObjects reads the objects a deployed release installed (none for a release the
 // simulator did not render).
 func releasedObjects(r *Release) []valdchart.Resource {
+	return decodeObjects(releasedData(r)["objects"])
+}
+
+// releasedData is the data of the ConfigMap the simulator records a deployed release in;
+// nil for a release it did not render, or none.
+func releasedData(r *Release) map[string]string {
 	if r == nil || !strings.Contains(r.Manifest, manifestSource) {
 		return nil
 	}
@@ -224,7 +230,7 @@ func releasedObjects(r *Release) []valdchart.Resource {
 	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(r.Manifest, "---\n")), &m); err != nil {
 		return nil
 	}
-	return decodeObjects(m.Data["objects"])
+	return m.Data
 }
 
 // renderedPriorities is the PriorityClasses the chart renders for o's values.
@@ -236,14 +242,7 @@ func renderedPriorities(o Observed) []valdchart.PriorityClass {
 // (none known for a release the simulator did not render, or rendered before it recorded
 // them: its classes' values are not checked).
 func releasedPriorities(r *Release) map[string]int64 {
-	if r == nil || !strings.Contains(r.Manifest, manifestSource) {
-		return nil
-	}
-	var m manifestObject
-	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(r.Manifest, "---\n")), &m); err != nil {
-		return nil
-	}
-	return decodePriorities(m.Data["priorityClasses"])
+	return decodePriorities(releasedData(r)["priorityClasses"])
 }
 
 // releasedGeneration reads the generation a deployed release was made from. A release
@@ -253,14 +252,7 @@ func releasedGeneration(r *Release) (int64, bool) {
 	if r == nil {
 		return 0, false
 	}
-	if !strings.Contains(r.Manifest, manifestSource) {
-		return 0, true
-	}
-	var m manifestObject
-	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(r.Manifest, "---\n")), &m); err != nil {
-		return 0, true
-	}
-	gen, err := strconv.ParseInt(m.Data["generation"], 10, 64)
+	gen, err := strconv.ParseInt(releasedData(r)["generation"], 10, 64)
 	if err != nil {
 		return 0, true
 	}
