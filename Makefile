@@ -155,11 +155,11 @@ lint: tools check-generated ## golangci-lint in every module, buf lint/format/br
 images: build ## One OCI image per service in dist/images (layout and tarball), tagged with the chart's appVersion.
 	cd tools && SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) GOWORK=off go run ./cmd/images -revision $$(git rev-parse HEAD)
 
-# tools/e2e/partition_test.go's partitionComment.
+# shared/testenv/netfault.go's DropComment.
 PARTITION_COMMENT := opsuite-e2e-partition
 
 .PHONY: sweep
-sweep: ## Kill control-plane processes orphaned by killed test runs; remove the e2e suite's leftover partition rules.
+sweep: ## Kill control-plane processes orphaned by killed test runs; remove the leftover iptables rules of tests (shared/testenv DropOutput).
 	cd shared && go run ./testenv/cmd/sweep
 	@# grep finds nothing on a clean machine (exit 1, which pipefail would make the target's).
 	@if command -v iptables >/dev/null; then iptables -S OUTPUT | { grep -e '--comment $(PARTITION_COMMENT)' || true; } | sed 's/^-A /-D /' | while read -r rule; do iptables $$rule; done; fi

@@ -135,7 +135,7 @@ func mgPartitionMain(ctx context.Context, t *testing.T, plane *mgPlane) {
 		t.Errorf("status.lastFailoverTime does not record the failover (err %v)", err)
 	}
 	t.Logf("partition healed after %s: the old MAIN %s acknowledged %d writes, %d more committed unconfirmed (from +%.1fs), %d refused %q",
-		cut.heal().Round(100*time.Millisecond), oldMain, len(acked), len(unconfirmed), firstUnconfirmed.Seconds(), len(refused), refused)
+		cut.Heal().Round(100*time.Millisecond), oldMain, len(acked), len(unconfirmed), firstUnconfirmed.Seconds(), len(refused), refused)
 	mgScale(ctx, t, "after the MAIN's partition", "", int32(plane.coordinators), int32(plane.data), 4*time.Minute)
 	watch.stop(t, "the MAIN's partition from the coordinators")
 
@@ -283,7 +283,7 @@ func mgCutOperatorFrom(ctx context.Context, t *testing.T, plane *mgPlane, uid in
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	lasted := cut.heal()
+	lasted := cut.Heal()
 	healed := time.Now()
 	t.Logf("operator partition from %s healed after %s", what, lasted.Round(100*time.Millisecond))
 	if reported == 0 {

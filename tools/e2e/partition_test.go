@@ -3,51 +3,31 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/opsuite/suite/shared/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// partitionComment marks every iptables rule the suite adds, so that a run killed before
-// it healed its partitions leaves rules `make sweep` can find and remove.
-const partitionComment = "opsuite-e2e-partition"
 
 // A netPartition drops every packet between one pod address and a set of others, both
 // ways, on the host's loopback (pods are processes on their own 127.x addresses; the runner
 // makes the servers' outbound connections come from their pod address). It heals itself
 // after at most its bound, at the test's end, or when healed by hand.
-type netPartition struct {
-	t      *testing.T
-	rules  [][]string
-	once   sync.Once
-	timer  *time.Timer
-	begin  time.Time
-	lasted time.Duration
-}
+type netPartition = testenv.Dropped
 
 // partitionPods cuts a off from every address in others for at most bound (loopback
 // addresses only, by the suite's rules).
 func partitionPods(t *testing.T, a string, others []string, bound time.Duration) *netPartition {
 	t.Helper()
-	if _, err := exec.LookPath("iptables"); err != nil {
-		t.Fatalf("a network partition needs iptables (apt-get install iptables; .ci/apt-packages.txt lists it): %v", err)
-	}
-	for _, ip := range append([]string{a}, others...) {
-		if !strings.HasPrefix(ip, "127.") {
-			t.Fatalf("partition of %s: the suite only partitions loopback addresses", ip)
-		}
-	}
-	p := &netPartition{t: t}
+	var rules [][]string
 	for _, o := range others {
-		p.rules = append(p.rules, []string{"-s", a, "-d", o}, []string{"-s", o, "-d", a})
+		rules = append(rules, []string{"-s", a, "-d", o}, []string{"-s", o, "-d", a})
 	}
-	p.cut(bound)
+	p := testenv.DropOutput(t, bound, rules...)
 	t.Logf("partitioned %s from %s (at most %s)", a, strings.Join(others, ","), bound)
 	return p
 }
@@ -60,50 +40,13 @@ func partitionPods(t *testing.T, a string, others []string, bound time.Duration)
 // connection opens, and an open one stalls.
 func partitionUser(t *testing.T, uid int64, addrs []string, bound time.Duration) *netPartition {
 	t.Helper()
-	if _, err := exec.LookPath("iptables"); err != nil {
-		t.Fatalf("a network partition needs iptables (apt-get install iptables; .ci/apt-packages.txt lists it): %v", err)
-	}
-	p := &netPartition{t: t}
+	var rules [][]string
 	for _, ip := range addrs {
-		if !strings.HasPrefix(ip, "127.") {
-			t.Fatalf("partition of %s: the suite only partitions loopback addresses", ip)
-		}
-		p.rules = append(p.rules, []string{"-m", "owner", "--uid-owner", strconv.FormatInt(uid, 10), "-d", ip})
+		rules = append(rules, []string{"-m", "owner", "--uid-owner", strconv.FormatInt(uid, 10), "-d", ip})
 	}
-	p.cut(bound)
+	p := testenv.DropOutput(t, bound, rules...)
 	t.Logf("partitioned uid %d from %s (at most %s)", uid, strings.Join(addrs, ","), bound)
 	return p
-}
-
-// cut inserts the rules and arms the bound and the test's cleanup.
-func (p *netPartition) cut(bound time.Duration) {
-	t := p.t
-	t.Helper()
-	p.begin = time.Now()
-	for _, r := range p.rules {
-		if out, err := exec.Command("iptables", append(append([]string{"-I", "OUTPUT"}, r...), "-j", "DROP", "-m", "comment", "--comment", partitionComment)...).CombinedOutput(); err != nil {
-			p.heal()
-			t.Fatalf("iptables -I OUTPUT %v: %v\n%s", r, err, out)
-		}
-	}
-	p.timer = time.AfterFunc(bound, func() { p.heal() })
-	t.Cleanup(func() { p.heal() })
-}
-
-// heal removes the partition's rules (once) and returns how long it lasted.
-func (p *netPartition) heal() time.Duration {
-	p.once.Do(func() {
-		if p.timer != nil {
-			p.timer.Stop()
-		}
-		for _, r := range p.rules {
-			if out, err := exec.Command("iptables", append(append([]string{"-D", "OUTPUT"}, r...), "-j", "DROP", "-m", "comment", "--comment", partitionComment)...).CombinedOutput(); err != nil {
-				p.t.Errorf("removing partition rule %v: %v\n%s", r, err, out)
-			}
-		}
-		p.lasted = time.Since(p.begin)
-	})
-	return p.lasted
 }
 
 // operatorUser is the uid the named operator's pods run as, for partitionUser: the charts'

@@ -238,7 +238,7 @@ func cutOperators(t *testing.T, targets []chaosTarget) func(ctx context.Context,
 		cut := partitionUser(t, operatorUser(ctx, t, c.operator()), addrs, d)
 		log.add("operators cut off from %s's %d members for %s", c.product(), len(addrs), d)
 		time.Sleep(d)
-		log.add("operators' cut from %s healed after %s", c.product(), cut.heal().Round(100*time.Millisecond))
+		log.add("operators' cut from %s healed after %s", c.product(), cut.Heal().Round(100*time.Millisecond))
 		return nil
 	}
 }
@@ -250,7 +250,7 @@ func cutMember(t *testing.T, rng *rand.Rand, log *chaosLog, what, victim string,
 	cut := partitionPods(t, victim, others, d)
 	log.add("%s %s cut off from %d members for %s", what, victim, len(others), d)
 	time.Sleep(d)
-	log.add("partition of %s healed after %s", victim, cut.heal().Round(100*time.Millisecond))
+	log.add("partition of %s healed after %s", victim, cut.Heal().Round(100*time.Millisecond))
 }
 
 // deleteMemberPod deletes one of the pods the selector names in ns, as an eviction does.

@@ -102,7 +102,7 @@ func TestValkeyPartition(t *testing.T) {
 			t.Errorf("after 15 s cut off, the majority does not flag %s as failed (flags %v)", primary, m.flags)
 		}
 	}
-	lasted := cut.heal()
+	lasted := cut.Heal()
 	t.Logf("partition healed after %s", lasted.Round(100*time.Millisecond))
 
 	seen := s.waitReady(ctx, "after healing", 4*time.Minute, vkWant{3, 1, vkImageOld, ""})
@@ -286,7 +286,7 @@ func (s *vkScenario) cutOperatorFrom(ctx context.Context, uid int64, addrs []str
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	lasted := cut.heal()
+	lasted := cut.Heal()
 	t.Logf("operator partition from %s healed after %s", what, lasted.Round(100*time.Millisecond))
 	if !sawUnreachable {
 		t.Errorf("cut off from %s for %s, the operator never reported %s", what, cutFor, valkeyv1.ReasonMembersUnreachable)

@@ -141,7 +141,7 @@ func vxCutOperatorFrom(ctx context.Context, t *testing.T, uid int64, addrs []str
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	lasted := cut.heal()
+	lasted := cut.Heal()
 	healed := time.Now()
 	t.Logf("operator partition from %s healed after %s", what, lasted.Round(100*time.Millisecond))
 	if reported == 0 {

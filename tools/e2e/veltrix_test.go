@@ -805,7 +805,7 @@ func vxPartition(ctx context.Context, t *testing.T, keys map[string]string) {
 	}
 	t.Logf("partition: %d keys acknowledged through members 0 and 2 in %s", len(written), since(begin))
 	observe()
-	lasted := cut.heal()
+	lasted := cut.Heal()
 	t.Logf("partition healed after %s", lasted.Round(100*time.Millisecond))
 	if lasted >= 2*time.Minute-time.Second {
 		t.Errorf("the partition reached its 2-minute bound and healed itself while the writes were still running: it did not hold what it measured")

@@ -2,6 +2,7 @@ package valkey
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -30,19 +31,19 @@ type SetSlot struct {
 }
 
 func (c *conn) SetSlotImporting(ctx context.Context, slot int, fromID string) error {
-	return c.ok(ctx, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "IMPORTING", fromID)
+	return c.setSlot(ctx, SetSlot{Slot: slot, State: SlotImporting, NodeID: fromID})
 }
 
 func (c *conn) SetSlotMigrating(ctx context.Context, slot int, toID string) error {
-	return c.ok(ctx, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "MIGRATING", toID)
+	return c.setSlot(ctx, SetSlot{Slot: slot, State: SlotMigrating, NodeID: toID})
 }
 
 func (c *conn) SetSlotNode(ctx context.Context, slot int, ownerID string) error {
-	return c.ok(ctx, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", ownerID)
+	return c.setSlot(ctx, SetSlot{Slot: slot, State: SlotNode, NodeID: ownerID})
 }
 
 func (c *conn) SetSlotStable(ctx context.Context, slot int) error {
-	return c.ok(ctx, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "STABLE")
+	return c.setSlot(ctx, SetSlot{Slot: slot, State: SlotStable})
 }
 
 func (c *conn) MigrateSlotKeys(ctx context.Context, slot int, addr string, batch int) (int, error) {
@@ -133,6 +134,22 @@ const SetSlotChunk = 16
 const SetSlotLanes = 8
 
 func (c *conn) SetSlots(ctx context.Context, cmds ...SetSlot) (int, error) {
+	if len(cmds) <= 1 {
+		return c.setSlotChunks(ctx, c.c.DoMulti, cmds, 0, 1)
+	}
+	// The first command goes alone: a primary whose replicas do not acknowledge refuses
+	// each command only once it waited for them, so a pipelined chunk would take 2 s per
+	// command to be refused whole (32 s a lane), where the first alone takes 2 s.
+	if n, err := c.setSlotChunks(ctx, c.c.DoMulti, cmds[:1], 0, 1); err != nil {
+		return n, err
+	}
+	n, err := c.setSlotRun(ctx, cmds[1:])
+	return 1 + n, err
+}
+
+// setSlotRun sends cmds in chunks, over lanes when their slots are distinct, and returns
+// how many of them, from the start, succeeded.
+func (c *conn) setSlotRun(ctx context.Context, cmds []SetSlot) (int, error) {
 	chunks := (len(cmds) + SetSlotChunk - 1) / SetSlotChunk
 	if chunks <= 1 || !distinctSlots(cmds) {
 		return c.setSlotChunks(ctx, c.c.DoMulti, cmds, 0, 1)
@@ -178,18 +195,14 @@ func (c *conn) setSlotChunks(ctx context.Context, doMulti func(context.Context, 
 		chunk := cmds[start:min(start+SetSlotChunk, len(cmds))]
 		multi := make(valkeygo.Commands, len(chunk))
 		for i, x := range chunk {
-			args := []string{strconv.Itoa(x.Slot), string(x.State)}
-			if x.NodeID != "" {
-				args = append(args, x.NodeID)
-			}
-			multi[i] = c.c.B().Arbitrary("CLUSTER", "SETSLOT").Args(args...).Build()
+			multi[i] = c.c.B().Arbitrary("CLUSTER", "SETSLOT").Args(x.args()...).Build()
 		}
 		// A failed chunk ends the lane: the later commands are not sent (they would each
 		// wait out the same missing acknowledgement), and the next observation shows what
 		// was applied.
 		for i, r := range doMulti(ctx, multi...) {
 			if err := r.Error(); err != nil && (chunk[i].State != SlotNode || !replicaRefusal(err)) {
-				return start + i, fmt.Errorf("CLUSTER SETSLOT %d %s on %s: %w", chunk[i].Slot, chunk[i].State, c.addr, err)
+				return start + i, &SetSlotError{Addr: c.addr, Cmd: chunk[i], Err: err}
 			}
 		}
 	}
@@ -207,6 +220,51 @@ func distinctSlots(cmds []SetSlot) bool {
 		seen[x.Slot] = true
 	}
 	return true
+}
+
+// args are the command's arguments after CLUSTER SETSLOT.
+func (x SetSlot) args() []string {
+	args := []string{strconv.Itoa(x.Slot), string(x.State)}
+	if x.NodeID != "" {
+		args = append(args, x.NodeID)
+	}
+	return args
+}
+
+// setSlot sends one CLUSTER SETSLOT.
+func (c *conn) setSlot(ctx context.Context, x SetSlot) error {
+	if err := c.c.Do(ctx, c.c.B().Arbitrary("CLUSTER", "SETSLOT").Args(x.args()...).Build()).Error(); err != nil {
+		return &SetSlotError{Addr: c.addr, Cmd: x, Err: err}
+	}
+	return nil
+}
+
+// SetSlotError is a member's refusal of a CLUSTER SETSLOT (or the failure to send it).
+type SetSlotError struct {
+	Addr string
+	Cmd  SetSlot
+	Err  error
+}
+
+func (e *SetSlotError) Error() string {
+	return fmt.Sprintf("CLUSTER SETSLOT %d %s on %s: %v", e.Cmd.Slot, e.Cmd.State, e.Addr, e.Err)
+}
+
+func (e *SetSlotError) Unwrap() error { return e.Err }
+
+// ReplicasBehind reports a primary's refusal of a CLUSTER SETSLOT its replicas did not
+// acknowledge in time: Valkey 8.0+ sends the command to every online replica first and
+// applies it only once they all have it, waiting 2 s by default. The command was not
+// applied and can be sent again; it says a replica is slow (loading what a sync sent it,
+// a congested link, an overloaded host), not that the move is wrong.
+// It returns the primary that refused.
+func ReplicasBehind(err error) (primary string, ok bool) {
+	var se *SetSlotError
+	var ve *valkeygo.ValkeyError
+	if errors.As(err, &se) && errors.As(se.Err, &ve) && strings.HasPrefix(ve.Error(), "NOREPLICAS") {
+		return se.Addr, true
+	}
+	return "", false
 }
 
 // replicaRefusal reports the server's answer to CLUSTER SETSLOT on a replica. For SETSLOT

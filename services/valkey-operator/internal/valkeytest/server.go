@@ -195,6 +195,16 @@ func (s *Server) Wipe() {
 	s.start()
 }
 
+// Pid is the server process's id (0 when stopped).
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Running reports whether the process is up.
 func (s *Server) Running() bool {
 	s.mu.Lock()

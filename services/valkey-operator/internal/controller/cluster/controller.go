@@ -68,6 +68,11 @@ type Config struct {
 	FailoverTimeout time.Duration
 	// Poll is how soon a pass that waits for the data plane looks again.
 	Poll time.Duration
+	// ReplicaAckGrace is how long slot moves may keep being refused because a primary's
+	// replicas did not acknowledge CLUSTER SETSLOT in time (Valkey 8.0+; a replica loading
+	// a sync, a congested link) before the cluster is Degraded (default 2 minutes). Within
+	// it each pass tries again and the cluster reports that it waits for them.
+	ReplicaAckGrace time.Duration
 	// MonitorRecheck is how soon a cluster whose ServiceMonitor CRD was missing looks
 	// for it again (default 3 minutes).
 	MonitorRecheck time.Duration
@@ -99,6 +104,9 @@ func (cfg *Config) defaults(c client.Reader) {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 2 * time.Second
+	}
+	if cfg.ReplicaAckGrace <= 0 {
+		cfg.ReplicaAckGrace = 2 * time.Minute
 	}
 	if cfg.MonitorRecheck <= 0 {
 		cfg.MonitorRecheck = 3 * time.Minute
@@ -158,6 +166,9 @@ type clusterState struct {
 	exec    *executor.Executor
 	opts    valkey.Options
 	rolling bool
+	// replicasBehindSince is when slot moves were first refused for replicas that did not
+	// acknowledge them, in the run of passes refused so (zero: the last pass was not).
+	replicasBehindSince time.Time
 }
 
 // stateOf returns c's memory, made empty on first use. Callers hold ctl.mu.
@@ -182,6 +193,21 @@ func (ctl *Controller) isRolling(c *valkeyv1.ValkeyCluster) bool {
 	defer ctl.mu.Unlock()
 	st, ok := ctl.clusters[c.UID]
 	return ok && st.rolling
+}
+
+// replicasBehind records whether this pass's slot moves were refused for replicas that did
+// not acknowledge them, and returns since when they have been, in a row.
+func (ctl *Controller) replicasBehind(c *valkeyv1.ValkeyCluster, refused bool, now time.Time) time.Time {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	st := ctl.stateOf(c)
+	switch {
+	case !refused:
+		st.replicasBehindSince = time.Time{}
+	case st.replicasBehindSince.IsZero():
+		st.replicasBehindSince = now
+	}
+	return st.replicasBehindSince
 }
 
 // forget closes the connections of the cluster of uid and drops what the controller keeps

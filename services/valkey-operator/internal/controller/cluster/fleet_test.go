@@ -194,15 +194,24 @@ func equalStatus(a, b valkeyv1.ValkeyNodeStatus) bool {
 // startController runs the cluster controller against the fleet, without credentials
 // (the fleet's servers have the default user open); more changes its manager.
 func startController(t *testing.T, f *fleet, more ...testenv.ManagerOption) {
+	startControllerWith(t, f, nil, more...)
+}
+
+// startControllerWith starts the controller with the tests' configuration changed by tune.
+func startControllerWith(t *testing.T, f *fleet, tune func(*clustercontroller.Config), more ...testenv.ManagerOption) {
 	env.StartManager(t, func(mgr ctrl.Manager) error {
-		return clustercontroller.Setup(mgr, clustercontroller.Config{
+		cfg := clustercontroller.Config{
 			Addr:            f.addr,
 			BusPort:         f.busPort,
 			Options:         func(context.Context, *valkeyv1.ValkeyCluster) (valkey.Options, error) { return valkey.Options{}, nil },
 			Poll:            300 * time.Millisecond,
 			FailoverTimeout: 60 * time.Second, // the operator's default: a loaded 2-core host took over 30 s
 			Namespaces:      []string{f.ns},
-		})
+		}
+		if tune != nil {
+			tune(&cfg)
+		}
+		return clustercontroller.Setup(mgr, cfg)
 		// tests run in parallel, each with its own controller; the cache as the operator's
 		// (its own Secrets and ConfigMaps only).
 	}, append([]testenv.ManagerOption{testenv.InNamespaces(f.ns), func(o *ctrl.Options) { o.Cache.ByObject = nodecontroller.CacheByObject() }}, more...)...)

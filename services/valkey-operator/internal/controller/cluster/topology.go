@@ -83,11 +83,23 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 		done, err := exec.Run(ctx, plan.Steps)
 		p.announceSteps(snap, set, plan.Steps[:done])
 		p.progressFor(plan.Steps, set)
-		if err != nil {
+		primary, behind := valkey.ReplicasBehind(err)
+		since := p.ctl.replicasBehind(p.c, behind, p.now)
+		switch {
+		case err == nil:
+		case staleRole(err):
+			log.FromContext(ctx).Info("Data-plane step went to a member no longer primary; observing again", "error", err.Error())
+		case behind && p.now.Sub(since) < p.ctl.cfg.ReplicaAckGrace:
+			// Nothing was lost or half done: the refused command was not applied, and the
+			// next pass sends it again.
+			log.FromContext(ctx).Info("Slot move waits for replicas to acknowledge it", "primary", primary, "since", since, "error", err.Error())
+			p.progressMsg = fmt.Sprintf("Waiting for the replicas of %s to acknowledge slot changes", primary)
+		default:
 			log.FromContext(ctx).Info("Data-plane step failed; observing again", "error", err.Error())
-			if !staleRole(err) {
-				p.stepFailed(plan.Steps[done], set, err)
+			if behind {
+				err = fmt.Errorf("the replicas of %s have not acknowledged slot changes for over %s: %w", primary, p.ctl.cfg.ReplicaAckGrace, err)
 			}
+			p.stepFailed(plan.Steps[done], set, err)
 		}
 		return time.Second
 	case plan.Wait != "":
