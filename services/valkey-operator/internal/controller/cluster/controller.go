@@ -195,19 +195,25 @@ func (ctl *Controller) isRolling(c *valkeyv1.ValkeyCluster) bool {
 	return ok && st.rolling
 }
 
-// replicasBehind records whether this pass's slot moves were refused for replicas that did
-// not acknowledge them, and returns since when they have been, in a row.
-func (ctl *Controller) replicasBehind(c *valkeyv1.ValkeyCluster, refused bool, now time.Time) time.Time {
+// replicasBehindSince returns since when c's passes have had slot moves refused for
+// replicas that did not acknowledge them, now if this pass is the first.
+func (ctl *Controller) replicasBehindSince(c *valkeyv1.ValkeyCluster, now time.Time) time.Time {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	st := ctl.stateOf(c)
-	switch {
-	case !refused:
-		st.replicasBehindSince = time.Time{}
-	case st.replicasBehindSince.IsZero():
+	if st.replicasBehindSince.IsZero() {
 		st.replicasBehindSince = now
 	}
 	return st.replicasBehindSince
+}
+
+// replicasCaughtUp ends c's run of passes refused for unacknowledged slot moves.
+func (ctl *Controller) replicasCaughtUp(c *valkeyv1.ValkeyCluster) {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	if st, ok := ctl.clusters[c.UID]; ok {
+		st.replicasBehindSince = time.Time{}
+	}
 }
 
 // forget closes the connections of the cluster of uid and drops what the controller keeps

@@ -52,12 +52,18 @@ type pass struct {
 	// to look again for it (a node's grace period ending; 0: no need).
 	lost        *lostState
 	lostRecheck time.Duration
+	// acksRefused: a slot move was refused for replicas that did not acknowledge it; a
+	// pass without one ends the run of such passes (ReplicaAckGrace).
+	acksRefused bool
 }
 
 // run is the reconciler's pass over c, whose status is the last written (the kit's).
 func (ctl *Controller) run(ctx context.Context, c *valkeyv1.ValkeyCluster) (reconciler.Result, error) {
 	p := &pass{ctl: ctl, c: c, before: *c.Status.DeepCopy(), now: time.Now(), events: reconciler.EventsOf(ctx)}
 	wait := p.reconcile(ctx)
+	if !p.acksRefused {
+		ctl.replicasCaughtUp(c)
+	}
 	p.writeStatus()
 	ctl.observeMetrics(c)
 	if wait > 0 {

@@ -84,7 +84,10 @@ func (p *pass) topology(ctx context.Context, set nodeSet) time.Duration {
 		p.announceSteps(snap, set, plan.Steps[:done])
 		p.progressFor(plan.Steps, set)
 		primary, behind := valkey.ReplicasBehind(err)
-		since := p.ctl.replicasBehind(p.c, behind, p.now)
+		var since time.Time
+		if behind {
+			p.acksRefused, since = true, p.ctl.replicasBehindSince(p.c, p.now)
+		}
 		switch {
 		case err == nil:
 		case staleRole(err):
