@@ -136,3 +136,49 @@ func clusterDown(fromV, toV valkey.View, steps []Step) string {
 	}
 	return ""
 }
+
+// clearStaleReplicaStates sends CLUSTER SETSLOT STABLE, on the primary, for every slot one
+// of its replicas still shows importing or migrating, and reports whether it planned any;
+// it runs once no primary has a move open, so every such state is stale. Valkey 8.0+
+// replicates SETSLOT only to the replicas online when the primary runs it, and a full
+// sync's snapshot carries the states open when it began: a replica whose first sync was
+// under way while a move finished keeps that move's states for good (a failover would
+// promote them). STABLE run by the primary reaches its replicas and clears them there;
+// replicas refuse SETSLOT themselves.
+func (st *state) clearStaleReplicaStates() bool {
+	stale := map[string]map[int]bool{} // primary address -> slots
+	var primaries []string
+	for _, m := range st.members {
+		v, _ := st.s.View(m.Addr)
+		me, ok := v.Myself()
+		if !ok || !me.Replica || len(me.Importing)+len(me.Migrating) == 0 {
+			continue
+		}
+		pv, ok := st.view(me.PrimaryID)
+		if !ok {
+			continue
+		}
+		if stale[pv.Addr] == nil {
+			stale[pv.Addr] = map[int]bool{}
+			primaries = append(primaries, pv.Addr)
+		}
+		for slot := range me.Importing {
+			stale[pv.Addr][slot] = true
+		}
+		for slot := range me.Migrating {
+			stale[pv.Addr][slot] = true
+		}
+	}
+	sort.Strings(primaries)
+	for _, addr := range primaries {
+		slots := make([]int, 0, len(stale[addr]))
+		for slot := range stale[addr] {
+			slots = append(slots, slot)
+		}
+		sort.Ints(slots)
+		for _, slot := range slots {
+			st.add(Step{Op: SetSlotStable, On: addr, Slot: slot})
+		}
+	}
+	return len(primaries) > 0
+}

@@ -199,6 +199,9 @@ func Compute(d Desired, s valkey.Snapshot) Plan {
 		st.finishMoves(moves)
 		return st.plan
 	}
+	if st.clearStaleReplicaStates() {
+		return st.plan
+	}
 	if !st.agree() {
 		return Plan{Wait: "members do not agree on slot owners yet"}
 	}

@@ -429,3 +429,39 @@ func TestSharedShardIDRepaired(t *testing.T) {
 	converge(t, c, d, runOpts{})
 	checkConverged(t, c, d)
 }
+
+// TestStaleReplicaStatesCleared: a replica that shows slots importing and migrating while
+// no primary has a move open (its first sync's snapshot carried a move that finished while
+// it synced, and Valkey 8.0 replicates SETSLOT only to online replicas) gets SETSLOT STABLE
+// for those slots sent to its primary, and nothing else; then the cluster is converged.
+func TestStaleReplicaStatesCleared(t *testing.T) {
+	c, d := formed(t)
+	var r *simNode
+	for _, n := range c.nodes {
+		if n.replicaOf != "" {
+			r = n
+			break
+		}
+	}
+	primary := c.byID(r.replicaOf)
+	var other *simNode
+	for _, n := range c.nodes {
+		if n.replicaOf == "" && n != primary {
+			other = n
+			break
+		}
+	}
+	r.importing[7], r.migrating[9] = other.id, other.id
+	p := Compute(d, c.snapshot())
+	want := []Step{{Op: SetSlotStable, On: primary.addr, Slot: 7}, {Op: SetSlotStable, On: primary.addr, Slot: 9}}
+	if !reflect.DeepEqual(p.Steps, want) || p.Wait != "" {
+		t.Fatalf("plan %v wait %q, want %v", p.Steps, p.Wait, want)
+	}
+	converge(t, c, d, runOpts{})
+	if len(r.importing)+len(r.migrating) != 0 {
+		t.Errorf("replica %s still shows %v %v", r.addr, r.importing, r.migrating)
+	}
+	if p := Compute(d, c.snapshot()); !p.Converged() {
+		t.Errorf("not converged: %v %q", p.Steps, p.Wait)
+	}
+}

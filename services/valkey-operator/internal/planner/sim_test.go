@@ -185,8 +185,16 @@ func (c *sim) apply(s Step) error {
 			c.claim[s.Slot] = on.id
 		}
 	case SetSlotStable:
-		delete(on.migrating, s.Slot)
-		delete(on.importing, s.Slot)
+		if on.replicaOf != "" {
+			return refuse("SETSLOT on a replica")
+		}
+		// Valkey 8.0+ replicates it: the primary's replicas clear the slot too.
+		for _, x := range c.nodes {
+			if x == on || x.replicaOf == on.id {
+				delete(x.migrating, s.Slot)
+				delete(x.importing, s.Slot)
+			}
+		}
 	case Forget:
 		if s.NodeID == on.id || s.NodeID == on.replicaOf {
 			return refuse("cannot forget %s", s.NodeID)
