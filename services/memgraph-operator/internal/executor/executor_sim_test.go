@@ -371,11 +371,23 @@ func waitCaughtUp(t *testing.T, ctx context.Context, want executor.Desired) exec
 }
 
 // parkMain moves the MAIN onto to by hand (DEMOTE + SET), as a human or a failover might.
+//
+// A coordinator refuses DEMOTE when the instance did not answer within its replication
+// timeout (a loaded CI host); the instance is then still MAIN and the command is sent
+// again, a few times at most.
 func parkMain(t *testing.T, ctx context.Context, leader memgraph.Session, from, to string) {
 	t.Helper()
 	for _, q := range []string{memgraph.DemoteInstance(from), memgraph.SetInstanceToMain(to)} {
-		if err := leader.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
+		for attempt := 1; ; attempt++ {
+			err := leader.Exec(ctx, q)
+			if err == nil {
+				break
+			}
+			if attempt == 5 || !strings.Contains(err.Error(), "failed to demote") {
+				t.Fatalf("%s (attempt %d): %v", q, attempt, err)
+			}
+			t.Logf("%s (attempt %d): %v; again", q, attempt, err)
+			time.Sleep(time.Second)
 		}
 	}
 }
